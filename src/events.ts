@@ -1,0 +1,134 @@
+// Typed publish/subscribe across processes over PostgreSQL LISTEN/NOTIFY.
+//
+// Every process keeps one LISTEN connection on a single channel and fans messages out locally by
+// event name and key. NOTIFY payloads are limited to 8000 bytes, so larger payloads are written to
+// event_payloads and the notification carries the row id (by reference, not inline).
+import { EventEmitter, on } from 'node:events';
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+/** Event names and their payloads. Areas add their events here, so publisher and subscriber agree. */
+export interface EventMap {
+  /** Diagnostics: lets operators and tests check that events cross processes. */
+  'system.ping': { message: string; sentAt: string };
+}
+export type EventName = keyof EventMap;
+
+const PG_CHANNEL = 'agent_platform_events';
+// Leave headroom under PostgreSQL's 8000-byte NOTIFY limit for the envelope.
+const INLINE_LIMIT_BYTES = 7000;
+
+type Envelope = { n: string; k?: string; p?: unknown; ref?: string };
+
+export class EventBus {
+  private readonly local = new EventEmitter({ captureRejections: false });
+  private listener: pg.Client | undefined;
+  private closed = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly url: string,
+    private readonly logger: Logger,
+  ) {
+    this.local.setMaxListeners(0);
+  }
+
+  /** Opens the LISTEN connection; resolves once notifications are flowing. */
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, application_name: 'agent-platform-events' });
+    client.on('notification', (message) => void this.deliver(message.payload));
+    client.on('error', (error) => {
+      this.logger.warn({ err: error }, 'event listener connection lost; reconnecting');
+      this.scheduleReconnect();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${PG_CHANNEL}`);
+    this.listener = client;
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    this.local.emit('close');
+    this.local.removeAllListeners();
+    await this.listener?.end().catch(() => undefined);
+    this.listener = undefined;
+  }
+
+  /** Publishes to every subscriber in every process. Call after the transaction that caused it commits. */
+  async publish<N extends EventName>(name: N, payload: EventMap[N], key?: string): Promise<void> {
+    let envelope: Envelope = { n: name, k: key, p: payload };
+    let text = JSON.stringify(envelope);
+    if (Buffer.byteLength(text) > INLINE_LIMIT_BYTES) {
+      const { rows } = await this.pool.query<{ id: string }>(
+        'INSERT INTO event_payloads (channel, payload) VALUES ($1, $2) RETURNING id',
+        [name, JSON.stringify(payload)],
+      );
+      envelope = { n: name, k: key, ref: rows[0]!.id };
+      text = JSON.stringify(envelope);
+    }
+    await this.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, text]);
+  }
+
+  /**
+   * Subscribes to an event, optionally only for one key (a revision id, a run id…). The iterable ends
+   * when `signal` aborts or the bus stops; breaking out of a for-await unsubscribes.
+   */
+  async *subscribe<N extends EventName>(
+    name: N,
+    options: { key?: string; signal?: AbortSignal } = {},
+  ): AsyncGenerator<EventMap[N]> {
+    const stop = new AbortController();
+    const onClose = () => stop.abort();
+    this.local.once('close', onClose);
+    const abortFromCaller = () => stop.abort();
+    options.signal?.addEventListener('abort', abortFromCaller, { once: true });
+    try {
+      for await (const [payload] of on(this.local, topic(name, options.key), { signal: stop.signal })) {
+        yield payload as EventMap[N];
+      }
+    } catch (error) {
+      if ((error as Error).name !== 'AbortError') throw error;
+    } finally {
+      this.local.off('close', onClose);
+      options.signal?.removeEventListener('abort', abortFromCaller);
+    }
+  }
+
+  private async deliver(text: string | undefined) {
+    if (!text) return;
+    try {
+      const envelope = JSON.parse(text) as Envelope;
+      let payload = envelope.p;
+      if (envelope.ref !== undefined) {
+        const { rows } = await this.pool.query<{ payload: unknown }>('SELECT payload FROM event_payloads WHERE id = $1', [
+          envelope.ref,
+        ]);
+        if (!rows[0]) return; // pruned before we read it: nothing to deliver
+        payload = rows[0].payload;
+      }
+      this.local.emit(topic(envelope.n, undefined), payload);
+      if (envelope.k !== undefined) this.local.emit(topic(envelope.n, envelope.k), payload);
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not deliver an event');
+    }
+  }
+
+  private scheduleReconnect(delayMs = 500) {
+    if (this.closed || this.reconnectTimer) return;
+    this.listener?.end().catch(() => undefined);
+    this.listener = undefined;
+    this.reconnectTimer = setTimeout(async () => {
+      this.reconnectTimer = undefined;
+      try {
+        await this.start();
+        this.logger.info('event listener reconnected');
+      } catch {
+        this.scheduleReconnect(Math.min(delayMs * 2, 10_000));
+      }
+    }, delayMs);
+  }
+}
+
+const topic = (name: string, key: string | undefined) => (key === undefined ? name : `${name}\u0000${key}`);

@@ -1,0 +1,14 @@
+// The schema: imports each type file (which registers itself on the builder) and builds.
+import { lexicographicSortSchema, printSchema } from 'graphql';
+import { builder } from './builder.js';
+import './tenancy/organization.js';
+import './tenancy/workspace.js';
+import './tenancy/user.js';
+import './tenancy/api-key.js';
+import './tenancy/viewer.js';
+import './system/ping.js';
+
+export const schema = builder.toSchema();
+
+/** The SDL committed as schema.graphql; a test fails when it drifts from the code. */
+export const printedSchema = (): string => `${printSchema(lexicographicSortSchema(schema))}\n`;

@@ -1,0 +1,74 @@
+// graphql-yoga over the Pothos schema: HTTP (GET/POST), SSE subscriptions, GraphiQL (bundled, no CDN),
+// and the context factory that authenticates every operation the same way REST does.
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import { GraphQLError } from 'graphql';
+import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { AppError, isAppError } from '../errors.js';
+import type { Deps } from '../services/context.js';
+import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
+import type { GraphQLContext } from './builder.js';
+import { schema } from './schema.js';
+
+export const GRAPHQL_PATH = '/graphql';
+
+const HTTP_STATUS: Partial<Record<AppError['code'], number>> = { UNAUTHENTICATED: 401, FORBIDDEN: 403, BAD_REQUEST: 400 };
+
+/** Header lookup that works for Fetch Headers and graphql-ws connection params alike (any case). */
+export type HeaderSource = (name: string) => string | undefined;
+
+/** Authenticates a GraphQL operation; failures become GraphQL errors with the REST status codes. */
+export async function graphqlContext(deps: Deps, header: HeaderSource): Promise<GraphQLContext> {
+  try {
+    const viewer = await authenticateApiKey(deps, header('x-api-key'), header('x-tenant-id'));
+    return { ...deps, viewer };
+  } catch (error) {
+    throw toGraphQLError(error) ?? error;
+  }
+}
+
+function toGraphQLError(error: unknown): GraphQLError | undefined {
+  const appError = isAppError(error) ? error : isAppError((error as GraphQLError)?.originalError) ? (error as GraphQLError).originalError : undefined;
+  if (!(appError instanceof AppError)) return undefined;
+  const status = HTTP_STATUS[appError.code];
+  return new GraphQLError(appError.message, {
+    extensions: {
+      code: appError.code,
+      ...(Array.isArray(appError.details) ? { issues: appError.details } : {}),
+      ...(status ? { http: { status } } : {}),
+    },
+  });
+}
+
+export function createGraphQLServer(deps: Deps): YogaServerInstance<Record<string, never>, GraphQLContext> {
+  return createYoga<Record<string, never>, GraphQLContext>({
+    schema,
+    graphqlEndpoint: GRAPHQL_PATH,
+    landingPage: false,
+    graphiql: {
+      title: 'Agent Platform GraphQL',
+      // GraphiQL speaks graphql-ws for subscriptions on the same path.
+      subscriptionsProtocol: 'WS',
+      defaultEditorToolsVisibility: 'headers',
+      headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }, null, 2),
+      defaultQuery: '{\n  viewer {\n    user { email }\n    organization { name planTier }\n    workspaces { id name }\n  }\n}\n',
+    },
+    renderGraphiQL,
+    context: ({ request }) => graphqlContext(deps, (name) => request.headers.get(name) ?? undefined),
+    logging: {
+      debug: (...args) => deps.logger.debug({ args }, 'graphql'),
+      info: (...args) => deps.logger.info({ args }, 'graphql'),
+      warn: (...args) => deps.logger.warn({ args }, 'graphql'),
+      error: (...args) => deps.logger.error({ args }, 'graphql'),
+    },
+    maskedErrors: {
+      // AppErrors are expected and safe to show; anything else is masked (no stack, SQL or secret).
+      maskError(error, message) {
+        const shown = toGraphQLError(error);
+        if (shown) return shown;
+        if (error instanceof GraphQLError && !error.originalError) return error; // parse/validation errors
+        deps.logger.error({ err: (error as GraphQLError)?.originalError ?? error }, 'unexpected GraphQL error');
+        return new GraphQLError(message, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+      },
+    },
+  });
+}

@@ -1,0 +1,99 @@
+// CLI entry: `agent-platform start | migrate | admin …`.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { ConfigError, type Config, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { runAdmin } from './admin.js';
+import { openDatabase, startPlatform } from './platform.js';
+
+const program = new Command('agent-platform')
+  .description('Deploy and run LangGraph agents, record traces, meter usage and export traces.')
+  .showHelpAfterError();
+
+type ProcessOptions = { port?: string; host?: string; dataDir?: string; role?: string };
+
+function configFrom(options: ProcessOptions, extra: Record<string, string | undefined> = {}): Config {
+  return loadConfig(process.env, {
+    PORT: options.port,
+    HOST: options.host,
+    AGENT_PLATFORM_DATA_DIR: options.dataDir,
+    AGENT_PLATFORM_ROLES: options.role,
+    ...extra,
+  });
+}
+
+const portOption = new Option('-p, --port <port>', 'HTTP port (env PORT, default 4100)').argParser((value) => {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a port number');
+  return value;
+});
+const dataDirOption = new Option('--data-dir <dir>', 'where the embedded database and keys live (env AGENT_PLATFORM_DATA_DIR, default .data)');
+
+program
+  .command('start', { isDefault: true })
+  .description('start the platform (all roles by default) on the embedded or configured PostgreSQL')
+  .addOption(portOption)
+  .option('--host <host>', 'interface to listen on (env HOST, default 127.0.0.1)')
+  .addOption(dataDirOption)
+  .option('--role <roles>', 'comma-separated roles to run: api,worker,runtime (env AGENT_PLATFORM_ROLES)')
+  .action(async (options: ProcessOptions) => {
+    const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
+    const logger = createLogger(config);
+    const platform = await startPlatform(config, logger);
+    printWelcome(platform.url, platform.firstApiKey, config);
+
+    let stopping = false;
+    const shutdown = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      await platform.stop();
+      logger.flush();
+      process.exit(0);
+    };
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  });
+
+program
+  .command('migrate')
+  .description('apply pending database migrations and exit')
+  .addOption(dataDirOption)
+  .action(async (options: ProcessOptions) => {
+    const config = configFrom(options);
+    // openDatabase applies pending migrations before it returns.
+    const { db, embedded } = await openDatabase(config, createLogger({ ...config, logLevel: 'info', logPretty: false }));
+    await db.close();
+    await embedded?.stop();
+  });
+
+runAdmin(program, (options: ProcessOptions) => configFrom(options));
+
+function printWelcome(url: string | undefined, firstApiKey: string | undefined, config: Config) {
+  const lines = [''];
+  if (url) {
+    lines.push(
+      `Agent Platform is running at ${url}`,
+      `  GraphQL + GraphiQL   ${url}/graphql`,
+      `  Health               ${url}/ok`,
+      `  Platform REST API    ${url}/api/v1/workspaces`,
+    );
+  } else {
+    lines.push(`Agent Platform is running (roles: ${config.roles.join(', ')}; no HTTP listener without the api role)`);
+  }
+  if (firstApiKey) {
+    lines.push('', 'First start: created the default organization, workspace and admin user. Your API key (shown once):');
+    lines.push(`API key: ${firstApiKey}`);
+    if (url) lines.push('', `Try: curl -s -H "X-Api-Key: ${firstApiKey}" -H "Content-Type: application/json" \\`, `       -d '{"query":"{ viewer { user { email } workspaces { id name } } }"}' ${url}/graphql`);
+  } else {
+    lines.push('', 'Create more API keys with: agent-platform admin keys create --help');
+  }
+  console.log(`${lines.join('\n')}\n`);
+}
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(2);
+  }
+  console.error(`agent-platform: ${(error as Error).message ?? error}`);
+  process.exit(1);
+});

@@ -1,0 +1,23 @@
+// The REST front door: each surface is a sub-router with its own body parsing and error dialect.
+import express, { Router } from 'express';
+import type { Deps } from '../services/context.js';
+import { errorHandler, notFoundHandler } from './middleware/errors.js';
+import { tenancyRouter } from './tenancy.routes.js';
+
+export function restRouter(deps: Deps): Router {
+  const router = Router();
+
+  router.get('/ok', (_req, res) => {
+    res.json({ ok: true });
+  });
+
+  // Platform API (FastAPI dialect): tenancy now; usage and bulk export join here.
+  const platformApi = Router();
+  platformApi.use(express.json({ limit: deps.config.bodyLimit }));
+  platformApi.use(tenancyRouter(deps));
+  platformApi.use(notFoundHandler);
+  platformApi.use(errorHandler('fastapi', deps.logger));
+  router.use('/api/v1', platformApi);
+
+  return router;
+}

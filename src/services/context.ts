@@ -1,0 +1,19 @@
+// What every service function receives: the process's dependencies plus who is asking.
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { SecretBox } from '../crypto.js';
+import type { Database } from '../db.js';
+import type { EventBus } from '../events.js';
+import type { Viewer } from './tenancy/viewer.js';
+
+/** Process-wide dependencies, built once at start-up. */
+export type Deps = {
+  config: Config;
+  db: Database;
+  events: EventBus;
+  secrets: SecretBox;
+  logger: Logger;
+};
+
+/** A service call: dependencies plus the authenticated viewer (or the system, for the admin CLI). */
+export type ServiceContext = Deps & { viewer: Viewer };

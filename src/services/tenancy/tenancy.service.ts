@@ -1,0 +1,339 @@
+// Tenancy: organizations, workspaces, users, memberships and API keys, and authentication of requests.
+import { AppError } from '../../errors.js';
+import type { Prisma } from '../../generated/prisma/client.js';
+import { isUuid, newId } from '../../ids.js';
+import type { Deps, ServiceContext } from '../context.js';
+import { parseInput } from '../validate.js';
+import { generateApiKeySecret, hashApiKey } from './api-key-secret.js';
+import {
+  ApiKeyCreate,
+  type ApiKeyCreateInput,
+  OrganizationCreate,
+  type OrganizationCreateInput,
+  UserCreate,
+  type UserCreateInput,
+  WorkspaceCreate,
+  type WorkspaceCreateInput,
+} from './tenancy.schemas.js';
+import { type ApiKeyViewer, assertCan, can, organizationOf } from './viewer.js';
+
+// last_used_at is informational; writing it on every request would make every read a write.
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+// ───────────────────────────── authentication ─────────────────────────────
+
+/**
+ * Resolves an API key (and the optional X-Tenant-Id workspace) to a viewer.
+ * Throws UNAUTHENTICATED for a missing, unknown or revoked key, BAD_REQUEST for a malformed tenant
+ * id and FORBIDDEN for a workspace the key cannot reach (whether or not it exists elsewhere).
+ */
+export async function authenticateApiKey(
+  deps: Deps,
+  key: string | undefined,
+  tenantId: string | undefined,
+): Promise<ApiKeyViewer> {
+  if (!key) throw AppError.unauthenticated('Missing API key: send it in the X-Api-Key header.');
+  const apiKey = await deps.db.prisma.apiKey.findUnique({
+    where: { secretHash: hashApiKey(key.trim()) },
+    include: {
+      user: {
+        include: {
+          organizationMemberships: true,
+          workspaceMemberships: { include: { workspace: { select: { organizationId: true } } } },
+        },
+      },
+    },
+  });
+  if (!apiKey || apiKey.revokedAt) throw AppError.unauthenticated('Invalid API key.');
+  const membership = apiKey.user.organizationMemberships.find((m) => m.organizationId === apiKey.organizationId);
+  if (!membership) throw AppError.unauthenticated('Invalid API key.');
+
+  const workspaceRoles = new Map(
+    apiKey.user.workspaceMemberships
+      .filter((m) => m.workspace.organizationId === apiKey.organizationId)
+      .filter((m) => !apiKey.workspaceId || m.workspaceId === apiKey.workspaceId)
+      .map((m) => [m.workspaceId, m.role] as const),
+  );
+  const viewer: ApiKeyViewer = {
+    kind: 'api-key',
+    apiKeyId: apiKey.id,
+    shortKey: apiKey.shortKey,
+    userId: apiKey.userId,
+    organizationId: apiKey.organizationId,
+    organizationRole: membership.role,
+    workspaceRoles,
+    keyWorkspaceId: apiKey.workspaceId,
+    workspaceId: apiKey.workspaceId,
+  };
+
+  const requested = tenantId?.trim();
+  if (requested) {
+    if (!isUuid(requested)) throw AppError.badRequest('X-Tenant-Id must be a workspace ID (a UUID).');
+    const workspace = await deps.db.prisma.workspace.findUnique({ where: { id: requested }, select: { organizationId: true } });
+    if (!workspace || workspace.organizationId !== apiKey.organizationId || !can(viewer, 'workspaces:read', requested)) {
+      throw AppError.forbidden(`This API key has no access to workspace ${requested}.`);
+    }
+    viewer.workspaceId = requested;
+  }
+
+  if (!apiKey.lastUsedAt || Date.now() - apiKey.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+    // Fire and forget: a lost update here only makes last_used_at a minute staler.
+    deps.db.prisma.apiKey
+      .update({ where: { id: apiKey.id }, data: { lastUsedAt: new Date() } })
+      .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not record API key use'));
+  }
+  return viewer;
+}
+
+// ───────────────────────────── organizations ─────────────────────────────
+
+/** Creates an organization. System only (admin CLI, bootstrap); throws FORBIDDEN for API keys. */
+export async function createOrganization(ctx: ServiceContext, input: OrganizationCreateInput) {
+  if (ctx.viewer.kind !== 'system') throw AppError.forbidden('Organizations are created by an administrator.');
+  const data = parseInput(OrganizationCreate, input);
+  return ctx.db.prisma.organization.create({ data: { id: newId(), ...data } });
+}
+
+/** Organizations the viewer belongs to (all of them for the system). */
+export async function listOrganizations(ctx: ServiceContext, query: Prisma.OrganizationFindManyArgs = {}) {
+  const where = ctx.viewer.kind === 'system' ? {} : { id: ctx.viewer.organizationId };
+  return ctx.db.prisma.organization.findMany({ ...query, where, orderBy: { createdAt: 'asc' } });
+}
+
+/** The viewer's organization; throws NOT_FOUND for one the viewer does not belong to. */
+export async function getOrganization(ctx: ServiceContext, id: string, query: Omit<Prisma.OrganizationFindUniqueArgs, 'where'> = {}) {
+  if (!isUuid(id) || (ctx.viewer.kind === 'api-key' && ctx.viewer.organizationId !== id)) {
+    throw AppError.notFound(`Organization ${id} not found.`);
+  }
+  const organization = await ctx.db.prisma.organization.findUnique({ ...query, where: { id } });
+  if (!organization) throw AppError.notFound(`Organization ${id} not found.`);
+  return organization;
+}
+
+// ───────────────────────────── workspaces ─────────────────────────────
+
+/**
+ * Creates a workspace in the viewer's organization (or `organizationId` for the system). The creating
+ * user becomes its admin. Throws FORBIDDEN without organization:manage, CONFLICT on a duplicate name.
+ */
+export async function createWorkspace(ctx: ServiceContext, input: WorkspaceCreateInput) {
+  const data = parseInput(WorkspaceCreate, input);
+  assertCan(ctx.viewer, 'organization:manage');
+  const organizationId = organizationOf(ctx.viewer, data.organizationId);
+  const { viewer } = ctx;
+  return ctx.db.prisma.$transaction(async (tx) => {
+    const clash = await tx.workspace.findUnique({ where: { organizationId_name: { organizationId, name: data.name } } });
+    if (clash) throw AppError.conflict(`A workspace named "${data.name}" already exists.`);
+    if (!(await tx.organization.findUnique({ where: { id: organizationId } }))) {
+      throw AppError.notFound(`Organization ${organizationId} not found.`);
+    }
+    const workspace = await tx.workspace.create({ data: { id: newId(), organizationId, name: data.name } });
+    if (viewer.kind === 'api-key') {
+      await tx.workspaceMembership.create({ data: { workspaceId: workspace.id, userId: viewer.userId, role: 'WORKSPACE_ADMIN' } });
+    }
+    return workspace;
+  });
+}
+
+/** Workspaces the viewer can read, oldest first. */
+export async function listWorkspaces(
+  ctx: ServiceContext,
+  options: { organizationId?: string } = {},
+  query: Prisma.WorkspaceFindManyArgs = {},
+) {
+  return ctx.db.prisma.workspace.findMany({
+    ...query,
+    where: readableWorkspacesWhere(ctx, options.organizationId),
+    orderBy: { createdAt: 'asc' },
+  });
+}
+
+/** One workspace the viewer can read; NOT_FOUND otherwise (never another tenant's row). */
+export async function getWorkspace(ctx: ServiceContext, id: string, query: Omit<Prisma.WorkspaceFindFirstArgs, 'where'> = {}) {
+  const workspace = isUuid(id)
+    ? await ctx.db.prisma.workspace.findFirst({ ...query, where: { AND: [{ id }, readableWorkspacesWhere(ctx)] } })
+    : null;
+  if (!workspace) throw AppError.notFound(`Workspace ${id} not found.`);
+  return workspace;
+}
+
+function readableWorkspacesWhere(ctx: ServiceContext, organizationId?: string): Prisma.WorkspaceWhereInput {
+  const { viewer } = ctx;
+  if (viewer.kind === 'system') return organizationId ? { organizationId } : {};
+  const scope: Prisma.WorkspaceWhereInput = { organizationId: viewer.organizationId };
+  if (viewer.keyWorkspaceId) return { ...scope, id: viewer.keyWorkspaceId };
+  if (can(viewer, 'workspaces:read')) return scope; // organization admins read every workspace
+  return { ...scope, id: { in: [...viewer.workspaceRoles.keys()] } };
+}
+
+// ───────────────────────────── users ─────────────────────────────
+
+/** Creates a user with an organization role and workspace roles. Needs organization:manage. */
+export async function createUser(ctx: ServiceContext, input: UserCreateInput) {
+  const data = parseInput(UserCreate, input);
+  assertCan(ctx.viewer, 'organization:manage');
+  const organizationId = organizationOf(ctx.viewer, data.organizationId);
+  return ctx.db.prisma.$transaction(async (tx) => {
+    if (!(await tx.organization.findUnique({ where: { id: organizationId } }))) {
+      throw AppError.notFound(`Organization ${organizationId} not found.`);
+    }
+    const workspaces = await tx.workspace.findMany({
+      where: { organizationId, id: { in: data.workspaces.map((w) => w.workspaceId) } },
+      select: { id: true },
+    });
+    const missing = data.workspaces.find((w) => !workspaces.some((found) => found.id === w.workspaceId));
+    if (missing) throw AppError.notFound(`Workspace ${missing.workspaceId} not found.`);
+    const existing = await tx.user.findUnique({ where: { email: data.email } });
+    const user = existing ?? (await tx.user.create({ data: { id: newId(), email: data.email, name: data.name ?? null } }));
+    await tx.organizationMembership.upsert({
+      where: { organizationId_userId: { organizationId, userId: user.id } },
+      create: { organizationId, userId: user.id, role: data.organizationRole },
+      update: { role: data.organizationRole },
+    });
+    for (const { workspaceId, role } of data.workspaces) {
+      await tx.workspaceMembership.upsert({
+        where: { workspaceId_userId: { workspaceId, userId: user.id } },
+        create: { workspaceId, userId: user.id, role },
+        update: { role },
+      });
+    }
+    return user;
+  });
+}
+
+/** Users of an organization (the viewer's own for API keys). Needs organization:read. */
+export async function listUsers(ctx: ServiceContext, options: { organizationId?: string } = {}, query: Prisma.UserFindManyArgs = {}) {
+  assertCan(ctx.viewer, 'organization:read');
+  const organizationId = ctx.viewer.kind === 'system' ? options.organizationId : ctx.viewer.organizationId;
+  return ctx.db.prisma.user.findMany({
+    ...query,
+    where: organizationId ? { organizationMemberships: { some: { organizationId } } } : {},
+    orderBy: { createdAt: 'asc' },
+  });
+}
+
+/** The user behind the viewer's key. */
+export async function getViewerUser(ctx: ServiceContext, query: Omit<Prisma.UserFindUniqueArgs, 'where'> = {}) {
+  if (ctx.viewer.kind !== 'api-key') return null;
+  return ctx.db.prisma.user.findUnique({ ...query, where: { id: ctx.viewer.userId } });
+}
+
+// ───────────────────────────── API keys ─────────────────────────────
+
+/**
+ * Creates an API key for the viewer's own user (or, for the system, the named user) and returns the
+ * secret, which is never retrievable again. A workspace-scoped key can only create keys scoped to the
+ * same workspace. Throws FORBIDDEN for a workspace the user cannot read, NOT_FOUND for unknown rows.
+ */
+export async function createApiKey(ctx: ServiceContext, input: ApiKeyCreateInput) {
+  const data = parseInput(ApiKeyCreate, input);
+  const { viewer } = ctx;
+  let userId: string;
+  let organizationId: string;
+  let workspaceId = data.workspaceId ?? null;
+  if (viewer.kind === 'system') {
+    if (!data.userId || !data.organizationId) throw AppError.badRequest('userId and organizationId are required.');
+    userId = data.userId;
+    organizationId = data.organizationId;
+    const membership = await ctx.db.prisma.organizationMembership.findUnique({
+      where: { organizationId_userId: { organizationId, userId } },
+    });
+    if (!membership) throw AppError.notFound(`User ${userId} is not a member of organization ${organizationId}.`);
+  } else {
+    userId = viewer.userId;
+    organizationId = viewer.organizationId;
+    if (viewer.keyWorkspaceId) {
+      if (workspaceId && workspaceId !== viewer.keyWorkspaceId) {
+        throw AppError.forbidden('A workspace-scoped key can only create keys for its own workspace.');
+      }
+      workspaceId = viewer.keyWorkspaceId;
+    }
+    if (workspaceId) assertCan(viewer, 'workspaces:read', workspaceId);
+  }
+  if (workspaceId) {
+    const workspace = await ctx.db.prisma.workspace.findUnique({ where: { id: workspaceId } });
+    if (!workspace || workspace.organizationId !== organizationId) throw AppError.notFound(`Workspace ${workspaceId} not found.`);
+  }
+  const secret = generateApiKeySecret();
+  const apiKey = await ctx.db.prisma.apiKey.create({
+    data: {
+      id: newId(),
+      organizationId,
+      workspaceId,
+      userId,
+      description: data.description,
+      shortKey: secret.shortKey,
+      secretHash: secret.secretHash,
+    },
+  });
+  return { apiKey, key: secret.key };
+}
+
+/** API keys of the viewer's user (organization admins see every key of the organization). */
+export async function listApiKeys(
+  ctx: ServiceContext,
+  options: { organizationId?: string; includeRevoked?: boolean } = {},
+  query: Prisma.ApiKeyFindManyArgs = {},
+) {
+  return ctx.db.prisma.apiKey.findMany({
+    ...query,
+    where: { ...apiKeysVisibleTo(ctx, options.organizationId), ...(options.includeRevoked ? {} : { revokedAt: null }) },
+    orderBy: { createdAt: 'asc' },
+  });
+}
+
+/** Revokes a key (idempotent). NOT_FOUND for a key the viewer cannot see. */
+export async function revokeApiKey(ctx: ServiceContext, id: string) {
+  const apiKey = isUuid(id) ? await ctx.db.prisma.apiKey.findFirst({ where: { id, ...apiKeysVisibleTo(ctx) } }) : null;
+  if (!apiKey) throw AppError.notFound(`API key ${id} not found.`);
+  if (apiKey.revokedAt) return apiKey;
+  return ctx.db.prisma.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
+}
+
+function apiKeysVisibleTo(ctx: ServiceContext, organizationId?: string): Prisma.ApiKeyWhereInput {
+  const { viewer } = ctx;
+  if (viewer.kind === 'system') return organizationId ? { organizationId } : {};
+  if (!viewer.keyWorkspaceId && can(viewer, 'organization:manage')) return { organizationId: viewer.organizationId };
+  return { organizationId: viewer.organizationId, userId: viewer.userId };
+}
+
+// ───────────────────────────── first start ─────────────────────────────
+
+export const DEFAULT_ADMIN_EMAIL = 'admin@localhost';
+
+/**
+ * On an empty installation, creates the default organization, workspace, admin user and a first API
+ * key, and returns the key (shown once). Returns null when the installation already has an
+ * organization. Safe when several processes start at once (advisory lock).
+ */
+export async function bootstrapInstallation(deps: Deps): Promise<null | { key: string; organizationId: string; workspaceId: string }> {
+  const claimed = await deps.db.prisma.$transaction(async (tx) => {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(7202811)`;
+    if ((await tx.organization.count()) > 0) return null;
+    const organization = await tx.organization.create({
+      data: { id: newId(), name: 'Default Organization', planTier: 'enterprise', selfHosted: true },
+    });
+    const workspace = await tx.workspace.create({ data: { id: newId(), organizationId: organization.id, name: 'Default Workspace' } });
+    const user = await tx.user.upsert({
+      where: { email: DEFAULT_ADMIN_EMAIL },
+      create: { id: newId(), email: DEFAULT_ADMIN_EMAIL, name: 'Administrator' },
+      update: {},
+    });
+    await tx.organizationMembership.create({ data: { organizationId: organization.id, userId: user.id, role: 'ORGANIZATION_ADMIN' } });
+    await tx.workspaceMembership.create({ data: { workspaceId: workspace.id, userId: user.id, role: 'WORKSPACE_ADMIN' } });
+    // The key is written in the same transaction, so a crash cannot leave an installation without one.
+    const secret = generateApiKeySecret();
+    await tx.apiKey.create({
+      data: {
+        id: newId(),
+        organizationId: organization.id,
+        userId: user.id,
+        description: 'Created on first start',
+        shortKey: secret.shortKey,
+        secretHash: secret.secretHash,
+      },
+    });
+    return { key: secret.key, organizationId: organization.id, workspaceId: workspace.id };
+  });
+  return claimed;
+}

@@ -1,0 +1,82 @@
+// Who is asking, and what they may do. Permissions come from roles: the organization role grants
+// organization-wide permissions; workspace roles grant permissions inside one workspace.
+import { AppError } from '../../errors.js';
+import type { OrganizationRole, WorkspaceRole } from '../../generated/prisma/enums.js';
+
+export const PERMISSIONS = [
+  'organization:read',
+  'organization:manage',
+  'workspaces:read',
+  'workspaces:write',
+  'workspaces:manage',
+] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+const ORGANIZATION_ROLE_PERMISSIONS: Record<OrganizationRole, Permission[]> = {
+  // Organization admins hold every permission in every workspace of their organization.
+  ORGANIZATION_ADMIN: [...PERMISSIONS],
+  ORGANIZATION_MEMBER: ['organization:read'],
+};
+
+const WORKSPACE_ROLE_PERMISSIONS: Record<WorkspaceRole, Permission[]> = {
+  WORKSPACE_ADMIN: ['workspaces:read', 'workspaces:write', 'workspaces:manage'],
+  WORKSPACE_EDITOR: ['workspaces:read', 'workspaces:write'],
+  WORKSPACE_VIEWER: ['workspaces:read'],
+};
+
+export type ApiKeyViewer = {
+  kind: 'api-key';
+  apiKeyId: string;
+  shortKey: string;
+  userId: string;
+  organizationId: string;
+  organizationRole: OrganizationRole;
+  /** Workspace roles of the key's user; for a workspace-scoped key only that workspace. */
+  workspaceRoles: ReadonlyMap<string, WorkspaceRole>;
+  /** Set when the key is bound to one workspace. */
+  keyWorkspaceId: string | null;
+  /** The workspace selected by X-Tenant-Id, or the key's own workspace. */
+  workspaceId: string | null;
+};
+
+/** The platform itself (admin CLI, bootstrap, workers): allowed everything, in every organization. */
+export type SystemViewer = { kind: 'system' };
+
+export type Viewer = ApiKeyViewer | SystemViewer;
+
+export const SYSTEM_VIEWER: SystemViewer = { kind: 'system' };
+
+/** Whether the viewer holds `permission`, organization-wide or in `workspaceId`. */
+export function can(viewer: Viewer, permission: Permission, workspaceId?: string): boolean {
+  if (viewer.kind === 'system') return true;
+  if (viewer.keyWorkspaceId && workspaceId && workspaceId !== viewer.keyWorkspaceId) return false;
+  const organizationPermissions = ORGANIZATION_ROLE_PERMISSIONS[viewer.organizationRole];
+  // A workspace-scoped key never carries organization-wide management rights.
+  const organizationWide = viewer.keyWorkspaceId
+    ? organizationPermissions.filter((p) => p === 'organization:read' || p.startsWith('workspaces:'))
+    : organizationPermissions;
+  if (organizationWide.includes(permission)) return true;
+  if (!workspaceId) return false;
+  const role = viewer.workspaceRoles.get(workspaceId);
+  return role !== undefined && WORKSPACE_ROLE_PERMISSIONS[role].includes(permission);
+}
+
+/** Throws FORBIDDEN unless the viewer holds `permission` (in `workspaceId` when given). */
+export function assertCan(viewer: Viewer, permission: Permission, workspaceId?: string): void {
+  if (!can(viewer, permission, workspaceId)) {
+    throw AppError.forbidden(`This API key lacks the ${permission} permission${workspaceId ? ` in workspace ${workspaceId}` : ''}.`);
+  }
+}
+
+/** The workspace a tenant-scoped operation acts in; throws BAD_REQUEST when none is selected. */
+export function requireWorkspace(viewer: Viewer): string {
+  if (viewer.kind === 'api-key' && viewer.workspaceId) return viewer.workspaceId;
+  throw AppError.badRequest('Select a workspace with the X-Tenant-Id header.');
+}
+
+/** The organization the viewer acts in; system callers must name one. */
+export function organizationOf(viewer: Viewer, explicit?: string): string {
+  if (viewer.kind === 'api-key') return viewer.organizationId;
+  if (!explicit) throw AppError.badRequest('organizationId is required.');
+  return explicit;
+}

@@ -1,0 +1,48 @@
+// pg-boss: the job queue on the same PostgreSQL (schema `pgboss`). Queues are declared here with
+// explicit options, created at start-up, and worked by the `worker` role. Job payloads carry ids only;
+// the rows they point at hold the state.
+import { PgBoss, type Queue } from 'pg-boss';
+import type { Deps } from '../services/context.js';
+import { pruneEventPayloads } from './events-prune.job.js';
+
+export const BOSS_SCHEMA = 'pgboss';
+
+type QueueDefinition = Omit<Queue, 'name'> & { name: string };
+
+/** Every queue the platform uses, with its options. Areas add their queues here. */
+export const QUEUES = {
+  eventsPrune: {
+    name: 'events.prune',
+    // One prune at a time is enough; duplicates while one waits are dropped.
+    policy: 'singleton',
+    retryLimit: 2,
+    retryDelay: 60,
+    expireInSeconds: 300,
+  },
+} satisfies Record<string, QueueDefinition>;
+
+export type Boss = PgBoss;
+
+/** Starts pg-boss and creates the queues. `work` registers handlers (the worker role). */
+export async function startBoss(deps: Deps, options: { work: boolean }): Promise<PgBoss> {
+  const boss = new PgBoss({
+    connectionString: deps.db.url,
+    schema: BOSS_SCHEMA,
+    application_name: 'agent-platform-jobs',
+    max: 4,
+    // Only the worker role maintains queues and runs the cron clock.
+    supervise: options.work,
+    schedule: options.work,
+    useListenNotify: options.work,
+  });
+  boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
+  await boss.start();
+  for (const { name, ...queueOptions } of Object.values(QUEUES) as QueueDefinition[]) {
+    await boss.createQueue(name, queueOptions);
+  }
+  if (options.work) {
+    await boss.work(QUEUES.eventsPrune.name, async () => pruneEventPayloads(deps));
+    await boss.schedule(QUEUES.eventsPrune.name, '*/10 * * * *');
+  }
+  return boss;
+}
