@@ -1,0 +1,19 @@
+import { createRequire } from 'node:module';
+import { defineConfig } from 'vitest/config';
+
+const require = createRequire(import.meta.url);
+
+export default defineConfig({
+  // Inlined code (Pothos) would otherwise resolve graphql's ESM build while yoga loads its CommonJS
+  // build: two copies, "schema from another module or realm". Pin every import to the one Node loads.
+  resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
+  test: {
+    globalSetup: ['./test/global-setup.ts'],
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Pothos and graphql must be one copy in the test realm ("schema from another module or realm").
+    server: { deps: { inline: [/@pothos\//] } },
+    pool: 'forks',
+  },
+});
