@@ -7,7 +7,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { pinoHttp } from 'pino-http';
 import { WebSocketServer } from 'ws';
 import { createGraphQLServer, GRAPHQL_PATH, graphqlContext } from './graphql/yoga.js';
-import { errorHandler } from './rest/middleware/errors.js';
+import { errorHandler, graphqlBodyErrorHandler } from './rest/middleware/errors.js';
 import { restRouter } from './rest/router.js';
 import type { Deps } from './services/context.js';
 
@@ -41,8 +41,10 @@ export function buildApp(deps: Deps): App {
       },
     }),
   );
+  // Parsed here so the configured body limit applies to GraphQL too; yoga reads a pre-parsed body.
   // `all`, not `use`: yoga must see the full path, which `use` would strip.
-  app.all(GRAPHQL_PATH, (req, res) => yoga(req, res));
+  app.all(GRAPHQL_PATH, express.json({ limit: deps.config.bodyLimit }), (req, res) => yoga(req, res));
+  app.use(GRAPHQL_PATH, graphqlBodyErrorHandler);
   app.use(restRouter(deps));
   app.use((req, res) => {
     res.status(404).json({ detail: 'Not Found' });
@@ -57,11 +59,15 @@ export function buildApp(deps: Deps): App {
       execute: (args) => (args.rootValue as EnvelopedRoot).execute(args),
       subscribe: (args) => (args.rootValue as EnvelopedRoot).subscribe(args),
       onSubscribe: async (ctx, _id, params) => {
+        // Credentials may come as connection params (browsers cannot set WebSocket headers) or headers.
+        const connectionParams = Object.fromEntries(
+          Object.entries(ctx.connectionParams ?? {}).map(([key, value]) => [key.toLowerCase(), typeof value === 'string' ? value : undefined]),
+        );
+        const headers = ctx.extra.request.headers;
+        const authenticated = await graphqlContext(deps, (name) => connectionParams[name] ?? (headers[name] as string | undefined));
         // Run graphql-ws operations through yoga's envelop pipeline, so masking and plugins apply.
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
-          ...ctx,
-          req: ctx.extra.request,
-          socket: ctx.extra.socket,
+          ...authenticated,
           params,
         });
         const args = {
@@ -75,14 +81,6 @@ export function buildApp(deps: Deps): App {
         const errors = validate(args.schema, args.document);
         if (errors.length) return errors;
         return args;
-      },
-      // Credentials may come as connection params (browsers cannot set WebSocket headers) or headers.
-      context: async (ctx) => {
-        const params = Object.fromEntries(
-          Object.entries(ctx.connectionParams ?? {}).map(([key, value]) => [key.toLowerCase(), typeof value === 'string' ? value : undefined]),
-        );
-        const headers = ctx.extra.request.headers;
-        return graphqlContext(deps, (name) => params[name] ?? (headers[name] as string | undefined));
       },
     },
     wsServer,

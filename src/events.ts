@@ -72,28 +72,30 @@ export class EventBus {
   }
 
   /**
-   * Subscribes to an event, optionally only for one key (a revision id, a run id…). The iterable ends
-   * when `signal` aborts or the bus stops; breaking out of a for-await unsubscribes.
+   * Subscribes to an event, optionally only for one key (a revision id, a run id…). The listener is
+   * attached at call time, so nothing published after this returns is missed. The iterable ends when
+   * `signal` aborts or the bus stops; breaking out of a for-await unsubscribes.
    */
-  async *subscribe<N extends EventName>(
-    name: N,
-    options: { key?: string; signal?: AbortSignal } = {},
-  ): AsyncGenerator<EventMap[N]> {
+  subscribe<N extends EventName>(name: N, options: { key?: string; signal?: AbortSignal } = {}): AsyncGenerator<EventMap[N]> {
     const stop = new AbortController();
-    const onClose = () => stop.abort();
-    this.local.once('close', onClose);
-    const abortFromCaller = () => stop.abort();
-    options.signal?.addEventListener('abort', abortFromCaller, { once: true });
-    try {
-      for await (const [payload] of on(this.local, topic(name, options.key), { signal: stop.signal })) {
-        yield payload as EventMap[N];
+    const abort = () => stop.abort();
+    this.local.once('close', abort);
+    options.signal?.addEventListener('abort', abort, { once: true });
+    const iterator = on(this.local, topic(name, options.key), { signal: stop.signal });
+    const cleanup = () => {
+      this.local.off('close', abort);
+      options.signal?.removeEventListener('abort', abort);
+    };
+    return (async function* () {
+      try {
+        for await (const [payload] of iterator) yield payload as EventMap[N];
+      } catch (error) {
+        if ((error as Error).name !== 'AbortError') throw error;
+      } finally {
+        cleanup();
+        stop.abort();
       }
-    } catch (error) {
-      if ((error as Error).name !== 'AbortError') throw error;
-    } finally {
-      this.local.off('close', onClose);
-      options.signal?.removeEventListener('abort', abortFromCaller);
-    }
+    })();
   }
 
   private async deliver(text: string | undefined) {

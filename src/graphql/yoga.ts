@@ -39,8 +39,8 @@ function toGraphQLError(error: unknown): GraphQLError | undefined {
   });
 }
 
-export function createGraphQLServer(deps: Deps): YogaServerInstance<Record<string, never>, GraphQLContext> {
-  return createYoga<Record<string, never>, GraphQLContext>({
+export function createGraphQLServer(deps: Deps): YogaServerInstance<Partial<GraphQLContext>, GraphQLContext> {
+  return createYoga<Partial<GraphQLContext>, GraphQLContext>({
     schema,
     graphqlEndpoint: GRAPHQL_PATH,
     landingPage: false,
@@ -53,7 +53,10 @@ export function createGraphQLServer(deps: Deps): YogaServerInstance<Record<strin
       defaultQuery: '{\n  viewer {\n    user { email }\n    organization { name planTier }\n    workspaces { id name }\n  }\n}\n',
     },
     renderGraphiQL,
-    context: ({ request }) => graphqlContext(deps, (name) => request.headers.get(name) ?? undefined),
+    // graphql-ws operations arrive already authenticated (src/app.ts passes their context in); HTTP
+    // requests are authenticated here from their headers.
+    context: (initial) =>
+      initial.viewer ? (initial as GraphQLContext) : graphqlContext(deps, (name) => initial.request.headers.get(name) ?? undefined),
     logging: {
       debug: (...args) => deps.logger.debug({ args }, 'graphql'),
       info: (...args) => deps.logger.info({ args }, 'graphql'),
@@ -65,7 +68,8 @@ export function createGraphQLServer(deps: Deps): YogaServerInstance<Record<strin
       maskError(error, message) {
         const shown = toGraphQLError(error);
         if (shown) return shown;
-        if (error instanceof GraphQLError && !error.originalError) return error; // parse/validation errors
+        // Parse, validation and variable-coercion errors are GraphQL's own: safe to show as they are.
+        if (error instanceof GraphQLError && (!error.originalError || error.originalError instanceof GraphQLError)) return error;
         deps.logger.error({ err: (error as GraphQLError)?.originalError ?? error }, 'unexpected GraphQL error');
         return new GraphQLError(message, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
       },

@@ -67,3 +67,12 @@ function send(res: Parameters<ErrorRequestHandler>[2], dialect: ErrorDialect, st
 export const notFoundHandler: RequestHandler = (req) => {
   throw AppError.notFound(`Not found: ${req.method} ${req.originalUrl.split('?')[0]}`);
 };
+
+/** Body errors on /graphql (malformed JSON, too large) answer in GraphQL's own shape. */
+export const graphqlBodyErrorHandler: ErrorRequestHandler = (error, _req, res, next) => {
+  const appError = fromHttpError(error);
+  if (!appError || res.headersSent) return next(error);
+  res.status(STATUS[appError.code] === 422 ? 400 : STATUS[appError.code]).json({
+    errors: [{ message: appError.message, extensions: { code: appError.code } }],
+  });
+};
