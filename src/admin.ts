@@ -9,7 +9,6 @@ import { openDatabase } from './platform.js';
 import type { ServiceContext } from './services/context.js';
 import * as tenancy from './services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';
-import { isAppError } from './errors.js';
 
 type Common = { json?: boolean; dataDir?: string };
 
@@ -37,13 +36,8 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
     async (...params: unknown[]) => {
       const command = params.at(-1) as Command;
       const options = command.optsWithGlobals() as O;
-      try {
-        await withSystem(configFrom(options), (ctx) => action(ctx, options, command.args));
-      } catch (error) {
-        if (!isAppError(error)) throw error;
-        console.error(`error: ${error.message}`);
-        process.exitCode = 1;
-      }
+      // Expected failures (AppError) are printed as `error: …` by main.ts, without a stack trace.
+      await withSystem(configFrom({ dataDir: options.dataDir }), (ctx) => action(ctx, options, command.args));
     };
   admin.option('--json', 'machine-readable output').option('--data-dir <dir>', 'data directory of the embedded database');
 

@@ -1,6 +1,7 @@
 // CLI entry: `agent-platform start | migrate | admin …`.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, type Config, loadConfig } from './config.js';
+import { isAppError } from './errors.js';
 import { createLogger } from './logger.js';
 import { runAdmin } from './admin.js';
 import { openDatabase, startPlatform } from './platform.js';
@@ -94,6 +95,6 @@ program.parseAsync(process.argv).catch((error: unknown) => {
     console.error(error.message);
     process.exit(2);
   }
-  console.error(`agent-platform: ${(error as Error).message ?? error}`);
+  console.error(isAppError(error) ? `error: ${error.message}` : `agent-platform: ${(error as Error).message ?? error}`);
   process.exit(1);
 });
