@@ -15,5 +15,6 @@ export default defineConfig({
     // Pothos and graphql must be one copy in the test realm ("schema from another module or realm").
     server: { deps: { inline: [/@pothos\//] } },
     pool: 'forks',
+    reporters: ['default', './test/summary-reporter.ts'],
   },
 });
