@@ -87,6 +87,14 @@ describe('GraphQL authentication', () => {
     }
   });
 
+  it('records when a key was last used', async () => {
+    await graphql(platform.url, query, { key: tenant.viewerKey });
+    const { body } = await graphql(platform.url, '{ apiKeys { shortKey lastUsedAt } }', { key: tenant.viewerKey });
+    expect(body.data.apiKeys).toHaveLength(1);
+    expect(Date.now() - Date.parse(body.data.apiKeys[0].lastUsedAt)).toBeLessThan(60_000);
+    expect(tenant.viewerKey.startsWith(body.data.apiKeys[0].shortKey.split('...')[0])).toBe(true);
+  });
+
   it('shows the viewer its own organization and workspaces only', async () => {
     const { status, body } = await graphql(platform.url, query, { key: tenant.adminKey });
     expect(status).toBe(200);
