@@ -25,9 +25,27 @@ const EnvSchema = z.object({
     .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded')
     .optional(),
   AGENT_PLATFORM_BODY_LIMIT: byteSize.default('10mb'),
+  /** Trace ingestion: largest request body after decompression (the SDK batches up to ~24 MB). */
+  AGENT_PLATFORM_INGEST_BODY_LIMIT: byteSize.default('100mb'),
+  /** Trace ingestion: largest run attachment kept in PostgreSQL; larger ones are refused (413). */
+  AGENT_PLATFORM_ATTACHMENT_LIMIT: byteSize.default('20mb'),
   AGENT_PLATFORM_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_PRETTY: z.stringbool().default(false),
+  /** Agent server: per-graph default assistant config/context, JSON `{"<graph id>": {...config, "context": {...}}}`. */
+  LANGGRAPH_CONFIG: z
+    .string()
+    .transform((text, issue) => {
+      try {
+        return z.record(z.string(), z.record(z.string(), z.unknown())).parse(JSON.parse(text));
+      } catch {
+        issue.addIssue({ code: 'custom', message: 'expected a JSON object of objects keyed by graph id' });
+        return z.NEVER;
+      }
+    })
+    .optional(),
+  /** Agent server: how many runs one runtime process executes at once. */
+  AGENT_PLATFORM_RUNTIME_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
 });
 
 export type Config = {
@@ -39,9 +57,13 @@ export type Config = {
   roles: Role[];
   secretKey: Buffer | undefined;
   bodyLimit: string;
+  ingestBodyLimitBytes: number;
+  attachmentLimitBytes: number;
   dbPoolSize: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   logPretty: boolean;
+  langgraphConfig: Record<string, Record<string, unknown>> | undefined;
+  runtimeConcurrency: number;
 };
 
 export class ConfigError extends Error {
@@ -74,8 +96,19 @@ export function loadConfig(
     roles: [...new Set(value.AGENT_PLATFORM_ROLES)],
     secretKey: value.AGENT_PLATFORM_SECRET_KEY ? Buffer.from(value.AGENT_PLATFORM_SECRET_KEY, 'base64') : undefined,
     bodyLimit: value.AGENT_PLATFORM_BODY_LIMIT,
+    ingestBodyLimitBytes: toBytes(value.AGENT_PLATFORM_INGEST_BODY_LIMIT),
+    attachmentLimitBytes: toBytes(value.AGENT_PLATFORM_ATTACHMENT_LIMIT),
     dbPoolSize: value.AGENT_PLATFORM_DB_POOL_SIZE,
     logLevel: value.LOG_LEVEL,
     logPretty: value.LOG_PRETTY,
+    langgraphConfig: value.LANGGRAPH_CONFIG,
+    runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
   };
+}
+
+/** "512kb" → bytes (units are powers of 1024, as body-parser reads them). */
+function toBytes(size: string): number {
+  const match = /^(\d+)(b|kb|mb|gb)?$/i.exec(size)!;
+  const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(match[2] ?? 'b').toLowerCase() as 'b'];
+  return Number(match[1]) * unit;
 }

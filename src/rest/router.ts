@@ -3,6 +3,7 @@ import express, { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { tenancyRouter } from './tenancy.routes.js';
+import { tracesRouter } from './traces.routes.js';
 
 export function restRouter(deps: Deps): Router {
   const router = Router();
@@ -10,6 +11,13 @@ export function restRouter(deps: Deps): Router {
   router.get('/ok', (_req, res) => {
     res.json({ ok: true });
   });
+
+  // Trace ingestion and queries (langsmith SDK wire, 'ingest' dialect), at the root and under /api/v1.
+  // Mounted before the platform API, whose 404 handler would otherwise answer /api/v1/runs…; the
+  // traces router passes on every path it does not own.
+  const traces = tracesRouter(deps);
+  router.use(traces);
+  router.use('/api/v1', traces);
 
   // Platform API (FastAPI dialect): tenancy now; usage and bulk export join here.
   const platformApi = Router();

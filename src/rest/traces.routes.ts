@@ -1,0 +1,203 @@
+// Trace ingestion and queries: the paths the langsmith SDK calls, served at the root and under /api/v1
+// (router.ts mounts this router at both). Errors are {error, details} (the 'ingest' dialect).
+//
+// This router matches only its own paths and passes everything else on: it has no router-wide body
+// parser or authentication, so mounting it in front of other surfaces changes nothing for them.
+import { type ErrorRequestHandler, type Request, Router } from 'express';
+import { z } from 'zod';
+import { AppError } from '../errors.js';
+import type { Deps } from '../services/context.js';
+import { FilterError } from '../services/traces/filter.js';
+import { ingestRunBatch, type RunBatch } from '../services/traces/ingest.service.js';
+import * as projects from '../services/traces/projects.service.js';
+import { getRun, queryRuns, validateRunFilters } from '../services/traces/queries.service.js';
+import type { ProjectCreateInput } from '../services/traces/traces.schemas.js';
+import { multipartBoundary, multipartToBatch, parseMultipart, readBody } from '../services/traces/wire.js';
+import { traceWorkspace } from '../services/traces/workspace.js';
+import { authenticate } from './middleware/auth.js';
+import { errorHandler } from './middleware/errors.js';
+import { parseQuery } from './middleware/validate.js';
+import { presentProject, presentRun } from './traces.presenters.js';
+
+const SMALL_BODY_LIMIT = 1024 * 1024;
+
+/** Reads and parses a JSON body (any Content-Encoding, zstd included). */
+async function readJson(req: Request, limit: number): Promise<unknown> {
+  const body = await readBody(req, req.get('content-encoding'), limit);
+  if (body.length === 0) return {};
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new AppError('VALIDATION_FAILED', 'Request body is not valid JSON.', [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }]);
+  }
+}
+
+const asObject = (value: unknown, loc = 'body'): Record<string, unknown> => {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new AppError('VALIDATION_FAILED', `${loc}: expected a JSON object`, [{ loc: [loc], msg: 'expected a JSON object', type: 'dict_type' }]);
+  }
+  return value as Record<string, unknown>;
+};
+
+const ProjectListQuery = z.object({
+  name: z.string().optional(),
+  name_contains: z.string().optional(),
+  id: z.union([z.string(), z.array(z.string())]).optional(),
+  limit: z.string().optional(),
+  offset: z.string().optional(),
+  include_stats: z.enum(['true', 'false']).optional(),
+});
+
+const SnakeCaseBody = (body: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(body).map(([key, value]) => [key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), value]));
+
+export function tracesRouter(deps: Deps): Router {
+  const router = Router();
+  const auth = authenticate(deps);
+  const ingestLimit = deps.config.ingestBodyLimitBytes;
+
+  /** Ingests a batch as the viewer; 409 names duplicate posts (everything else was stored). */
+  async function ingest(req: Request, batch: RunBatch) {
+    const workspaceId = await traceWorkspace(req.ctx, 'workspaces:write');
+    const viewer = req.ctx.viewer;
+    const result = await ingestRunBatch(deps, {
+      workspaceId,
+      apiKeyId: viewer.kind === 'api-key' ? viewer.apiKeyId : null,
+      userId: viewer.kind === 'api-key' ? viewer.userId : null,
+    }, batch);
+    if (result.duplicates.length) {
+      throw AppError.conflict(`Run${result.duplicates.length > 1 ? 's' : ''} already received: ${result.duplicates.slice(0, 20).join(', ')}.`);
+    }
+  }
+
+  // What the SDK reads first: batching limits and which encodings it may use. Public, as in LangSmith.
+  router.get('/info', (_req, res) => {
+    res.json({
+      version: '0.1.0',
+      license_expiration_time: null,
+      tenant_handle: null,
+      batch_ingest_config: {
+        use_multipart_endpoint: true,
+        size_limit: 100,
+        size_limit_bytes: Math.min(ingestLimit, 20 * 1024 * 1024),
+        scale_up_qsize_trigger: 1000,
+        scale_up_nthreads_limit: 16,
+        scale_down_nempty_trigger: 4,
+      },
+      instance_flags: {
+        gzip_body_enabled: true,
+        zstd_compression_enabled: true,
+        dataset_examples_multipart_enabled: false,
+        examples_multipart_enabled: false,
+        experimental_search_enabled: false,
+      },
+    });
+  });
+
+  router.post('/runs', auth, async (req, res) => {
+    await ingest(req, { post: [asObject(await readJson(req, ingestLimit))] });
+    res.status(202).json({});
+  });
+
+  router.post('/runs/batch', auth, async (req, res) => {
+    const body = asObject(await readJson(req, ingestLimit));
+    for (const key of ['post', 'patch'] as const) {
+      if (body[key] !== undefined && body[key] !== null && !Array.isArray(body[key])) {
+        throw new AppError('VALIDATION_FAILED', `body.${key}: expected a list`, [{ loc: ['body', key], msg: 'expected a list', type: 'list_type' }]);
+      }
+    }
+    await ingest(req, { post: (body.post as RunBatch['post']) ?? [], patch: (body.patch as RunBatch['patch']) ?? [] });
+    res.status(202).json({});
+  });
+
+  router.post('/runs/multipart', auth, async (req, res) => {
+    const boundary = multipartBoundary(req.get('content-type'));
+    const body = await readBody(req, req.get('content-encoding'), ingestLimit);
+    await ingest(req, multipartToBatch(parseMultipart(body, boundary)));
+    res.status(202).json({});
+  });
+
+  router.post('/runs/query/validate', auth, async (req, res) => {
+    await traceWorkspace(req.ctx, 'workspaces:read');
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const text = (key: string) => {
+      const value = body[key];
+      if (value === undefined || value === null) return undefined;
+      if (typeof value !== 'string') throw new AppError('VALIDATION_FAILED', `body.${key}: expected a string`, [{ loc: ['body', key], msg: 'expected a string', type: 'string_type' }]);
+      return value;
+    };
+    validateRunFilters({ filter: text('filter'), traceFilter: text('trace_filter'), treeFilter: text('tree_filter') });
+    res.json({ valid: true });
+  });
+
+  router.post('/runs/query', auth, async (req, res) => {
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const page = await queryRuns(req.ctx, SnakeCaseBody(body));
+    const select = Array.isArray(body.select) ? (body.select as string[]) : null;
+    res.json({ runs: page.runs.map((run) => presentRun(run, select)), cursors: { next: page.nextCursor } });
+  });
+
+  router.get('/runs/:id', auth, async (req, res) => {
+    res.json(presentRun(await getRun(req.ctx, String(req.params.id))));
+  });
+
+  router.patch('/runs/:id', auth, async (req, res) => {
+    const id = String(req.params.id);
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+      throw new AppError('VALIDATION_FAILED', 'path.id: expected a UUID', [{ loc: ['path', 'id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
+    }
+    await ingest(req, { patch: [{ ...asObject(await readJson(req, ingestLimit)), id }] });
+    res.status(202).json({});
+  });
+
+  router.post('/sessions', auth, async (req, res) => {
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const project = await projects.createProject(req.ctx, {
+      ...(SnakeCaseBody(body) as ProjectCreateInput),
+      upsert: req.query.upsert === 'true',
+    });
+    res.json(presentProject(project));
+  });
+
+  router.get('/sessions', auth, async (req, res) => {
+    const query = parseQuery(ProjectListQuery, req);
+    const list = await projects.listProjects(req.ctx, {
+      name: query.name,
+      nameContains: query.name_contains,
+      ids: query.id === undefined ? undefined : Array.isArray(query.id) ? query.id : [query.id],
+      limit: query.limit,
+      offset: query.offset,
+    });
+    const stats = query.include_stats === 'true' && list.length
+      ? await projects.projectStats(deps, list[0]!.workspaceId, list.map((p) => p.id))
+      : undefined;
+    res.json(list.map((project) => presentProject(project, stats?.get(project.id))));
+  });
+
+  router.get('/sessions/:id', auth, async (req, res) => {
+    const project = await projects.getProject(req.ctx, String(req.params.id));
+    const stats = await projects.projectStats(deps, project.workspaceId, [project.id]);
+    res.json(presentProject(project, stats.get(project.id)));
+  });
+
+  router.patch('/sessions/:id', auth, async (req, res) => {
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    res.json(presentProject(await projects.updateProject(req.ctx, String(req.params.id), SnakeCaseBody(body))));
+  });
+
+  router.delete('/sessions/:id', auth, async (req, res) => {
+    await projects.deleteProject(req.ctx, String(req.params.id));
+    res.status(202).json({});
+  });
+
+  // A malformed filter names where it went wrong, machine-readably too.
+  const filterErrors: ErrorRequestHandler = (error, _req, res, next) => {
+    if (!(error instanceof FilterError) || res.headersSent) return next(error);
+    res.status(400).json({ error: error.message, details: error.reason, ...error.position });
+  };
+  const ingestErrors = errorHandler('ingest', deps.logger);
+  // Only errors of this router's own routes (req.route is set once one matched) take this dialect.
+  router.use(((error, req, res, next) => (req.route ? filterErrors(error, req, res, next) : next(error))) as ErrorRequestHandler);
+  router.use(((error, req, res, next) => (req.route ? ingestErrors(error, req, res, next) : next(error))) as ErrorRequestHandler);
+  return router;
+}

@@ -1,0 +1,48 @@
+// The seam between trace ingestion and usage metering.
+//
+// `afterRunsStored` runs inside the ingest transaction, after the runs of one request are inserted, so
+// whatever it writes commits or rolls back with them (a trace is counted exactly when it is stored).
+// The usage area increments its hourly rollups here: `traces` is already grouped by
+// (hour of the root run's start, workspace, project, user, API key) with the number of new traces.
+import type pg from 'pg';
+
+export type TraceCount = {
+  /** Start of the UTC hour of the root runs' start_time. */
+  hour: Date;
+  workspaceId: string;
+  projectId: string;
+  userId: string | null;
+  apiKeyId: string | null;
+  /** Root runs (= traces) newly stored in this request. */
+  traces: number;
+};
+
+/** Called inside the ingest transaction with the traces stored by one request; nothing to do yet. */
+export async function afterRunsStored(_client: pg.PoolClient, _traces: TraceCount[]): Promise<void> {
+  // The usage area's rollup upsert goes here (one multi-row INSERT … ON CONFLICT … DO UPDATE).
+}
+
+/** Groups stored root runs into hourly trace counts. */
+export function countTraces(
+  roots: { startTime: string; sessionId: string }[],
+  who: { workspaceId: string; userId?: string | null; apiKeyId?: string | null },
+): TraceCount[] {
+  const groups = new Map<string, TraceCount>();
+  for (const root of roots) {
+    const hour = new Date(root.startTime);
+    hour.setUTCMinutes(0, 0, 0);
+    const key = `${hour.getTime()}|${root.sessionId}`;
+    const group = groups.get(key);
+    if (group) group.traces += 1;
+    else
+      groups.set(key, {
+        hour,
+        workspaceId: who.workspaceId,
+        projectId: root.sessionId,
+        userId: who.userId ?? null,
+        apiKeyId: who.apiKeyId ?? null,
+        traces: 1,
+      });
+  }
+  return [...groups.values()];
+}

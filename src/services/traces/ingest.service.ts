@@ -1,0 +1,594 @@
+// Trace ingestion: the one write path for runs. REST (the langsmith SDK's wire formats) and the agent
+// server's in-process tracer both end here.
+//
+// Contract of `ingestRunBatch(deps, who, batch)`:
+// - `who` = { workspaceId, apiKeyId?, userId? }. The caller has already checked workspaces:write in
+//   that workspace; the ids are stored on every run (usage groups by them).
+// - `batch.post`: run creates, snake_case exactly as the langsmith SDK sends them (`RunCreate`):
+//   id, name, run_type, start_time, end_time, inputs, outputs, extra (metadata in extra.metadata),
+//   error, events, serialized, tags, parent_run_id, trace_id, dotted_order, session_id or
+//   session_name, reference_example_id. A missing id is minted; missing trace_id and dotted_order are
+//   derived (from the parent, in the batch or already stored). Unknown session names create projects;
+//   neither session_id nor session_name means the project "default".
+// - `batch.patch`: run updates (`RunUpdate`: id plus any of end_time, outputs, error, events, extra,
+//   tags, inputs). A patch for a run that is not stored yet is kept and merged when its post arrives,
+//   so posts and patches may come in any order.
+// - `batch.attachments`: files keyed by run id and name (they may precede the run).
+// - Everything valid is stored; posts whose id is already stored (or repeated in the batch) are left
+//   unchanged and returned in `duplicates` (REST answers 409). A malformed run rejects the whole batch
+//   with VALIDATION_FAILED (`loc` like ["post", 3, "start_time"]) before anything is written; an
+//   unknown session_id or parent run is NOT_FOUND.
+// - One transaction per batch: multi-row INSERT … ON CONFLICT of all posts, one UPDATE … FROM (VALUES)
+//   for patches, and the usage seam (`afterRunsStored`). Then a sweep applies patches that raced ahead
+//   of their posts in a concurrent request.
+import type pg from 'pg';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import type { Deps } from '../context.js';
+import {
+  deriveFirstTokenTime,
+  deriveStatus,
+  deriveThreadId,
+  deriveUsage,
+  dottedOrderIds,
+  dottedOrderSegment,
+  invalid,
+  isUuid,
+  normalizeTimestamp,
+  toJsonb,
+  toText,
+  type Usage,
+} from './derive.js';
+import { afterRunsStored, countTraces } from './ingest-hooks.js';
+import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
+import { RUN_TYPES } from './traces.schemas.js';
+
+/** A run create as the langsmith SDK sends it (unknown fields are ignored). */
+export type RunCreate = Record<string, unknown>;
+/** A run update as the langsmith SDK sends it: `id` plus the fields that changed. */
+export type RunUpdate = Record<string, unknown>;
+export type RunAttachment = { runId: string; name: string; contentType: string; data: Buffer };
+export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[] };
+export type Ingester = { workspaceId: string; apiKeyId?: string | null; userId?: string | null };
+export type IngestResult = { accepted: number; duplicates: string[]; patched: number; deferredPatches: number };
+
+const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
+// 33 columns × 1500 rows stays under PostgreSQL's 65535 bind parameters.
+const INSERT_CHUNK = 1500;
+
+type NormalizedRun = {
+  id: string;
+  sessionId: string | null;
+  sessionName: string | null;
+  traceId: string | null;
+  parentRunId: string | null;
+  parentRunIds: string[];
+  referenceExampleId: string | null;
+  name: string;
+  runType: string;
+  startTime: string;
+  endTime: string | null;
+  dottedOrder: string | null;
+  traceTier: string | null;
+  inputs: string | null;
+  outputs: string | null;
+  error: string | null;
+  extra: string | null;
+  events: string | null;
+  serialized: string | null;
+  tags: string[];
+  usage: Usage;
+  firstTokenTime: string | null;
+  threadId: string | null;
+};
+
+type NormalizedPatch = {
+  id: string;
+  endTime: string | null;
+  inputs: string | null;
+  outputs: string | null;
+  error: string | null;
+  extra: string | null;
+  events: string | null;
+  serialized: string | null;
+  tags: string[] | null;
+  usage: Usage;
+  firstTokenTime: string | null;
+  threadId: string | null;
+  /** The validated wire patch, kept when the run is not stored yet. */
+  raw: Record<string, unknown>;
+};
+
+// ───────────────────────────── entry point ─────────────────────────────
+
+/** Stores a batch of run creates, updates and attachments (see the contract at the top of this file). */
+export async function ingestRunBatch(deps: Deps, who: Ingester, batch: RunBatch): Promise<IngestResult> {
+  const posts = (batch.post ?? []).map((raw, index) => normalizeRunCreate(raw, ['post', index]));
+  const patches = (batch.patch ?? []).map((raw, index) => normalizePatch(raw, ['patch', index]));
+  const attachments = batch.attachments ?? [];
+  for (const attachment of attachments) {
+    if (attachment.data.length > deps.config.attachmentLimitBytes) {
+      throw new AppError('PAYLOAD_TOO_LARGE', `Attachment ${attachment.name} of run ${attachment.runId} exceeds ${deps.config.attachmentLimitBytes} bytes.`);
+    }
+  }
+  if (!posts.length && !patches.length && !attachments.length) return { accepted: 0, duplicates: [], patched: 0, deferredPatches: 0 };
+
+  // Repeated ids inside one batch are duplicates too; the first one wins.
+  const seen = new Set<string>();
+  const duplicates: string[] = [];
+  const unique = posts.filter((run) => {
+    if (seen.has(run.id)) {
+      duplicates.push(run.id);
+      return false;
+    }
+    seen.add(run.id);
+    return true;
+  });
+
+  const pool = deps.db.pool;
+  await deriveHierarchy(pool, who.workspaceId, unique);
+  const projects = await resolveProjectIds(pool, who.workspaceId, {
+    ids: [...new Set(unique.flatMap((run) => (run.sessionId ? [run.sessionId] : [])))],
+    names: [...new Set(unique.flatMap((run) => (run.sessionId ? [] : [run.sessionName ?? DEFAULT_PROJECT_NAME])))],
+  });
+  for (const run of unique) run.sessionId ??= projects.byName.get(run.sessionName ?? DEFAULT_PROJECT_NAME)!;
+
+  const client = await pool.connect();
+  let inserted: Set<string>;
+  let patched: Set<string>;
+  let deferred: NormalizedPatch[];
+  try {
+    await client.query('BEGIN');
+    inserted = await insertRuns(client, who, unique);
+    const merged = mergePatches(patches);
+    patched = await applyPatches(client, who.workspaceId, merged);
+    deferred = merged.filter((patch) => !patched.has(patch.id));
+    if (deferred.length) await deferPatches(client, who.workspaceId, deferred);
+    if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
+    const roots = unique.filter((run) => run.parentRunId === null && inserted.has(run.id));
+    if (roots.length) {
+      await afterRunsStored(client, countTraces(roots.map((run) => ({ startTime: run.startTime, sessionId: run.sessionId! })), who));
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw asClientError(error);
+  } finally {
+    client.release();
+  }
+  for (const run of unique) if (!inserted.has(run.id)) duplicates.push(run.id);
+
+  // Early patches: ours may have been deferred while a concurrent request stored the post, or a
+  // concurrent request deferred a patch for a run we just stored. Whichever request commits last sees
+  // both, so each sweeps its own ids after commit.
+  const sweepIds = [...inserted, ...deferred.map((patch) => patch.id)];
+  if (sweepIds.length) await applyPendingPatches(deps, who.workspaceId, sweepIds);
+
+  return { accepted: inserted.size, duplicates, patched: patched.size, deferredPatches: deferred.length };
+}
+
+// ───────────────────────────── normalisation ─────────────────────────────
+
+const asRecord = (value: unknown): Record<string, unknown> | undefined =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+
+function optionalUuid(value: unknown, loc: (string | number)[]): string | null {
+  if (value === undefined || value === null) return null;
+  if (!isUuid(value)) throw invalid(loc, 'expected a UUID', 'uuid_parsing');
+  return value.toLowerCase();
+}
+
+function optionalString(value: unknown, loc: (string | number)[], max: number): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw invalid(loc, 'expected a string', 'string_type');
+  return toText(value, max);
+}
+
+function tagList(value: unknown, loc: (string | number)[]): string[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value)) throw invalid(loc, 'expected a list of strings', 'list_type');
+  return value.slice(0, 1000).map((tag) => toText(typeof tag === 'string' ? tag : String(tag), 1000) ?? '');
+}
+
+function jsonField(value: unknown, loc: (string | number)[]): string | null {
+  if (value === undefined || value === null) return null;
+  try {
+    return toJsonb(value);
+  } catch {
+    throw invalid(loc, 'is not serialisable as JSON');
+  }
+}
+
+function errorText(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  return toText(typeof value === 'string' ? value : JSON.stringify(value));
+}
+
+/** Validates a run create and computes its derived fields (hierarchy may still need its parent). */
+export function normalizeRunCreate(raw: unknown, loc: (string | number)[]): NormalizedRun {
+  const run = asRecord(raw);
+  if (!run) throw invalid(loc, 'expected a run object', 'dict_type');
+  const at = (field: string) => [...loc, field];
+  const id = run.id === undefined || run.id === null ? newId() : optionalUuid(run.id, at('id'))!;
+  const name = optionalString(run.name, at('name'), 2000);
+  if (!name) throw invalid(at('name'), 'Field required', 'missing');
+  if (typeof run.run_type !== 'string' || !RUN_TYPE_SET.has(run.run_type)) {
+    throw invalid(at('run_type'), `expected one of ${RUN_TYPES.join(', ')}`, 'enum');
+  }
+  const startTime = run.start_time === undefined || run.start_time === null ? new Date().toISOString() : normalizeTimestamp(run.start_time, at('start_time'));
+  const endTime = run.end_time === undefined || run.end_time === null ? null : normalizeTimestamp(run.end_time, at('end_time'));
+  let parentRunId = optionalUuid(run.parent_run_id, at('parent_run_id'));
+  let traceId = optionalUuid(run.trace_id, at('trace_id'));
+  let dottedOrder: string | null = null;
+  let parentRunIds: string[] = [];
+  if (run.dotted_order !== undefined && run.dotted_order !== null) {
+    if (typeof run.dotted_order !== 'string' || run.dotted_order.length > 10_000) throw invalid(at('dotted_order'), 'expected a string', 'string_type');
+    const ids = dottedOrderIds(run.dotted_order);
+    if (!ids) throw invalid(at('dotted_order'), 'expected segments like 20240101T000000000000Z<run id> joined by "."');
+    if (ids[ids.length - 1] !== id) throw invalid(at('dotted_order'), 'must end with the run id');
+    if (traceId && traceId !== ids[0]) throw invalid(at('trace_id'), 'must be the first run id of dotted_order');
+    dottedOrder = run.dotted_order;
+    traceId = ids[0]!;
+    parentRunIds = ids.slice(0, -1);
+    parentRunId ??= parentRunIds[parentRunIds.length - 1] ?? null;
+  }
+  const sessionId = optionalUuid(run.session_id, at('session_id'));
+  const sessionName = sessionId ? null : optionalString(run.session_name, at('session_name'), 500)?.trim() || null;
+  const extra = asRecord(run.extra) ?? null;
+  if (run.extra !== undefined && run.extra !== null && !extra) throw invalid(at('extra'), 'expected an object', 'dict_type');
+  return {
+    id,
+    sessionId,
+    sessionName,
+    traceId,
+    parentRunId,
+    parentRunIds,
+    referenceExampleId: optionalUuid(run.reference_example_id, at('reference_example_id')),
+    name,
+    runType: run.run_type,
+    startTime,
+    endTime,
+    dottedOrder,
+    traceTier: optionalString(run.trace_tier, at('trace_tier'), 100),
+    inputs: jsonField(run.inputs, at('inputs')),
+    outputs: jsonField(run.outputs, at('outputs')),
+    error: errorText(run.error),
+    extra: jsonField(extra, at('extra')),
+    events: jsonField(run.events, at('events')),
+    serialized: jsonField(run.serialized, at('serialized')),
+    tags: tagList(run.tags, at('tags')) ?? [],
+    usage: deriveUsage(run.run_type, run.outputs, extra),
+    firstTokenTime: deriveFirstTokenTime(run.events),
+    threadId: deriveThreadId(extra),
+  };
+}
+
+/** Validates a run update. */
+export function normalizePatch(raw: unknown, loc: (string | number)[], id?: string): NormalizedPatch {
+  const patch = asRecord(raw);
+  if (!patch) throw invalid(loc, 'expected a run update object', 'dict_type');
+  const at = (field: string) => [...loc, field];
+  const runId = id ?? optionalUuid(patch.id, at('id'));
+  if (!runId) throw invalid(at('id'), 'Field required', 'missing');
+  const extra = asRecord(patch.extra) ?? null;
+  if (patch.extra !== undefined && patch.extra !== null && !extra) throw invalid(at('extra'), 'expected an object', 'dict_type');
+  return {
+    id: runId.toLowerCase(),
+    endTime: patch.end_time === undefined || patch.end_time === null ? null : normalizeTimestamp(patch.end_time, at('end_time')),
+    inputs: jsonField(patch.inputs, at('inputs')),
+    outputs: jsonField(patch.outputs, at('outputs')),
+    error: errorText(patch.error),
+    extra: jsonField(extra, at('extra')),
+    events: jsonField(patch.events, at('events')),
+    serialized: jsonField(patch.serialized, at('serialized')),
+    tags: tagList(patch.tags, at('tags')),
+    // The run type is not on the wire of a patch; the UPDATE applies usage only to LLM runs.
+    usage: deriveUsage(undefined, patch.outputs, extra),
+    firstTokenTime: deriveFirstTokenTime(patch.events),
+    threadId: deriveThreadId(extra),
+    raw: { ...patch, id: runId.toLowerCase() },
+  };
+}
+
+/**
+ * Fills trace_id, dotted_order and parent_run_ids for runs that came without a dotted order (plain
+ * `POST /runs` clients), from their parent in this batch or already stored. NOT_FOUND for an unknown
+ * parent.
+ */
+async function deriveHierarchy(pool: pg.Pool, tenantId: string, runs: NormalizedRun[]): Promise<void> {
+  const pending = runs.filter((run) => run.dottedOrder === null);
+  if (!pending.length) return;
+  const known = new Map<string, { traceId: string; dottedOrder: string; parentRunIds: string[] }>();
+  for (const run of runs) if (run.dottedOrder) known.set(run.id, { traceId: run.traceId!, dottedOrder: run.dottedOrder, parentRunIds: run.parentRunIds });
+  const missingParents = [...new Set(pending.flatMap((run) => (run.parentRunId && !known.has(run.parentRunId) && !pending.some((p) => p.id === run.parentRunId) ? [run.parentRunId] : [])))];
+  if (missingParents.length) {
+    const { rows } = await pool.query<{ id: string; trace_id: string; dotted_order: string; parent_run_ids: string[] | null }>(
+      'SELECT id, trace_id, dotted_order, parent_run_ids FROM trace_runs WHERE tenant_id = $1 AND id = ANY($2::uuid[])',
+      [tenantId, missingParents],
+    );
+    for (const row of rows) known.set(row.id, { traceId: row.trace_id, dottedOrder: row.dotted_order, parentRunIds: row.parent_run_ids ?? [] });
+  }
+  // Parents may follow their children in the batch: resolve in passes.
+  let remaining = pending;
+  while (remaining.length) {
+    const next: NormalizedRun[] = [];
+    for (const run of remaining) {
+      const segment = dottedOrderSegment(run.startTime, run.id);
+      if (!run.parentRunId) {
+        run.dottedOrder = segment;
+        run.traceId = run.id;
+        run.parentRunIds = [];
+      } else {
+        const parent = known.get(run.parentRunId);
+        if (!parent) {
+          next.push(run);
+          continue;
+        }
+        run.dottedOrder = `${parent.dottedOrder}.${segment}`;
+        run.traceId = parent.traceId;
+        run.parentRunIds = [...parent.parentRunIds, run.parentRunId];
+      }
+      known.set(run.id, { traceId: run.traceId!, dottedOrder: run.dottedOrder, parentRunIds: run.parentRunIds });
+    }
+    if (next.length === remaining.length) throw AppError.notFound(`Parent run ${next[0]!.parentRunId} of run ${next[0]!.id} not found.`);
+    remaining = next;
+  }
+}
+
+// ───────────────────────────── SQL ─────────────────────────────
+
+const RUN_COLUMNS = [
+  ['tenant_id', 'uuid'],
+  ['id', 'uuid'],
+  ['session_id', 'uuid'],
+  ['trace_id', 'uuid'],
+  ['parent_run_id', 'uuid'],
+  ['parent_run_ids', 'uuid[]'],
+  ['reference_example_id', 'uuid'],
+  ['name', 'text'],
+  ['run_type', 'text'],
+  ['start_time', 'timestamptz'],
+  ['end_time', 'timestamptz'],
+  ['status', 'text'],
+  ['is_root', 'boolean'],
+  ['dotted_order', 'text'],
+  ['trace_tier', 'text'],
+  ['thread_id', 'text'],
+  ['inputs', 'jsonb'],
+  ['outputs', 'jsonb'],
+  ['error', 'text'],
+  ['extra', 'jsonb'],
+  ['events', 'jsonb'],
+  ['serialized', 'jsonb'],
+  ['tags', 'text[]'],
+  ['total_tokens', 'integer'],
+  ['prompt_tokens', 'integer'],
+  ['completion_tokens', 'integer'],
+  ['total_cost', 'float8'],
+  ['prompt_cost', 'float8'],
+  ['completion_cost', 'float8'],
+  ['first_token_time', 'timestamptz'],
+  ['api_key_id', 'uuid'],
+  ['user_id', 'uuid'],
+] as const;
+
+/** The column values of one run, in RUN_COLUMNS order (also used by the ingest benchmark's raw ceiling). */
+export function runRowValues(run: NormalizedRun, who: Ingester): unknown[] {
+  return [
+    who.workspaceId,
+    run.id,
+    run.sessionId,
+    run.traceId,
+    run.parentRunId,
+    run.parentRunIds,
+    run.referenceExampleId,
+    run.name,
+    run.runType,
+    run.startTime,
+    run.endTime,
+    deriveStatus(run.error, run.endTime),
+    run.parentRunId === null,
+    run.dottedOrder,
+    run.traceTier,
+    run.threadId,
+    run.inputs,
+    run.outputs,
+    run.error,
+    run.extra,
+    run.events,
+    run.serialized,
+    run.tags,
+    run.usage.totalTokens,
+    run.usage.promptTokens,
+    run.usage.completionTokens,
+    run.usage.totalCost,
+    run.usage.promptCost,
+    run.usage.completionCost,
+    run.firstTokenTime,
+    who.apiKeyId ?? null,
+    who.userId ?? null,
+  ];
+}
+
+const valuesClause = (rows: number, columns: readonly (readonly [string, string])[]) => {
+  const width = columns.length;
+  const parts: string[] = [];
+  for (let row = 0; row < rows; row++) {
+    parts.push(`(${columns.map(([, type], column) => `$${row * width + column + 1}::${type}`).join(',')})`);
+  }
+  return parts.join(',');
+};
+
+/** The multi-row INSERT of runs; returns the SQL for `rows` rows (shared with the benchmark). */
+export function insertRunsSql(rows: number, onConflict = 'ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id'): string {
+  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')}) VALUES ${valuesClause(rows, RUN_COLUMNS)} ${onConflict}`;
+}
+
+async function insertRuns(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  for (let start = 0; start < runs.length; start += INSERT_CHUNK) {
+    const chunk = runs.slice(start, start + INSERT_CHUNK);
+    const { rows } = await client.query<{ id: string }>(insertRunsSql(chunk.length), chunk.flatMap((run) => runRowValues(run, who)));
+    for (const row of rows) inserted.add(row.id);
+  }
+  return inserted;
+}
+
+/** Folds several patches of one run into one, in arrival order (later fields win; extra is merged). */
+function mergePatches(patches: NormalizedPatch[]): NormalizedPatch[] {
+  const byId = new Map<string, NormalizedPatch>();
+  for (const patch of patches) {
+    const previous = byId.get(patch.id);
+    if (!previous) {
+      byId.set(patch.id, patch);
+      continue;
+    }
+    const pick = <K extends keyof NormalizedPatch>(key: K) => (patch[key] ?? previous[key]) as NormalizedPatch[K];
+    byId.set(patch.id, {
+      id: patch.id,
+      endTime: pick('endTime'),
+      inputs: pick('inputs'),
+      outputs: pick('outputs'),
+      error: pick('error'),
+      extra: patch.extra && previous.extra ? JSON.stringify({ ...JSON.parse(previous.extra), ...JSON.parse(patch.extra) }) : pick('extra'),
+      events: pick('events'),
+      serialized: pick('serialized'),
+      tags: pick('tags'),
+      usage: patch.usage.totalTokens !== null ? patch.usage : previous.usage,
+      firstTokenTime: pick('firstTokenTime'),
+      threadId: pick('threadId'),
+      raw: { ...previous.raw, ...patch.raw, ...(patch.raw.extra && previous.raw.extra ? { extra: { ...(previous.raw.extra as object), ...(patch.raw.extra as object) } } : {}) },
+    });
+  }
+  return [...byId.values()];
+}
+
+const PATCH_COLUMNS = [
+  ['id', 'uuid'],
+  ['end_time', 'timestamptz'],
+  ['inputs', 'jsonb'],
+  ['outputs', 'jsonb'],
+  ['error', 'text'],
+  ['extra', 'jsonb'],
+  ['events', 'jsonb'],
+  ['serialized', 'jsonb'],
+  ['tags', 'text[]'],
+  ['total_tokens', 'integer'],
+  ['prompt_tokens', 'integer'],
+  ['completion_tokens', 'integer'],
+  ['total_cost', 'float8'],
+  ['prompt_cost', 'float8'],
+  ['completion_cost', 'float8'],
+  ['first_token_time', 'timestamptz'],
+  ['thread_id', 'text'],
+] as const;
+
+/** Applies (merged) patches to stored runs in one statement; returns the ids it found. */
+async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[]): Promise<Set<string>> {
+  if (!patches.length) return new Set();
+  const values = patches.flatMap((p) => [
+    p.id,
+    p.endTime,
+    p.inputs,
+    p.outputs,
+    p.error,
+    p.extra,
+    p.events,
+    p.serialized,
+    p.tags,
+    p.usage.totalTokens,
+    p.usage.promptTokens,
+    p.usage.completionTokens,
+    p.usage.totalCost,
+    p.usage.promptCost,
+    p.usage.completionCost,
+    p.firstTokenTime,
+    p.threadId,
+  ]);
+  const tenantParam = `$${values.length + 1}`;
+  // Usage is per LLM run; a patch does not carry the run type, so the row decides.
+  const usage = (column: string) => `${column} = CASE WHEN t.run_type = 'llm' AND p.total_tokens IS NOT NULL THEN p.${column} ELSE t.${column} END`;
+  const { rows } = await client.query<{ id: string }>(
+    `UPDATE trace_runs AS t SET
+       end_time = COALESCE(p.end_time, t.end_time),
+       inputs = COALESCE(p.inputs, t.inputs),
+       outputs = COALESCE(p.outputs, t.outputs),
+       error = COALESCE(p.error, t.error),
+       extra = CASE WHEN p.extra IS NULL THEN t.extra ELSE COALESCE(t.extra, '{}'::jsonb) || p.extra END,
+       events = COALESCE(p.events, t.events),
+       serialized = COALESCE(p.serialized, t.serialized),
+       tags = COALESCE(p.tags, t.tags),
+       ${usage('total_tokens')}, ${usage('prompt_tokens')}, ${usage('completion_tokens')},
+       ${usage('total_cost')}, ${usage('prompt_cost')}, ${usage('completion_cost')},
+       first_token_time = COALESCE(t.first_token_time, p.first_token_time),
+       thread_id = COALESCE(p.thread_id, t.thread_id),
+       status = CASE WHEN COALESCE(p.error, t.error) IS NOT NULL THEN 'error'
+                     WHEN COALESCE(p.end_time, t.end_time) IS NOT NULL THEN 'success' ELSE 'pending' END,
+       updated_at = now()
+     FROM (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}) AS p(${PATCH_COLUMNS.map(([name]) => name).join(',')})
+     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id
+     RETURNING t.id`,
+    [...values, tenantId],
+  );
+  return new Set(rows.map((row) => row.id));
+}
+
+async function deferPatches(client: pg.PoolClient, tenantId: string, patches: NormalizedPatch[]): Promise<void> {
+  const values = patches.map((_, i) => `($1::uuid, $${i * 2 + 2}::uuid, $${i * 2 + 3}::jsonb)`).join(',');
+  await client.query(`INSERT INTO trace_run_pending_patches (tenant_id, run_id, payload) VALUES ${values}`, [
+    tenantId,
+    ...patches.flatMap((patch) => [patch.id, toJsonb(patch.raw)]),
+  ]);
+}
+
+/** Merges kept patches into runs that are now stored (in arrival order) and drops them. */
+async function applyPendingPatches(deps: Deps, tenantId: string, runIds: string[]): Promise<void> {
+  const client = await deps.db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    // Only patches whose run exists: the others keep waiting for their post.
+    const { rows } = await client.query<{ id: string; run_id: string; payload: Record<string, unknown> }>(
+      `DELETE FROM trace_run_pending_patches AS p
+        WHERE p.tenant_id = $1 AND p.run_id = ANY($2::uuid[])
+          AND EXISTS (SELECT 1 FROM trace_runs AS t WHERE t.tenant_id = p.tenant_id AND t.id = p.run_id)
+        RETURNING p.id, p.run_id, p.payload`,
+      [tenantId, runIds],
+    );
+    if (rows.length) {
+      rows.sort((a, b) => Number(a.id) - Number(b.id));
+      await applyPatches(client, tenantId, mergePatches(rows.map((row) => normalizePatch(row.payload, ['patch'], row.run_id))));
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+async function insertAttachments(client: pg.PoolClient, tenantId: string, attachments: RunAttachment[]): Promise<void> {
+  // Last one wins for a repeated name (the SDK re-sends attachments on retries).
+  const byKey = new Map(attachments.map((a) => [`${a.runId}/${a.name}`, a]));
+  const list = [...byKey.values()];
+  const sqlValues = list.map((_, i) => `($1::uuid, $${i * 4 + 2}::uuid, $${i * 4 + 3}, $${i * 4 + 4}, $${i * 4 + 5}::bytea, length($${i * 4 + 5}::bytea))`).join(',');
+  await client.query(
+    `INSERT INTO trace_run_attachments (tenant_id, run_id, name, content_type, data, size) VALUES ${sqlValues}
+     ON CONFLICT (tenant_id, run_id, name) DO UPDATE SET content_type = EXCLUDED.content_type, data = EXCLUDED.data, size = EXCLUDED.size, created_at = now()`,
+    [tenantId, ...list.flatMap((a) => [a.runId.toLowerCase(), toText(a.name, 500), toText(a.contentType, 200), a.data])],
+  );
+}
+
+/**
+ * PostgreSQL data errors (class 22: a value out of range, an invalid escape in JSON) are the client's
+ * input, not our failure: 422 instead of 500.
+ */
+function asClientError(error: unknown): unknown {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string' && code.startsWith('22')) {
+    return new AppError('VALIDATION_FAILED', `A run value was rejected: ${(error as Error).message}`, [
+      { loc: ['body'], msg: (error as Error).message, type: 'value_error' },
+    ]);
+  }
+  return error;
+}

@@ -1,0 +1,192 @@
+// Tracing projects ("sessions" on the langsmith wire): runs belong to one; names are unique per workspace.
+import type pg from 'pg';
+import { AppError } from '../../errors.js';
+import type { Prisma, TracingProject } from '../../generated/prisma/client.js';
+import { isUuid, newId } from '../../ids.js';
+import type { Deps, ServiceContext } from '../context.js';
+import { assertCan } from '../tenancy/viewer.js';
+import { parseInput } from '../validate.js';
+import {
+  ProjectCreate,
+  type ProjectCreateInput,
+  ProjectList,
+  type ProjectListInput,
+  ProjectUpdate,
+  type ProjectUpdateInput,
+} from './traces.schemas.js';
+import { traceWorkspace } from './workspace.js';
+
+/** Runs sent with neither session_id nor session_name land here, as with the langsmith SDK's default. */
+export const DEFAULT_PROJECT_NAME = 'default';
+
+export type ProjectStats = { runCount: number; lastRunStartTime: Date | null };
+
+/**
+ * Creates a tracing project in the viewer's trace workspace. Needs workspaces:write. Throws CONFLICT
+ * when the name is taken, unless `upsert`, which returns the existing project with the given fields
+ * applied.
+ */
+export async function createProject(ctx: ServiceContext, input: ProjectCreateInput): Promise<TracingProject> {
+  const data = parseInput(ProjectCreate, input);
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  const fields = {
+    ...(data.description !== undefined ? { description: data.description } : {}),
+    ...(data.extra !== undefined ? { extra: (data.extra ?? undefined) as Prisma.InputJsonValue | undefined } : {}),
+    ...(data.referenceDatasetId !== undefined ? { referenceDatasetId: data.referenceDatasetId } : {}),
+    ...(data.endTime !== undefined ? { endTime: data.endTime } : {}),
+  };
+  const existing = await ctx.db.prisma.tracingProject.findUnique({ where: { workspaceId_name: { workspaceId, name: data.name } } });
+  if (existing) {
+    if (!data.upsert) throw AppError.conflict(`A project named "${data.name}" already exists.`);
+    return Object.keys(fields).length ? ctx.db.prisma.tracingProject.update({ where: { id: existing.id }, data: fields }) : existing;
+  }
+  try {
+    return await ctx.db.prisma.tracingProject.create({
+      data: { id: newId(), workspaceId, name: data.name, ...fields, ...(data.startTime ? { startTime: data.startTime } : {}) },
+    });
+  } catch (error) {
+    // A concurrent create (often ingest creating it from a run's session_name) won the race.
+    if ((error as { code?: string }).code !== 'P2002') throw error;
+    const winner = await ctx.db.prisma.tracingProject.findUniqueOrThrow({ where: { workspaceId_name: { workspaceId, name: data.name } } });
+    if (!data.upsert) throw AppError.conflict(`A project named "${data.name}" already exists.`);
+    return winner;
+  }
+}
+
+/**
+ * The project of this name in the trace workspace (or `options.workspaceId` for the system viewer),
+ * created when missing. The agent server calls this for its deployment's project. Idempotent and
+ * safe under concurrency. Needs workspaces:write.
+ */
+export async function ensureProject(ctx: ServiceContext, name: string, options: { workspaceId?: string } = {}): Promise<TracingProject> {
+  let workspaceId: string;
+  if (ctx.viewer.kind === 'system') {
+    if (!options.workspaceId) throw AppError.badRequest('workspaceId is required.');
+    workspaceId = options.workspaceId;
+  } else {
+    workspaceId = options.workspaceId ?? (await traceWorkspace(ctx, 'workspaces:write'));
+    assertCan(ctx.viewer, 'workspaces:write', workspaceId);
+  }
+  const trimmed = parseInput(ProjectCreate.shape.name, name, 'name');
+  const ids = await resolveProjectIds(ctx.db.pool, workspaceId, { ids: [], names: [trimmed] });
+  return ctx.db.prisma.tracingProject.findUniqueOrThrow({ where: { id: ids.byName.get(trimmed)! } });
+}
+
+/** Projects of the trace workspace, by name or id filters, oldest first. Needs workspaces:read. */
+export async function listProjects(ctx: ServiceContext, input: ProjectListInput = {}): Promise<TracingProject[]> {
+  const query = parseInput(ProjectList, input, 'query');
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  return ctx.db.prisma.tracingProject.findMany({
+    where: {
+      workspaceId,
+      ...(query.ids ? { id: { in: query.ids } } : {}),
+      ...(query.name !== undefined ? { name: query.name } : {}),
+      ...(query.nameContains ? { name: { contains: query.nameContains, mode: 'insensitive' as const } } : {}),
+    },
+    orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+    take: query.limit,
+    skip: query.offset,
+  });
+}
+
+/** One project of the viewer's trace workspace; NOT_FOUND otherwise (never another tenant's row). */
+export async function getProject(ctx: ServiceContext, id: string): Promise<TracingProject> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  const project = isUuid(id) ? await ctx.db.prisma.tracingProject.findFirst({ where: { id, workspaceId } }) : null;
+  if (!project) throw AppError.notFound(`Project ${id} not found.`);
+  return project;
+}
+
+/** Run count and latest run start of projects, in one query. */
+export async function projectStats(deps: Deps, workspaceId: string, ids: string[]): Promise<Map<string, ProjectStats>> {
+  const { rows } = await deps.db.pool.query<{ session_id: string; run_count: string; last_run_start_time: Date | null }>(
+    `SELECT session_id, count(*) AS run_count, max(start_time) AS last_run_start_time
+       FROM trace_runs WHERE tenant_id = $1 AND session_id = ANY($2::uuid[]) GROUP BY session_id`,
+    [workspaceId, ids],
+  );
+  const stats = new Map(ids.map((id) => [id, { runCount: 0, lastRunStartTime: null } as ProjectStats]));
+  for (const row of rows) stats.set(row.session_id, { runCount: Number(row.run_count), lastRunStartTime: row.last_run_start_time });
+  return stats;
+}
+
+/** Renames a project or changes its description, extra or end time. Needs workspaces:write; CONFLICT on a taken name. */
+export async function updateProject(ctx: ServiceContext, id: string, input: ProjectUpdateInput): Promise<TracingProject> {
+  const data = parseInput(ProjectUpdate, input, 'body');
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  const project = isUuid(id) ? await ctx.db.prisma.tracingProject.findFirst({ where: { id, workspaceId } }) : null;
+  if (!project) throw AppError.notFound(`Project ${id} not found.`);
+  // PATCH with null means "leave as is": the SDK's updateProject sends every field, nulls included.
+  const fields = {
+    ...(data.name ? { name: data.name } : {}),
+    ...(data.description != null ? { description: data.description } : {}),
+    ...(data.extra != null ? { extra: data.extra as Prisma.InputJsonValue } : {}),
+    ...(data.endTime != null ? { endTime: data.endTime } : {}),
+  };
+  try {
+    return await ctx.db.prisma.tracingProject.update({ where: { id: project.id }, data: fields });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'P2002') throw AppError.conflict(`A project named "${data.name}" already exists.`);
+    throw error;
+  }
+}
+
+/** Deletes a project and all its runs. Needs workspaces:write; NOT_FOUND for another tenant's project. */
+export async function deleteProject(ctx: ServiceContext, id: string): Promise<void> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  const project = isUuid(id) ? await ctx.db.prisma.tracingProject.findFirst({ where: { id, workspaceId } }) : null;
+  if (!project) throw AppError.notFound(`Project ${id} not found.`);
+  const client = await ctx.db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('DELETE FROM trace_runs WHERE tenant_id = $1 AND session_id = $2', [workspaceId, id]);
+    await client.query('DELETE FROM tracing_projects WHERE id = $1', [id]);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Project ids for the session ids and names runs carry, creating projects for unknown names (the
+ * ingest path: one round trip when they all exist). Throws NOT_FOUND for a session id that is not a
+ * project of this workspace.
+ */
+export async function resolveProjectIds(
+  db: pg.Pool | pg.PoolClient,
+  workspaceId: string,
+  refs: { ids: string[]; names: string[] },
+): Promise<{ byName: Map<string, string>; ids: Set<string> }> {
+  const byName = new Map<string, string>();
+  const ids = new Set<string>();
+  if (!refs.ids.length && !refs.names.length) return { byName, ids };
+  const { rows } = await db.query<{ id: string; name: string }>(
+    'SELECT id, name FROM tracing_projects WHERE workspace_id = $1 AND (id = ANY($2::uuid[]) OR name = ANY($3::text[]))',
+    [workspaceId, refs.ids, refs.names],
+  );
+  for (const row of rows) {
+    byName.set(row.name, row.id);
+    ids.add(row.id);
+  }
+  const unknownId = refs.ids.find((id) => !ids.has(id));
+  if (unknownId) throw AppError.notFound(`Project ${unknownId} not found.`);
+  const missing = refs.names.filter((name) => !byName.has(name));
+  if (missing.length) {
+    const values = missing.map((_, i) => `($${i * 2 + 2}::uuid, $1::uuid, $${i * 2 + 3}, now())`).join(', ');
+    await db.query(
+      `INSERT INTO tracing_projects (id, workspace_id, name, updated_at) VALUES ${values} ON CONFLICT (workspace_id, name) DO NOTHING`,
+      [workspaceId, ...missing.flatMap((name) => [newId(), name])],
+    );
+    const created = await db.query<{ id: string; name: string }>(
+      'SELECT id, name FROM tracing_projects WHERE workspace_id = $1 AND name = ANY($2::text[])',
+      [workspaceId, missing],
+    );
+    for (const row of created.rows) {
+      byName.set(row.name, row.id);
+      ids.add(row.id);
+    }
+  }
+  return { byName, ids };
+}

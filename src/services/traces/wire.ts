@@ -1,0 +1,193 @@
+// The ingestion wire: request bodies (gzip, deflate, brotli or zstd; chunked or not) and the langsmith
+// SDK's multipart format, turned into a RunBatch.
+//
+// Multipart is parsed here rather than with busboy: busboy decodes every part without a filename as
+// text (the SDK's attachments are binary parts without a filename) and hides part headers, and the
+// wire gives each part's length (`Content-Length` part header or `length=N` content-type parameter),
+// which lets us jump over a part instead of scanning it for the boundary.
+import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import { Decompress } from 'fzstd';
+import { AppError } from '../../errors.js';
+import { invalid, isUuid } from './derive.js';
+import type { RunAttachment, RunBatch } from './ingest.service.js';
+
+const gunzip = promisify(zlib.gunzip);
+const inflate = promisify(zlib.inflate);
+const brotli = promisify(zlib.brotliDecompress);
+
+const tooLarge = (limit: number) => new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes.`);
+
+/**
+ * Reads a request body and undoes its Content-Encoding. `limit` bounds both the bytes read and the
+ * decompressed size (a small gzip body can expand enormously). Throws PAYLOAD_TOO_LARGE or
+ * BAD_REQUEST (unknown encoding, corrupt data).
+ */
+export async function readBody(stream: Readable, contentEncoding: string | undefined, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      stream.resume(); // drain, so the connection can answer
+      throw tooLarge(limit);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  const encodings = (contentEncoding ?? '')
+    .split(',')
+    .map((value) => value.trim().toLowerCase())
+    .filter((value) => value && value !== 'identity');
+  let body = raw;
+  // Encodings are listed in the order they were applied.
+  for (const encoding of encodings.reverse()) body = await decode(body, encoding, limit);
+  return body;
+}
+
+async function decode(body: Buffer, encoding: string, limit: number): Promise<Buffer> {
+  try {
+    switch (encoding) {
+      case 'gzip':
+      case 'x-gzip':
+        return await gunzip(body, { maxOutputLength: limit });
+      case 'deflate':
+        return await inflate(body, { maxOutputLength: limit });
+      case 'br':
+        return await brotli(body, { maxOutputLength: limit });
+      case 'zstd':
+        return unzstd(body, limit);
+      default:
+        throw new AppError('BAD_REQUEST', `Unsupported Content-Encoding: ${encoding}.`);
+    }
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError) throw tooLarge(limit);
+    throw new AppError('BAD_REQUEST', `Request body is not valid ${encoding} data.`);
+  }
+}
+
+/** zstd through fzstd's streaming decoder (Node 20's zlib has no zstd), stopping at `limit` bytes. */
+function unzstd(body: Buffer, limit: number): Buffer {
+  const out: Uint8Array[] = [];
+  let size = 0;
+  const decoder = new Decompress((data) => {
+    size += data.length;
+    if (size > limit) throw tooLarge(limit);
+    out.push(data);
+  });
+  // Feed in slices so the size check runs before a bomb is fully inflated.
+  const step = 1 << 20;
+  for (let offset = 0; offset < body.length; offset += step) {
+    decoder.push(body.subarray(offset, offset + step), offset + step >= body.length);
+  }
+  if (body.length === 0) throw new AppError('BAD_REQUEST', 'Request body is not valid zstd data.');
+  return Buffer.concat(out, size);
+}
+
+export type MultipartPart = { name: string; contentType: string; headers: Record<string, string>; data: Buffer };
+
+const CRLF = Buffer.from('\r\n');
+
+/** The boundary parameter of a multipart/form-data content type; BAD_REQUEST when absent. */
+export function multipartBoundary(contentType: string | undefined): string {
+  const match = /^multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType ?? '');
+  const boundary = match?.[1] ?? match?.[2];
+  if (!boundary || boundary.length > 200) throw new AppError('BAD_REQUEST', 'Expected Content-Type multipart/form-data with a boundary.');
+  return boundary;
+}
+
+/** Splits a multipart/form-data body into its parts (binary-safe). Throws VALIDATION_FAILED when malformed. */
+export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] {
+  const malformed = (msg: string) => invalid(['body'], `malformed multipart body: ${msg}`, 'multipart');
+  const delimiter = Buffer.from(`--${boundary}`);
+  const closing = Buffer.from(`\r\n--${boundary}`);
+  const parts: MultipartPart[] = [];
+  let pos = body.indexOf(delimiter);
+  if (pos < 0) throw malformed('boundary not found');
+  for (;;) {
+    pos += delimiter.length;
+    if (body[pos] === 0x2d && body[pos + 1] === 0x2d) break; // "--": the close delimiter
+    while (body[pos] === 0x20 || body[pos] === 0x09) pos++; // transport padding
+    if (body[pos] !== 0x0d || body[pos + 1] !== 0x0a) throw malformed('expected CRLF after a boundary');
+    pos += 2;
+    const headerEnd = body.indexOf('\r\n\r\n', pos);
+    if (headerEnd < 0) throw malformed('unterminated part headers');
+    const headers: Record<string, string> = {};
+    for (const line of body.toString('utf8', pos, headerEnd).split('\r\n')) {
+      const colon = line.indexOf(':');
+      if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    const disposition = headers['content-disposition'] ?? '';
+    const nameMatch = /;\s*name\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))/i.exec(disposition);
+    const name = nameMatch ? (nameMatch[1]?.replace(/\\(.)/g, '$1') ?? nameMatch[2]!) : undefined;
+    if (!/^form-data\b/i.test(disposition) || name === undefined) throw malformed('a part has no form-data name');
+    const contentType = headers['content-type'] ?? 'text/plain';
+    const dataStart = headerEnd + 4;
+    let dataEnd = -1;
+    const declared = declaredLength(headers, contentType);
+    if (declared !== undefined) {
+      const end = dataStart + declared;
+      // Trust the declared length only when the boundary is exactly there; otherwise scan.
+      if (end + closing.length <= body.length && body.compare(closing, 0, closing.length, end, end + closing.length) === 0) dataEnd = end;
+    }
+    if (dataEnd < 0) dataEnd = body.indexOf(closing, dataStart);
+    if (dataEnd < 0) throw malformed(`part ${name} is not terminated by the boundary`);
+    parts.push({ name, contentType, headers, data: body.subarray(dataStart, dataEnd) });
+    pos = dataEnd + CRLF.length;
+  }
+  return parts;
+}
+
+function declaredLength(headers: Record<string, string>, contentType: string): number | undefined {
+  const text = headers['content-length'] ?? /;\s*length\s*=\s*(\d+)/i.exec(contentType)?.[1];
+  if (text === undefined || !/^\d{1,12}$/.test(text.trim())) return undefined;
+  return Number(text);
+}
+
+const RUN_FIELDS = new Set(['inputs', 'outputs', 'events', 'extra', 'error', 'serialized']);
+
+/**
+ * Turns multipart parts into a RunBatch: `post.<id>` / `patch.<id>` hold the run, `post.<id>.<field>`
+ * (inputs, outputs, events, extra, error, serialized) its large fields, `attachment.<id>.<name>` files.
+ * `feedback.<id>` parts are accepted and ignored (feedback is not stored yet).
+ */
+export function multipartToBatch(parts: MultipartPart[]): RunBatch {
+  const runs = { post: new Map<string, Record<string, unknown>>(), patch: new Map<string, Record<string, unknown>>() };
+  const fields: { method: 'post' | 'patch'; id: string; field: string; value: unknown; part: string }[] = [];
+  const attachments: RunAttachment[] = [];
+  for (const part of parts) {
+    const [kind, id, ...rest] = part.name.split('.');
+    const loc = ['body', part.name];
+    if (kind === 'feedback') continue;
+    if (kind === 'attachment') {
+      if (!isUuid(id) || !rest.length) throw invalid(loc, 'expected attachment.<run id>.<name>');
+      attachments.push({ runId: id, name: rest.join('.'), contentType: part.contentType.split(';')[0]!.trim(), data: Buffer.from(part.data) });
+      continue;
+    }
+    if ((kind !== 'post' && kind !== 'patch') || !isUuid(id) || rest.length > 1) {
+      throw invalid(loc, 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(part.data.toString('utf8'));
+    } catch {
+      throw invalid(loc, 'is not valid JSON', 'json_invalid');
+    }
+    if (rest.length === 0) {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(loc, 'expected a JSON object', 'dict_type');
+      if (runs[kind].has(id.toLowerCase())) throw invalid(loc, 'appears twice in this request');
+      runs[kind].set(id.toLowerCase(), { ...(value as Record<string, unknown>), id: id.toLowerCase() });
+    } else {
+      if (!RUN_FIELDS.has(rest[0]!)) throw invalid(loc, `unknown run field ${rest[0]}: expected one of ${[...RUN_FIELDS].join(', ')}`);
+      fields.push({ method: kind, id: id.toLowerCase(), field: rest[0]!, value, part: part.name });
+    }
+  }
+  for (const { method, id, field, value, part } of fields) {
+    const run = runs[method].get(id);
+    if (!run) throw invalid(['body', part], `has no ${method}.${id} part`);
+    run[field] = value;
+  }
+  return { post: [...runs.post.values()], patch: [...runs.patch.values()], attachments };
+}

@@ -1,0 +1,32 @@
+// Which workspace (tenant) a trace operation acts in.
+import { AppError } from '../../errors.js';
+import type { ServiceContext } from '../context.js';
+import { assertCan, can, type Permission } from '../tenancy/viewer.js';
+
+/**
+ * The workspace a trace request acts in, after checking `permission` there.
+ *
+ * The key's own workspace, or the one selected by X-Tenant-Id, wins. With neither (an organization-wide
+ * key, which is what the langsmith SDK sends when only LANGSMITH_ENDPOINT and LANGSMITH_API_KEY are
+ * set) we use the organization's default workspace for this key: the oldest workspace of the
+ * organization in which the key holds `permission`. That keeps the SDK working unchanged for the
+ * common single-workspace installation and is deterministic for multi-workspace ones (send
+ * X-Tenant-Id, i.e. LANGSMITH_WORKSPACE_ID, to choose another). Throws FORBIDDEN when the key holds
+ * the permission in no workspace, BAD_REQUEST for the system viewer, which must name a workspace.
+ */
+export async function traceWorkspace(ctx: ServiceContext, permission: Permission): Promise<string> {
+  const { viewer } = ctx;
+  if (viewer.kind === 'system') throw AppError.badRequest('Name a workspace for trace operations.');
+  if (viewer.workspaceId) {
+    assertCan(viewer, permission, viewer.workspaceId);
+    return viewer.workspaceId;
+  }
+  const workspaces = await ctx.db.prisma.workspace.findMany({
+    where: { organizationId: viewer.organizationId },
+    orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+    select: { id: true },
+  });
+  const chosen = workspaces.find((workspace) => can(viewer, permission, workspace.id));
+  if (!chosen) throw AppError.forbidden(`This API key lacks the ${permission} permission in every workspace.`);
+  return chosen.id;
+}
