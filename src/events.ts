@@ -11,6 +11,12 @@ import type { Logger } from 'pino';
 export interface EventMap {
   /** Diagnostics: lets operators and tests check that events cross processes. */
   'system.ping': { message: string; sentAt: string };
+  /** Agent server: a run's stream grew (events inline when small, else read from run_events up to lastSeq), or its status changed. Key: run id. */
+  'runs.stream': import('./services/runs/run-stream.js').RunStreamSignal;
+  /** Agent server: a run changed status. Key: thread id (thread streams follow the runs of a thread). */
+  'runs.status': { runId: string; threadId: string; status: string };
+  /** Agent server: stop a pending or running run. Key: run id; runtimes listen to all. */
+  'runs.cancel': { runId: string; action: 'interrupt' | 'rollback' };
 }
 export type EventName = keyof EventMap;
 

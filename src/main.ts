@@ -66,6 +66,32 @@ program
     await embedded?.stop();
   });
 
+program
+  .command('serve')
+  .description('serve one graph config (langgraph.json) as an agent server at the root of its own port, runtime included')
+  .requiredOption('-c, --config <path>', 'path to langgraph.json')
+  .addOption(portOption)
+  .option('--host <host>', 'interface to listen on (env HOST, default 127.0.0.1)')
+  .addOption(dataDirOption)
+  .option('--dev', 'development mode: enables POST /internal/truncate for test harnesses')
+  .action(async (options: ProcessOptions & { config: string; dev?: boolean }) => {
+    const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
+    const logger = createLogger(config);
+    const { startAgentServer } = await import('./serve.js');
+    const server = await startAgentServer(config, logger, { configPath: options.config, dev: options.dev ?? false });
+    console.log(`Agent server (graphs: ${server.graphIds.join(', ')}; deployment ${server.deploymentId}) running at ${server.url}`);
+    let stopping = false;
+    const shutdown = async () => {
+      if (stopping) return;
+      stopping = true;
+      await server.stop();
+      logger.flush();
+      process.exit(0);
+    };
+    process.on('SIGINT', () => void shutdown());
+    process.on('SIGTERM', () => void shutdown());
+  });
+
 runAdmin(program, (options: ProcessOptions) => configFrom(options));
 
 function printWelcome(url: string | undefined, firstApiKey: string | undefined, config: Config) {

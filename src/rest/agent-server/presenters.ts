@@ -1,0 +1,58 @@
+// Agent-server JSON, exactly as the official server (and so the langgraph SDK) names its fields.
+import type { Response } from 'express';
+import type { Assistant, AssistantVersion } from '../../services/assistants/assistants.service.js';
+import type { Run } from '../../services/runs/runs.service.js';
+import { serializeJson } from '../../services/runtime/serialize.js';
+import type { Thread } from '../../services/threads/threads.service.js';
+
+export const presentAssistant = (assistant: Assistant) => ({
+  assistant_id: assistant.assistantId,
+  graph_id: assistant.graphId,
+  config: assistant.config,
+  context: assistant.context,
+  metadata: assistant.metadata,
+  version: assistant.version,
+  name: assistant.name,
+  description: assistant.description,
+  created_at: assistant.createdAt.toISOString(),
+  updated_at: assistant.updatedAt.toISOString(),
+});
+
+export const presentAssistantVersion = (version: AssistantVersion) => {
+  const { updated_at: _updated, ...rest } = presentAssistant({ ...version, updatedAt: version.createdAt });
+  return rest;
+};
+
+export const presentThread = (thread: Thread) => ({
+  thread_id: thread.threadId,
+  created_at: thread.createdAt.toISOString(),
+  updated_at: thread.updatedAt.toISOString(),
+  state_updated_at: thread.updatedAt.toISOString(),
+  metadata: thread.metadata,
+  status: thread.status,
+  config: thread.config,
+  values: thread.values ?? {},
+  interrupts: thread.interrupts,
+  error: thread.error,
+});
+
+export const presentRun = (run: Run) => ({
+  run_id: run.runId,
+  thread_id: run.threadId,
+  assistant_id: run.assistantId,
+  created_at: run.createdAt.toISOString(),
+  updated_at: run.updatedAt.toISOString(),
+  status: run.status,
+  metadata: run.metadata,
+  kwargs: run.kwargs,
+  multitask_strategy: run.multitaskStrategy,
+});
+
+/** Keeps only the `select`ed fields (all when none are named). */
+export const selectFields = <T extends Record<string, unknown>>(value: T, select: readonly string[] | null | undefined): Partial<T> =>
+  select?.length ? (Object.fromEntries(Object.entries(value).filter(([key]) => select.includes(key))) as Partial<T>) : value;
+
+/** JSON through the protocol serializer (LangChain messages as plain objects). */
+export function sendJson(res: Response, body: unknown, status = 200): void {
+  res.status(status).type('application/json').send(serializeJson(body));
+}

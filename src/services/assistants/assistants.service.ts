@@ -1,0 +1,356 @@
+// Assistants: a graph plus configuration, versioned. Each graph has a default ("system") assistant
+// whose id is derived from the graph id, so a graph name works wherever an assistant id is expected.
+import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
+import { AppError } from '../../errors.js';
+import { isUuid } from '../../ids.js';
+import { newId } from '../../ids.js';
+import { parseInput } from '../validate.js';
+import { defaultAssistantId } from '../runtime/graph-registry.js';
+import type { AgentServerContext } from '../runtime/deployment-scope.js';
+import {
+  AssistantCountRequest,
+  AssistantCreate,
+  AssistantLatestVersion,
+  AssistantPatch,
+  AssistantSearchRequest,
+  AssistantVersionsRequest,
+} from './assistants.schemas.js';
+
+type Json = Record<string, unknown>;
+
+export type Assistant = {
+  assistantId: string;
+  graphId: string;
+  name: string;
+  description: string | null;
+  config: Json;
+  context: Json;
+  metadata: Json;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+type AssistantRow = {
+  id: string;
+  graph_id: string;
+  name: string;
+  description: string | null;
+  config: Json;
+  context: Json;
+  metadata: Json;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+};
+
+const toAssistant = (row: AssistantRow): Assistant => ({
+  assistantId: row.id,
+  graphId: row.graph_id,
+  name: row.name,
+  description: row.description,
+  config: row.config ?? {},
+  context: row.context ?? {},
+  metadata: row.metadata ?? {},
+  version: row.version,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+const NOT_FOUND = 'Assistant not found';
+
+/** An assistant id as the API accepts it: a UUID, or a graph name for that graph's default assistant. */
+export function resolveAssistantId(ctx: AgentServerContext, idOrGraph: string): string {
+  if (ctx.deployment.graphs.has(idOrGraph)) return defaultAssistantId(idOrGraph);
+  if (!isUuid(idOrGraph)) throw AppError.notFound(NOT_FOUND);
+  return idOrGraph.toLowerCase();
+}
+
+async function insertAssistant(
+  ctx: AgentServerContext,
+  values: { id: string; graphId: string; name: string; description: string | null; config: Json; context: Json; metadata: Json },
+  onConflictNothing: boolean,
+): Promise<Assistant | undefined> {
+  const client = await ctx.db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<AssistantRow>(
+      `INSERT INTO agent_assistants (id, deployment_id, graph_id, name, description, config, context, metadata, version, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
+       ${onConflictNothing ? 'ON CONFLICT (id) DO NOTHING' : ''}
+       RETURNING *`,
+      [values.id, ctx.deployment.deploymentId, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
+    );
+    if (rows[0]) {
+      await client.query(
+        `INSERT INTO agent_assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata)
+         VALUES ($1, 1, $2, $3, $4, $5, $6, $7)`,
+        [values.id, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
+      );
+    }
+    await client.query('COMMIT');
+    return rows[0] ? toAssistant(rows[0]) : undefined;
+  } catch (error) {
+    await client.query('ROLLBACK');
+    if ((error as { code?: string }).code === '23505') throw AppError.conflict('Assistant already exists');
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Creates the default assistant of every graph the deployment serves (metadata.created_by "system",
+ * name = graph id) unless it exists. `graphConfig` holds per-graph config/context (LANGGRAPH_CONFIG).
+ */
+export async function ensureSystemAssistants(ctx: AgentServerContext, graphConfig: Record<string, Json> = {}): Promise<void> {
+  for (const graphId of ctx.deployment.graphs.graphIds()) {
+    const { context, ...config } = (graphConfig[graphId] ?? {}) as Json & { context?: Json };
+    await insertAssistant(
+      ctx,
+      {
+        id: defaultAssistantId(graphId),
+        graphId,
+        name: graphId,
+        description: null,
+        config,
+        context: context ?? {},
+        metadata: { created_by: 'system' },
+      },
+      true,
+    );
+  }
+}
+
+/** Creates an assistant. NOT_FOUND for a graph this deployment does not serve; CONFLICT when the id exists (unless if_exists=do_nothing). */
+export async function createAssistant(ctx: AgentServerContext, input: unknown): Promise<Assistant> {
+  const body = parseInput(AssistantCreate, input, 'body');
+  if (!ctx.deployment.graphs.has(body.graph_id)) throw AppError.notFound(`Graph "${body.graph_id}" not found`);
+  const id = body.assistant_id?.toLowerCase() ?? newId();
+  if (body.assistant_id) {
+    const existing = await findAssistant(ctx, id);
+    if (existing) {
+      if (body.if_exists === 'do_nothing') return existing;
+      throw AppError.conflict('Assistant already exists');
+    }
+  }
+  const created = await insertAssistant(
+    ctx,
+    {
+      id,
+      graphId: body.graph_id,
+      name: body.name ?? 'Untitled',
+      description: body.description ?? null,
+      config: body.config ?? {},
+      context: body.context ?? {},
+      metadata: body.metadata ?? {},
+    },
+    body.if_exists === 'do_nothing',
+  );
+  return created ?? (await getAssistant(ctx, id));
+}
+
+async function findAssistant(ctx: AgentServerContext, assistantId: string): Promise<Assistant | undefined> {
+  const { rows } = await ctx.db.pool.query<AssistantRow>('SELECT * FROM agent_assistants WHERE id = $1 AND deployment_id = $2', [
+    assistantId,
+    ctx.deployment.deploymentId,
+  ]);
+  return rows[0] ? toAssistant(rows[0]) : undefined;
+}
+
+/** One assistant by id or graph name; NOT_FOUND otherwise. */
+export async function getAssistant(ctx: AgentServerContext, idOrGraph: string): Promise<Assistant> {
+  const assistant = await findAssistant(ctx, resolveAssistantId(ctx, idOrGraph));
+  if (!assistant) throw AppError.notFound(NOT_FOUND);
+  return assistant;
+}
+
+function filters(ctx: AgentServerContext, query: { metadata?: Json | null; graph_id?: string | null; name?: string | null }) {
+  const where = ['deployment_id = $1'];
+  const params: unknown[] = [ctx.deployment.deploymentId];
+  if (query.metadata && Object.keys(query.metadata).length) {
+    params.push(JSON.stringify(query.metadata));
+    where.push(`metadata @> $${params.length}::jsonb`);
+  }
+  if (query.graph_id) {
+    params.push(query.graph_id);
+    where.push(`graph_id = $${params.length}`);
+  }
+  if (query.name) {
+    params.push(`%${query.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    where.push(`name ILIKE $${params.length}`);
+  }
+  return { where: where.join(' AND '), params };
+}
+
+/** Assistants matching metadata (containment), graph id and a name substring; with the total count. */
+export async function searchAssistants(ctx: AgentServerContext, input: unknown): Promise<{ items: Assistant[]; total: number }> {
+  const query = parseInput(AssistantSearchRequest, input, 'body');
+  const { where, params } = filters(ctx, query);
+  const column = query.sort_by === 'assistant_id' ? 'id' : (query.sort_by ?? 'created_at');
+  const order = query.sort_order === 'asc' ? 'ASC' : 'DESC';
+  const { rows } = await ctx.db.pool.query<AssistantRow & { total: string }>(
+    `SELECT *, count(*) OVER () AS total FROM agent_assistants WHERE ${where}
+     ORDER BY ${column} ${order}, id ${order} LIMIT ${query.limit} OFFSET ${query.offset}`,
+    params,
+  );
+  const total = rows[0] ? Number(rows[0].total) : query.offset > 0 ? await countAssistants(ctx, query) : 0;
+  return { items: rows.map(toAssistant), total };
+}
+
+/** How many assistants match the filters. */
+export async function countAssistants(ctx: AgentServerContext, input: unknown): Promise<number> {
+  const query = parseInput(AssistantCountRequest, input, 'body');
+  const { where, params } = filters(ctx, query);
+  const { rows } = await ctx.db.pool.query<{ count: string }>(`SELECT count(*) FROM agent_assistants WHERE ${where}`, params);
+  return Number(rows[0]!.count);
+}
+
+/**
+ * Makes a new version from the supplied configuration (config and context are not merged with the
+ * previous version; metadata is) and activates it. NOT_FOUND for an unknown assistant or graph.
+ */
+export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<Assistant> {
+  const body = parseInput(AssistantPatch, input, 'body');
+  const current = await getAssistant(ctx, idOrGraph);
+  const graphId = body.graph_id ?? current.graphId;
+  if (!ctx.deployment.graphs.has(graphId)) throw AppError.notFound(`Graph "${graphId}" not found`);
+  const next = {
+    graphId,
+    name: body.name ?? current.name,
+    description: body.description !== undefined ? body.description : current.description,
+    config: body.config ?? {},
+    context: body.context ?? {},
+    metadata: { ...current.metadata, ...(body.metadata ?? {}) },
+  };
+  const client = await ctx.db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows: versionRows } = await client.query<{ version: number }>(
+      'SELECT coalesce(max(version), 0) + 1 AS version FROM agent_assistant_versions WHERE assistant_id = $1',
+      [current.assistantId],
+    );
+    const version = versionRows[0]!.version;
+    await client.query(
+      `INSERT INTO agent_assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [current.assistantId, version, next.graphId, next.name, next.description, next.config, next.context, next.metadata],
+    );
+    const { rows } = await client.query<AssistantRow>(
+      `UPDATE agent_assistants SET graph_id = $2, name = $3, description = $4, config = $5, context = $6, metadata = $7, version = $8, updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [current.assistantId, next.graphId, next.name, next.description, next.config, next.context, next.metadata, version],
+    );
+    await client.query('COMMIT');
+    return toAssistant(rows[0]!);
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Deletes an assistant with all its versions; with `deleteThreads`, also the threads it ran on. */
+export async function deleteAssistant(ctx: AgentServerContext, idOrGraph: string, options: { deleteThreads?: boolean } = {}): Promise<void> {
+  const assistant = await getAssistant(ctx, idOrGraph);
+  await ctx.db.pool.query('DELETE FROM agent_assistants WHERE id = $1', [assistant.assistantId]);
+  if (options.deleteThreads) {
+    const { deleteThreadsWhere } = await import('../threads/threads.service.js');
+    await deleteThreadsWhere(ctx, { assistant_id: assistant.assistantId });
+  }
+}
+
+/** Makes an existing version the active one. NOT_FOUND for an unknown assistant or version. */
+export async function setLatestAssistantVersion(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<Assistant> {
+  const { version } = parseInput(AssistantLatestVersion, input, 'body');
+  const assistant = await getAssistant(ctx, idOrGraph);
+  const { rows } = await ctx.db.pool.query<AssistantRow>(
+    `UPDATE agent_assistants a SET graph_id = v.graph_id, name = v.name, description = v.description, config = v.config,
+       context = v.context, metadata = v.metadata, version = v.version, updated_at = now()
+     FROM agent_assistant_versions v WHERE a.id = $1 AND v.assistant_id = a.id AND v.version = $2 RETURNING a.*`,
+    [assistant.assistantId, version],
+  );
+  if (!rows[0]) throw AppError.notFound(`Assistant version ${version} not found`);
+  return toAssistant(rows[0]);
+}
+
+export type AssistantVersion = Omit<Assistant, 'updatedAt'>;
+
+/** Every version of an assistant, newest first. */
+export async function listAssistantVersions(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<AssistantVersion[]> {
+  const query = parseInput(AssistantVersionsRequest, input, 'body');
+  const assistant = await getAssistant(ctx, idOrGraph);
+  const params: unknown[] = [assistant.assistantId];
+  let where = 'assistant_id = $1';
+  if (query.metadata && Object.keys(query.metadata).length) {
+    params.push(JSON.stringify(query.metadata));
+    where += ` AND metadata @> $2::jsonb`;
+  }
+  const { rows } = await ctx.db.pool.query<Omit<AssistantRow, 'id' | 'updated_at'> & { assistant_id: string }>(
+    `SELECT * FROM agent_assistant_versions WHERE ${where} ORDER BY version DESC LIMIT ${query.limit} OFFSET ${query.offset}`,
+    params,
+  );
+  return rows.map((row) => ({ ...toAssistant({ ...row, id: row.assistant_id, updated_at: row.created_at }), updatedAt: undefined }) as AssistantVersion);
+}
+
+const runnableConfig = (assistant: Assistant) => ({
+  ...(assistant.config as Json),
+  configurable: { ...((assistant.config.configurable as Json | undefined) ?? {}) },
+});
+
+/** The drawable graph (nodes and edges) of the assistant's graph; `xray` includes subgraphs. */
+export async function getAssistantGraph(ctx: AgentServerContext, idOrGraph: string, xray?: boolean | number): Promise<unknown> {
+  const assistant = await getAssistant(ctx, idOrGraph);
+  const config = runnableConfig(assistant);
+  const graph = await ctx.deployment.graphs.resolve(assistant.graphId, config);
+  const drawable: DrawableGraph = await graph.getGraphAsync({ ...config, xray } as Parameters<typeof graph.getGraphAsync>[0]);
+  return drawable.toJSON();
+}
+
+type ChannelSchema = { type: 'object'; title: string; properties: Record<string, object> };
+
+/** JSON schemas of a compiled graph's input, output, state and context, from its channels. */
+function graphSchemas(graph: { builder?: unknown; streamChannels?: unknown; inputChannels?: unknown; outputChannels?: unknown; channels?: Record<string, unknown> }, title: string) {
+  const channels = Object.keys(graph.channels ?? {}).filter((name) => !name.startsWith('__') && !name.includes(':') && !name.startsWith('branch:'));
+  const list = (value: unknown) => (Array.isArray(value) ? (value as string[]) : typeof value === 'string' ? [value] : channels);
+  const schema = (names: string[], suffix: string): ChannelSchema => ({
+    type: 'object',
+    title: `${title}${suffix}`,
+    properties: Object.fromEntries(names.filter((name) => channels.includes(name)).map((name) => [name, {}])),
+  });
+  return {
+    input_schema: schema(list(graph.inputChannels), 'Input'),
+    output_schema: schema(list(graph.outputChannels), 'Output'),
+    state_schema: schema(channels, 'State'),
+    config_schema: { type: 'object', title: `${title}Config`, properties: {} },
+    context_schema: { type: 'object', title: `${title}Context`, properties: {} },
+  };
+}
+
+/** The schemas of the assistant's graph. */
+export async function getAssistantSchemas(ctx: AgentServerContext, idOrGraph: string): Promise<Json> {
+  const assistant = await getAssistant(ctx, idOrGraph);
+  const graph = await ctx.deployment.graphs.resolve(assistant.graphId, runnableConfig(assistant));
+  return { graph_id: assistant.graphId, ...graphSchemas(graph as never, assistant.graphId) };
+}
+
+/** The subgraphs of the assistant's graph by namespace (optionally below one namespace, recursively). */
+export async function getAssistantSubgraphs(
+  ctx: AgentServerContext,
+  idOrGraph: string,
+  options: { namespace?: string; recurse?: boolean },
+): Promise<Record<string, Json>> {
+  const assistant = await getAssistant(ctx, idOrGraph);
+  const graph = await ctx.deployment.graphs.resolve(assistant.graphId, runnableConfig(assistant));
+  const result: Record<string, Json> = {};
+  for await (const [namespace, subgraph] of graph.getSubgraphsAsync(options.namespace, options.recurse)) {
+    result[namespace] = graphSchemas(subgraph as never, namespace);
+  }
+  return result;
+}
+
+/** Every assistant of the deployment (GraphQL lists). */
+export async function listAssistants(ctx: AgentServerContext, options: { limit?: number; offset?: number; graphId?: string } = {}) {
+  return (await searchAssistants(ctx, { limit: options.limit ?? 50, offset: options.offset ?? 0, graph_id: options.graphId })).items;
+}

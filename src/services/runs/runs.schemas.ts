@@ -1,0 +1,90 @@
+// Input schemas of the runs area, named after the API nouns.
+import { z } from 'zod';
+import { STREAM_MODES } from '../runtime/stream-modes.js';
+
+const JsonObject = z.record(z.string(), z.unknown());
+export const RUN_STATUSES = ['pending', 'running', 'success', 'error', 'timeout', 'interrupted'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const MULTITASK_STRATEGIES = ['reject', 'interrupt', 'rollback', 'enqueue'] as const;
+export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
+
+const StreamModeList = z
+  .union([z.enum(STREAM_MODES), z.array(z.enum(STREAM_MODES))])
+  .nullish()
+  .transform((value) => (value == null ? undefined : Array.isArray(value) ? value : [value]));
+
+const NodeList = z.union([z.literal('*'), z.array(z.string())]).nullish();
+
+export const RunCreate = z.object({
+  assistant_id: z.string().min(1),
+  input: z.unknown().optional(),
+  command: z
+    .object({ resume: z.unknown().optional(), update: z.unknown().optional(), goto: z.unknown().optional() })
+    .passthrough()
+    .nullish(),
+  config: z
+    .object({ configurable: JsonObject.nullish(), tags: z.array(z.string()).nullish(), recursion_limit: z.number().int().positive().nullish() })
+    .passthrough()
+    .nullish(),
+  context: JsonObject.nullish(),
+  metadata: JsonObject.nullish(),
+  checkpoint_id: z.string().nullish(),
+  checkpoint: z.object({ checkpoint_id: z.string().nullish(), checkpoint_ns: z.string().nullish(), checkpoint_map: JsonObject.nullish() }).passthrough().nullish(),
+  interrupt_before: NodeList,
+  interrupt_after: NodeList,
+  stream_mode: StreamModeList,
+  stream_subgraphs: z.boolean().nullish(),
+  stream_resumable: z.boolean().nullish(),
+  feedback_keys: z.unknown().optional(),
+  multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish(),
+  on_completion: z.enum(['delete', 'keep']).nullish(),
+  on_disconnect: z.enum(['cancel', 'continue']).nullish(),
+  after_seconds: z.number().min(0).nullish(),
+  if_not_exists: z.enum(['create', 'reject']).nullish(),
+  webhook: z.url({ protocol: /^https?$/ }).nullish(),
+  checkpoint_during: z.boolean().nullish(),
+  durability: z.enum(['sync', 'async', 'exit']).nullish(),
+  langsmith_tracer: z.unknown().optional(),
+});
+export type RunCreate = z.infer<typeof RunCreate>;
+
+export const RunBatchCreate = z.array(RunCreate).min(1).max(100);
+
+export const RunListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(10),
+  offset: z.coerce.number().int().min(0).default(0),
+  status: z.enum(RUN_STATUSES).nullish(),
+});
+
+export const RunCancelQuery = z.object({
+  wait: z
+    .union([z.boolean(), z.string()])
+    .optional()
+    .transform((value) => value === true || value === '1' || value === 'true'),
+  action: z.enum(['interrupt', 'rollback']).default('interrupt'),
+});
+
+export const RunsCancelRequest = z.object({
+  thread_id: z.uuid().nullish(),
+  run_ids: z.array(z.uuid()).nullish(),
+  status: z.enum(['pending', 'running', 'all']).nullish(),
+});
+
+/** What the runtime needs to execute a run, stored on the run row. */
+export type RunKwargs = {
+  input?: unknown;
+  command?: { resume?: unknown; update?: unknown; goto?: unknown } | null;
+  config: { configurable?: Record<string, unknown>; tags?: string[]; recursion_limit?: number; [key: string]: unknown };
+  context?: Record<string, unknown> | null;
+  stream_mode: string[];
+  interrupt_before?: '*' | string[] | null;
+  interrupt_after?: '*' | string[] | null;
+  webhook?: string | null;
+  subgraphs: boolean;
+  resumable: boolean;
+  durability?: 'sync' | 'async' | 'exit' | null;
+  /** Stateless run whose thread is thrown away afterwards: no thread row, no checkpoints. */
+  temporary: boolean;
+  /** Latest root checkpoint before the run started, for rollback. */
+  start_checkpoint_id?: string | null;
+};

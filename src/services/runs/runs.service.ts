@@ -1,0 +1,391 @@
+// Runs: invocations of an assistant's graph on a thread (or on a throwaway thread: stateless runs).
+// Creating a run writes its row and enqueues its job in one transaction; the runtime executes it and
+// appends its stream; readers follow that stream (run-stream.ts) whichever process they are in.
+import type pg from 'pg';
+import { AppError } from '../../errors.js';
+import { isUuid, newId } from '../../ids.js';
+import { parseInput } from '../validate.js';
+import { defaultAssistantId } from '../runtime/graph-registry.js';
+import type { AgentServerContext } from '../runtime/deployment-scope.js';
+import { resolveAssistantId } from '../assistants/assistants.service.js';
+import { followRunEvents, isTerminalStatus, type RunEvent } from './run-stream.js';
+import {
+  RunBatchCreate,
+  RunCancelQuery,
+  RunCreate,
+  RunListQuery,
+  RunsCancelRequest,
+  type MultitaskStrategy,
+  type RunKwargs,
+  type RunStatus,
+} from './runs.schemas.js';
+
+type Json = Record<string, unknown>;
+
+export type Run = {
+  runId: string;
+  threadId: string;
+  assistantId: string;
+  status: RunStatus;
+  metadata: Json;
+  kwargs: RunKwargs;
+  multitaskStrategy: MultitaskStrategy;
+  output: unknown;
+  attempt: number;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+export type RunRow = {
+  id: string;
+  deployment_id: string;
+  thread_id: string;
+  assistant_id: string;
+  status: RunStatus;
+  metadata: Json;
+  kwargs: RunKwargs;
+  multitask_strategy: MultitaskStrategy;
+  output: unknown;
+  attempt: number;
+  worker_id: string | null;
+  job_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+};
+
+export const toRun = (row: RunRow): Run => ({
+  runId: row.id,
+  threadId: row.thread_id,
+  assistantId: row.assistant_id,
+  status: row.status,
+  metadata: row.metadata ?? {},
+  kwargs: row.kwargs,
+  multitaskStrategy: row.multitask_strategy,
+  output: row.output,
+  attempt: row.attempt,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+const RUN_NOT_FOUND = 'Run not found';
+const THREAD_NOT_FOUND = 'Thread not found';
+const REJECTED = 'Thread is already running a task. Wait for it to finish or choose a different multitask strategy.';
+
+async function inTransaction<T>(ctx: AgentServerContext, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await ctx.db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Creates a run and enqueues it. `threadId` null makes a stateless run (a throwaway thread unless
+ * `on_completion: keep`). Multitask strategies against runs already pending or running on the thread:
+ * `enqueue` (default) queues behind them; `reject` is CONFLICT; `interrupt` and `rollback` cancel them
+ * (rollback also deletes them and what they wrote). NOT_FOUND for an unknown thread (unless
+ * `if_not_exists: create`) or assistant. Publishes `runs.status`.
+ */
+export async function createRun(ctx: AgentServerContext, threadId: string | null, input: unknown): Promise<Run> {
+  return createParsedRun(ctx, threadId, parseInput(RunCreate, input, 'body'));
+}
+
+async function createParsedRun(ctx: AgentServerContext, requestedThreadId: string | null, body: RunCreate): Promise<Run> {
+  const { deploymentId } = ctx.deployment;
+  const assistantId = resolveAssistantId(ctx, body.assistant_id);
+  const strategy: MultitaskStrategy = body.multitask_strategy ?? 'enqueue';
+  const stateless = requestedThreadId === null;
+  const temporary = stateless && (body.on_completion ?? 'delete') === 'delete';
+  if (requestedThreadId !== null && !isUuid(requestedThreadId)) throw AppError.notFound(THREAD_NOT_FOUND);
+  const threadId = requestedThreadId?.toLowerCase() ?? newId();
+  const runId = newId();
+
+  const configurable: Json = { ...(body.config?.configurable ?? {}) };
+  if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
+  if (body.checkpoint) for (const [key, value] of Object.entries(body.checkpoint)) if (value != null) configurable[key] = value;
+  const kwargs: RunKwargs = {
+    input: body.input,
+    command: body.command ?? null,
+    config: { ...(body.config ?? {}), tags: body.config?.tags ?? undefined, recursion_limit: body.config?.recursion_limit ?? undefined, configurable },
+    context: body.context ?? null,
+    stream_mode: body.stream_mode?.length ? body.stream_mode : ['values'],
+    interrupt_before: body.interrupt_before ?? null,
+    interrupt_after: body.interrupt_after ?? null,
+    webhook: body.webhook ?? null,
+    subgraphs: body.stream_subgraphs ?? false,
+    resumable: body.stream_resumable ?? false,
+    durability: body.durability ?? (body.checkpoint_during === false ? 'exit' : null),
+    temporary,
+  };
+
+  const { run, inflight } = await inTransaction(ctx, async (client) => {
+    const { rows: assistants } = await client.query<{ graph_id: string }>('SELECT graph_id FROM agent_assistants WHERE id = $1 AND deployment_id = $2', [
+      assistantId,
+      deploymentId,
+    ]);
+    if (!assistants[0]) throw AppError.notFound('Assistant not found');
+    const graphId = assistants[0].graph_id;
+    let inflight: { id: string; status: RunStatus }[] = [];
+    if (!temporary) {
+      const { rows: threads } = await client.query<{ id: string }>('SELECT id FROM agent_threads WHERE id = $1 AND deployment_id = $2 FOR UPDATE', [
+        threadId,
+        deploymentId,
+      ]);
+      if (!threads[0]) {
+        if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(THREAD_NOT_FOUND);
+        await client.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now())`, [threadId, deploymentId]);
+      }
+      ({ rows: inflight } = await client.query<{ id: string; status: RunStatus }>(
+        `SELECT id, status FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at`,
+        [threadId],
+      ));
+      if (strategy === 'reject' && inflight.length) throw AppError.conflict(REJECTED);
+      await client.query(
+        `UPDATE agent_threads SET status = 'busy', updated_at = now(), metadata = metadata || $2::jsonb WHERE id = $1`,
+        [threadId, JSON.stringify({ graph_id: graphId, assistant_id: assistantId })],
+      );
+    }
+    const metadata = body.metadata ?? {};
+    const { rows } = await client.query<RunRow>(
+      `INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, updated_at)
+       VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, now()) RETURNING *`,
+      [runId, deploymentId, threadId, assistantId, metadata, JSON.stringify(kwargs), strategy],
+    );
+    const jobId = await ctx.deployment.queue.send(client, { runId, threadId, startAfterSeconds: body.after_seconds ?? undefined });
+    if (jobId) await client.query('UPDATE agent_runs SET job_id = $2 WHERE id = $1', [runId, jobId]);
+    return { run: toRun(rows[0]!), inflight };
+  });
+
+  if ((strategy === 'interrupt' || strategy === 'rollback') && inflight.length) {
+    await cancelRunIds(ctx, inflight.map((r) => r.id), strategy);
+  }
+  if (!temporary) await ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId);
+  return run;
+}
+
+/** Creates several stateless runs. */
+export async function createRunBatch(ctx: AgentServerContext, input: unknown): Promise<Run[]> {
+  const bodies = parseInput(RunBatchCreate, input, 'body');
+  const runs: Run[] = [];
+  for (const body of bodies) runs.push(await createParsedRun(ctx, null, body));
+  return runs;
+}
+
+async function findRunRow(ctx: AgentServerContext, runId: string): Promise<RunRow | undefined> {
+  if (!isUuid(runId)) return undefined;
+  const { rows } = await ctx.db.pool.query<RunRow>('SELECT * FROM agent_runs WHERE id = $1 AND deployment_id = $2', [runId, ctx.deployment.deploymentId]);
+  return rows[0];
+}
+
+async function assertThread(ctx: AgentServerContext, threadId: string): Promise<void> {
+  if (!isUuid(threadId)) throw AppError.notFound(THREAD_NOT_FOUND);
+  const { rows } = await ctx.db.pool.query('SELECT 1 FROM agent_threads WHERE id = $1 AND deployment_id = $2', [threadId, ctx.deployment.deploymentId]);
+  if (!rows[0]) throw AppError.notFound(THREAD_NOT_FOUND);
+}
+
+/** One run; `threadId` null for stateless runs. NOT_FOUND unless it exists in this deployment (on that thread). */
+export async function getRun(ctx: AgentServerContext, threadId: string | null, runId: string): Promise<Run> {
+  const row = await findRunRow(ctx, runId);
+  if (!row || (threadId !== null && row.thread_id !== threadId.toLowerCase())) throw AppError.notFound(RUN_NOT_FOUND);
+  return toRun(row);
+}
+
+/** A thread's runs, newest first, optionally by status. */
+export async function listRuns(ctx: AgentServerContext, threadId: string, input: unknown): Promise<Run[]> {
+  const query = parseInput(RunListQuery, input, 'query');
+  await assertThread(ctx, threadId);
+  const params: unknown[] = [threadId];
+  let where = 'thread_id = $1';
+  if (query.status) {
+    params.push(query.status);
+    where += ' AND status = $2';
+  }
+  const { rows } = await ctx.db.pool.query<RunRow>(
+    `SELECT * FROM agent_runs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${query.limit} OFFSET ${query.offset}`,
+    params,
+  );
+  return rows.map(toRun);
+}
+
+/** Deletes a finished or pending run and its stream. CONFLICT while it runs. */
+export async function deleteRun(ctx: AgentServerContext, threadId: string, runId: string): Promise<void> {
+  const run = await getRun(ctx, threadId, runId);
+  if (run.status === 'running') throw AppError.conflict('Run is running; cancel it first');
+  await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [run.runId]);
+  await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = $1', [run.runId]);
+  if (run.status === 'pending') await ctx.events.publish('runs.stream', { runId: run.runId, status: 'interrupted' }, run.runId);
+}
+
+/**
+ * Cancels runs by id. Pending ones end at once (`interrupted`; deleted for rollback); running ones are
+ * signalled to the runtime executing them (`runs.cancel`), which stops the graph.
+ */
+export async function cancelRunIds(ctx: AgentServerContext, runIds: string[], action: 'interrupt' | 'rollback'): Promise<void> {
+  if (!runIds.length) return;
+  const ended =
+    action === 'rollback'
+      ? await ctx.db.pool.query<{ id: string; thread_id: string }>(`DELETE FROM agent_runs WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`, [runIds])
+      : await ctx.db.pool.query<{ id: string; thread_id: string }>(
+          `UPDATE agent_runs SET status = 'interrupted', updated_at = now(), ended_at = now() WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`,
+          [runIds],
+        );
+  const endedIds = new Set(ended.rows.map((row) => row.id));
+  for (const row of ended.rows) {
+    await ctx.events.publish('runs.stream', { runId: row.id, status: 'interrupted' }, row.id);
+    await ctx.events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'interrupted' }, row.thread_id);
+  }
+  const threads = [...new Set(ended.rows.map((row) => row.thread_id))];
+  if (threads.length) {
+    await ctx.db.pool.query(
+      `UPDATE agent_threads t SET status = 'idle', updated_at = now() WHERE id = ANY($1::uuid[]) AND status = 'busy'
+       AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running'))`,
+      [threads],
+    );
+  }
+  for (const runId of runIds) if (!endedIds.has(runId)) await ctx.events.publish('runs.cancel', { runId, action }, runId);
+}
+
+/** Cancels one run of a thread; with `wait`, returns once it has stopped. NOT_FOUND for an unknown run. */
+export async function cancelRun(ctx: AgentServerContext, threadId: string, runId: string, input: unknown): Promise<{ waited: boolean }> {
+  const query = parseInput(RunCancelQuery, input, 'query');
+  const run = await getRun(ctx, threadId, runId);
+  const waiting = query.wait ? waitForRun(ctx, run.runId) : undefined;
+  if (!isTerminalStatus(run.status)) await cancelRunIds(ctx, [run.runId], query.action);
+  if (waiting) await waiting;
+  return { waited: query.wait };
+}
+
+/** Cancels many runs: by ids, or a thread's runs by status (pending, running or all). */
+export async function cancelRuns(ctx: AgentServerContext, input: unknown, options: { action?: unknown } = {}): Promise<void> {
+  const body = parseInput(RunsCancelRequest, input, 'body');
+  const { action } = parseInput(RunCancelQuery, { action: options.action ?? undefined }, 'query');
+  let ids: string[];
+  if (body.run_ids?.length) {
+    const { rows } = await ctx.db.pool.query<{ id: string }>(
+      `SELECT id FROM agent_runs WHERE id = ANY($1::uuid[]) AND deployment_id = $2 ${body.thread_id ? 'AND thread_id = $3' : ''}`,
+      body.thread_id ? [body.run_ids, ctx.deployment.deploymentId, body.thread_id] : [body.run_ids, ctx.deployment.deploymentId],
+    );
+    if (rows.length !== body.run_ids.length) throw AppError.notFound(RUN_NOT_FOUND);
+    ids = rows.map((row) => row.id);
+  } else if (body.thread_id) {
+    const statuses = body.status && body.status !== 'all' ? [body.status] : ['pending', 'running'];
+    const { rows } = await ctx.db.pool.query<{ id: string }>(
+      'SELECT id FROM agent_runs WHERE thread_id = $1 AND deployment_id = $2 AND status = ANY($3::text[])',
+      [body.thread_id, ctx.deployment.deploymentId, statuses],
+    );
+    ids = rows.map((row) => row.id);
+  } else if (body.status) {
+    const statuses = body.status !== 'all' ? [body.status] : ['pending', 'running'];
+    const { rows } = await ctx.db.pool.query<{ id: string }>('SELECT id FROM agent_runs WHERE deployment_id = $1 AND status = ANY($2::text[])', [
+      ctx.deployment.deploymentId,
+      statuses,
+    ]);
+    ids = rows.map((row) => row.id);
+  } else {
+    throw new AppError('VALIDATION_FAILED', 'Name run_ids, a thread_id or a status.', [{ loc: ['body'], msg: 'run_ids, thread_id or status required', type: 'missing' }]);
+  }
+  await cancelRunIds(ctx, ids, action);
+}
+
+/** Resolves with the run once it has ended (or undefined if it was deleted, e.g. rolled back). */
+export async function waitForRun(ctx: AgentServerContext, runId: string, signal?: AbortSignal): Promise<Run | undefined> {
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const signals = ctx.events.subscribe('runs.stream', { key: runId, signal: stop.signal });
+  try {
+    let row = await findRunRow(ctx, runId);
+    if (!row || isTerminalStatus(row.status)) return row && toRun(row);
+    for await (const event of signals) {
+      if (event.status && isTerminalStatus(event.status)) break;
+    }
+    row = await findRunRow(ctx, runId);
+    return row && toRun(row);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    stop.abort();
+  }
+}
+
+/**
+ * What runs/wait and join answer: the run's last `values` (or `{__error__}` when it failed); for a run
+ * that produced none, the thread's values.
+ */
+export async function runResult(ctx: AgentServerContext, run: Run | undefined, threadId: string | null): Promise<unknown> {
+  if (run?.output != null) return run.output;
+  if (!threadId) return null;
+  const { rows } = await ctx.db.pool.query<{ values: unknown }>('SELECT "values" FROM agent_threads WHERE id = $1', [threadId]);
+  return rows[0]?.values ?? null;
+}
+
+/** Waits for a thread's run to end and returns its result (GET …/runs/{id}/join). */
+export async function joinRun(ctx: AgentServerContext, threadId: string, runId: string, signal?: AbortSignal): Promise<unknown> {
+  await assertThread(ctx, threadId);
+  const run = await getRun(ctx, threadId, runId);
+  const done = await waitForRun(ctx, run.runId, signal);
+  return runResult(ctx, done, threadId);
+}
+
+/**
+ * A run's stream events after `afterSeq` (from Last-Event-ID), live until it ends. `modes` narrows to
+ * some of the run's stream modes. The same iterable feeds SSE and the GraphQL subscription.
+ */
+export function streamRun(
+  ctx: AgentServerContext,
+  runId: string,
+  options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal } = {},
+): AsyncIterable<RunEvent> {
+  return followRunEvents(ctx, runId, {
+    ...options,
+    readStatus: async () => (await findRunRow(ctx, runId))?.status,
+  });
+}
+
+/** Events of a thread's current run and every later one, until `signal` aborts (GET /threads/{id}/stream). */
+export async function* streamThread(
+  ctx: AgentServerContext,
+  threadId: string,
+  options: { modes?: string[]; signal?: AbortSignal; lastEventId?: string } = {},
+): AsyncGenerator<RunEvent & { runId: string }> {
+  await assertThread(ctx, threadId);
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const statuses = ctx.events.subscribe('runs.status', { key: threadId, signal: stop.signal });
+  const seen = new Set<string>();
+  const [resumeRun, resumeSeq] = (options.lastEventId ?? '').split(':');
+  try {
+    const follow = async function* (runId: string, afterSeq = 0) {
+      seen.add(runId);
+      for await (const event of streamRun(ctx, runId, { afterSeq, modes: options.modes, signal: stop.signal })) yield { ...event, runId };
+    };
+    if (resumeRun && isUuid(resumeRun)) yield* follow(resumeRun, Number(resumeSeq) || 0);
+    // Runs not finished yet, oldest first; then whichever start later.
+    for (;;) {
+      const { rows } = await ctx.db.pool.query<{ id: string }>(
+        `SELECT id FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at`,
+        [threadId],
+      );
+      const next = rows.find((row) => !seen.has(row.id));
+      if (next) {
+        yield* follow(next.id);
+        continue;
+      }
+      const { value, done } = await statuses.next();
+      if (done) return;
+      if (!seen.has(value.runId) && !isTerminalStatus(value.status)) yield* follow(value.runId);
+    }
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+    stop.abort();
+  }
+}
+
+export const assistantIdForGraph = defaultAssistantId;

@@ -1,0 +1,197 @@
+// Executes one run: claims its row, runs the graph with the deployment's checkpointer and store,
+// appends every stream event, then records the outcome on the run and its thread. Cancellation comes
+// in as an AbortSignal (from `runs.cancel`); the outcome is always written, so no run stays `running`.
+import { Command } from '@langchain/langgraph';
+import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
+import { RunEventWriter } from '../runs/run-stream.js';
+import type { RunKwargs, RunStatus } from '../runs/runs.schemas.js';
+import type { RunRow } from '../runs/runs.service.js';
+import { refreshThreadFromState } from '../threads/threads.service.js';
+import type { AgentServerContext } from './deployment-scope.js';
+import { CHECKPOINT_SCHEMA, deleteCheckpointsAfter } from './persistence.js';
+import { serializeError, serializeJson } from './serialize.js';
+import { type StreamMode, streamGraphRun } from './stream-modes.js';
+
+type Json = Record<string, unknown>;
+
+/**
+ * The tracing seam: a runtime may be given a tracer per run (trace ingestion, issue 4, supplies one
+ * that records the run in the deployment's tracing project). It gets LangChain callbacks for the run
+ * and is told when the run ends.
+ */
+export type RunTracer = (run: { runId: string; threadId: string; assistantId: string; graphId: string; deploymentId: string }) =>
+  | { callbacks: BaseCallbackHandler[]; onEnd?(outcome: { status: RunStatus; error?: unknown }): Promise<void> | void }
+  | undefined;
+
+export type CancelReason = 'interrupt' | 'rollback' | 'shutdown';
+
+export type ExecuteOptions = {
+  workerId: string;
+  /** Aborted with a CancelReason to stop the run. */
+  signal: AbortSignal;
+  tracer?: RunTracer;
+};
+
+/** Claims a pending run (pending → running); undefined when it was cancelled, deleted or taken. */
+export async function claimRun(ctx: AgentServerContext, runId: string, workerId: string): Promise<RunRow | undefined> {
+  const { rows } = await ctx.db.pool.query<RunRow>(
+    `UPDATE agent_runs SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
+     WHERE id = $1 AND status = 'pending' RETURNING *`,
+    [runId, workerId],
+  );
+  return rows[0];
+}
+
+function graphInput(kwargs: RunKwargs): unknown {
+  if (kwargs.command) {
+    const { resume, update, goto } = kwargs.command;
+    return new Command({ resume, update: update as never, goto: goto as never });
+  }
+  return kwargs.input ?? null;
+}
+
+async function latestCheckpointId(ctx: AgentServerContext, threadId: string): Promise<string | null> {
+  const { rows } = await ctx.deployment.persistence.pool.query<{ checkpoint_id: string }>(
+    `SELECT checkpoint_id FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`,
+    [threadId],
+  );
+  return rows[0]?.checkpoint_id ?? null;
+}
+
+/** Runs a claimed run to its end and records the outcome. Never throws for graph failures. */
+export async function executeRun(ctx: AgentServerContext, row: RunRow, options: ExecuteOptions): Promise<RunStatus | 'deleted'> {
+  const runId = row.id;
+  const threadId = row.thread_id;
+  const kwargs = row.kwargs;
+  const publishStatus = async (status: string) => {
+    await ctx.events.publish('runs.stream', { runId, status }, runId);
+    if (!kwargs.temporary) await ctx.events.publish('runs.status', { runId, threadId, status }, threadId);
+  };
+  await publishStatus('running');
+
+  const startSeq =
+    row.attempt > 1 ? Number((await ctx.db.pool.query<{ max: number | null }>('SELECT max(seq) AS max FROM run_events WHERE run_id = $1', [runId])).rows[0]?.max ?? 0) : 0;
+  const writer = new RunEventWriter(ctx, runId, startSeq);
+  const emit = (event: string, data: unknown) => writer.push(event, serializeJson(data));
+  emit('metadata', { run_id: runId, attempt: row.attempt });
+
+  let status: RunStatus = 'success';
+  let output: unknown = null;
+  let failure: unknown;
+  let graphId = '';
+  let tracing: ReturnType<RunTracer>;
+  try {
+    const { rows: assistants } = await ctx.db.pool.query<{ graph_id: string; config: Json; context: Json }>(
+      'SELECT graph_id, config, context FROM agent_assistants WHERE id = $1',
+      [row.assistant_id],
+    );
+    const assistant = assistants[0];
+    if (!assistant) throw new Error(`Assistant ${row.assistant_id} no longer exists`);
+    graphId = assistant.graph_id;
+    if (!kwargs.temporary && kwargs.start_checkpoint_id === undefined) {
+      kwargs.start_checkpoint_id = await latestCheckpointId(ctx, threadId);
+      await ctx.db.pool.query('UPDATE agent_runs SET kwargs = $2 WHERE id = $1', [runId, JSON.stringify(kwargs)]);
+    }
+    const assistantConfig = assistant.config as { configurable?: Json; tags?: string[]; recursion_limit?: number };
+    const configurable: Json = {
+      ...(assistantConfig.configurable ?? {}),
+      ...(kwargs.config.configurable ?? {}),
+      thread_id: threadId,
+      run_id: runId,
+      assistant_id: row.assistant_id,
+      graph_id: graphId,
+    };
+    const config = { configurable, tags: kwargs.config.tags ?? assistantConfig.tags, recursionLimit: kwargs.config.recursion_limit ?? assistantConfig.recursion_limit };
+    const graph = await ctx.deployment.graphs.resolve(graphId, config, { stateless: kwargs.temporary });
+    tracing = options.tracer?.({ runId, threadId, assistantId: row.assistant_id, graphId, deploymentId: ctx.deployment.deploymentId });
+    const context = { ...(assistant.context ?? {}), ...(kwargs.context ?? {}) };
+    const events = streamGraphRun(graph, graphInput(kwargs), {
+      runId,
+      modes: kwargs.stream_mode as StreamMode[],
+      subgraphs: kwargs.subgraphs,
+      signal: options.signal,
+      onValues: (values) => {
+        output = values;
+      },
+      config: {
+        ...config,
+        context,
+        metadata: { ...row.metadata, run_id: runId, thread_id: threadId, assistant_id: row.assistant_id, graph_id: graphId, run_attempt: row.attempt },
+        interruptBefore: kwargs.interrupt_before ?? undefined,
+        interruptAfter: kwargs.interrupt_after ?? undefined,
+        durability: kwargs.durability ?? undefined,
+        ...(tracing ? { callbacks: tracing.callbacks } : {}),
+      },
+    });
+    for await (const { event, data } of events) emit(event, data);
+  } catch (error) {
+    if (options.signal.aborted) {
+      status = 'interrupted';
+    } else {
+      status = 'error';
+      failure = error;
+      emit('error', serializeError(error));
+      ctx.logger.warn({ err: error, runId }, 'run failed');
+    }
+  }
+  if (options.signal.aborted && status === 'success') status = 'interrupted';
+  await writer.flush().catch((error: unknown) => ctx.logger.error({ err: error, runId }, 'could not store run events'));
+
+  const reason = options.signal.reason as CancelReason | undefined;
+  if (status === 'interrupted' && reason === 'rollback') {
+    // Rollback: the run never happened. Remove it, its events and the checkpoints it wrote.
+    await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
+    await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = $1', [runId]);
+    if (!kwargs.temporary) await deleteCheckpointsAfter(ctx.deployment.persistence.pool, threadId, kwargs.start_checkpoint_id ?? null);
+  } else {
+    if (status === 'interrupted' && reason === 'shutdown') {
+      status = 'error';
+      failure = new Error('The runtime shut down during the run');
+    }
+    const result = failure ? { __error__: serializeError(failure) } : output;
+    await ctx.db.pool.query(`UPDATE agent_runs SET status = $2, output = $3, updated_at = now(), ended_at = now() WHERE id = $1`, [
+      runId,
+      status,
+      serializeJson(result),
+    ]);
+  }
+  if (!kwargs.temporary) {
+    await refreshThreadFromState(ctx, threadId, { error: status === 'error' ? failure : undefined }).catch((error: unknown) =>
+      ctx.logger.error({ err: error, runId }, 'could not update the thread after a run'),
+    );
+  }
+  await publishStatus(status);
+  await Promise.resolve(tracing?.onEnd?.({ status, error: failure })).catch(() => undefined);
+  if (kwargs.webhook && !(status === 'interrupted' && reason === 'rollback')) {
+    void sendWebhook(ctx, kwargs.webhook, { ...row, status, kwargs, values: output, error: failure ? serializeError(failure).message : undefined });
+  }
+  return status === 'interrupted' && reason === 'rollback' ? 'deleted' : status;
+}
+
+/** POSTs the finished run to its webhook: 3 attempts, 10 s each, backing off; failures are logged. */
+async function sendWebhook(ctx: AgentServerContext, url: string, run: RunRow & { values: unknown; error?: string }) {
+  const body = serializeJson({
+    run_id: run.id,
+    thread_id: run.thread_id,
+    assistant_id: run.assistant_id,
+    status: run.status,
+    metadata: run.metadata,
+    kwargs: run.kwargs,
+    multitask_strategy: run.multitask_strategy,
+    created_at: run.created_at,
+    values: run.values,
+    ...(run.error ? { error: run.error } : {}),
+    webhook_sent_at: new Date().toISOString(),
+  });
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    try {
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(10_000) });
+      if (response.ok) return;
+      if (response.status < 500 && response.status !== 429) break;
+    } catch {
+      // network failure: retried below
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** attempt));
+  }
+  ctx.logger.warn({ runId: run.id, url }, 'webhook delivery failed');
+}

@@ -1,0 +1,73 @@
+// The graph config file (`langgraph.json`): which graphs a deployment serves and the environment they
+// run in. Parsed with zod so a bad file names every problem at once.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import { AppError } from '../../errors.js';
+
+const GraphSpec = z.union([
+  z.string().regex(/^[^:]+(:[A-Za-z_$][\w$]*)?$/, 'expected "./path/to/file.ts:exportName"'),
+  z.object({ path: z.string(), description: z.string().optional() }),
+]);
+
+export const GraphConfigFile = z
+  .object({
+    graphs: z.record(z.string().min(1), GraphSpec).refine((graphs) => Object.keys(graphs).length > 0, 'name at least one graph'),
+    env: z.union([z.record(z.string(), z.string()), z.string()]).optional(),
+    dependencies: z.array(z.string()).optional(),
+    store: z.object({}).passthrough().optional(),
+    http: z.object({}).passthrough().optional(),
+    node_version: z.string().optional(),
+  })
+  .passthrough();
+
+export type GraphEntry = { graphId: string; file: string; exportName: string; description?: string };
+
+export type GraphConfig = {
+  /** Absolute path of the config file. */
+  path: string;
+  /** Folder that relative paths in the file are resolved against. */
+  root: string;
+  graphs: GraphEntry[];
+  /** Environment variables for graph code (from the `env` object or file). */
+  env: Record<string, string>;
+};
+
+/** Reads and validates a graph config file; throws VALIDATION_FAILED naming every problem. */
+export function readGraphConfig(configPath: string): GraphConfig {
+  const path = resolve(configPath);
+  if (!existsSync(path)) throw AppError.badRequest(`Graph config not found: ${path}`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw AppError.badRequest(`Graph config ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  const parsed = GraphConfigFile.safeParse(raw);
+  if (!parsed.success) throw AppError.fromZod(parsed.error, 'langgraph.json');
+  const root = dirname(path);
+  const graphs = Object.entries(parsed.data.graphs).map(([graphId, spec]) => {
+    const text = typeof spec === 'string' ? spec : spec.path;
+    const [file, exportName] = text.split(':', 2) as [string, string | undefined];
+    return {
+      graphId,
+      file: resolve(root, file),
+      exportName: exportName || 'default',
+      description: typeof spec === 'string' ? undefined : spec.description,
+    };
+  });
+  const env = typeof parsed.data.env === 'string' ? readEnvFile(resolve(root, parsed.data.env)) : (parsed.data.env ?? {});
+  return { path, root, graphs, env };
+}
+
+/** A dotenv file: KEY=VALUE lines, `#` comments, optional quotes. */
+function readEnvFile(path: string): Record<string, string> {
+  if (!existsSync(path)) throw AppError.badRequest(`env file not found: ${path}`);
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(path, 'utf8').split(/\r?\n/)) {
+    const match = /^\s*(?:export\s+)?([A-Za-z_][\w.]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!match || line.trimStart().startsWith('#')) continue;
+    env[match[1]!] = match[2]!.replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return env;
+}

@@ -1,0 +1,51 @@
+// The run queue of one deployment, on pg-boss. `key_strict_fifo` keyed by thread id gives per-thread
+// order (a thread's runs execute one at a time, in arrival order) while other threads run in
+// parallel; `notify` wakes an idle runtime at once instead of at its next poll.
+import type { PgBoss, Queue } from 'pg-boss';
+import type pg from 'pg';
+
+export type RunJob = { runId: string };
+
+export const runQueueName = (deploymentId: string) => `runs.execute.${deploymentId}`;
+
+export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
+  policy: 'key_strict_fifo',
+  notify: true,
+  // A failed job would hold back its thread's later runs; the handler never fails a job, and a runtime
+  // that dies mid-run is detected (and its job completed) by the runtime's recovery sweep.
+  retryLimit: 0,
+  expireInSeconds: 24 * 3600,
+  deleteAfterSeconds: 3600,
+};
+
+export class RunQueue {
+  private ready: Promise<void> | undefined;
+
+  constructor(
+    readonly boss: PgBoss,
+    readonly deploymentId: string,
+  ) {}
+
+  get name(): string {
+    return runQueueName(this.deploymentId);
+  }
+
+  /** Creates the queue once per process (idempotent across processes). */
+  ensure(): Promise<void> {
+    this.ready ??= this.boss.createQueue(this.name, RUN_QUEUE_OPTIONS).catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  /** Enqueues a run inside the caller's transaction (`client`), so the job exists exactly when the row does. */
+  async send(client: pg.PoolClient, job: RunJob & { threadId: string; startAfterSeconds?: number }): Promise<string | null> {
+    await this.ensure();
+    return this.boss.send(this.name, { runId: job.runId } satisfies RunJob, {
+      singletonKey: job.threadId,
+      startAfter: job.startAfterSeconds ? job.startAfterSeconds : undefined,
+      db: { executeSql: (text: string, values?: unknown[]) => client.query(text, values as unknown[]) },
+    });
+  }
+}

@@ -1,0 +1,117 @@
+// The runtime role for one deployment: works the deployment's run queue, listens for cancellations,
+// and sweeps for runs whose runtime died. Each runtime process holds a session advisory lock named
+// after its worker id for as long as it lives; a `running` run whose worker's lock is free belongs to
+// a dead process and is ended as `error` (its job completed, so the thread's next run can start).
+import pg from 'pg';
+import type { Job } from 'pg-boss';
+import { newId } from '../../ids.js';
+import type { AgentServerContext } from './deployment-scope.js';
+import { type CancelReason, claimRun, executeRun, type RunTracer } from './executor.js';
+import type { RunJob } from './run-queue.js';
+
+export type Runtime = { workerId: string; stop(): Promise<void>; sweep(): Promise<number> };
+
+const lockKey = (workerId: string) => `agent-platform:runtime:${workerId}`;
+
+/** Starts executing the deployment's runs in this process. */
+export async function startRuntime(
+  ctx: AgentServerContext,
+  options: { concurrency: number; sweepIntervalMs?: number; tracer?: RunTracer },
+): Promise<Runtime> {
+  const workerId = newId();
+  const { queue } = ctx.deployment;
+  const active = new Map<string, AbortController>();
+  const stop = new AbortController();
+
+  // The liveness lock lives on its own connection: if this process dies, PostgreSQL drops it.
+  const lockClient = new pg.Client({ connectionString: ctx.db.url, application_name: 'agent-platform-runtime' });
+  lockClient.on('error', () => undefined);
+  await lockClient.connect();
+  await lockClient.query('SELECT pg_advisory_lock(hashtext($1))', [lockKey(workerId)]);
+
+  void (async () => {
+    for await (const { runId, action } of ctx.events.subscribe('runs.cancel', { signal: stop.signal })) {
+      active.get(runId)?.abort(action satisfies CancelReason);
+    }
+  })();
+
+  const handle = async ([job]: Job<RunJob>[]) => {
+    const runId = job!.data.runId;
+    // Registered before the claim, so a cancel sent right after the claim commits is not missed.
+    const controller = new AbortController();
+    active.set(runId, controller);
+    try {
+      const row = await claimRun(ctx, runId, workerId);
+      if (!row) return;
+      await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer });
+    } catch (error) {
+      // Never fail the job: a failed job would hold back the thread's later runs.
+      ctx.logger.error({ err: error, runId }, 'run execution failed');
+      await ctx.db.pool
+        .query(`UPDATE agent_runs SET status = 'error', updated_at = now(), ended_at = now() WHERE id = $1 AND status = 'running'`, [runId])
+        .catch(() => undefined);
+      await ctx.events.publish('runs.stream', { runId, status: 'error' }, runId).catch(() => undefined);
+    } finally {
+      active.delete(runId);
+    }
+  };
+
+  await queue.ensure();
+  await queue.boss.work<RunJob>(queue.name, { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 2 }, handle);
+
+  const sweep = async (): Promise<number> => {
+    const { rows } = await ctx.db.pool.query<{ id: string; thread_id: string; worker_id: string; job_id: string | null }>(
+      `SELECT id, thread_id, worker_id, job_id FROM agent_runs WHERE deployment_id = $1 AND status = 'running' AND worker_id IS DISTINCT FROM $2`,
+      [ctx.deployment.deploymentId, workerId],
+    );
+    const dead = new Set<string>();
+    for (const workerIdOfRun of new Set(rows.map((row) => row.worker_id))) {
+      const { rows: lock } = await lockClient.query<{ free: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS free', [lockKey(workerIdOfRun)]);
+      if (lock[0]?.free) {
+        await lockClient.query('SELECT pg_advisory_unlock(hashtext($1))', [lockKey(workerIdOfRun)]);
+        dead.add(workerIdOfRun);
+      }
+    }
+    let recovered = 0;
+    for (const row of rows.filter((r) => dead.has(r.worker_id))) {
+      const error = { __error__: { error: 'RuntimeError', message: 'The runtime executing this run exited before it finished' } };
+      const { rowCount } = await ctx.db.pool.query(
+        `UPDATE agent_runs SET status = 'error', output = $2, updated_at = now(), ended_at = now() WHERE id = $1 AND status = 'running'`,
+        [row.id, JSON.stringify(error)],
+      );
+      if (!rowCount) continue;
+      recovered++;
+      await ctx.db.pool.query(
+        `INSERT INTO run_events (run_id, seq, event, data)
+         SELECT $1, coalesce(max(seq), 0) + 1, 'error', $2 FROM run_events WHERE run_id = $1`,
+        [row.id, JSON.stringify(error.__error__)],
+      );
+      await ctx.db.pool.query(
+        `UPDATE agent_threads t SET status = CASE WHEN EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.status = 'pending') THEN 'busy' ELSE 'error' END,
+           error = $2, updated_at = now() WHERE id = $1`,
+        [row.thread_id, JSON.stringify(error.__error__)],
+      );
+      if (row.job_id) await queue.boss.complete(queue.name, row.job_id).catch(() => undefined);
+      await ctx.events.publish('runs.stream', { runId: row.id, status: 'error' }, row.id);
+      await ctx.events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'error' }, row.thread_id);
+      ctx.logger.warn({ runId: row.id, workerId: row.worker_id }, 'ended a run whose runtime died');
+    }
+    return recovered;
+  };
+
+  await sweep();
+  const timer = setInterval(() => void sweep().catch((error: unknown) => ctx.logger.warn({ err: error }, 'run recovery sweep failed')), options.sweepIntervalMs ?? 5000);
+  timer.unref();
+
+  return {
+    workerId,
+    sweep,
+    async stop() {
+      clearInterval(timer);
+      stop.abort();
+      for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
+      await queue.boss.offWork(queue.name, { wait: true }).catch(() => undefined);
+      await lockClient.end().catch(() => undefined);
+    },
+  };
+}

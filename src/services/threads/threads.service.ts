@@ -1,0 +1,361 @@
+// Threads: the state of a conversation. The row caches the latest values and interrupts (written by
+// the runtime after each run) so lists and GraphQL need no graph; state and history read LangGraph's
+// checkpoints through the thread's graph.
+import type { StateSnapshot } from '@langchain/langgraph';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import { AppError } from '../../errors.js';
+import { isUuid, newId } from '../../ids.js';
+import { parseInput } from '../validate.js';
+import type { AgentServerContext } from '../runtime/deployment-scope.js';
+import { copyThreadCheckpoints, deleteThreadCheckpoints } from '../runtime/persistence.js';
+import { serializeError, toPlainJson } from '../runtime/serialize.js';
+import {
+  ThreadCountRequest,
+  ThreadCreate,
+  ThreadHistoryRequest,
+  ThreadPatch,
+  ThreadSearchRequest,
+  ThreadStateCheckpointRequest,
+  ThreadStateUpdate,
+  type ThreadStatus,
+} from './threads.schemas.js';
+
+type Json = Record<string, unknown>;
+
+export type Thread = {
+  threadId: string;
+  createdAt: Date;
+  updatedAt: Date;
+  metadata: Json;
+  status: ThreadStatus;
+  config: Json;
+  values: Json | null;
+  interrupts: Json;
+  error: Json | null;
+};
+
+type ThreadRow = {
+  id: string;
+  created_at: Date;
+  updated_at: Date;
+  metadata: Json;
+  status: ThreadStatus;
+  config: Json;
+  values: Json | null;
+  interrupts: Json;
+  error: Json | null;
+};
+
+export const toThread = (row: ThreadRow): Thread => ({
+  threadId: row.id,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  metadata: row.metadata ?? {},
+  status: row.status,
+  config: row.config ?? {},
+  values: row.values,
+  interrupts: row.interrupts ?? {},
+  error: row.error,
+});
+
+const NOT_FOUND = 'Thread not found';
+
+/** Creates a thread; CONFLICT when `thread_id` exists (unless if_exists=do_nothing). `supersteps` seed its state. */
+export async function createThread(ctx: AgentServerContext, input: unknown): Promise<Thread> {
+  const body = parseInput(ThreadCreate, input, 'body');
+  const id = body.thread_id?.toLowerCase() ?? newId();
+  const metadata = Object.fromEntries(Object.entries(body.metadata ?? {}).filter(([, value]) => value !== undefined));
+  const { rows } = await ctx.db.pool.query<ThreadRow>(
+    `INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, $3, now())
+     ON CONFLICT (id) DO NOTHING RETURNING *`,
+    [id, ctx.deployment.deploymentId, metadata],
+  );
+  if (!rows[0]) {
+    const existing = await findThread(ctx, id);
+    if (existing && body.if_exists === 'do_nothing') return existing;
+    throw AppError.conflict('Thread already exists');
+  }
+  let thread = toThread(rows[0]);
+  if (body.supersteps?.length) {
+    const graphId = graphOf(thread);
+    const graph = await ctx.deployment.graphs.resolve(graphId, {});
+    await graph.bulkUpdateState(
+      { configurable: { thread_id: id } },
+      body.supersteps.map((step) => ({ updates: step.updates.map((update) => ({ values: update.values, asNode: update.as_node })) })),
+    );
+    thread = await refreshThreadFromState(ctx, id);
+  }
+  return thread;
+}
+
+async function findThread(ctx: AgentServerContext, threadId: string): Promise<Thread | undefined> {
+  if (!isUuid(threadId)) return undefined;
+  const { rows } = await ctx.db.pool.query<ThreadRow>('SELECT * FROM agent_threads WHERE id = $1 AND deployment_id = $2', [
+    threadId,
+    ctx.deployment.deploymentId,
+  ]);
+  return rows[0] ? toThread(rows[0]) : undefined;
+}
+
+/** One thread; NOT_FOUND otherwise (also for another deployment's thread). */
+export async function getThread(ctx: AgentServerContext, threadId: string): Promise<Thread> {
+  const thread = await findThread(ctx, threadId);
+  if (!thread) throw AppError.notFound(NOT_FOUND);
+  return thread;
+}
+
+function filters(ctx: AgentServerContext, query: { metadata?: Json | null; values?: Json | null; status?: string | null; ids?: string[] | null }) {
+  const where = ['deployment_id = $1'];
+  const params: unknown[] = [ctx.deployment.deploymentId];
+  const add = (clause: (n: number) => string, value: unknown) => {
+    params.push(value);
+    where.push(clause(params.length));
+  };
+  if (query.metadata && Object.keys(query.metadata).length) add((n) => `metadata @> $${n}::jsonb`, JSON.stringify(query.metadata));
+  if (query.values && Object.keys(query.values).length) add((n) => `"values" @> $${n}::jsonb`, JSON.stringify(query.values));
+  if (query.status) add((n) => `status = $${n}`, query.status);
+  if (query.ids?.length) add((n) => `id = ANY($${n}::uuid[])`, query.ids);
+  return { where: where.join(' AND '), params };
+}
+
+/** Threads matching metadata/values (containment), status and ids; with the total count. */
+export async function searchThreads(ctx: AgentServerContext, input: unknown): Promise<{ items: Thread[]; total: number }> {
+  const query = parseInput(ThreadSearchRequest, input, 'body');
+  const { where, params } = filters(ctx, query);
+  const column = query.sort_by === 'thread_id' ? 'id' : (query.sort_by ?? 'created_at');
+  const order = query.sort_order === 'asc' ? 'ASC' : 'DESC';
+  const { rows } = await ctx.db.pool.query<ThreadRow & { total: string }>(
+    `SELECT *, count(*) OVER () AS total FROM agent_threads WHERE ${where} ORDER BY ${column} ${order}, id ${order} LIMIT ${query.limit} OFFSET ${query.offset}`,
+    params,
+  );
+  return { items: rows.map(toThread), total: rows[0] ? Number(rows[0].total) : 0 };
+}
+
+/** How many threads match. */
+export async function countThreads(ctx: AgentServerContext, input: unknown): Promise<number> {
+  const query = parseInput(ThreadCountRequest, input, 'body');
+  const { where, params } = filters(ctx, query);
+  const { rows } = await ctx.db.pool.query<{ count: string }>(`SELECT count(*) FROM agent_threads WHERE ${where}`, params);
+  return Number(rows[0]!.count);
+}
+
+/** Merges metadata into a thread. */
+export async function updateThread(ctx: AgentServerContext, threadId: string, input: unknown): Promise<Thread> {
+  const body = parseInput(ThreadPatch, input, 'body');
+  await getThread(ctx, threadId);
+  const { rows } = await ctx.db.pool.query<ThreadRow>(
+    'UPDATE agent_threads SET metadata = metadata || $2::jsonb, updated_at = now() WHERE id = $1 RETURNING *',
+    [threadId, JSON.stringify(body.metadata ?? {})],
+  );
+  return toThread(rows[0]!);
+}
+
+/**
+ * Deletes threads with their runs, stream events and checkpoints. Runs still executing are cancelled
+ * first (the runtime stops them). Used by thread delete and assistant delete (`delete_threads`).
+ */
+export async function deleteThreadsWhere(ctx: AgentServerContext, where: { ids?: string[]; assistant_id?: string }): Promise<number> {
+  const params: unknown[] = [ctx.deployment.deploymentId];
+  let clause: string;
+  if (where.ids) {
+    params.push(where.ids);
+    clause = 'id = ANY($2::uuid[])';
+  } else {
+    params.push(JSON.stringify({ assistant_id: where.assistant_id }));
+    clause = 'metadata @> $2::jsonb';
+  }
+  const { rows } = await ctx.db.pool.query<{ id: string }>(`DELETE FROM agent_threads WHERE deployment_id = $1 AND ${clause} RETURNING id`, params);
+  const ids = rows.map((row) => row.id);
+  if (!ids.length) return 0;
+  const { rows: active } = await ctx.db.pool.query<{ id: string }>(
+    `DELETE FROM agent_runs WHERE thread_id = ANY($1::uuid[]) RETURNING id, status`,
+    [ids],
+  );
+  const runIds = active.map((row) => row.id);
+  for (const runId of runIds) await ctx.events.publish('runs.cancel', { runId, action: 'interrupt' }, runId);
+  await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = ANY($1::uuid[])', [runIds]);
+  await deleteThreadCheckpoints(ctx.deployment.persistence.pool, ids);
+  return ids.length;
+}
+
+/** Deletes one thread (NOT_FOUND if unknown). */
+export async function deleteThread(ctx: AgentServerContext, threadId: string): Promise<void> {
+  await getThread(ctx, threadId);
+  await deleteThreadsWhere(ctx, { ids: [threadId] });
+}
+
+/** A new thread with the same metadata and a copy of the whole checkpoint history. */
+export async function copyThread(ctx: AgentServerContext, threadId: string): Promise<Thread> {
+  const source = await getThread(ctx, threadId);
+  const id = newId();
+  const { rows } = await ctx.db.pool.query<ThreadRow>(
+    `INSERT INTO agent_threads (id, deployment_id, metadata, status, "values", interrupts, config, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now()) RETURNING *`,
+    [id, ctx.deployment.deploymentId, source.metadata, source.status === 'busy' ? 'idle' : source.status, source.values, source.interrupts, source.config],
+  );
+  await copyThreadCheckpoints(ctx.deployment.persistence.pool, threadId, id);
+  return toThread(rows[0]!);
+}
+
+const graphOf = (thread: Thread): string => {
+  const graphId = thread.metadata.graph_id;
+  if (typeof graphId !== 'string') throw AppError.badRequest('Thread has no graph: run it first or create it with metadata.graph_id');
+  return graphId;
+};
+
+export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Json | null };
+
+function checkpointOf(config: RunnableConfig | undefined): Checkpoint | null {
+  const configurable = config?.configurable;
+  if (!configurable?.thread_id) return null;
+  return {
+    thread_id: configurable.thread_id,
+    checkpoint_ns: configurable.checkpoint_ns ?? '',
+    checkpoint_id: configurable.checkpoint_id ?? null,
+    checkpoint_map: configurable.checkpoint_map ?? null,
+  };
+}
+
+const isSnapshot = (value: unknown): value is StateSnapshot =>
+  typeof value === 'object' && value !== null && 'values' in value && 'next' in value;
+
+export type ThreadState = {
+  values: unknown;
+  next: string[];
+  tasks: unknown[];
+  metadata: unknown;
+  created_at: string | null;
+  checkpoint: Checkpoint | null;
+  parent_checkpoint: Checkpoint | null;
+  interrupts: unknown[];
+};
+
+/** A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). */
+export function presentSnapshot(state: StateSnapshot): ThreadState {
+  const tasks = state.tasks.map((task) => ({
+    id: task.id,
+    name: task.name,
+    error: task.error != null ? serializeError(task.error).message : null,
+    interrupts: task.interrupts ?? [],
+    path: task.path,
+    checkpoint: task.state && !isSnapshot(task.state) ? checkpointOf(task.state as RunnableConfig) : null,
+    state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state) : null,
+    result: task.result ?? null,
+  }));
+  return toPlainJson({
+    values: state.values,
+    next: state.next,
+    tasks,
+    metadata: state.metadata ?? null,
+    created_at: state.createdAt ?? null,
+    checkpoint: checkpointOf(state.config),
+    parent_checkpoint: checkpointOf(state.parentConfig),
+    interrupts: tasks.flatMap((task) => task.interrupts),
+  });
+}
+
+const emptyState = (): ThreadState => ({
+  values: {},
+  next: [],
+  tasks: [],
+  metadata: null,
+  created_at: null,
+  checkpoint: null,
+  parent_checkpoint: null,
+  interrupts: [],
+});
+
+/** The thread's current state (or at a checkpoint); `subgraphs` includes subgraph states in tasks. */
+export async function getThreadState(
+  ctx: AgentServerContext,
+  threadId: string,
+  options: { subgraphs?: boolean; checkpoint?: Partial<Checkpoint> | null } = {},
+): Promise<ThreadState> {
+  const thread = await getThread(ctx, threadId);
+  if (typeof thread.metadata.graph_id !== 'string') return emptyState();
+  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
+  const configurable: Json = { thread_id: threadId };
+  for (const [key, value] of Object.entries(options.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
+  const state = await graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false });
+  return presentSnapshot(state);
+}
+
+/** State at the checkpoint named in the body (POST /threads/{id}/state/checkpoint). */
+export async function getThreadStateAtCheckpoint(ctx: AgentServerContext, threadId: string, input: unknown): Promise<ThreadState> {
+  const body = parseInput(ThreadStateCheckpointRequest, input, 'body');
+  return getThreadState(ctx, threadId, { subgraphs: body.subgraphs ?? false, checkpoint: body.checkpoint as Partial<Checkpoint> });
+}
+
+/**
+ * Writes values into the thread's state as if `as_node` had returned them (a new checkpoint).
+ * CONFLICT while a run is pending or running on the thread.
+ */
+export async function updateThreadState(ctx: AgentServerContext, threadId: string, input: unknown): Promise<{ checkpoint: Checkpoint | null }> {
+  const body = parseInput(ThreadStateUpdate, input, 'body');
+  const thread = await getThread(ctx, threadId);
+  const { rows } = await ctx.db.pool.query(`SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`, [threadId]);
+  if (rows.length) throw AppError.conflict('Thread is busy: a run is pending or running');
+  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
+  const configurable: Json = { thread_id: threadId };
+  if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
+  for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
+  const next = await graph.updateState({ configurable }, body.values ?? null, body.as_node ?? undefined);
+  await refreshThreadFromState(ctx, threadId);
+  return { checkpoint: checkpointOf(next) };
+}
+
+/** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). */
+export async function getThreadHistory(ctx: AgentServerContext, threadId: string, input: unknown): Promise<ThreadState[]> {
+  const body = parseInput(ThreadHistoryRequest, input, 'body');
+  const thread = await getThread(ctx, threadId);
+  if (typeof thread.metadata.graph_id !== 'string') return [];
+  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
+  const configurable: Json = { thread_id: threadId };
+  for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
+  const before =
+    typeof body.before === 'string'
+      ? { configurable: { checkpoint_id: body.before } }
+      : body.before && 'configurable' in body.before
+        ? (body.before as RunnableConfig)
+        : body.before
+          ? { configurable: body.before }
+          : undefined;
+  const states: ThreadState[] = [];
+  for await (const state of graph.getStateHistory({ configurable }, { limit: body.limit, before, filter: body.metadata ?? undefined })) {
+    states.push(presentSnapshot(state));
+  }
+  return states;
+}
+
+/**
+ * Re-reads the thread's latest checkpoint into the row's cache (values, interrupts) and derives its
+ * status: interrupted when the graph stopped with work left, else idle (busy while runs wait).
+ */
+export async function refreshThreadFromState(ctx: AgentServerContext, threadId: string, options: { error?: unknown } = {}): Promise<Thread> {
+  const thread = await getThread(ctx, threadId);
+  let values: unknown = thread.values;
+  let interrupts: Json = {};
+  let hasNext = false;
+  if (typeof thread.metadata.graph_id === 'string') {
+    const graph = await ctx.deployment.graphs.resolve(thread.metadata.graph_id, { configurable: {} });
+    const state = presentSnapshot(await graph.getState({ configurable: { thread_id: threadId } }));
+    values = state.values;
+    hasNext = state.next.length > 0;
+    for (const task of state.tasks as { id: string; interrupts: unknown[] }[]) if (task.interrupts.length) interrupts[task.id] = task.interrupts;
+  }
+  const { rows } = await ctx.db.pool.query<ThreadRow>(
+    `UPDATE agent_threads SET "values" = $2, interrupts = $3, error = $4, updated_at = now(),
+       status = CASE WHEN $4::jsonb IS NOT NULL THEN 'error'
+                     WHEN EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')) THEN 'busy'
+                     WHEN $5 THEN 'interrupted' ELSE 'idle' END
+     WHERE id = $1 RETURNING *`,
+    [threadId, JSON.stringify(values ?? null), interrupts, options.error ? JSON.stringify(serializeError(options.error)) : null, hasNext],
+  );
+  interrupts = rows[0]!.interrupts;
+  return toThread(rows[0]!);
+}
+
+/** Every thread of the deployment (GraphQL lists). */
+export async function listThreads(ctx: AgentServerContext, options: { limit?: number; offset?: number; status?: ThreadStatus } = {}) {
+  return (await searchThreads(ctx, { limit: options.limit ?? 50, offset: options.offset ?? 0, status: options.status })).items;
+}

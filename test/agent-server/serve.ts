@@ -1,0 +1,64 @@
+// A real `agent-platform serve` child process over the fixture graphs, on the shared test database.
+// Each call copies the fixture config into its own folder, so each server is its own deployment
+// (its own assistants, threads and runs) and test files can run side by side.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client } from '@langchain/langgraph-sdk';
+import { inject } from 'vitest';
+import { spawnPlatform, type PlatformProcess } from '../processes.js';
+
+const FIXTURES = new URL('../fixtures/graphs/', import.meta.url).pathname;
+
+export type ServeProcess = PlatformProcess & { client: Client; configPath: string; dir: string; deploymentId: string; restart(): Promise<ServeProcess> };
+
+/** Writes a langgraph.json naming the fixture graphs by absolute path, in a fresh folder. */
+export function fixtureConfig(): { dir: string; configPath: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-server-test-'));
+  const config = JSON.parse(readFileSync(join(FIXTURES, 'langgraph.json'), 'utf8')) as { graphs: Record<string, string> };
+  for (const [id, spec] of Object.entries(config.graphs)) config.graphs[id] = resolve(FIXTURES, spec);
+  const configPath = join(dir, 'langgraph.json');
+  writeFileSync(configPath, JSON.stringify(config, null, 2));
+  return { dir, configPath };
+}
+
+const secretKey = randomBytes(32).toString('base64');
+
+/** Spawns `serve --config … --port 0 --dev` and returns an SDK client for it. */
+export async function startServe(options: { configPath?: string; dir?: string; env?: Record<string, string> } = {}): Promise<ServeProcess> {
+  const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig();
+  const child = await spawnPlatform(['serve', '--config', configPath, '--port', '0', '--dev'], {
+    DATABASE_URL: inject('databaseUrl'),
+    AGENT_PLATFORM_SECRET_KEY: secretKey,
+    AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
+    ...options.env,
+  });
+  const deploymentId = /deployment ([0-9a-f-]{36})/.exec(child.output())![1]!;
+  const client = new Client({ apiUrl: child.url, callerOptions: { maxRetries: 0 } });
+  const serve: ServeProcess = {
+    ...child,
+    client,
+    configPath,
+    dir,
+    deploymentId,
+    async stop(signal) {
+      const code = await child.stop(signal);
+      return code;
+    },
+    restart: () => startServe({ configPath, dir, env: options.env }),
+  };
+  return serve;
+}
+
+export function removeDir(dir: string) {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}
+
+/** Collects every part of an SDK stream. */
+export async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
+  const parts: T[] = [];
+  for await (const part of stream) parts.push(part);
+  return parts;
+}
