@@ -1,0 +1,312 @@
+// Ingestion over raw HTTP: the wire details the SDK does not exercise on its own (derived hierarchy,
+// patches before posts, duplicates, zstd and chunked multipart, attachments, part lengths), the error
+// dialect, permissions, tenant isolation and the workspace a key writes to.
+import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/ids.js';
+import { countTraces } from '../../src/services/traces/ingest-hooks.js';
+import { buildApiKey, buildTenant, buildUser, buildWorkspace } from '../factories.js';
+import { startTestPlatform, type TestPlatform } from '../helpers.js';
+
+let platform: TestPlatform;
+let tenant: Awaited<ReturnType<typeof buildTenant>>;
+let other: Awaited<ReturnType<typeof buildTenant>>;
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  tenant = await buildTenant(platform.system);
+  other = await buildTenant(platform.system);
+});
+afterAll(() => platform?.stop());
+
+type Init = { key?: string; tenant?: string; method?: string; body?: unknown; headers?: Record<string, string>; raw?: BodyInit };
+
+async function call(path: string, init: Init = {}) {
+  const response = await fetch(`${platform.url}${path}`, {
+    method: init.method ?? (init.body !== undefined || init.raw !== undefined ? 'POST' : 'GET'),
+    headers: {
+      ...(init.raw === undefined ? { 'content-type': 'application/json' } : {}),
+      ...(init.key === undefined ? { 'x-api-key': tenant.adminKey } : init.key ? { 'x-api-key': init.key } : {}),
+      ...(init.tenant ? { 'x-tenant-id': init.tenant } : {}),
+      ...init.headers,
+    },
+    body: init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
+    ...(init.raw instanceof ReadableStream ? { duplex: 'half' } : {}),
+  } as RequestInit);
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+const iso = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString();
+
+/** A zstd frame of raw (stored) blocks: valid zstd that needs no compressor in the test. */
+function zstdFrame(data: Buffer): Buffer {
+  const blocks: Buffer[] = [Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38])]; // magic, header, 128 KiB window
+  const max = 128 * 1024;
+  for (let offset = 0; offset === 0 || offset < data.length; offset += max) {
+    const chunk = data.subarray(offset, offset + max);
+    const last = offset + max >= data.length ? 1 : 0;
+    const header = (chunk.length << 3) | last; // block type 0 = raw
+    blocks.push(Buffer.from([header & 0xff, (header >> 8) & 0xff, (header >> 16) & 0xff]), chunk);
+  }
+  return Buffer.concat(blocks);
+}
+
+type Part = { name: string; data: Buffer | string; contentType?: string; lengthStyle?: 'param' | 'header' | 'none' };
+
+function multipart(parts: Part[]): { body: Buffer; contentType: string } {
+  const boundary = `----test${randomUUID()}`;
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    const data = Buffer.isBuffer(part.data) ? part.data : Buffer.from(part.data);
+    const type = part.contentType ?? 'application/json';
+    const style = part.lengthStyle ?? 'param';
+    chunks.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"\r\n` +
+          `Content-Type: ${type}${style === 'param' ? `; length=${data.length}` : ''}\r\n` +
+          (style === 'header' ? `Content-Length: ${data.length}\r\n` : '') +
+          '\r\n',
+      ),
+      data,
+      Buffer.from('\r\n'),
+    );
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+describe('POST /runs and PATCH /runs/{id}', () => {
+  it('derives trace_id and dotted_order for plain runs and their children', async () => {
+    const session = `plain-${randomUUID().slice(0, 8)}`;
+    const rootId = newId();
+    const childId = newId();
+    expect((await call('/runs', { body: { id: rootId, name: 'root', run_type: 'chain', start_time: iso(), inputs: { q: 1 }, session_name: session } })).status).toBe(202);
+    expect((await call('/runs', { body: { id: childId, name: 'child', run_type: 'llm', start_time: iso(5), parent_run_id: rootId, session_name: session } })).status).toBe(202);
+    const child = (await call(`/runs/${childId}`)).body;
+    const root = (await call(`/runs/${rootId}`)).body;
+    expect(root).toMatchObject({ trace_id: rootId, is_root: true, status: 'pending', parent_run_ids: [] });
+    expect(root.dotted_order).toMatch(new RegExp(`^\\d{8}T\\d{12}Z${rootId}$`));
+    expect(child).toMatchObject({ trace_id: rootId, parent_run_id: rootId, parent_run_ids: [rootId], is_root: false });
+    expect(child.dotted_order.startsWith(`${root.dotted_order}.`)).toBe(true);
+
+    const patched = await call(`/runs/${childId}`, {
+      method: 'PATCH',
+      body: { end_time: iso(50), outputs: { llm_output: { token_usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } } } },
+    });
+    expect(patched.status).toBe(202);
+    expect((await call(`/runs/${childId}`)).body).toMatchObject({ status: 'success', prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
+  });
+
+  it('keeps a patch that arrives before its post and merges it when the post comes', async () => {
+    const id = newId();
+    const patch = await call(`/runs/${id}`, { method: 'PATCH', body: { end_time: iso(100), outputs: { answer: 42 }, error: null } });
+    expect(patch.status).toBe(202);
+    expect((await call(`/runs/${id}`)).status).toBe(404);
+    expect((await call('/runs', { body: { id, name: 'late', run_type: 'tool', start_time: iso(), inputs: {} } })).status).toBe(202);
+    expect((await call(`/runs/${id}`)).body).toMatchObject({ outputs: { answer: 42 }, status: 'success', end_time: expect.any(String) });
+  });
+
+  it('answers 409 {error, details} for a duplicate post and leaves the run unchanged', async () => {
+    const id = newId();
+    await call('/runs', { body: { id, name: 'first', run_type: 'chain', start_time: iso() } });
+    const again = await call('/runs', { body: { id, name: 'second', run_type: 'chain', start_time: iso() } });
+    expect(again.status).toBe(409);
+    expect(again.body).toEqual({ error: expect.stringContaining(id), details: expect.any(String) });
+    expect((await call(`/runs/${id}`)).body.name).toBe('first');
+    // In a batch, the new runs are stored and the duplicate is named.
+    const fresh = newId();
+    const batch = await call('/runs/batch', { body: { post: [{ id, name: 'x', run_type: 'chain' }, { id: fresh, name: 'fresh', run_type: 'chain' }] } });
+    expect(batch.status).toBe(409);
+    expect((await call(`/runs/${fresh}`)).status).toBe(200);
+  });
+
+  it('validates runs with locations in the ingest dialect', async () => {
+    const bad = await call('/runs/batch', { body: { post: [{ id: newId(), name: 'ok', run_type: 'chain' }, { id: newId(), name: 'x', run_type: 'banana' }] } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.details).toMatch(/post\.1\.run_type/);
+    expect((await call('/runs', { body: { name: 'no type' } })).status).toBe(422);
+    expect((await call('/runs', { body: { name: 'x', run_type: 'chain', start_time: 'yesterday' } })).status).toBe(422);
+    expect((await call('/runs', { raw: '{"name":', headers: { 'content-type': 'application/json' } })).status).toBe(422);
+    expect((await call('/runs', { body: { name: 'x', run_type: 'chain', parent_run_id: newId() } })).status).toBe(404);
+    expect((await call('/runs/not-a-uuid', { method: 'PATCH', body: {} })).status).toBe(422);
+    // NUL characters and lone surrogates are stored (cleaned), not a 500.
+    const id = newId();
+    expect((await call('/runs', { body: { id, name: 'nul\u0000name', run_type: 'chain', inputs: { text: 'a\u0000b\ud800c' } } })).status).toBe(202);
+    expect((await call(`/runs/${id}`)).body.inputs).toEqual({ text: 'ab\ufffdc' });
+  });
+
+  it('accepts gzip JSON bodies', async () => {
+    const id = newId();
+    const response = await call('/runs/batch', {
+      raw: gzipSync(json({ post: [{ id, name: 'gz', run_type: 'chain', start_time: iso() }], patch: [] })),
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+    });
+    expect(response.status).toBe(202);
+    expect((await call(`/runs/${id}`)).body.name).toBe('gz');
+    const unknown = await call('/runs', { raw: 'x', headers: { 'content-type': 'application/json', 'content-encoding': 'lzma' } });
+    expect(unknown.status).toBe(400);
+  });
+});
+
+describe('POST /runs/multipart', () => {
+  function traceParts(session: string) {
+    const rootId = newId();
+    const childId = newId();
+    const start = new Date();
+    const stamp = (date: Date, id: string) => `${date.toISOString().replace(/[-:]/g, '').replace('.', '').replace('Z', '000Z')}${id}`;
+    const rootOrder = stamp(start, rootId);
+    const childOrder = `${rootOrder}.${stamp(new Date(start.getTime() + 1), childId)}`;
+    const parts: Part[] = [
+      { name: `post.${rootId}`, data: json({ name: 'mp-root', run_type: 'chain', start_time: start.toISOString(), trace_id: rootId, dotted_order: rootOrder, session_name: session }) },
+      { name: `post.${rootId}.inputs`, data: json({ question: 'héllo' }), lengthStyle: 'header' },
+      { name: `post.${childId}`, data: json({ name: 'mp-child', run_type: 'llm', start_time: start.toISOString(), trace_id: rootId, dotted_order: childOrder, parent_run_id: rootId, session_name: session }) },
+      { name: `post.${childId}.outputs`, data: json({ usage_metadata: { input_tokens: 5, output_tokens: 6, total_tokens: 11, total_cost: 0.25 } }), lengthStyle: 'none' },
+      { name: `patch.${rootId}`, data: json({ end_time: new Date(start.getTime() + 20).toISOString(), trace_id: rootId, dotted_order: rootOrder }) },
+      { name: `patch.${rootId}.outputs`, data: json({ answer: 'ok' }) },
+      { name: `attachment.${childId}.image`, data: Buffer.from([0, 255, 13, 10, 45, 45, 1, 2]), contentType: 'image/png' },
+    ];
+    return { rootId, childId, parts };
+  }
+
+  it('stores runs, fields, patches and binary attachments from a zstd, chunked body', async () => {
+    const session = `mp-${randomUUID().slice(0, 8)}`;
+    const { rootId, childId, parts } = traceParts(session);
+    const { body, contentType } = multipart(parts);
+    const compressed = zstdFrame(body);
+    // A ReadableStream body is sent with Transfer-Encoding: chunked.
+    const stream = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < compressed.length; i += 100) controller.enqueue(compressed.subarray(i, i + 100));
+        controller.close();
+      },
+    });
+    const response = await call('/runs/multipart', { raw: stream, headers: { 'content-type': contentType, 'content-encoding': 'zstd' } });
+    expect(response).toEqual({ status: 202, body: {} });
+    const root = (await call(`/runs/${rootId}`)).body;
+    expect(root).toMatchObject({ name: 'mp-root', inputs: { question: 'héllo' }, outputs: { answer: 'ok' }, status: 'success' });
+    const child = (await call(`/runs/${childId}`)).body;
+    expect(child).toMatchObject({ parent_run_id: rootId, total_tokens: 11, prompt_tokens: 5, completion_tokens: 6, total_cost: 0.25 });
+    const { rows } = await platform.deps.db.pool.query('SELECT content_type, data FROM trace_run_attachments WHERE run_id = $1', [childId]);
+    expect(rows).toEqual([{ content_type: 'image/png', data: Buffer.from([0, 255, 13, 10, 45, 45, 1, 2]) }]);
+  });
+
+  it('accepts gzip multipart and rejects malformed bodies with 422 or 400', async () => {
+    const { rootId, parts } = traceParts(`mpgz-${randomUUID().slice(0, 8)}`);
+    const { body, contentType } = multipart(parts);
+    expect((await call('/runs/multipart', { raw: gzipSync(body), headers: { 'content-type': contentType, 'content-encoding': 'gzip' } })).status).toBe(202);
+    expect((await call(`/runs/${rootId}`)).status).toBe(200);
+
+    const broken = multipart([{ name: `post.${newId()}`, data: '{"name": ' }]);
+    expect((await call('/runs/multipart', { raw: broken.body, headers: { 'content-type': broken.contentType } })).status).toBe(422);
+    const orphan = multipart([{ name: `post.${newId()}.inputs`, data: '{}' }]);
+    const orphanResponse = await call('/runs/multipart', { raw: orphan.body, headers: { 'content-type': orphan.contentType } });
+    expect(orphanResponse.status).toBe(422);
+    expect(orphanResponse.body.details).toMatch(/has no post/);
+    const strange = multipart([{ name: 'bogus', data: '{}' }]);
+    expect((await call('/runs/multipart', { raw: strange.body, headers: { 'content-type': strange.contentType } })).status).toBe(422);
+    const truncated = multipart(parts).body.subarray(0, 200);
+    expect((await call('/runs/multipart', { raw: truncated, headers: { 'content-type': contentType } })).status).toBe(422);
+    expect((await call('/runs/multipart', { raw: body, headers: { 'content-type': 'multipart/form-data' } })).status).toBe(400);
+    expect((await call('/runs/multipart', { raw: Buffer.from('garbage'), headers: { 'content-type': contentType, 'content-encoding': 'gzip' } })).status).toBe(400);
+  });
+});
+
+describe('permissions, isolation and the workspace a key writes to', () => {
+  it('needs a key (401), write permission to ingest (403) and read permission to query', async () => {
+    const noKey = await call('/runs', { key: '', body: { name: 'x', run_type: 'chain' } });
+    expect(noKey).toEqual({ status: 401, body: { error: expect.any(String), details: expect.any(String) } });
+    expect((await call('/runs', { key: tenant.viewerKey, body: { name: 'x', run_type: 'chain' } })).status).toBe(403);
+    expect((await call('/runs/query', { key: tenant.viewerKey, body: {} })).status).toBe(200);
+    expect((await call('/api/v1/runs', { key: tenant.viewerKey, body: { name: 'x', run_type: 'chain' } })).status).toBe(403);
+  });
+
+  it('never shows another tenant’s runs or projects', async () => {
+    const id = newId();
+    const session = `secret-${randomUUID().slice(0, 8)}`;
+    await call('/runs', { body: { id, name: 'secret', run_type: 'chain', session_name: session } });
+    const project = (await call(`/sessions?name=${session}`)).body[0];
+    expect((await call(`/runs/${id}`, { key: other.adminKey })).status).toBe(404);
+    expect((await call(`/sessions/${project.id}`, { key: other.adminKey })).status).toBe(404);
+    expect((await call(`/sessions/${project.id}`, { key: other.adminKey, method: 'DELETE' })).status).toBe(404);
+    expect((await call('/runs/query', { key: other.adminKey, body: { id: [id] } })).body.runs).toEqual([]);
+    expect((await call(`/sessions?name=${session}`, { key: other.adminKey })).body).toEqual([]);
+    // Their PATCH of our run id does not touch ours (it waits for their own post).
+    await call(`/runs/${id}`, { key: other.adminKey, method: 'PATCH', body: { outputs: { stolen: true } } });
+    expect((await call(`/runs/${id}`)).body.outputs).toBeNull();
+    // Writing with their session id is refused.
+    expect((await call('/runs', { key: other.adminKey, body: { name: 'x', run_type: 'chain', session_id: project.id } })).status).toBe(404);
+  });
+
+  it('writes to the key’s workspace, X-Tenant-Id, or else the oldest workspace the key can write', async () => {
+    const second = await buildWorkspace(platform.system, tenant.organization.id);
+    const where = async (init: Init) => {
+      const id = newId();
+      expect((await call('/runs', { ...init, body: { id, name: 'where', run_type: 'chain' } })).status).toBe(202);
+      const { rows } = await platform.deps.db.pool.query('SELECT tenant_id, api_key_id, user_id FROM trace_runs WHERE id = $1', [id]);
+      return rows[0];
+    };
+    // Organization admin key, no tenant header: the organization's oldest workspace.
+    expect((await where({})).tenant_id).toBe(tenant.workspace.id);
+    expect((await where({ tenant: second.id })).tenant_id).toBe(second.id);
+    const scoped = await buildApiKey(platform.system, tenant.organization.id, tenant.admin.id, second.id);
+    const stored = await where({ key: scoped.key });
+    expect(stored).toEqual({ tenant_id: second.id, api_key_id: scoped.apiKey.id, user_id: tenant.admin.id });
+    // A member who can only read the first workspace but edit the second writes to the second.
+    const member = await buildUser(platform.system, tenant.organization.id, {
+      workspaces: [
+        { workspaceId: tenant.workspace.id, role: 'WORKSPACE_VIEWER' },
+        { workspaceId: second.id, role: 'WORKSPACE_EDITOR' },
+      ],
+    });
+    const memberKey = await buildApiKey(platform.system, tenant.organization.id, member.id);
+    expect((await where({ key: memberKey.key })).tenant_id).toBe(second.id);
+  });
+});
+
+describe('/sessions', () => {
+  it('creates (with upsert), lists, reads, renames and deletes projects with their runs', async () => {
+    const name = `proj-${randomUUID().slice(0, 8)}`;
+    const created = await call('/sessions', { body: { name, description: 'first', extra: { metadata: { team: 'a' } } } });
+    expect(created.status).toBe(200);
+    expect(created.body).toMatchObject({ name, description: 'first', tenant_id: tenant.workspace.id });
+    expect((await call('/sessions', { body: { name } })).status).toBe(409);
+    const upserted = await call('/sessions?upsert=true', { body: { name, description: 'second' } });
+    expect(upserted.body).toMatchObject({ id: created.body.id, description: 'second' });
+
+    await call('/runs', { body: { name: 'in-project', run_type: 'chain', session_id: created.body.id } });
+    expect((await call(`/sessions?name=${name}`)).body.map((p: { id: string }) => p.id)).toEqual([created.body.id]);
+    expect((await call(`/sessions?name_contains=${name.slice(5).toUpperCase()}`)).body.map((p: { name: string }) => p.name)).toEqual([name]);
+    expect((await call(`/sessions/${created.body.id}`)).body).toMatchObject({ run_count: 1 });
+    expect((await call('/sessions?limit=0')).status).toBe(422);
+
+    const renamed = await call(`/sessions/${created.body.id}`, { method: 'PATCH', body: { name: `${name}-renamed`, description: null } });
+    expect(renamed.body).toMatchObject({ name: `${name}-renamed`, description: 'second' });
+    expect((await call(`/sessions/${created.body.id}`, { method: 'DELETE' })).status).toBe(202);
+    expect((await call(`/sessions/${created.body.id}`)).status).toBe(404);
+    const { rows } = await platform.deps.db.pool.query('SELECT count(*)::int AS n FROM trace_runs WHERE session_id = $1', [created.body.id]);
+    expect(rows[0].n).toBe(0);
+  });
+});
+
+describe('usage seam', () => {
+  it('groups stored root runs by hour and project', () => {
+    const counts = countTraces(
+      [
+        { startTime: '2026-01-05T10:15:00Z', sessionId: 'p1' },
+        { startTime: '2026-01-05T10:59:59.999999Z', sessionId: 'p1' },
+        { startTime: '2026-01-05T11:00:00Z', sessionId: 'p1' },
+        { startTime: '2026-01-05T10:01:00Z', sessionId: 'p2' },
+      ],
+      { workspaceId: 'w', userId: 'u', apiKeyId: 'k' },
+    );
+    expect(counts.map((c) => [c.hour.toISOString(), c.projectId, c.traces])).toEqual([
+      ['2026-01-05T10:00:00.000Z', 'p1', 2],
+      ['2026-01-05T11:00:00.000Z', 'p1', 1],
+      ['2026-01-05T10:00:00.000Z', 'p2', 1],
+    ]);
+  });
+});
