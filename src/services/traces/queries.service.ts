@@ -167,11 +167,18 @@ export async function queryRuns(ctx: ServiceContext, input: RunQueryInput): Prom
   }
   const limit = query.limit ?? 100;
   const direction = ascending ? 'ASC' : 'DESC';
-  const { rows } = await ctx.db.pool.query<TraceRunRow>(
-    `SELECT ${selectList(query.select)} FROM trace_runs r WHERE ${where.join(' AND ')}
-      ORDER BY r.start_time ${direction}, r.id ${direction} LIMIT ${limit + 1}`,
-    params.values,
-  );
+  const { rows } = await ctx.db.pool
+    .query<TraceRunRow>(
+      `SELECT ${selectList(query.select)} FROM trace_runs r WHERE ${where.join(' AND ')}
+        ORDER BY r.start_time ${direction}, r.id ${direction} LIMIT ${limit + 1}`,
+      params.values,
+    )
+    .catch((error: unknown) => {
+      // A filter value PostgreSQL cannot represent (a date out of range, say) is the caller's input.
+      const code = (error as { code?: unknown }).code;
+      if (typeof code === 'string' && code.startsWith('22')) throw AppError.badRequest(`Invalid filter value: ${(error as Error).message}`);
+      throw error;
+    });
   const more = rows.length > limit;
   const runs = more ? rows.slice(0, limit) : rows;
   const last = runs[runs.length - 1];
