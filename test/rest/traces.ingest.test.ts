@@ -20,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(() => platform?.stop());
 
-type Init = { key?: string; tenant?: string; method?: string; body?: unknown; headers?: Record<string, string>; raw?: BodyInit };
+type Init = { key?: string; tenant?: string; method?: string; body?: unknown; headers?: Record<string, string>; raw?: BodyInit | Buffer };
 
 async function call(path: string, init: Init = {}) {
   const response = await fetch(`${platform.url}${path}`, {
@@ -31,7 +31,7 @@ async function call(path: string, init: Init = {}) {
       ...(init.tenant ? { 'x-tenant-id': init.tenant } : {}),
       ...init.headers,
     },
-    body: init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
+    body: (init.raw as BodyInit | undefined) ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
     ...(init.raw instanceof ReadableStream ? { duplex: 'half' } : {}),
   } as RequestInit);
   const text = await response.text();
