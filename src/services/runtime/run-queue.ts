@@ -3,6 +3,7 @@
 // parallel; `notify` wakes an idle runtime at once instead of at its next poll.
 import type { PgBoss, Queue } from 'pg-boss';
 import type pg from 'pg';
+import { BOSS_SCHEMA } from '../../workers/boss.js';
 
 export type RunJob = { runId: string };
 
@@ -37,6 +38,14 @@ export class RunQueue {
       throw error;
     });
     return this.ready;
+  }
+
+  /**
+   * Wakes the queue's workers in every process, as pg-boss does when a job is sent to a notify queue
+   * (same channel and payload: its listener then fetches at once).
+   */
+  async wake(pool: pg.Pool): Promise<void> {
+    await pool.query(`SELECT pg_notify('pgboss_' || left(encode(sha224($1::bytea), 'hex'), 24), $2)`, [BOSS_SCHEMA, this.name]);
   }
 
   /** Enqueues a run inside the caller's transaction (`client`), so the job exists exactly when the row does. */

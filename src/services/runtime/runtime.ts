@@ -54,6 +54,19 @@ export async function startRuntime(
     } finally {
       active.delete(runId);
     }
+    // key_strict_fifo releases the thread's next job only when this one completes, and nothing
+    // wakes the workers then; completing here and nudging the queue starts that run at once.
+    await queue.boss.complete(queue.name, job!.id).catch(() => undefined);
+    await wakeIfThreadHasMore(runId);
+  };
+
+  const wakeIfThreadHasMore = async (runId: string) => {
+    const { rows } = await ctx.db.pool.query<{ waiting: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM agent_runs n JOIN agent_runs r ON r.thread_id = n.thread_id
+         WHERE r.id = $1 AND n.status = 'pending' AND n.id <> r.id) AS waiting`,
+      [runId],
+    );
+    if (rows[0]?.waiting) await queue.wake(ctx.db.pool);
   };
 
   await queue.ensure();
@@ -92,6 +105,7 @@ export async function startRuntime(
         [row.thread_id, JSON.stringify(error.__error__)],
       );
       if (row.job_id) await queue.boss.complete(queue.name, row.job_id).catch(() => undefined);
+      await wakeIfThreadHasMore(row.id);
       await ctx.events.publish('runs.stream', { runId: row.id, status: 'error' }, row.id);
       await ctx.events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'error' }, row.thread_id);
       ctx.logger.warn({ runId: row.id, workerId: row.worker_id }, 'ended a run whose runtime died');
