@@ -2,6 +2,7 @@
 import SchemaBuilder from '@pothos/core';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import PrismaPlugin from '@pothos/plugin-prisma';
+import RelayPlugin from '@pothos/plugin-relay';
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import { AppError } from '../errors.js';
 import type PrismaTypes from '../generated/pothos-types.js';
@@ -19,7 +20,7 @@ export const builder = new SchemaBuilder<{
     JSON: { Input: unknown; Output: unknown };
   };
 }>({
-  plugins: [ErrorsPlugin, PrismaPlugin],
+  plugins: [ErrorsPlugin, PrismaPlugin, RelayPlugin],
   defaultFieldNullability: false,
   prisma: {
     client: (ctx) => ctx.db.prisma,
@@ -28,6 +29,22 @@ export const builder = new SchemaBuilder<{
     exposeDescriptions: false,
     filterConnectionTotalCount: true,
     onUnusedQuery: null,
+  },
+  // Relay-style connections (cursor paging). No global `node` fields: types keep their own IDs.
+  relay: {
+    clientMutationId: 'omit',
+    cursorType: 'String',
+    nodeQueryOptions: false,
+    nodesQueryOptions: false,
+    pageInfoTypeOptions: { description: 'Where a page of a connection sits in the whole list.' },
+    hasNextPageFieldOptions: { description: 'Whether more items follow this page.' },
+    hasPreviousPageFieldOptions: { description: 'Whether items precede this page.' },
+    startCursorFieldOptions: { description: 'Cursor of the first item of this page.' },
+    endCursorFieldOptions: { description: 'Cursor of the last item of this page; pass it as `after` for the next page.' },
+    edgesFieldOptions: { description: 'The items of this page, with their cursors.' },
+    pageInfoFieldOptions: { description: 'Paging information.' },
+    cursorFieldOptions: { description: 'Opaque position of this item in the list.' },
+    nodeFieldOptions: { description: 'The item.' },
   },
   errors: {
     // Every field with `errors: {}` returns expected failures (AppError) as typed results.

@@ -7,6 +7,8 @@ import './tenancy/user.js';
 import './tenancy/api-key.js';
 import './tenancy/viewer.js';
 import './system/ping.js';
+import './traces/tracing-project.js';
+import './traces/trace-run.js';
 
 export const schema = builder.toSchema();
 

@@ -1,0 +1,112 @@
+import { builder } from '../builder.js';
+import {
+  createProject,
+  deleteProject,
+  getProject,
+  listProjects,
+  projectStats,
+  updateProject,
+} from '../../services/traces/projects.service.js';
+
+builder.prismaObject('TracingProject', {
+  description: 'A tracing project (a “session” to the langsmith SDK): runs are recorded into one. Each deployment traces into the project of its name.',
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'Project ID (UUID); the session_id of the ingestion API.' }),
+    name: t.exposeString('name', { description: 'Name, unique in the workspace; the session_name of the ingestion API.' }),
+    description: t.exposeString('description', { nullable: true, description: 'Free-text description.' }),
+    extra: t.expose('extra', { type: 'JSON', nullable: true, description: 'Client-defined extra data (metadata lives in extra.metadata).' }),
+    workspace: t.relation('workspace', { description: 'The workspace (tenant) it belongs to.' }),
+    startTime: t.expose('startTime', { type: 'DateTime', description: 'When the project started.' }),
+    endTime: t.expose('endTime', { type: 'DateTime', nullable: true, description: 'When the project was closed, if it was.' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was created.' }),
+    runCount: t.int({
+      description: 'Number of runs (spans) recorded in the project.',
+      resolve: async (project, _args, ctx) => (await projectStats(ctx, project.workspaceId, [project.id])).get(project.id)!.runCount,
+    }),
+    lastRunStartTime: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'Start of the most recent run.',
+      resolve: async (project, _args, ctx) => (await projectStats(ctx, project.workspaceId, [project.id])).get(project.id)!.lastRunStartTime,
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  tracingProjects: t.prismaField({
+    type: ['TracingProject'],
+    description: 'Tracing projects of the workspace (X-Tenant-Id, the key’s workspace, or the organization’s default), oldest first.',
+    args: {
+      nameContains: t.arg.string({ description: 'Only projects whose name contains this (case-insensitive).' }),
+      limit: t.arg.int({ description: 'At most this many (1–1000, default 100).' }),
+      offset: t.arg.int({ description: 'Skip this many.' }),
+    },
+    resolve: (_query, _root, args, ctx) =>
+      listProjects(ctx, { nameContains: args.nameContains ?? undefined, limit: args.limit ?? undefined, offset: args.offset ?? undefined }),
+  }),
+  tracingProject: t.prismaField({
+    type: 'TracingProject',
+    description: 'One tracing project by ID.',
+    args: { id: t.arg.id({ required: true, description: 'Project ID.' }) },
+    resolve: (_query, _root, args, ctx) => getProject(ctx, String(args.id)),
+  }),
+}));
+
+const CreateTracingProjectInput = builder.inputType('CreateTracingProjectInput', {
+  description: 'A new tracing project.',
+  fields: (t) => ({
+    name: t.string({ required: true, description: 'Name, unique in the workspace.' }),
+    description: t.string({ description: 'Free-text description.' }),
+    extra: t.field({ type: 'JSON', description: 'Client-defined extra data.' }),
+    upsert: t.boolean({ description: 'Return the existing project of that name instead of failing.' }),
+  }),
+});
+
+const UpdateTracingProjectInput = builder.inputType('UpdateTracingProjectInput', {
+  description: 'Changes to a tracing project; omitted fields stay as they are.',
+  fields: (t) => ({
+    name: t.string({ description: 'New name, unique in the workspace.' }),
+    description: t.string({ description: 'New description.' }),
+    extra: t.field({ type: 'JSON', description: 'New extra data.' }),
+    endTime: t.field({ type: 'DateTime', description: 'Close the project at this time.' }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  createTracingProject: t.prismaField({
+    type: 'TracingProject',
+    description: 'Creates a tracing project (needs workspaces:write).',
+    errors: {},
+    args: { input: t.arg({ type: CreateTracingProjectInput, required: true }) },
+    resolve: (_query, _root, { input }, ctx) =>
+      createProject(ctx, {
+        name: input.name,
+        description: input.description ?? undefined,
+        extra: (input.extra ?? undefined) as Record<string, unknown> | undefined,
+        upsert: input.upsert ?? false,
+      }),
+  }),
+  updateTracingProject: t.prismaField({
+    type: 'TracingProject',
+    description: 'Renames or describes a tracing project (needs workspaces:write).',
+    errors: {},
+    args: { id: t.arg.id({ required: true, description: 'Project ID.' }), input: t.arg({ type: UpdateTracingProjectInput, required: true }) },
+    resolve: (_query, _root, { id, input }, ctx) =>
+      updateProject(ctx, String(id), {
+        name: input.name ?? undefined,
+        description: input.description ?? undefined,
+        extra: (input.extra ?? undefined) as Record<string, unknown> | undefined,
+        endTime: input.endTime?.toISOString(),
+      }),
+  }),
+  deleteTracingProject: t.field({
+    type: 'Boolean',
+    description: 'Deletes a tracing project and all its runs (needs workspaces:write).',
+    errors: {},
+    args: { id: t.arg.id({ required: true, description: 'Project ID.' }) },
+    resolve: async (_root, { id }, ctx) => {
+      await deleteProject(ctx, String(id));
+      return true;
+    },
+  }),
+}));
