@@ -84,11 +84,11 @@ export function createTracingClient(deps: Deps, who: Ingester, options: Options 
 
   return {
     async createRun(run) {
-      posts.push(clean({ ...(run as Record<string, unknown>) }));
+      posts.push(clean({ ...(run as unknown as Record<string, unknown>) }));
       schedule();
     },
     async updateRun(runId, run) {
-      patches.push(clean({ ...(run as Record<string, unknown>), id: runId }));
+      patches.push(clean({ ...(run as unknown as Record<string, unknown>), id: runId }));
       schedule();
     },
     awaitPendingTraceBatches: () => flush(),
