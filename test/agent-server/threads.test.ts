@@ -46,7 +46,7 @@ describe('threads', () => {
     expect(state.tasks[0]!.interrupts[0]!.value).toEqual({ question: 'What about tea?' });
 
     const update = await server.client.threads.updateState(thread.thread_id, { values: { topic: 'coffee' } });
-    expect(update.checkpoint.checkpoint_id).toEqual(expect.any(String));
+    expect(update.configurable).toMatchObject({ thread_id: thread.thread_id, checkpoint_id: expect.any(String) });
     expect((await server.client.threads.getState(thread.thread_id)).values).toMatchObject({ topic: 'coffee' });
 
     const history = await server.client.threads.getHistory(thread.thread_id, { limit: 10 });
@@ -58,7 +58,7 @@ describe('threads', () => {
     expect(atCheckpoint.values).toEqual(earlier.values);
     const byId = await server.client.threads.getState(thread.thread_id, earlier.checkpoint.checkpoint_id!);
     expect(byId.values).toEqual(earlier.values);
-    const before = await server.client.threads.getHistory(thread.thread_id, { before: history[0]!.checkpoint });
+    const before = await server.client.threads.getHistory(thread.thread_id, { before: { configurable: history[0]!.checkpoint } });
     expect(before[0]!.checkpoint.checkpoint_id).toBe(earlier.checkpoint.checkpoint_id);
   });
 

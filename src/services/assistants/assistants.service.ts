@@ -77,15 +77,15 @@ async function insertAssistant(
     const { rows } = await client.query<AssistantRow>(
       `INSERT INTO agent_assistants (id, deployment_id, graph_id, name, description, config, context, metadata, version, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
-       ${onConflictNothing ? 'ON CONFLICT (id) DO NOTHING' : ''}
+       ${onConflictNothing ? 'ON CONFLICT (deployment_id, id) DO NOTHING' : ''}
        RETURNING *`,
       [values.id, ctx.deployment.deploymentId, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
     );
     if (rows[0]) {
       await client.query(
-        `INSERT INTO agent_assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata)
-         VALUES ($1, 1, $2, $3, $4, $5, $6, $7)`,
-        [values.id, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
+        `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
+         VALUES ($8, $1, 1, $2, $3, $4, $5, $6, $7)`,
+        [values.id, values.graphId, values.name, values.description, values.config, values.context, values.metadata, ctx.deployment.deploymentId],
       );
     }
     await client.query('COMMIT');
@@ -227,19 +227,19 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
   try {
     await client.query('BEGIN');
     const { rows: versionRows } = await client.query<{ version: number }>(
-      'SELECT coalesce(max(version), 0) + 1 AS version FROM agent_assistant_versions WHERE assistant_id = $1',
-      [current.assistantId],
+      'SELECT coalesce(max(version), 0) + 1 AS version FROM agent_assistant_versions WHERE deployment_id = $2 AND assistant_id = $1',
+      [current.assistantId, ctx.deployment.deploymentId],
     );
     const version = versionRows[0]!.version;
     await client.query(
-      `INSERT INTO agent_assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [current.assistantId, version, next.graphId, next.name, next.description, next.config, next.context, next.metadata],
+      `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
+       VALUES ($9, $1, $2, $3, $4, $5, $6, $7, $8)`,
+      [current.assistantId, version, next.graphId, next.name, next.description, next.config, next.context, next.metadata, ctx.deployment.deploymentId],
     );
     const { rows } = await client.query<AssistantRow>(
       `UPDATE agent_assistants SET graph_id = $2, name = $3, description = $4, config = $5, context = $6, metadata = $7, version = $8, updated_at = now()
-       WHERE id = $1 RETURNING *`,
-      [current.assistantId, next.graphId, next.name, next.description, next.config, next.context, next.metadata, version],
+       WHERE id = $1 AND deployment_id = $9 RETURNING *`,
+      [current.assistantId, next.graphId, next.name, next.description, next.config, next.context, next.metadata, version, ctx.deployment.deploymentId],
     );
     await client.query('COMMIT');
     return toAssistant(rows[0]!);
@@ -254,7 +254,7 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
 /** Deletes an assistant with all its versions; with `deleteThreads`, also the threads it ran on. */
 export async function deleteAssistant(ctx: AgentServerContext, idOrGraph: string, options: { deleteThreads?: boolean } = {}): Promise<void> {
   const assistant = await getAssistant(ctx, idOrGraph);
-  await ctx.db.pool.query('DELETE FROM agent_assistants WHERE id = $1', [assistant.assistantId]);
+  await ctx.db.pool.query('DELETE FROM agent_assistants WHERE id = $1 AND deployment_id = $2', [assistant.assistantId, ctx.deployment.deploymentId]);
   if (options.deleteThreads) {
     const { deleteThreadsWhere } = await import('../threads/threads.service.js');
     await deleteThreadsWhere(ctx, { assistant_id: assistant.assistantId });
@@ -268,8 +268,9 @@ export async function setLatestAssistantVersion(ctx: AgentServerContext, idOrGra
   const { rows } = await ctx.db.pool.query<AssistantRow>(
     `UPDATE agent_assistants a SET graph_id = v.graph_id, name = v.name, description = v.description, config = v.config,
        context = v.context, metadata = v.metadata, version = v.version, updated_at = now()
-     FROM agent_assistant_versions v WHERE a.id = $1 AND v.assistant_id = a.id AND v.version = $2 RETURNING a.*`,
-    [assistant.assistantId, version],
+     FROM agent_assistant_versions v
+     WHERE a.id = $1 AND a.deployment_id = $3 AND v.deployment_id = a.deployment_id AND v.assistant_id = a.id AND v.version = $2 RETURNING a.*`,
+    [assistant.assistantId, version, ctx.deployment.deploymentId],
   );
   if (!rows[0]) throw AppError.notFound(`Assistant version ${version} not found`);
   return toAssistant(rows[0]);
@@ -281,11 +282,11 @@ export type AssistantVersion = Omit<Assistant, 'updatedAt'>;
 export async function listAssistantVersions(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<AssistantVersion[]> {
   const query = parseInput(AssistantVersionsRequest, input, 'body');
   const assistant = await getAssistant(ctx, idOrGraph);
-  const params: unknown[] = [assistant.assistantId];
-  let where = 'assistant_id = $1';
+  const params: unknown[] = [assistant.assistantId, ctx.deployment.deploymentId];
+  let where = 'assistant_id = $1 AND deployment_id = $2';
   if (query.metadata && Object.keys(query.metadata).length) {
     params.push(JSON.stringify(query.metadata));
-    where += ` AND metadata @> $2::jsonb`;
+    where += ` AND metadata @> $3::jsonb`;
   }
   const { rows } = await ctx.db.pool.query<Omit<AssistantRow, 'id' | 'updated_at'> & { assistant_id: string }>(
     `SELECT * FROM agent_assistant_versions WHERE ${where} ORDER BY version DESC LIMIT ${query.limit} OFFSET ${query.offset}`,

@@ -37,7 +37,8 @@ export const RunCreate = z.object({
   stream_resumable: z.boolean().nullish(),
   feedback_keys: z.unknown().optional(),
   multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish(),
-  on_completion: z.enum(['delete', 'keep']).nullish(),
+  // The SDK's type names 'complete' | 'continue'; the servers read 'delete' | 'keep'. Only 'keep' keeps the thread.
+  on_completion: z.enum(['delete', 'keep', 'complete', 'continue']).nullish(),
   on_disconnect: z.enum(['cancel', 'continue']).nullish(),
   after_seconds: z.number().min(0).nullish(),
   if_not_exists: z.enum(['create', 'reject']).nullish(),

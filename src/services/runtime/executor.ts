@@ -82,8 +82,8 @@ export async function executeRun(ctx: AgentServerContext, row: RunRow, options: 
   let tracing: ReturnType<RunTracer>;
   try {
     const { rows: assistants } = await ctx.db.pool.query<{ graph_id: string; config: Json; context: Json }>(
-      'SELECT graph_id, config, context FROM agent_assistants WHERE id = $1',
-      [row.assistant_id],
+      'SELECT graph_id, config, context FROM agent_assistants WHERE id = $1 AND deployment_id = $2',
+      [row.assistant_id, ctx.deployment.deploymentId],
     );
     const assistant = assistants[0];
     if (!assistant) throw new Error(`Assistant ${row.assistant_id} no longer exists`);

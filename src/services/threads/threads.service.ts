@@ -290,7 +290,11 @@ export async function getThreadStateAtCheckpoint(ctx: AgentServerContext, thread
  * Writes values into the thread's state as if `as_node` had returned them (a new checkpoint).
  * CONFLICT while a run is pending or running on the thread.
  */
-export async function updateThreadState(ctx: AgentServerContext, threadId: string, input: unknown): Promise<{ checkpoint: Checkpoint | null }> {
+export async function updateThreadState(
+  ctx: AgentServerContext,
+  threadId: string,
+  input: unknown,
+): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
   const body = parseInput(ThreadStateUpdate, input, 'body');
   const thread = await getThread(ctx, threadId);
   const { rows } = await ctx.db.pool.query(`SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`, [threadId]);
@@ -301,7 +305,9 @@ export async function updateThreadState(ctx: AgentServerContext, threadId: strin
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
   const next = await graph.updateState({ configurable }, body.values ?? null, body.as_node ?? undefined);
   await refreshThreadFromState(ctx, threadId);
-  return { checkpoint: checkpointOf(next) };
+  // The official servers answer {checkpoint}; the JS SDK's type reads {configurable}: both are given.
+  const checkpoint = checkpointOf(next);
+  return { checkpoint, configurable: { ...(checkpoint ?? {}) } };
 }
 
 /** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). */
