@@ -10,6 +10,8 @@ export type Database = {
   url: string;
   prisma: PrismaClient;
   pool: pg.Pool;
+  /** Resolves when no connection is checked out (or after `timeoutMs`): lets in-flight work finish. */
+  drain(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -26,6 +28,27 @@ export function connectDatabase(url: string, options: { poolSize: number; applic
     url,
     prisma,
     pool,
+    async drain(timeoutMs) {
+      // A request whose client hung up still runs its handler after the HTTP server closed; wait for
+      // the queries it is making rather than cutting them off with "pool has ended" errors.
+      const deadline = Date.now() + timeoutMs;
+      while (pool.totalCount - pool.idleCount > 0 || pool.waitingCount > 0) {
+        const left = deadline - Date.now();
+        if (left <= 0) return;
+        await new Promise<void>((resolve) => {
+          const onRelease = () => {
+            clearTimeout(timer);
+            // Let the handler issue its next query before counting again.
+            setImmediate(resolve);
+          };
+          const timer = setTimeout(() => {
+            pool.off('release', onRelease);
+            resolve();
+          }, Math.min(left, 50));
+          pool.once('release', onRelease);
+        });
+      }
+    },
     async close() {
       await prisma.$disconnect();
       await pool.end();

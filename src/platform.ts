@@ -46,6 +46,7 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
   const stop = async () => {
     // Order matters: stop taking requests, then jobs, then the bus, then the database.
     await app?.stop().catch((error: unknown) => logger.error({ err: error }, 'HTTP shutdown failed'));
+    await db.drain(5_000);
     await boss?.stop({ graceful: true, timeout: 10_000 }).catch((error: unknown) => logger.error({ err: error }, 'job queue shutdown failed'));
     await events.stop();
     await db.close();

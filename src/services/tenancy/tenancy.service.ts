@@ -1,6 +1,7 @@
 // Tenancy: organizations, workspaces, users, memberships and API keys, and authentication of requests.
 import { AppError } from '../../errors.js';
 import type { Prisma } from '../../generated/prisma/client.js';
+import type { OrganizationRole, WorkspaceRole } from '../../generated/prisma/enums.js';
 import { isUuid, newId } from '../../ids.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { parseInput } from '../validate.js';
@@ -33,57 +34,71 @@ export async function authenticateApiKey(
   tenantId: string | undefined,
 ): Promise<ApiKeyViewer> {
   if (!key) throw AppError.unauthenticated('Missing API key: send it in the X-Api-Key header.');
-  const apiKey = await deps.db.prisma.apiKey.findUnique({
-    where: { secretHash: hashApiKey(key.trim()) },
-    include: {
-      user: {
-        include: {
-          organizationMemberships: true,
-          workspaceMemberships: { include: { workspace: { select: { organizationId: true } } } },
-        },
-      },
-    },
-  });
-  if (!apiKey || apiKey.revokedAt) throw AppError.unauthenticated('Invalid API key.');
-  const membership = apiKey.user.organizationMemberships.find((m) => m.organizationId === apiKey.organizationId);
-  if (!membership) throw AppError.unauthenticated('Invalid API key.');
+  const requested = tenantId?.trim() || undefined;
+  if (requested && !isUuid(requested)) throw AppError.badRequest('X-Tenant-Id must be a workspace ID (a UUID).');
 
-  const workspaceRoles = new Map(
-    apiKey.user.workspaceMemberships
-      .filter((m) => m.workspace.organizationId === apiKey.organizationId)
-      .filter((m) => !apiKey.workspaceId || m.workspaceId === apiKey.workspaceId)
-      .map((m) => [m.workspaceId, m.role] as const),
-  );
+  // One round trip on every request: the key, its user's organization role, the user's workspace roles
+  // (bounded to the key's workspace), and the organization of the requested tenant. Revocation is
+  // read fresh each time, so it takes effect at once in every process.
+  const { rows } = await deps.db.pool.query<AuthRow>(AUTHENTICATE_SQL, [hashApiKey(key.trim()), requested ?? null]);
+  const row = rows[0];
+  if (!row) throw AppError.unauthenticated('Invalid API key.');
+
   const viewer: ApiKeyViewer = {
     kind: 'api-key',
-    apiKeyId: apiKey.id,
-    shortKey: apiKey.shortKey,
-    userId: apiKey.userId,
-    organizationId: apiKey.organizationId,
-    organizationRole: membership.role,
-    workspaceRoles,
-    keyWorkspaceId: apiKey.workspaceId,
-    workspaceId: apiKey.workspaceId,
+    apiKeyId: row.id,
+    shortKey: row.short_key,
+    userId: row.user_id,
+    organizationId: row.organization_id,
+    organizationRole: row.organization_role,
+    workspaceRoles: new Map(row.workspace_roles.map((entry) => [entry.workspace_id, entry.role] as const)),
+    keyWorkspaceId: row.workspace_id,
+    workspaceId: row.workspace_id,
   };
 
-  const requested = tenantId?.trim();
   if (requested) {
-    if (!isUuid(requested)) throw AppError.badRequest('X-Tenant-Id must be a workspace ID (a UUID).');
-    const workspace = await deps.db.prisma.workspace.findUnique({ where: { id: requested }, select: { organizationId: true } });
-    if (!workspace || workspace.organizationId !== apiKey.organizationId || !can(viewer, 'workspaces:read', requested)) {
+    if (row.tenant_organization_id !== row.organization_id || !can(viewer, 'workspaces:read', requested)) {
       throw AppError.forbidden(`This API key has no access to workspace ${requested}.`);
     }
     viewer.workspaceId = requested;
   }
 
-  if (!apiKey.lastUsedAt || Date.now() - apiKey.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
     // Fire and forget: a lost update here only makes last_used_at a minute staler.
-    deps.db.prisma.apiKey
-      .update({ where: { id: apiKey.id }, data: { lastUsedAt: new Date() } })
+    deps.db.pool
+      .query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [row.id])
       .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not record API key use'));
   }
   return viewer;
 }
+
+type AuthRow = {
+  id: string;
+  short_key: string;
+  user_id: string;
+  organization_id: string;
+  workspace_id: string | null;
+  last_used_at: Date | null;
+  organization_role: OrganizationRole;
+  workspace_roles: { workspace_id: string; role: WorkspaceRole }[];
+  tenant_organization_id: string | null;
+};
+
+const AUTHENTICATE_SQL = `
+  SELECT k.id, k.short_key, k.user_id, k.organization_id, k.workspace_id, k.last_used_at,
+         m.role AS organization_role,
+         COALESCE((
+           SELECT json_agg(json_build_object('workspace_id', wm.workspace_id, 'role', wm.role))
+             FROM workspace_memberships wm
+             JOIN workspaces w ON w.id = wm.workspace_id
+            WHERE wm.user_id = k.user_id
+              AND w.organization_id = k.organization_id
+              AND (k.workspace_id IS NULL OR wm.workspace_id = k.workspace_id)
+         ), '[]'::json) AS workspace_roles,
+         (SELECT organization_id FROM workspaces WHERE id = $2::uuid) AS tenant_organization_id
+    FROM api_keys k
+    JOIN organization_memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
+   WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`;
 
 // ───────────────────────────── organizations ─────────────────────────────
 
