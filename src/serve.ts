@@ -61,7 +61,8 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     cleanup.push(() => persistence.close());
     const graphs = await GraphRegistry.load(graphConfig, persistence);
     const scope: DeploymentScope = { deploymentId, graphs, persistence, queue: new RunQueue(boss, deploymentId), auth: { kind: 'none' }, dev: options.dev };
-    cleanup.push(async () => registerDeploymentScope(scope)());
+    const unregister = registerDeploymentScope(scope);
+    cleanup.push(async () => unregister());
     const ctx: AgentServerContext = { ...deps, viewer: SYSTEM_VIEWER, deployment: scope };
     await scope.queue.ensure();
     await ensureSystemAssistants(ctx, config.langgraphConfig);

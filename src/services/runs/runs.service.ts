@@ -389,3 +389,11 @@ export async function* streamThread(
 }
 
 export const assistantIdForGraph = defaultAssistantId;
+
+/** The deployment a run belongs to (GraphQL names runs by id alone); NOT_FOUND if there is no such run. */
+export async function runDeploymentId(deps: Pick<AgentServerContext, 'db'>, runId: string): Promise<string> {
+  if (!isUuid(runId)) throw AppError.notFound(RUN_NOT_FOUND);
+  const { rows } = await deps.db.pool.query<{ deployment_id: string }>('SELECT deployment_id FROM agent_runs WHERE id = $1', [runId]);
+  if (!rows[0]) throw AppError.notFound(RUN_NOT_FOUND);
+  return rows[0].deployment_id;
+}

@@ -1,0 +1,115 @@
+// Agent-server runs in GraphQL, and `runEvents`: the same event stream the REST SSE endpoints send
+// (the runs service's iterable over run_events + NOTIFY), over graphql-ws or GraphQL SSE.
+import { builder } from '../builder.js';
+import { createRun, getRun, runDeploymentId, streamRun, type Run } from '../../services/runs/runs.service.js';
+import { MULTITASK_STRATEGIES, RUN_STATUSES } from '../../services/runs/runs.schemas.js';
+import { eventMode, type RunEvent } from '../../services/runs/run-stream.js';
+import { agentContext } from '../../services/runtime/scopes.js';
+
+export const RunStatusEnum = builder.enumType('RunStatus', {
+  description: 'Lifecycle of a run: pending → running → success | error | timeout | interrupted.',
+  values: RUN_STATUSES,
+});
+
+export const MultitaskStrategyEnum = builder.enumType('MultitaskStrategy', {
+  description: 'What a new run does when the thread already has one pending or running.',
+  values: MULTITASK_STRATEGIES,
+});
+
+export const RunRef = builder.objectRef<Run & { deploymentId: string }>('Run').implement({
+  description: 'One invocation of an assistant’s graph on a thread.',
+  fields: (t) => ({
+    runId: t.exposeID('runId', { description: 'Run ID (UUID).' }),
+    threadId: t.exposeID('threadId', { description: 'Thread it runs on (a throwaway one for stateless runs).' }),
+    assistantId: t.exposeID('assistantId', { description: 'Assistant it runs.' }),
+    deploymentId: t.exposeID('deploymentId', { description: 'Deployment it belongs to.' }),
+    status: t.field({ type: RunStatusEnum, description: 'Current status.', resolve: (run) => run.status }),
+    metadata: t.field({ type: 'JSON', description: 'Run metadata.', resolve: (run) => run.metadata }),
+    multitaskStrategy: t.field({ type: MultitaskStrategyEnum, description: 'Strategy it was created with.', resolve: (run) => run.multitaskStrategy }),
+    streamModes: t.stringList({ description: 'Stream modes it records.', resolve: (run) => run.kwargs.stream_mode }),
+    createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was created.' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'When it last changed.' }),
+  }),
+});
+
+export const RunEventRef = builder.objectRef<RunEvent>('RunEvent').implement({
+  description: 'One event of a run’s stream, exactly as the REST SSE stream sends it.',
+  fields: (t) => ({
+    seq: t.exposeInt('seq', { description: 'Position in the stream, from 1 (the SSE id).' }),
+    event: t.exposeString('event', { description: 'SSE event name: metadata, error, or a stream mode (mode|namespace for subgraphs).' }),
+    mode: t.string({ description: 'The stream mode the event belongs to.', resolve: (event) => eventMode(event.event) }),
+    data: t.field({ type: 'JSON', description: 'The event data.', resolve: (event) => JSON.parse(event.data) }),
+  }),
+});
+
+builder.queryField('run', (t) =>
+  t.field({
+    type: RunRef,
+    description: 'One run by ID.',
+    errors: {},
+    args: { id: t.arg.id({ required: true, description: 'Run ID.' }) },
+    resolve: async (_root, args, ctx) => {
+      const deploymentId = await runDeploymentId(ctx, String(args.id));
+      return { ...(await getRun(agentContext(ctx, deploymentId), null, String(args.id))), deploymentId };
+    },
+  }),
+);
+
+const CreateRunInput = builder.inputType('CreateRunInput', {
+  description: 'A new run; without threadId it is stateless.',
+  fields: (t) => ({
+    deploymentId: t.id({ required: true, description: 'Deployment ID.' }),
+    threadId: t.id({ required: false, description: 'Thread to run on; absent for a stateless run.' }),
+    assistantId: t.string({ required: true, description: 'Assistant ID or graph name.' }),
+    input: t.field({ type: 'JSON', required: false, description: 'Graph input.' }),
+    command: t.field({ type: 'JSON', required: false, description: 'Command {resume, update, goto} instead of input.' }),
+    config: t.field({ type: 'JSON', required: false, description: 'Run configuration.' }),
+    context: t.field({ type: 'JSON', required: false, description: 'Static context for the graph.' }),
+    metadata: t.field({ type: 'JSON', required: false, description: 'Run metadata.' }),
+    streamModes: t.stringList({ required: false, description: 'Stream modes to record (default values).' }),
+    streamSubgraphs: t.boolean({ required: false, description: 'Also record subgraph events.' }),
+    multitaskStrategy: t.field({ type: MultitaskStrategyEnum, required: false, description: 'Default enqueue.' }),
+  }),
+});
+
+builder.mutationField('createRun', (t) =>
+  t.field({
+    type: RunRef,
+    description: 'Creates a run (background); follow it with the runEvents subscription.',
+    errors: {},
+    args: { input: t.arg({ type: CreateRunInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const deploymentId = String(input.deploymentId);
+      const run = await createRun(agentContext(ctx, deploymentId), input.threadId ? String(input.threadId) : null, {
+        assistant_id: input.assistantId,
+        input: input.input ?? undefined,
+        command: input.command ?? undefined,
+        config: input.config ?? undefined,
+        context: input.context ?? undefined,
+        metadata: input.metadata ?? undefined,
+        stream_mode: input.streamModes ?? undefined,
+        stream_subgraphs: input.streamSubgraphs ?? undefined,
+        multitask_strategy: input.multitaskStrategy ?? undefined,
+      });
+      return { ...run, deploymentId };
+    },
+  }),
+);
+
+builder.subscriptionField('runEvents', (t) =>
+  t.field({
+    type: RunEventRef,
+    description: 'The events of a run from the start (or after `afterSeq`), live until it ends: the same events as its REST SSE stream.',
+    args: {
+      runId: t.arg.id({ required: true, description: 'Run ID.' }),
+      streamModes: t.arg.stringList({ required: false, description: 'Only these stream modes (metadata and error always come).' }),
+      afterSeq: t.arg.int({ required: false, description: 'Resume after this event (like Last-Event-ID).' }),
+    },
+    subscribe: async function* (_root, args, ctx) {
+      const runId = String(args.runId);
+      const agent = agentContext(ctx, await runDeploymentId(ctx, runId));
+      yield* streamRun(agent, runId, { afterSeq: args.afterSeq ?? undefined, modes: args.streamModes ?? undefined });
+    },
+    resolve: (event) => event,
+  }),
+);
