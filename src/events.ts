@@ -17,6 +17,8 @@ export interface EventMap {
   'runs.status': { runId: string; threadId: string; status: string };
   /** Agent server: stop a pending or running run. Key: run id; runtimes listen to all. */
   'runs.cancel': { runId: string; action: 'interrupt' | 'rollback' };
+  /** Agent server: runs are waiting in a deployment's queue; wakes its runtimes. Key: deployment id. */
+  'runs.queued': { deploymentId: string };
 }
 export type EventName = keyof EventMap;
 
@@ -75,6 +77,27 @@ export class EventBus {
       text = JSON.stringify(envelope);
     }
     await this.pool.query('SELECT pg_notify($1, $2)', [PG_CHANNEL, text]);
+  }
+
+  /**
+   * Runs one data-modifying statement (INSERT/UPDATE/DELETE, no trailing semicolon) and publishes in
+   * the same round trip and transaction, so subscribers are notified exactly when the write is
+   * visible. Payloads too large to go inline fall back to a write followed by `publish`.
+   */
+  async writeAndPublish<N extends EventName>(
+    statement: { text: string; values: unknown[] },
+    name: N,
+    payload: EventMap[N],
+    key?: string,
+  ): Promise<void> {
+    const text = JSON.stringify({ n: name, k: key, p: payload } satisfies Envelope);
+    if (Buffer.byteLength(text) > INLINE_LIMIT_BYTES) {
+      await this.pool.query(statement.text, statement.values);
+      await this.publish(name, payload, key);
+      return;
+    }
+    const n = statement.values.length;
+    await this.pool.query(`WITH written AS (${statement.text}) SELECT pg_notify($${n + 1}, $${n + 2})`, [...statement.values, PG_CHANNEL, text]);
   }
 
   /**

@@ -41,7 +41,8 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     schema: BOSS_SCHEMA,
     application_name: 'agent-platform-runs',
     max: 8,
-    useListenNotify: runsHere,
+    // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts).
+    useListenNotify: false,
     supervise: runsHere,
     schedule: false,
   });

@@ -18,7 +18,14 @@ export const TERMINAL_RUN_STATUSES = ['success', 'error', 'timeout', 'interrupte
 export const isTerminalStatus = (status: string) => (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
 
 /** What the `runs.stream` NOTIFY carries. */
-export type RunStreamSignal = { runId: string; events?: RunEvent[]; lastSeq?: number; status?: string };
+export type RunStreamSignal = {
+  runId: string;
+  events?: RunEvent[];
+  lastSeq?: number;
+  status?: string;
+  /** On the final status signal, the run's result as JSON text when it is small. */
+  output?: string;
+};
 
 // Signals stay well under the NOTIFY limit so the event bus never has to store them by reference.
 const INLINE_SIGNAL_BYTES = 6000;
@@ -120,14 +127,17 @@ export class RunEventWriter {
       while (this.queue.length) {
         const batch = this.queue;
         this.queue = [];
-        await this.deps.db.pool.query(
-          `INSERT INTO run_events (run_id, seq, event, data)
-           SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[])`,
-          [this.runId, batch.map((e) => e.seq), batch.map((e) => e.event), batch.map((e) => e.data)],
-        );
         const size = batch.reduce((sum, e) => sum + e.data.length + e.event.length + 32, 0);
         const lastSeq = batch[batch.length - 1]!.seq;
-        await this.deps.events.publish('runs.stream', size < INLINE_SIGNAL_BYTES ? { runId: this.runId, events: batch, lastSeq } : { runId: this.runId, lastSeq }, this.runId);
+        await this.deps.events.writeAndPublish(
+          {
+            text: `INSERT INTO run_events (run_id, seq, event, data) SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[])`,
+            values: [this.runId, batch.map((e) => e.seq), batch.map((e) => e.event), batch.map((e) => e.data)],
+          },
+          'runs.stream',
+          size < INLINE_SIGNAL_BYTES ? { runId: this.runId, events: batch, lastSeq } : { runId: this.runId, lastSeq },
+          this.runId,
+        );
       }
     } catch (error) {
       this.failure ??= error;

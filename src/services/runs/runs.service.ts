@@ -125,13 +125,8 @@ async function createParsedRun(ctx: AgentServerContext, requestedThreadId: strin
     temporary,
   };
 
+  const jobId = newId();
   const { run, inflight } = await inTransaction(ctx, async (client) => {
-    const { rows: assistants } = await client.query<{ graph_id: string }>('SELECT graph_id FROM agent_assistants WHERE id = $1 AND deployment_id = $2', [
-      assistantId,
-      deploymentId,
-    ]);
-    if (!assistants[0]) throw AppError.notFound('Assistant not found');
-    const graphId = assistants[0].graph_id;
     let inflight: { id: string; status: RunStatus }[] = [];
     if (!temporary) {
       const { rows: threads } = await client.query<{ id: string }>('SELECT id FROM agent_threads WHERE id = $1 AND deployment_id = $2 FOR UPDATE', [
@@ -147,26 +142,32 @@ async function createParsedRun(ctx: AgentServerContext, requestedThreadId: strin
         [threadId],
       ));
       if (strategy === 'reject' && inflight.length) throw AppError.conflict(REJECTED);
+    }
+    // The assistant check is part of the insert: no row means no such assistant in this deployment.
+    const { rows } = await client.query<RunRow & { graph_id: string }>(
+      `INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
+       SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM agent_assistants a WHERE a.deployment_id = $2 AND a.id = $4
+       RETURNING *, (SELECT graph_id FROM agent_assistants WHERE deployment_id = $2 AND id = $4) AS graph_id`,
+      [runId, deploymentId, threadId, assistantId, body.metadata ?? {}, JSON.stringify(kwargs), strategy, jobId],
+    );
+    if (!rows[0]) throw AppError.notFound('Assistant not found');
+    if (!temporary) {
       await client.query(
         `UPDATE agent_threads SET status = 'busy', updated_at = now(), metadata = metadata || $2::jsonb WHERE id = $1`,
-        [threadId, JSON.stringify({ graph_id: graphId, assistant_id: assistantId })],
+        [threadId, JSON.stringify({ graph_id: rows[0].graph_id, assistant_id: assistantId })],
       );
     }
-    const metadata = body.metadata ?? {};
-    const { rows } = await client.query<RunRow>(
-      `INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, updated_at)
-       VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, now()) RETURNING *`,
-      [runId, deploymentId, threadId, assistantId, metadata, JSON.stringify(kwargs), strategy],
-    );
-    const jobId = await ctx.deployment.queue.send(client, { runId, threadId, startAfterSeconds: body.after_seconds ?? undefined });
-    if (jobId) await client.query('UPDATE agent_runs SET job_id = $2 WHERE id = $1', [runId, jobId]);
-    return { run: toRun(rows[0]!), inflight };
+    await ctx.deployment.queue.send(client, { runId, threadId, jobId, startAfterSeconds: body.after_seconds ?? undefined });
+    return { run: toRun(rows[0]), inflight };
   });
 
   if ((strategy === 'interrupt' || strategy === 'rollback') && inflight.length) {
     await cancelRunIds(ctx, inflight.map((r) => r.id), strategy);
   }
-  if (!temporary) await ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId);
+  // Wake-ups, not state: the response need not wait for them.
+  const log = (error: unknown) => ctx.logger.warn({ err: error }, 'could not publish a run event');
+  if (!body.after_seconds) void ctx.events.publish('runs.queued', { deploymentId }, deploymentId).catch(log);
+  if (!temporary) void ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId).catch(log);
   return run;
 }
 
@@ -304,7 +305,11 @@ export async function waitForRun(ctx: AgentServerContext, runId: string, signal?
     let row = await findRunRow(ctx, runId);
     if (!row || isTerminalStatus(row.status)) return row && toRun(row);
     for await (const event of signals) {
-      if (event.status && isTerminalStatus(event.status)) break;
+      if (event.status && isTerminalStatus(event.status)) {
+        // Small results ride on the final signal; larger ones are read from the row.
+        if (event.output !== undefined) return { ...toRun(row), status: event.status as RunStatus, output: JSON.parse(event.output) };
+        break;
+      }
     }
     row = await findRunRow(ctx, runId);
     return row && toRun(row);

@@ -32,11 +32,18 @@ export type ExecuteOptions = {
   tracer?: RunTracer;
 };
 
-/** Claims a pending run (pending → running); undefined when it was cancelled, deleted or taken. */
-export async function claimRun(ctx: AgentServerContext, runId: string, workerId: string): Promise<RunRow | undefined> {
-  const { rows } = await ctx.db.pool.query<RunRow>(
-    `UPDATE agent_runs SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
-     WHERE id = $1 AND status = 'pending' RETURNING *`,
+export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json; context: Json } | null };
+
+/**
+ * Claims a pending run (pending → running) and reads its assistant's active version in the same
+ * statement; undefined when the run was cancelled, deleted or taken by another runtime.
+ */
+export async function claimRun(ctx: AgentServerContext, runId: string, workerId: string): Promise<ClaimedRun | undefined> {
+  const { rows } = await ctx.db.pool.query<ClaimedRun>(
+    `UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
+     WHERE r.id = $1 AND r.status = 'pending'
+     RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
+                     FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant`,
     [runId, workerId],
   );
   return rows[0];
@@ -59,15 +66,16 @@ async function latestCheckpointId(ctx: AgentServerContext, threadId: string): Pr
 }
 
 /** Runs a claimed run to its end and records the outcome. Never throws for graph failures. */
-export async function executeRun(ctx: AgentServerContext, row: RunRow, options: ExecuteOptions): Promise<RunStatus | 'deleted'> {
+export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, options: ExecuteOptions): Promise<RunStatus | 'deleted'> {
   const runId = row.id;
   const threadId = row.thread_id;
   const kwargs = row.kwargs;
-  const publishStatus = async (status: string) => {
-    await ctx.events.publish('runs.stream', { runId, status }, runId);
+  const publishStatus = async (status: string, output?: string) => {
+    await ctx.events.publish('runs.stream', { runId, status, output }, runId);
     if (!kwargs.temporary) await ctx.events.publish('runs.status', { runId, threadId, status }, threadId);
   };
-  await publishStatus('running');
+  // Thread streams learn that a run started from this; nothing waits for it.
+  if (!kwargs.temporary) void publishStatus('running').catch(() => undefined);
 
   const startSeq =
     row.attempt > 1 ? Number((await ctx.db.pool.query<{ max: number | null }>('SELECT max(seq) AS max FROM run_events WHERE run_id = $1', [runId])).rows[0]?.max ?? 0) : 0;
@@ -80,18 +88,14 @@ export async function executeRun(ctx: AgentServerContext, row: RunRow, options: 
   let failure: unknown;
   let graphId = '';
   let tracing: ReturnType<RunTracer>;
+  // Where the thread stood before this run, for a rollback (kept in memory: a rollback of a running
+  // run is carried out by the runtime executing it).
+  let startCheckpoint: string | null = null;
   try {
-    const { rows: assistants } = await ctx.db.pool.query<{ graph_id: string; config: Json; context: Json }>(
-      'SELECT graph_id, config, context FROM agent_assistants WHERE id = $1 AND deployment_id = $2',
-      [row.assistant_id, ctx.deployment.deploymentId],
-    );
-    const assistant = assistants[0];
+    if (!kwargs.temporary) startCheckpoint = await latestCheckpointId(ctx, threadId);
+    const assistant = row.assistant;
     if (!assistant) throw new Error(`Assistant ${row.assistant_id} no longer exists`);
     graphId = assistant.graph_id;
-    if (!kwargs.temporary && kwargs.start_checkpoint_id === undefined) {
-      kwargs.start_checkpoint_id = await latestCheckpointId(ctx, threadId);
-      await ctx.db.pool.query('UPDATE agent_runs SET kwargs = $2 WHERE id = $1', [runId, JSON.stringify(kwargs)]);
-    }
     const assistantConfig = assistant.config as { configurable?: Json; tags?: string[]; recursion_limit?: number };
     const configurable: Json = {
       ...(assistantConfig.configurable ?? {}),
@@ -138,29 +142,35 @@ export async function executeRun(ctx: AgentServerContext, row: RunRow, options: 
   await writer.flush().catch((error: unknown) => ctx.logger.error({ err: error, runId }, 'could not store run events'));
 
   const reason = options.signal.reason as CancelReason | undefined;
+  let resultJson: string | undefined;
+  let published = false;
   if (status === 'interrupted' && reason === 'rollback') {
     // Rollback: the run never happened. Remove it, its events and the checkpoints it wrote.
     await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
     await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = $1', [runId]);
-    if (!kwargs.temporary) await deleteCheckpointsAfter(ctx.deployment.persistence.pool, threadId, kwargs.start_checkpoint_id ?? null);
+    if (!kwargs.temporary) await deleteCheckpointsAfter(ctx.deployment.persistence.pool, threadId, startCheckpoint);
   } else {
     if (status === 'interrupted' && reason === 'shutdown') {
       status = 'error';
       failure = new Error('The runtime shut down during the run');
     }
     const result = failure ? { __error__: serializeError(failure) } : output;
-    await ctx.db.pool.query(`UPDATE agent_runs SET status = $2, output = $3, updated_at = now(), ended_at = now() WHERE id = $1`, [
-      runId,
-      status,
-      serializeJson(result),
-    ]);
+    resultJson = serializeJson(result);
+    const statement = { text: `UPDATE agent_runs SET status = $2, output = $3, updated_at = now(), ended_at = now() WHERE id = $1`, values: [runId, status, resultJson] };
+    if (kwargs.temporary) {
+      // No thread to update first: record the outcome and tell the readers in one round trip.
+      await ctx.events.writeAndPublish(statement, 'runs.stream', { runId, status, output: resultJson.length < 4000 ? resultJson : undefined }, runId);
+      published = true;
+    } else {
+      await ctx.db.pool.query(statement.text, statement.values);
+    }
   }
   if (!kwargs.temporary) {
     await refreshThreadFromState(ctx, threadId, { error: status === 'error' ? failure : undefined }).catch((error: unknown) =>
       ctx.logger.error({ err: error, runId }, 'could not update the thread after a run'),
     );
   }
-  await publishStatus(status);
+  if (!published) await publishStatus(status, resultJson && resultJson.length < 4000 ? resultJson : undefined);
   await Promise.resolve(tracing?.onEnd?.({ status, error: failure })).catch(() => undefined);
   if (kwargs.webhook && !(status === 'interrupted' && reason === 'rollback')) {
     void sendWebhook(ctx, kwargs.webhook, { ...row, status, kwargs, values: output, error: failure ? serializeError(failure).message : undefined });

@@ -1,9 +1,8 @@
 // The run queue of one deployment, on pg-boss. `key_strict_fifo` keyed by thread id gives per-thread
 // order (a thread's runs execute one at a time, in arrival order) while other threads run in
-// parallel; `notify` wakes an idle runtime at once instead of at its next poll.
+// parallel. Runtimes are woken by the `runs.queued` event rather than pg-boss's per-worker notify.
 import type { PgBoss, Queue } from 'pg-boss';
 import type pg from 'pg';
-import { BOSS_SCHEMA } from '../../workers/boss.js';
 
 export type RunJob = { runId: string };
 
@@ -11,7 +10,6 @@ export const runQueueName = (deploymentId: string) => `runs.execute.${deployment
 
 export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
   policy: 'key_strict_fifo',
-  notify: true,
   // A failed job would hold back its thread's later runs; the handler never fails a job, and a runtime
   // that dies mid-run is detected (and its job completed) by the runtime's recovery sweep.
   retryLimit: 0,
@@ -40,18 +38,11 @@ export class RunQueue {
     return this.ready;
   }
 
-  /**
-   * Wakes the queue's workers in every process, as pg-boss does when a job is sent to a notify queue
-   * (same channel and payload: its listener then fetches at once).
-   */
-  async wake(pool: pg.Pool): Promise<void> {
-    await pool.query(`SELECT pg_notify('pgboss_' || left(encode(sha224($1::bytea), 'hex'), 24), $2)`, [BOSS_SCHEMA, this.name]);
-  }
-
   /** Enqueues a run inside the caller's transaction (`client`), so the job exists exactly when the row does. */
-  async send(client: pg.PoolClient, job: RunJob & { threadId: string; startAfterSeconds?: number }): Promise<string | null> {
+  async send(client: pg.PoolClient, job: RunJob & { threadId: string; jobId: string; startAfterSeconds?: number }): Promise<string | null> {
     await this.ensure();
     return this.boss.send(this.name, { runId: job.runId } satisfies RunJob, {
+      id: job.jobId,
       singletonKey: job.threadId,
       startAfter: job.startAfterSeconds ? job.startAfterSeconds : undefined,
       db: { executeSql: (text: string, values?: unknown[]) => client.query(text, values as unknown[]) },

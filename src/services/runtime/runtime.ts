@@ -35,15 +35,16 @@ export async function startRuntime(
     }
   })();
 
-  const handle = async ([job]: Job<RunJob>[]) => {
-    const runId = job!.data.runId;
+  const handle = async (job: Job<RunJob>) => {
+    const runId = job.data.runId;
     // Registered before the claim, so a cancel sent right after the claim commits is not missed.
     const controller = new AbortController();
     active.set(runId, controller);
+    let stateless = false;
     try {
       const row = await claimRun(ctx, runId, workerId);
-      if (!row) return;
-      await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer });
+      stateless = row?.kwargs.temporary ?? false;
+      if (row) await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer });
     } catch (error) {
       // Never fail the job: a failed job would hold back the thread's later runs.
       ctx.logger.error({ err: error, runId }, 'run execution failed');
@@ -54,10 +55,9 @@ export async function startRuntime(
     } finally {
       active.delete(runId);
     }
-    // key_strict_fifo releases the thread's next job only when this one completes, and nothing
-    // wakes the workers then; completing here and nudging the queue starts that run at once.
-    await queue.boss.complete(queue.name, job!.id).catch(() => undefined);
-    await wakeIfThreadHasMore(runId);
+    // key_strict_fifo releases the thread's next job only once this one completes.
+    await queue.boss.complete(queue.name, job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
+    if (!stateless) await wakeIfThreadHasMore(runId);
   };
 
   const wakeIfThreadHasMore = async (runId: string) => {
@@ -66,11 +66,51 @@ export async function startRuntime(
          WHERE r.id = $1 AND n.status = 'pending' AND n.id <> r.id) AS waiting`,
       [runId],
     );
-    if (rows[0]?.waiting) await queue.wake(ctx.db.pool);
+    if (rows[0]?.waiting) await ctx.events.publish('runs.queued', { deploymentId: ctx.deployment.deploymentId }, ctx.deployment.deploymentId);
+  };
+
+  // One dispatcher per process instead of pg-boss workers: pg-boss wakes every local worker on each
+  // job (one fetch query per worker per run), while this fetches only the free slots' worth of jobs
+  // when woken (a `runs.queued` NOTIFY, a run finishing) or, as a backstop, once a second.
+  let running = 0;
+  let fetching = false;
+  let again = false;
+  const pump = async (): Promise<void> => {
+    if (fetching) {
+      again = true;
+      return;
+    }
+    fetching = true;
+    try {
+      do {
+        again = false;
+        while (running < options.concurrency && !stop.signal.aborted) {
+          const wanted = options.concurrency - running;
+          const jobs = await queue.boss.fetch<RunJob>(queue.name, { batchSize: wanted });
+          for (const job of jobs) {
+            running++;
+            void handle(job).finally(() => {
+              running--;
+              void pump();
+            });
+          }
+          if (jobs.length < wanted) break;
+        }
+      } while (again && !stop.signal.aborted);
+    } catch (error) {
+      ctx.logger.warn({ err: error }, 'could not fetch runs');
+    } finally {
+      fetching = false;
+    }
   };
 
   await queue.ensure();
-  await queue.boss.work<RunJob>(queue.name, { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 2 }, handle);
+  void (async () => {
+    for await (const _ of ctx.events.subscribe('runs.queued', { key: ctx.deployment.deploymentId, signal: stop.signal })) void pump();
+  })();
+  const poll = setInterval(() => void pump(), 1000);
+  poll.unref();
+  void pump();
 
   const sweep = async (): Promise<number> => {
     const { rows } = await ctx.db.pool.query<{ id: string; thread_id: string; worker_id: string; job_id: string | null }>(
@@ -122,9 +162,10 @@ export async function startRuntime(
     sweep,
     async stop() {
       clearInterval(timer);
+      clearInterval(poll);
       stop.abort();
       for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
-      await queue.boss.offWork(queue.name, { wait: true }).catch(() => undefined);
+      for (let waited = 0; running > 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
       await lockClient.end().catch(() => undefined);
     },
   };
