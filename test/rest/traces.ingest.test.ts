@@ -202,6 +202,13 @@ describe('POST /runs/multipart', () => {
 
     const broken = multipart([{ name: `post.${newId()}`, data: '{"name": ' }]);
     expect((await call('/runs/multipart', { raw: broken.body, headers: { 'content-type': broken.contentType } })).status).toBe(422);
+    const badId = newId();
+    const badInputs = multipart([
+      { name: `post.${badId}`, data: json({ name: 'x', run_type: 'chain' }) },
+      { name: `post.${badId}.inputs`, data: '{"question": ' },
+    ]);
+    expect((await call('/runs/multipart', { raw: badInputs.body, headers: { 'content-type': badInputs.contentType } })).status).toBe(422);
+    expect((await call(`/runs/${badId}`)).status).toBe(404);
     const orphan = multipart([{ name: `post.${newId()}.inputs`, data: '{}' }]);
     const orphanResponse = await call('/runs/multipart', { raw: orphan.body, headers: { 'content-type': orphan.contentType } });
     expect(orphanResponse.status).toBe(422);

@@ -152,10 +152,43 @@ const JSON_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
 // JSON.stringify escapes only lone surrogates (pairs are written as characters), so every escape is one.
 const JSON_LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/gi;
 
+/**
+ * JSON text from the wire (a multipart part), parsed only when something needs its value: most runs'
+ * inputs and outputs are stored exactly as sent, and PostgreSQL validates them as it stores them.
+ */
+export class RawJson {
+  private parsed: { value: unknown } | undefined;
+  constructor(readonly text: string) {}
+  /** The parsed value; throws SyntaxError for invalid JSON. */
+  get value(): unknown {
+    this.parsed ??= { value: JSON.parse(this.text) };
+    return this.parsed.value;
+  }
+  toJSON(): unknown {
+    try {
+      return this.value;
+    } catch {
+      throw invalid(['body'], 'a run field is not valid JSON', 'json_invalid');
+    }
+  }
+}
+
+/** The value of a field that may be raw JSON text; `hint`, when given, must occur in the text for it to be parsed at all. */
+export function jsonValue(value: unknown, loc: (string | number)[], hint?: string): unknown {
+  if (!(value instanceof RawJson)) return value;
+  if (hint !== undefined && !value.text.includes(hint)) return undefined;
+  try {
+    return value.value;
+  } catch {
+    throw invalid(loc, 'is not valid JSON', 'json_invalid');
+  }
+}
+
 /** JSON text PostgreSQL's jsonb accepts, or null for undefined/null. */
 export function toJsonb(value: unknown): string | null {
   if (value === undefined || value === null) return null;
-  let text = JSON.stringify(value);
+  let text = value instanceof RawJson ? value.text : JSON.stringify(value);
+  if (value instanceof RawJson && /^\s*null\s*$/.test(text)) return null;
   if (text === undefined) return null;
   if (text.includes('\\u')) text = text.replace(JSON_NUL, '$1').replace(JSON_LONE_SURROGATE, '$1\\ufffd');
   return text;

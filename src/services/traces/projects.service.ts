@@ -122,6 +122,7 @@ export async function updateProject(ctx: ServiceContext, id: string, input: Proj
     ...(data.extra != null ? { extra: data.extra as Prisma.InputJsonValue } : {}),
     ...(data.endTime != null ? { endTime: data.endTime } : {}),
   };
+  forget(workspaceId, project);
   try {
     return await ctx.db.prisma.tracingProject.update({ where: { id: project.id }, data: fields });
   } catch (error) {
@@ -135,6 +136,7 @@ export async function deleteProject(ctx: ServiceContext, id: string): Promise<vo
   const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
   const project = isUuid(id) ? await ctx.db.prisma.tracingProject.findFirst({ where: { id, workspaceId } }) : null;
   if (!project) throw AppError.notFound(`Project ${id} not found.`);
+  forget(workspaceId, project);
   const client = await ctx.db.pool.connect();
   try {
     await client.query('BEGIN');
@@ -161,14 +163,26 @@ export async function resolveProjectIds(
 ): Promise<{ byName: Map<string, string>; ids: Set<string> }> {
   const byName = new Map<string, string>();
   const ids = new Set<string>();
-  if (!refs.ids.length && !refs.names.length) return { byName, ids };
+  const now = Date.now();
+  const wantedIds = refs.ids.filter((id) => !((projectCache.get(cacheKey(workspaceId, `id:${id}`))?.expires ?? 0) > now));
+  for (const id of refs.ids) if (!wantedIds.includes(id)) ids.add(id);
+  const wantedNames = refs.names.filter((name) => {
+    const hit = projectCache.get(cacheKey(workspaceId, name));
+    if (hit && hit.expires > now) {
+      byName.set(name, hit.id);
+      return false;
+    }
+    return true;
+  });
+  if (!wantedIds.length && !wantedNames.length) return { byName, ids };
   const { rows } = await db.query<{ id: string; name: string }>(
     'SELECT id, name FROM tracing_projects WHERE workspace_id = $1 AND (id = ANY($2::uuid[]) OR name = ANY($3::text[]))',
-    [workspaceId, refs.ids, refs.names],
+    [workspaceId, wantedIds, wantedNames],
   );
   for (const row of rows) {
     byName.set(row.name, row.id);
     ids.add(row.id);
+    remember(workspaceId, row);
   }
   const unknownId = refs.ids.find((id) => !ids.has(id));
   if (unknownId) throw AppError.notFound(`Project ${unknownId} not found.`);
@@ -186,7 +200,28 @@ export async function resolveProjectIds(
     for (const row of created.rows) {
       byName.set(row.name, row.id);
       ids.add(row.id);
+      remember(workspaceId, row);
     }
   }
   return { byName, ids };
+}
+
+// Ingest resolves a project per request; remembering recent answers saves a query on the hot path.
+// Entries live briefly: a project deleted or renamed in another process is seen within the TTL
+// (this process forgets at once).
+const PROJECT_CACHE_TTL_MS = 30_000;
+const PROJECT_CACHE_MAX = 10_000;
+const projectCache = new Map<string, { id: string; expires: number }>();
+const cacheKey = (workspaceId: string, key: string) => `${workspaceId}\n${key}`;
+
+function remember(workspaceId: string, project: { id: string; name: string }) {
+  if (projectCache.size >= PROJECT_CACHE_MAX) projectCache.clear();
+  const entry = { id: project.id, expires: Date.now() + PROJECT_CACHE_TTL_MS };
+  projectCache.set(cacheKey(workspaceId, project.name), entry);
+  projectCache.set(cacheKey(workspaceId, `id:${project.id}`), entry);
+}
+
+function forget(workspaceId: string, project: { id: string; name: string }) {
+  projectCache.delete(cacheKey(workspaceId, project.name));
+  projectCache.delete(cacheKey(workspaceId, `id:${project.id}`));
 }

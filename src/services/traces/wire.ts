@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { Decompress } from 'fzstd';
 import { AppError } from '../../errors.js';
-import { invalid, isUuid } from './derive.js';
+import { invalid, isUuid, RawJson } from './derive.js';
 import type { RunAttachment, RunBatch } from './ingest.service.js';
 
 const gunzip = promisify(zlib.gunzip);
@@ -147,6 +147,8 @@ function declaredLength(headers: Record<string, string>, contentType: string): n
 }
 
 const RUN_FIELDS = new Set(['inputs', 'outputs', 'events', 'extra', 'error', 'serialized']);
+// Large fields kept as text: no parse and re-serialise on the hot path. extra and error are small and needed.
+const LAZY_FIELDS = new Set(['inputs', 'outputs', 'events', 'serialized']);
 
 /**
  * Turns multipart parts into a RunBatch: `post.<id>` / `patch.<id>` hold the run, `post.<id>.<field>`
@@ -170,10 +172,15 @@ export function multipartToBatch(parts: MultipartPart[]): RunBatch {
       throw invalid(loc, 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
     }
     let value: unknown;
-    try {
-      value = JSON.parse(part.data.toString('utf8'));
-    } catch {
-      throw invalid(loc, 'is not valid JSON', 'json_invalid');
+    if (rest.length === 1 && LAZY_FIELDS.has(rest[0]!)) {
+      // Stored as sent; parsed later only if a derived field needs it.
+      value = new RawJson(part.data.toString('utf8'));
+    } else {
+      try {
+        value = JSON.parse(part.data.toString('utf8'));
+      } catch {
+        throw invalid(loc, 'is not valid JSON', 'json_invalid');
+      }
     }
     if (rest.length === 0) {
       if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(loc, 'expected a JSON object', 'dict_type');

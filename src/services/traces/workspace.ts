@@ -21,6 +21,11 @@ export async function traceWorkspace(ctx: ServiceContext, permission: Permission
     assertCan(viewer, permission, viewer.workspaceId);
     return viewer.workspaceId;
   }
+  // The default is looked up per request on the ingest hot path: remember it briefly. A hit is
+  // re-checked against the viewer's current permissions, so a revoked role is never used.
+  const key = `${viewer.apiKeyId}\n${permission}`;
+  const cached = defaults.get(key);
+  if (cached && cached.expires > Date.now() && can(viewer, permission, cached.workspaceId)) return cached.workspaceId;
   const workspaces = await ctx.db.prisma.workspace.findMany({
     where: { organizationId: viewer.organizationId },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
@@ -28,5 +33,12 @@ export async function traceWorkspace(ctx: ServiceContext, permission: Permission
   });
   const chosen = workspaces.find((workspace) => can(viewer, permission, workspace.id));
   if (!chosen) throw AppError.forbidden(`This API key lacks the ${permission} permission in every workspace.`);
+  if (defaults.size >= 10_000) defaults.clear();
+  defaults.set(key, { workspaceId: chosen.id, expires: Date.now() + DEFAULT_TTL_MS });
   return chosen.id;
 }
+
+// No older workspace can appear later; a role granted meanwhile is noticed within the TTL, a role
+// taken away at once (the re-check above).
+const DEFAULT_TTL_MS = 30_000;
+const defaults = new Map<string, { workspaceId: string; expires: number }>();

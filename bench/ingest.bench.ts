@@ -1,0 +1,292 @@
+// `npm run bench:ingest`: trace ingestion throughput (runs/s) and acknowledgement latency with many
+// concurrent SDK-shaped multipart posts (100 runs each, gzip, realistic inputs and outputs), against a
+// real platform started in this process the way `agent-platform start` does (embedded PostgreSQL in
+// a temp dir). In the same run it measures the raw ceiling: multi-row INSERTs of the same rows
+// straight into the same table over the pool. It checks nothing is lost (rows in the database == runs
+// sent) and asserts nothing about time.
+//
+// Options: --requests <n> (default 600, × 100 runs), --concurrency <n> (default 32), --raw-connections
+// <n> (default 4), --pool <n> (the server's DB pool; default: the configuration's default).
+//
+// The load comes from a worker thread that builds and gzips every request body before the clock
+// starts, so the measurement is the server's work, not the client's serialisation.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { gzipSync } from 'node:zlib';
+import { v7 as uuid7 } from 'uuid';
+
+type LoadOptions = { url: string; key: string; requests: number; concurrency: number; session: string };
+type LoadResult = { runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
+
+const RUNS_PER_REQUEST = 100;
+const RUNS_PER_TRACE = 5;
+
+// ───────────────────────────── SDK-shaped runs ─────────────────────────────
+
+const lorem = (words: number, seed: number) =>
+  Array.from({ length: words }, (_, i) => ['trace', 'agent', 'tool', 'search', 'answer', 'context', 'model', 'token', 'graph', 'state'][(i * 7 + seed) % 10]).join(' ');
+
+const stamp = (date: Date, id: string) => `${date.toISOString().replace(/[-:.]/g, '').replace('Z', '000Z')}${id}`;
+
+/** One trace as the langsmith SDK posts a finished one: root chain, two nodes, an LLM call, a tool. */
+function makeTrace(session: string, t0: number, seed: number): Record<string, unknown>[] {
+  const ids = Array.from({ length: RUNS_PER_TRACE }, () => uuid7());
+  const [root, planner, executor, llm, tool] = ids as [string, string, string, string, string];
+  const starts = [0, 5, 400, 20, 410].map((ms) => new Date(t0 + ms));
+  const ends = [900, 390, 880, 380, 870].map((ms) => new Date(t0 + ms).toISOString());
+  const order = (i: number, parent?: string) => (parent ? `${stamp(starts[0]!, root)}.${stamp(starts[i]!, ids[i]!)}` : stamp(starts[0]!, root));
+  const llmOrder = `${stamp(starts[0]!, root)}.${stamp(starts[1]!, planner)}.${stamp(starts[3]!, llm)}`;
+  const toolOrder = `${stamp(starts[0]!, root)}.${stamp(starts[2]!, executor)}.${stamp(starts[4]!, tool)}`;
+  const metadata = { user_id: `user-${seed % 50}`, thread_id: `thread-${seed % 200}`, ls_run_depth: 0, revision_id: 'bench' };
+  const common = { session_name: session, trace_id: root, tags: ['bench', `shard-${seed % 8}`] };
+  const runtime = { library: 'langsmith', runtime: 'nodejs', sdk: 'langsmith-js', sdk_version: '0.12.0' };
+  return [
+    {
+      ...common, id: root, name: 'AgentExecutor', run_type: 'chain', start_time: starts[0]!.toISOString(), end_time: ends[0], dotted_order: order(0),
+      inputs: { input: lorem(60, seed), chat_history: [{ role: 'user', content: lorem(30, seed + 1) }, { role: 'assistant', content: lorem(40, seed + 2) }] },
+      outputs: { output: lorem(80, seed + 3) }, extra: { metadata, runtime },
+    },
+    {
+      ...common, id: planner, name: 'planner', run_type: 'chain', parent_run_id: root, start_time: starts[1]!.toISOString(), end_time: ends[1], dotted_order: order(1, root),
+      inputs: { messages: [{ role: 'user', content: lorem(60, seed + 4) }] }, outputs: { plan: [lorem(12, seed), lorem(12, seed + 5), lorem(12, seed + 6)] },
+      extra: { metadata: { ...metadata, langgraph_node: 'planner' }, runtime },
+    },
+    {
+      ...common, id: executor, name: 'executor', run_type: 'chain', parent_run_id: root, start_time: starts[2]!.toISOString(), end_time: ends[2], dotted_order: order(2, root),
+      inputs: { step: lorem(12, seed + 7) }, outputs: { result: lorem(50, seed + 8) }, extra: { metadata: { ...metadata, langgraph_node: 'executor' }, runtime },
+    },
+    {
+      ...common, id: llm, name: 'ChatModel', run_type: 'llm', parent_run_id: planner, start_time: starts[3]!.toISOString(), end_time: ends[3], dotted_order: llmOrder,
+      inputs: { messages: [[{ lc: 1, type: 'constructor', id: ['langchain_core', 'messages', 'HumanMessage'], kwargs: { content: lorem(90, seed + 9) } }]] },
+      outputs: {
+        generations: [[{ text: lorem(70, seed + 10), message: { lc: 1, type: 'constructor', id: ['langchain_core', 'messages', 'AIMessage'], kwargs: { content: lorem(70, seed + 10) } } }]],
+        usage_metadata: { input_tokens: 420 + (seed % 100), output_tokens: 96 + (seed % 30), total_tokens: 516 + (seed % 100) + (seed % 30) },
+      },
+      extra: { metadata: { ...metadata, ls_provider: 'openai', ls_model_name: 'gpt-4o-mini', ls_model_type: 'chat' }, invocation_params: { temperature: 0 }, runtime },
+      events: [{ name: 'start', time: starts[3]!.toISOString() }, { name: 'new_token', time: new Date(t0 + 120).toISOString(), kwargs: { token: 'The' } }, { name: 'end', time: ends[3] }],
+    },
+    {
+      ...common, id: tool, name: 'web_search', run_type: 'tool', parent_run_id: executor, start_time: starts[4]!.toISOString(), end_time: ends[4], dotted_order: toolOrder,
+      inputs: { query: lorem(8, seed + 11) }, outputs: { results: [lorem(25, seed + 12), lorem(25, seed + 13)] }, extra: { metadata, runtime },
+    },
+  ];
+}
+
+/** The SDK's multipart body: post.<id> plus one part per large field, each with `length=N`. */
+function multipartBody(runs: Record<string, unknown>[]): { body: Buffer; boundary: string } {
+  const boundary = `----LangSmithFormBoundary${randomUUID().replace(/-/g, '')}`;
+  const chunks: Buffer[] = [];
+  const part = (name: string, data: Buffer) => {
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${data.length}\r\n\r\n`), data, Buffer.from('\r\n'));
+  };
+  for (const run of runs) {
+    const { inputs, outputs, events, extra, error, serialized, ...main } = run;
+    part(`post.${run.id}`, Buffer.from(JSON.stringify(main)));
+    for (const [field, value] of Object.entries({ inputs, outputs, events, extra, error, serialized })) {
+      if (value !== undefined) part(`post.${run.id}.${field}`, Buffer.from(JSON.stringify(value)));
+    }
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), boundary };
+}
+
+function makeRequests(session: string, requests: number, seedBase: number) {
+  const t0 = Date.now() - 3_600_000;
+  const out: { body: Buffer; boundary: string; rawBytes: number; runs: Record<string, unknown>[] }[] = [];
+  for (let r = 0; r < requests; r++) {
+    const runs: Record<string, unknown>[] = [];
+    for (let t = 0; t < RUNS_PER_REQUEST / RUNS_PER_TRACE; t++) runs.push(...makeTrace(session, t0 + (r * 20 + t) * 1000, seedBase + r * 20 + t));
+    const { body, boundary } = multipartBody(runs);
+    out.push({ body: gzipSync(body, { level: 1 }), boundary, rawBytes: body.length, runs });
+  }
+  return out;
+}
+
+// ───────────────────────────── load generator (worker thread) ─────────────────────────────
+
+async function generateLoad(options: LoadOptions): Promise<LoadResult> {
+  const requests = makeRequests(options.session, options.requests, 0);
+  const statuses: Record<number, number> = {};
+  const latenciesMs: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  const lane = async () => {
+    while (next < requests.length) {
+      const request = requests[next++]!;
+      const sent = performance.now();
+      const response = await fetch(`${options.url}/runs/multipart`, {
+        method: 'POST',
+        headers: { 'x-api-key': options.key, 'content-type': `multipart/form-data; boundary=${request.boundary}`, 'content-encoding': 'gzip' },
+        body: request.body as Uint8Array<ArrayBuffer>,
+      });
+      await response.arrayBuffer();
+      latenciesMs.push(performance.now() - sent);
+      statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, lane));
+  return {
+    runsSent: requests.length * RUNS_PER_REQUEST,
+    statuses,
+    latenciesMs,
+    wallMs: performance.now() - started,
+    bodyBytes: requests.reduce((sum, r) => sum + r.body.length, 0),
+    rawBytes: requests.reduce((sum, r) => sum + r.rawBytes, 0),
+  };
+}
+
+if (!isMainThread) {
+  generateLoad(workerData as LoadOptions).then(
+    (result) => parentPort!.postMessage(result),
+    (error: unknown) => {
+      throw error;
+    },
+  );
+}
+
+// ───────────────────────────── main ─────────────────────────────
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function main() {
+  const { values: args } = parseArgs({
+    options: {
+      requests: { type: 'string', default: '600' },
+      concurrency: { type: 'string', default: '32' },
+      'raw-connections': { type: 'string', default: '4' },
+      pool: { type: 'string' },
+    },
+  });
+  const REQUESTS = Number(args.requests);
+  const CONCURRENCY = Number(args.concurrency);
+  const RAW_CONNECTIONS = Number(args['raw-connections']);
+
+  const { pino } = await import('pino');
+  const { loadConfig } = await import('../src/config.js');
+  const { startPlatform } = await import('../src/platform.js');
+  const tenancy = await import('../src/services/tenancy/tenancy.service.js');
+  const { SYSTEM_VIEWER } = await import('../src/services/tenancy/viewer.js');
+  const ingest = await import('../src/services/traces/ingest.service.js');
+  const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-'));
+  const config = loadConfig({}, {
+    AGENT_PLATFORM_DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'warn',
+      });
+  console.log(`starting the platform (embedded PostgreSQL in ${dataDir}) …`);
+  const platform = await startPlatform(config, pino({ level: config.logLevel }));
+  try {
+    const system = { ...platform.deps, viewer: SYSTEM_VIEWER };
+    const organization = await tenancy.createOrganization(system, { name: 'Bench Org' });
+    const workspace = await tenancy.createWorkspace(system, { organizationId: organization.id, name: 'Bench Workspace' });
+    const user = await tenancy.createUser(system, {
+      organizationId: organization.id,
+      email: `bench-${randomUUID()}@example.test`,
+      organizationRole: 'ORGANIZATION_ADMIN',
+      workspaces: [{ workspaceId: workspace.id, role: 'WORKSPACE_ADMIN' }],
+    });
+    // An organization-wide key and no X-Tenant-Id: exactly what the SDK sends with LANGSMITH_API_KEY.
+    const { key } = await tenancy.createApiKey(system, { organizationId: organization.id, userId: user.id, workspaceId: null });
+    const session = 'bench-ingest';
+
+    // Warm-up: a few requests through the whole path (JIT, connections, the project row).
+    await runLoad({ url: platform.url!, key, requests: 20, concurrency: 4, session });
+
+    console.log(`HTTP: ${REQUESTS} multipart posts × ${RUNS_PER_REQUEST} runs, ${CONCURRENCY} concurrent …`);
+    const before = await countRuns(platform.deps.db.pool, workspace.id);
+    const load = await runLoad({ url: platform.url!, key, requests: REQUESTS, concurrency: CONCURRENCY, session });
+    const stored = (await countRuns(platform.deps.db.pool, workspace.id)) - before;
+    const sorted = [...load.latenciesMs].sort((a, b) => a - b);
+
+    // Raw ceiling: the same rows (new ids), normalised before the clock starts, then only the
+    // multi-row INSERTs of 100 rows over RAW_CONNECTIONS pool connections.
+    console.log(`raw: multi-row INSERTs of the same rows, ${RAW_CONNECTIONS} connections …`);
+    const rawRequests = makeRequests(`${session}-raw`, REQUESTS, 1_000_000);
+    const projects = await resolveProjectIds(platform.deps.db.pool, workspace.id, { ids: [], names: [`${session}-raw`] });
+    const who = { workspaceId: workspace.id, apiKeyId: null, userId: user.id };
+    const statements = rawRequests.map((request) => {
+      const runs = request.runs.map((raw, i) => {
+        const run = ingest.normalizeRunCreate(raw, ['post', i]);
+        (run as { sessionId: string | null }).sessionId = projects.byName.get(`${session}-raw`)!;
+        return run;
+      });
+      return { values: runs.flatMap((run) => ingest.runRowValues(run, who)), columns: ingest.runColumnArrays(runs, who) };
+    });
+    // Both statement forms: VALUES lists (3,200 parameters) and the per-column arrays ingest uses.
+    const rawSeconds: Record<'values' | 'unnest', number> = { values: 0, unnest: 0 };
+    for (const form of ['values', 'unnest'] as const) {
+      const half = form === 'values' ? statements.slice(0, statements.length / 2) : statements.slice(statements.length / 2);
+      const sql = form === 'values' ? ingest.insertRunsSql(RUNS_PER_REQUEST, 'ON CONFLICT (tenant_id, id) DO NOTHING') : ingest.insertRunsUnnestSql('ON CONFLICT (tenant_id, id) DO NOTHING');
+      let nextStatement = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: RAW_CONNECTIONS }, async () => {
+          const client = await platform.deps.db.pool.connect();
+          try {
+            while (nextStatement < half.length) {
+              const statement = half[nextStatement++]!;
+              await client.query(form === 'values' ? { text: sql, values: statement.values } : { name: 'bench.raw_unnest', text: sql, values: statement.columns });
+            }
+          } finally {
+            client.release();
+          }
+        }),
+      );
+      rawSeconds[form] = (performance.now() - started) / 1000 / (half.length * RUNS_PER_REQUEST);
+    }
+    const httpRate = load.runsSent / (load.wallMs / 1000);
+    const rawRates = { values: 1 / rawSeconds.values, unnest: 1 / rawSeconds.unnest };
+    const rawRate = Math.max(rawRates.values, rawRates.unnest);
+    console.log('');
+    console.log(`machine: ${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, embedded PostgreSQL on the same machine`);
+    console.log(`payload: ${RUNS_PER_REQUEST} runs per request (${RUNS_PER_TRACE}-run traces), ${(load.rawBytes / load.runsSent / 1024).toFixed(1)} KiB per run as multipart, gzip ${(load.rawBytes / load.bodyBytes).toFixed(1)}×`);
+    console.log('');
+    console.log(`HTTP ingest (POST /runs/multipart, ${CONCURRENCY} concurrent, DB pool ${config.dbPoolSize}):`);
+    console.log(`  runs/s            ${Math.round(httpRate).toLocaleString('en-US')}`);
+    console.log(`  ack latency       p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms`);
+    console.log(`  responses         ${JSON.stringify(load.statuses)}`);
+    console.log(`  runs sent         ${load.runsSent.toLocaleString('en-US')}, stored ${stored.toLocaleString('en-US')} ${stored === load.runsSent ? '(nothing lost)' : '(MISMATCH)'}`);
+    console.log(`raw ceiling (multi-row INSERT … ON CONFLICT of 100 rows, ${RAW_CONNECTIONS} connections, same table):`);
+    console.log(`  VALUES lists      ${Math.round(rawRates.values).toLocaleString('en-US')} rows/s`);
+    console.log(`  unnest(arrays)    ${Math.round(rawRates.unnest).toLocaleString('en-US')} rows/s (the form ingest uses)`);
+    console.log(`HTTP / best raw     ${(httpRate / rawRate).toFixed(2)}×`);
+    console.log(`load average        ${loadavg().map((n) => n.toFixed(1)).join(' ')} (other processes on this machine share its cores)`);
+    if (stored !== load.runsSent) process.exitCode = 1;
+  } finally {
+    await platform.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function runLoad(options: LoadOptions): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    // A worker does not inherit tsx's loader: register it, then load this file in the worker.
+    const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
+    const worker = new Worker(source, { eval: true, workerData: options });
+    worker.once('message', (result: LoadResult) => {
+      resolve(result);
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+  });
+}
+
+async function countRuns(pool: import('pg').Pool, workspaceId: string): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM trace_runs WHERE tenant_id = $1', [workspaceId]);
+  return rows[0]!.n;
+}
+
+if (isMainThread) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}
