@@ -46,16 +46,24 @@ export async function readBody(stream: Readable, contentEncoding: string | undef
   return body;
 }
 
+// Below this compressed size, inflating on the event loop (well under a millisecond for an SDK batch)
+// beats the thread pool: async zlib hands every 16 KiB of output back to the event loop, and under
+// load each of those hops waits in line (measured: ~200 ms per 250 KiB body at 32 concurrent posts).
+const SYNC_DECODE_MAX = 256 * 1024;
+
 async function decode(body: Buffer, encoding: string, limit: number): Promise<Buffer> {
+  const sync = body.length <= SYNC_DECODE_MAX;
+  // Larger bodies: still off the event loop, in 1 MiB steps rather than 16 KiB ones.
+  const options = { maxOutputLength: limit, chunkSize: 1024 * 1024 };
   try {
     switch (encoding) {
       case 'gzip':
       case 'x-gzip':
-        return await gunzip(body, { maxOutputLength: limit });
+        return sync ? zlib.gunzipSync(body, { maxOutputLength: limit }) : await gunzip(body, options);
       case 'deflate':
-        return await inflate(body, { maxOutputLength: limit });
+        return sync ? zlib.inflateSync(body, { maxOutputLength: limit }) : await inflate(body, options);
       case 'br':
-        return await brotli(body, { maxOutputLength: limit });
+        return sync ? zlib.brotliDecompressSync(body, { maxOutputLength: limit }) : await brotli(body, options);
       case 'zstd':
         return unzstd(body, limit);
       default:
