@@ -237,8 +237,10 @@ export function normalizeRunCreate(raw: unknown, loc: (string | number)[]): Norm
   }
   const sessionId = optionalUuid(run.session_id, at('session_id'));
   const sessionName = sessionId ? null : optionalString(run.session_name, at('session_name'), 500)?.trim() || null;
-  const extra = asRecord(run.extra) ?? null;
-  if (run.extra !== undefined && run.extra !== null && !extra) throw invalid(at('extra'), 'expected an object', 'dict_type');
+  // extra is parsed for the metadata derived fields read, but stored as sent when it came as text.
+  const extraValue = jsonValue(run.extra, at('extra'));
+  const extra = asRecord(extraValue) ?? null;
+  if (extraValue !== undefined && extraValue !== null && !extra) throw invalid(at('extra'), 'expected an object', 'dict_type');
   return {
     id,
     sessionId,
@@ -256,7 +258,7 @@ export function normalizeRunCreate(raw: unknown, loc: (string | number)[]): Norm
     inputs: jsonField(run.inputs, at('inputs')),
     outputs: jsonField(run.outputs, at('outputs')),
     error: errorText(run.error),
-    extra: jsonField(extra, at('extra')),
+    extra: jsonField(extra ? run.extra : null, at('extra')),
     events: jsonField(run.events, at('events')),
     serialized: jsonField(run.serialized, at('serialized')),
     tags: tagList(run.tags, at('tags')) ?? [],
@@ -273,15 +275,17 @@ export function normalizePatch(raw: unknown, loc: (string | number)[], id?: stri
   const at = (field: string) => [...loc, field];
   const runId = id ?? optionalUuid(patch.id, at('id'));
   if (!runId) throw invalid(at('id'), 'Field required', 'missing');
-  const extra = asRecord(patch.extra) ?? null;
-  if (patch.extra !== undefined && patch.extra !== null && !extra) throw invalid(at('extra'), 'expected an object', 'dict_type');
+  // extra is parsed for the metadata derived fields read, but stored as sent when it came as text.
+  const extraValue = jsonValue(patch.extra, at('extra'));
+  const extra = asRecord(extraValue) ?? null;
+  if (extraValue !== undefined && extraValue !== null && !extra) throw invalid(at('extra'), 'expected an object', 'dict_type');
   return {
     id: runId.toLowerCase(),
     endTime: patch.end_time === undefined || patch.end_time === null ? null : normalizeTimestamp(patch.end_time, at('end_time')),
     inputs: jsonField(patch.inputs, at('inputs')),
     outputs: jsonField(patch.outputs, at('outputs')),
     error: errorText(patch.error),
-    extra: jsonField(extra, at('extra')),
+    extra: jsonField(extra ? patch.extra : null, at('extra')),
     events: jsonField(patch.events, at('events')),
     serialized: jsonField(patch.serialized, at('serialized')),
     tags: tagList(patch.tags, at('tags')),
@@ -508,7 +512,7 @@ function mergePatches(patches: NormalizedPatch[]): NormalizedPatch[] {
       usage: patch.usage.totalTokens !== null ? patch.usage : previous.usage,
       firstTokenTime: pick('firstTokenTime'),
       threadId: pick('threadId'),
-      raw: { ...previous.raw, ...patch.raw, ...(patch.raw.extra && previous.raw.extra ? { extra: { ...(previous.raw.extra as object), ...(patch.raw.extra as object) } } : {}) },
+      raw: { ...previous.raw, ...patch.raw, ...(patch.raw.extra && previous.raw.extra ? { extra: { ...(jsonValue(previous.raw.extra, ['patch', 'extra']) as object), ...(jsonValue(patch.raw.extra, ['patch', 'extra']) as object) } } : {}) },
     });
   }
   return [...byId.values()];

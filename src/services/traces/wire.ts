@@ -155,8 +155,8 @@ function declaredLength(headers: Record<string, string>, contentType: string): n
 }
 
 const RUN_FIELDS = new Set(['inputs', 'outputs', 'events', 'extra', 'error', 'serialized']);
-// Large fields kept as text: no parse and re-serialise on the hot path. extra and error are small and needed.
-const LAZY_FIELDS = new Set(['inputs', 'outputs', 'events', 'serialized']);
+// Fields kept as text: stored as sent, parsed only when a derived field needs them (error is tiny).
+const LAZY_FIELDS = new Set(['inputs', 'outputs', 'events', 'serialized', 'extra']);
 
 /**
  * Turns multipart parts into a RunBatch: `post.<id>` / `patch.<id>` hold the run, `post.<id>.<field>`
