@@ -129,35 +129,35 @@ async function createParsedRun(ctx: AgentServerContext, requestedThreadId: strin
   const { run, inflight } = await inTransaction(ctx, async (client) => {
     let inflight: { id: string; status: RunStatus }[] = [];
     if (!temporary) {
-      const { rows: threads } = await client.query<{ id: string }>('SELECT id FROM agent_threads WHERE id = $1 AND deployment_id = $2 FOR UPDATE', [
-        threadId,
-        deploymentId,
-      ]);
+      // Locking the thread row serialises run creation per thread (what `reject` relies on).
+      const { rows: threads } = await client.query<{ inflight: { id: string; status: RunStatus }[] }>(
+        `SELECT coalesce((SELECT json_agg(json_build_object('id', r.id, 'status', r.status) ORDER BY r.created_at)
+                           FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running')), '[]') AS inflight
+         FROM agent_threads t WHERE t.id = $1 AND t.deployment_id = $2 FOR UPDATE OF t`,
+        [threadId, deploymentId],
+      );
       if (!threads[0]) {
         if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(THREAD_NOT_FOUND);
         await client.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now())`, [threadId, deploymentId]);
+      } else {
+        inflight = threads[0].inflight;
       }
-      ({ rows: inflight } = await client.query<{ id: string; status: RunStatus }>(
-        `SELECT id, status FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at`,
-        [threadId],
-      ));
       if (strategy === 'reject' && inflight.length) throw AppError.conflict(REJECTED);
     }
-    // The assistant check is part of the insert: no row means no such assistant in this deployment.
-    const { rows } = await client.query<RunRow & { graph_id: string }>(
-      `INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
-       SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM agent_assistants a WHERE a.deployment_id = $2 AND a.id = $4
-       RETURNING *, (SELECT graph_id FROM agent_assistants WHERE deployment_id = $2 AND id = $4) AS graph_id`,
-      [runId, deploymentId, threadId, assistantId, body.metadata ?? {}, JSON.stringify(kwargs), strategy, jobId],
+    // One statement: the assistant check (no row: no such assistant here), the thread turning busy
+    // with its graph and assistant noted, and the run itself.
+    const { rows } = await client.query<RunRow>(
+      `WITH a AS (SELECT id, graph_id FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
+            t AS (UPDATE agent_threads SET status = 'busy', updated_at = now(),
+                    metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text)
+                  WHERE $9 AND id = $3 AND EXISTS (SELECT 1 FROM a) RETURNING id)
+       INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
+       SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a
+       RETURNING *`,
+      [runId, deploymentId, threadId, assistantId, body.metadata ?? {}, JSON.stringify(kwargs), strategy, jobId, !temporary],
     );
     if (!rows[0]) throw AppError.notFound('Assistant not found');
-    if (!temporary) {
-      await client.query(
-        `UPDATE agent_threads SET status = 'busy', updated_at = now(), metadata = metadata || $2::jsonb WHERE id = $1`,
-        [threadId, JSON.stringify({ graph_id: rows[0].graph_id, assistant_id: assistantId })],
-      );
-    }
-    await ctx.deployment.queue.send(client, { runId, threadId, jobId, startAfterSeconds: body.after_seconds ?? undefined });
+    await ctx.deployment.queue.send(client, { runId, threadId, stateful: !temporary, jobId, startAfterSeconds: body.after_seconds ?? undefined });
     return { run: toRun(rows[0]), inflight };
   });
 
@@ -166,7 +166,10 @@ async function createParsedRun(ctx: AgentServerContext, requestedThreadId: strin
   }
   // Wake-ups, not state: the response need not wait for them.
   const log = (error: unknown) => ctx.logger.warn({ err: error }, 'could not publish a run event');
-  if (!body.after_seconds) void ctx.events.publish('runs.queued', { deploymentId }, deploymentId).catch(log);
+  if (!body.after_seconds) {
+    ctx.deployment.queue.wakeLocal();
+    void ctx.events.publish('runs.queued', { deploymentId }, deploymentId).catch(log);
+  }
   if (!temporary) void ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId).catch(log);
   return run;
 }

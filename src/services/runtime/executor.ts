@@ -30,6 +30,8 @@ export type ExecuteOptions = {
   /** Aborted with a CancelReason to stop the run. */
   signal: AbortSignal;
   tracer?: RunTracer;
+  /** The thread's latest checkpoint before the run, when the caller already read it (null: none). */
+  startCheckpoint?: string | null;
 };
 
 export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json; context: Json } | null };
@@ -57,7 +59,8 @@ function graphInput(kwargs: RunKwargs): unknown {
   return kwargs.input ?? null;
 }
 
-async function latestCheckpointId(ctx: AgentServerContext, threadId: string): Promise<string | null> {
+/** The id of a thread's latest root checkpoint (null when it has none). */
+export async function latestCheckpointId(ctx: AgentServerContext, threadId: string): Promise<string | null> {
   const { rows } = await ctx.deployment.persistence.pool.query<{ checkpoint_id: string }>(
     `SELECT checkpoint_id FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`,
     [threadId],
@@ -92,7 +95,7 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
   // run is carried out by the runtime executing it).
   let startCheckpoint: string | null = null;
   try {
-    if (!kwargs.temporary) startCheckpoint = await latestCheckpointId(ctx, threadId);
+    if (!kwargs.temporary) startCheckpoint = options.startCheckpoint !== undefined ? options.startCheckpoint : await latestCheckpointId(ctx, threadId);
     const assistant = row.assistant;
     if (!assistant) throw new Error(`Assistant ${row.assistant_id} no longer exists`);
     graphId = assistant.graph_id;

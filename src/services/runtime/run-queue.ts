@@ -4,7 +4,8 @@
 import type { PgBoss, Queue } from 'pg-boss';
 import type pg from 'pg';
 
-export type RunJob = { runId: string };
+/** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
+export type RunJob = { runId: string; threadId?: string };
 
 export const runQueueName = (deploymentId: string) => `runs.execute.${deploymentId}`;
 
@@ -29,6 +30,18 @@ export class RunQueue {
     return runQueueName(this.deploymentId);
   }
 
+  private localWaker: (() => void) | undefined;
+
+  /** A runtime in this process registers here, so runs created here start without a NOTIFY round trip. */
+  onLocalWake(waker: (() => void) | undefined): void {
+    this.localWaker = waker;
+  }
+
+  /** Wakes this process's runtime, if it has one (other processes hear `runs.queued`). */
+  wakeLocal(): void {
+    this.localWaker?.();
+  }
+
   /** Creates the queue once per process (idempotent across processes). */
   ensure(): Promise<void> {
     this.ready ??= this.boss.createQueue(this.name, RUN_QUEUE_OPTIONS).catch((error: unknown) => {
@@ -39,9 +52,9 @@ export class RunQueue {
   }
 
   /** Enqueues a run inside the caller's transaction (`client`), so the job exists exactly when the row does. */
-  async send(client: pg.PoolClient, job: RunJob & { threadId: string; jobId: string; startAfterSeconds?: number }): Promise<string | null> {
+  async send(client: pg.PoolClient, job: { runId: string; threadId: string; stateful: boolean; jobId: string; startAfterSeconds?: number }): Promise<string | null> {
     await this.ensure();
-    return this.boss.send(this.name, { runId: job.runId } satisfies RunJob, {
+    return this.boss.send(this.name, (job.stateful ? { runId: job.runId, threadId: job.threadId } : { runId: job.runId }) satisfies RunJob, {
       id: job.jobId,
       singletonKey: job.threadId,
       startAfter: job.startAfterSeconds ? job.startAfterSeconds : undefined,

@@ -6,7 +6,7 @@ import pg from 'pg';
 import type { Job } from 'pg-boss';
 import { newId } from '../../ids.js';
 import type { AgentServerContext } from './deployment-scope.js';
-import { type CancelReason, claimRun, executeRun, type RunTracer } from './executor.js';
+import { type CancelReason, claimRun, executeRun, latestCheckpointId, type RunTracer } from './executor.js';
 import type { RunJob } from './run-queue.js';
 
 export type Runtime = { workerId: string; stop(): Promise<void>; sweep(): Promise<number> };
@@ -42,9 +42,14 @@ export async function startRuntime(
     active.set(runId, controller);
     let stateless = false;
     try {
-      const row = await claimRun(ctx, runId, workerId);
+      // The thread's latest checkpoint (for a rollback) is read alongside the claim: the thread's
+      // previous run has finished (per-thread order), so nothing can move it in between.
+      const [row, startCheckpoint] = await Promise.all([
+        claimRun(ctx, runId, workerId),
+        job.data.threadId ? latestCheckpointId(ctx, job.data.threadId) : Promise.resolve(undefined),
+      ]);
       stateless = row?.kwargs.temporary ?? false;
-      if (row) await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer });
+      if (row) await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint });
     } catch (error) {
       // Never fail the job: a failed job would hold back the thread's later runs.
       ctx.logger.error({ err: error, runId }, 'run execution failed');
@@ -108,6 +113,7 @@ export async function startRuntime(
   void (async () => {
     for await (const _ of ctx.events.subscribe('runs.queued', { key: ctx.deployment.deploymentId, signal: stop.signal })) void pump();
   })();
+  queue.onLocalWake(() => void pump());
   const poll = setInterval(() => void pump(), 1000);
   poll.unref();
   void pump();
@@ -163,6 +169,7 @@ export async function startRuntime(
     async stop() {
       clearInterval(timer);
       clearInterval(poll);
+      queue.onLocalWake(undefined);
       stop.abort();
       for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
       for (let waited = 0; running > 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
