@@ -159,6 +159,19 @@ export async function startRuntime(
     return recovered;
   };
 
+  // Stateless runs that kept no thread are only readable while their callers wait; an hour later
+  // their rows and stream events are dropped.
+  const pruneStateless = async () => {
+    await ctx.db.pool.query(
+      `WITH gone AS (DELETE FROM agent_runs WHERE deployment_id = $1 AND (kwargs->>'temporary')::boolean
+         AND status IN ('success', 'error', 'timeout', 'interrupted') AND ended_at < now() - interval '1 hour' RETURNING id)
+       DELETE FROM run_events WHERE run_id IN (SELECT id FROM gone)`,
+      [ctx.deployment.deploymentId],
+    );
+  };
+  const pruneTimer = setInterval(() => void pruneStateless().catch((error: unknown) => ctx.logger.warn({ err: error }, 'pruning stateless runs failed')), 600_000);
+  pruneTimer.unref();
+
   await sweep();
   const timer = setInterval(() => void sweep().catch((error: unknown) => ctx.logger.warn({ err: error }, 'run recovery sweep failed')), options.sweepIntervalMs ?? 5000);
   timer.unref();
@@ -169,6 +182,7 @@ export async function startRuntime(
     async stop() {
       clearInterval(timer);
       clearInterval(poll);
+      clearInterval(pruneTimer);
       queue.onLocalWake(undefined);
       stop.abort();
       for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
