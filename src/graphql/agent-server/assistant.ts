@@ -72,7 +72,11 @@ builder.queryFields((t) => ({
   assistant: t.field({
     type: AssistantRef,
     description: 'One assistant by ID or graph name.',
-    errors: {},
+    errors: {
+      union: { description: 'The assistant, or why it could not be read.' },
+      result: { description: 'The assistant was found.' },
+      dataField: { description: 'The assistant.' },
+    },
     args: {
       deploymentId: t.arg.id({ required: true, description: 'Deployment ID.' }),
       id: t.arg.string({ required: true, description: 'Assistant ID, or a graph name for its default assistant.' }),

@@ -46,7 +46,11 @@ builder.queryField('run', (t) =>
   t.field({
     type: RunRef,
     description: 'One run by ID.',
-    errors: {},
+    errors: {
+      union: { description: 'The run, or why it could not be read.' },
+      result: { description: 'The run was found.' },
+      dataField: { description: 'The run.' },
+    },
     args: { id: t.arg.id({ required: true, description: 'Run ID.' }) },
     resolve: async (_root, args, ctx) => {
       const deploymentId = await runDeploymentId(ctx, String(args.id));

@@ -75,7 +75,11 @@ builder.queryFields((t) => ({
   thread: t.field({
     type: ThreadRef,
     description: 'One thread.',
-    errors: {},
+    errors: {
+      union: { description: 'The thread, or why it could not be read.' },
+      result: { description: 'The thread was found.' },
+      dataField: { description: 'The thread.' },
+    },
     args: { deploymentId: t.arg.id({ required: true, description: 'Deployment ID.' }), id: t.arg.id({ required: true, description: 'Thread ID.' }) },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
