@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express from 'express';
+import express, { type Router } from 'express';
 import { useServer } from 'graphql-ws/use/ws';
 import { pinoHttp } from 'pino-http';
 import { WebSocketServer } from 'ws';
@@ -10,6 +10,7 @@ import { createGraphQLServer, GRAPHQL_PATH, graphqlContext } from './graphql/yog
 import { errorHandler, graphqlBodyErrorHandler } from './rest/middleware/errors.js';
 import { restRouter } from './rest/router.js';
 import type { Deps } from './services/context.js';
+import type { Viewer } from './services/tenancy/viewer.js';
 
 type EnvelopedRoot = ReturnType<ReturnType<typeof createGraphQLServer>['getEnveloped']>;
 
@@ -21,7 +22,23 @@ export type App = {
   stop(): Promise<void>;
 };
 
-export function buildApp(deps: Deps): App {
+export type AppOptions = {
+  /**
+   * The surfaces this server answers besides /graphql: the platform's REST router by default; the
+   * `serve` command mounts one agent server at the root instead.
+   */
+  routers?: Router[];
+  /**
+   * Act as this viewer instead of authenticating (the local `serve` command, which answers without
+   * credentials like `langgraph dev`).
+   */
+  fixedViewer?: Viewer;
+};
+
+// How long stop() lets open requests (streams, long polls) finish before closing their connections.
+const SHUTDOWN_GRACE_MS = 5_000;
+
+export function buildApp(deps: Deps, options: AppOptions = {}): App {
   const yoga = createGraphQLServer(deps);
   const app = express();
   app.disable('x-powered-by');
@@ -43,9 +60,10 @@ export function buildApp(deps: Deps): App {
   );
   // Parsed here so the configured body limit applies to GraphQL too; yoga reads a pre-parsed body.
   // `all`, not `use`: yoga must see the full path, which `use` would strip.
-  app.all(GRAPHQL_PATH, express.json({ limit: deps.config.bodyLimit }), (req, res) => yoga(req, res));
+  const fixedContext = options.fixedViewer ? { ...deps, viewer: options.fixedViewer } : {};
+  app.all(GRAPHQL_PATH, express.json({ limit: deps.config.bodyLimit }), (req, res) => yoga(req, res, fixedContext));
   app.use(GRAPHQL_PATH, graphqlBodyErrorHandler);
-  app.use(restRouter(deps));
+  for (const router of options.routers ?? [restRouter(deps)]) app.use(router);
   app.use((req, res) => {
     res.status(404).json({ detail: 'Not Found' });
   });
@@ -64,7 +82,9 @@ export function buildApp(deps: Deps): App {
           Object.entries(ctx.connectionParams ?? {}).map(([key, value]) => [key.toLowerCase(), typeof value === 'string' ? value : undefined]),
         );
         const headers = ctx.extra.request.headers;
-        const authenticated = await graphqlContext(deps, (name) => connectionParams[name] ?? (headers[name] as string | undefined));
+        const authenticated = options.fixedViewer
+          ? { ...deps, viewer: options.fixedViewer }
+          : await graphqlContext(deps, (name) => connectionParams[name] ?? (headers[name] as string | undefined));
         // Run graphql-ws operations through yoga's envelop pipeline, so masking and plugins apply.
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...authenticated,
@@ -104,6 +124,8 @@ export function buildApp(deps: Deps): App {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
+        // Streams (SSE runs, GraphQL subscriptions over SSE) never end on their own.
+        setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref();
       });
     },
   };

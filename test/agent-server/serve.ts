@@ -33,6 +33,8 @@ export async function startServe(options: { configPath?: string; dir?: string; e
     AGENT_PLATFORM_SECRET_KEY: secretKey,
     AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
+    // Tracing has its own test (tracing.test.ts); elsewhere it would only add load.
+    AGENT_SERVER_TRACING: 'false',
     ...options.env,
   });
   const deploymentId = /deployment ([0-9a-f-]{36})/.exec(child.output())![1]!;

@@ -143,6 +143,10 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
   }
   if (options.signal.aborted && status === 'success') status = 'interrupted';
   await writer.flush().catch((error: unknown) => ctx.logger.error({ err: error, runId }, 'could not store run events'));
+  // The trace is stored before the run is reported done, so a client reading it after join finds it.
+  await Promise.resolve(tracing?.onEnd?.({ status, error: failure })).catch((error: unknown) =>
+    ctx.logger.warn({ err: error, runId }, 'could not store the run’s trace'),
+  );
 
   const reason = options.signal.reason as CancelReason | undefined;
   let resultJson: string | undefined;
@@ -174,7 +178,6 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
     );
   }
   if (!published) await publishStatus(status, resultJson && resultJson.length < 4000 ? resultJson : undefined);
-  await Promise.resolve(tracing?.onEnd?.({ status, error: failure })).catch(() => undefined);
   if (kwargs.webhook && !(status === 'interrupted' && reason === 'rollback')) {
     void sendWebhook(ctx, kwargs.webhook, { ...row, status, kwargs, values: output, error: failure ? serializeError(failure).message : undefined });
   }

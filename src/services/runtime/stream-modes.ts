@@ -70,6 +70,8 @@ export async function* streamGraphRun(graph: RunnableGraph, input: unknown, opti
   if (modes.has('messages-tuple')) libModes.add('messages');
   const runOptions = {
     ...options.config,
+    // The graph's root run takes the agent run's id: its trace is then addressable by the run id.
+    runId: options.runId,
     streamMode: [...libModes],
     subgraphs: options.subgraphs,
     signal: options.signal,
@@ -98,7 +100,7 @@ export async function* streamGraphRun(graph: RunnableGraph, input: unknown, opti
   // LangChain's event stream: graph chunks arrive as on_chain_stream events of the root run.
   const partial = new Map<string, { concat(other: unknown): unknown }>();
   const completed = new Set<string>();
-  const events = graph.streamEvents(input, { ...runOptions, version: 'v2', runId: options.runId } as never) as unknown;
+  const events = graph.streamEvents(input, { ...runOptions, version: 'v2' } as never) as unknown;
   for await (const event of events as AsyncIterable<{ event: string; run_id: string; tags?: string[]; data: { chunk?: unknown }; metadata?: Json }>) {
     if (event.tags?.includes('langsmith:hidden')) continue;
     const isRootChunk = event.event === 'on_chain_stream' && event.run_id === options.runId;
