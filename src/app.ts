@@ -29,17 +29,17 @@ export type AppOptions = {
    */
   routers?: Router[];
   /**
-   * Act as this viewer instead of authenticating (the local `serve` command, which answers without
-   * credentials like `langgraph dev`).
+   * Who a GraphQL request without an API key acts as (the local `serve` command answers without
+   * credentials, like `langgraph dev`); by default such requests get 401.
    */
-  fixedViewer?: Viewer;
+  anonymousViewer?: Viewer;
 };
 
 // How long stop() lets open requests (streams, long polls) finish before closing their connections.
 const SHUTDOWN_GRACE_MS = 5_000;
 
 export function buildApp(deps: Deps, options: AppOptions = {}): App {
-  const yoga = createGraphQLServer(deps);
+  const yoga = createGraphQLServer(deps, { anonymousViewer: options.anonymousViewer });
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
@@ -60,8 +60,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   );
   // Parsed here so the configured body limit applies to GraphQL too; yoga reads a pre-parsed body.
   // `all`, not `use`: yoga must see the full path, which `use` would strip.
-  const fixedContext = options.fixedViewer ? { ...deps, viewer: options.fixedViewer } : {};
-  app.all(GRAPHQL_PATH, express.json({ limit: deps.config.bodyLimit }), (req, res) => yoga(req, res, fixedContext));
+  app.all(GRAPHQL_PATH, express.json({ limit: deps.config.bodyLimit }), (req, res) => yoga(req, res));
   app.use(GRAPHQL_PATH, graphqlBodyErrorHandler);
   for (const router of options.routers ?? [restRouter(deps)]) app.use(router);
   app.use((req, res) => {
@@ -82,9 +81,11 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
           Object.entries(ctx.connectionParams ?? {}).map(([key, value]) => [key.toLowerCase(), typeof value === 'string' ? value : undefined]),
         );
         const headers = ctx.extra.request.headers;
-        const authenticated = options.fixedViewer
-          ? { ...deps, viewer: options.fixedViewer }
-          : await graphqlContext(deps, (name) => connectionParams[name] ?? (headers[name] as string | undefined));
+        const authenticated = await graphqlContext(
+          deps,
+          (name) => connectionParams[name] ?? (headers[name] as string | undefined),
+          options.anonymousViewer,
+        );
         // Run graphql-ws operations through yoga's envelop pipeline, so masking and plugins apply.
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...authenticated,

@@ -20,7 +20,7 @@ import { RunQueue } from './services/runtime/run-queue.js';
 import { type Runtime, startRuntime } from './services/runtime/runtime.js';
 import { registerDeploymentScope } from './services/runtime/scopes.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
-import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';
+import { LOCAL_VIEWER, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
 import { createAgentRunTracer } from './services/traces/agent-run-tracer.js';
 import { BOSS_SCHEMA } from './workers/boss.js';
 
@@ -85,8 +85,9 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
       cleanup.push(() => runtime!.stop());
     }
 
-    // Served without credentials, like `langgraph dev`: GraphQL acts as the platform itself.
-    const app = buildApp(deps, { routers: [agentServerRouter(deps, scope)], fixedViewer: SYSTEM_VIEWER });
+    // Served without credentials, like `langgraph dev`: a GraphQL request without a key may use this
+    // deployment but none of the platform's tenants (their data needs an API key, as on the platform).
+    const app = buildApp(deps, { routers: [agentServerRouter(deps, scope)], anonymousViewer: LOCAL_VIEWER });
     cleanup.push(() => app.stop());
     const url = await app.start(config.port, config.host);
     return { url, deploymentId, graphIds: graphs.graphIds(), firstApiKey: bootstrap?.key, tracing, stop };

@@ -5,6 +5,7 @@ import { GraphQLError } from 'graphql';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { AppError, isAppError } from '../errors.js';
 import type { Deps } from '../services/context.js';
+import type { Viewer } from '../services/tenancy/viewer.js';
 import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
 import type { GraphQLContext } from './builder.js';
 import { schema } from './schema.js';
@@ -17,7 +18,8 @@ const HTTP_STATUS: Partial<Record<AppError['code'], number>> = { UNAUTHENTICATED
 export type HeaderSource = (name: string) => string | undefined;
 
 /** Authenticates a GraphQL operation; failures become GraphQL errors with the REST status codes. */
-export async function graphqlContext(deps: Deps, header: HeaderSource): Promise<GraphQLContext> {
+export async function graphqlContext(deps: Deps, header: HeaderSource, anonymousViewer?: Viewer): Promise<GraphQLContext> {
+  if (anonymousViewer && !header('x-api-key')) return { ...deps, viewer: anonymousViewer };
   try {
     const viewer = await authenticateApiKey(deps, header('x-api-key'), header('x-tenant-id'));
     return { ...deps, viewer };
@@ -39,7 +41,11 @@ function toGraphQLError(error: unknown): GraphQLError | undefined {
   });
 }
 
-export function createGraphQLServer(deps: Deps): YogaServerInstance<Partial<GraphQLContext>, GraphQLContext> {
+/**
+ * `anonymousViewer`: who a request without an API key acts as (the local `serve` command); by default
+ * such requests are refused with 401.
+ */
+export function createGraphQLServer(deps: Deps, options: { anonymousViewer?: Viewer } = {}): YogaServerInstance<Partial<GraphQLContext>, GraphQLContext> {
   return createYoga<Partial<GraphQLContext>, GraphQLContext>({
     schema,
     graphqlEndpoint: GRAPHQL_PATH,
@@ -56,7 +62,9 @@ export function createGraphQLServer(deps: Deps): YogaServerInstance<Partial<Grap
     // graphql-ws operations arrive already authenticated (src/app.ts passes their context in); HTTP
     // requests are authenticated here from their headers.
     context: (initial) =>
-      initial.viewer ? (initial as GraphQLContext) : graphqlContext(deps, (name) => initial.request.headers.get(name) ?? undefined),
+      initial.viewer
+        ? (initial as GraphQLContext)
+        : graphqlContext(deps, (name) => initial.request.headers.get(name) ?? undefined, options.anonymousViewer),
     logging: {
       debug: (...args) => deps.logger.debug({ args }, 'graphql'),
       info: (...args) => deps.logger.info({ args }, 'graphql'),

@@ -100,6 +100,12 @@ const AUTHENTICATE_SQL = `
     JOIN organization_memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
    WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`;
 
+/** The API-key viewer of a tenant-scoped call; a local (serve) caller has no tenant: FORBIDDEN. */
+function tenantViewer(ctx: ServiceContext): ApiKeyViewer {
+  if (ctx.viewer.kind !== 'api-key') throw AppError.forbidden();
+  return ctx.viewer;
+}
+
 // ───────────────────────────── organizations ─────────────────────────────
 
 /** Creates an organization. System only (admin CLI, bootstrap); throws FORBIDDEN for API keys. */
@@ -111,7 +117,7 @@ export async function createOrganization(ctx: ServiceContext, input: Organizatio
 
 /** Organizations the viewer belongs to (all of them for the system). */
 export async function listOrganizations(ctx: ServiceContext, query: Prisma.OrganizationFindManyArgs = {}) {
-  const where = ctx.viewer.kind === 'system' ? {} : { id: ctx.viewer.organizationId };
+  const where = ctx.viewer.kind === 'system' ? {} : { id: tenantViewer(ctx).organizationId };
   return ctx.db.prisma.organization.findMany({ ...query, where, orderBy: { createdAt: 'asc' } });
 }
 
@@ -175,6 +181,7 @@ export async function getWorkspace(ctx: ServiceContext, id: string, query: Omit<
 function readableWorkspacesWhere(ctx: ServiceContext, organizationId?: string): Prisma.WorkspaceWhereInput {
   const { viewer } = ctx;
   if (viewer.kind === 'system') return organizationId ? { organizationId } : {};
+  if (viewer.kind === 'local') return { id: { in: [] } };
   const scope: Prisma.WorkspaceWhereInput = { organizationId: viewer.organizationId };
   if (viewer.keyWorkspaceId) return { ...scope, id: viewer.keyWorkspaceId };
   if (can(viewer, 'workspaces:read')) return scope; // organization admins read every workspace
@@ -219,7 +226,7 @@ export async function createUser(ctx: ServiceContext, input: UserCreateInput) {
 /** Users of an organization (the viewer's own for API keys). Needs organization:read. */
 export async function listUsers(ctx: ServiceContext, options: { organizationId?: string } = {}, query: Prisma.UserFindManyArgs = {}) {
   assertCan(ctx.viewer, 'organization:read');
-  const organizationId = ctx.viewer.kind === 'system' ? options.organizationId : ctx.viewer.organizationId;
+  const organizationId = ctx.viewer.kind === 'system' ? options.organizationId : tenantViewer(ctx).organizationId;
   return ctx.db.prisma.user.findMany({
     ...query,
     where: organizationId ? { organizationMemberships: { some: { organizationId } } } : {},
@@ -255,6 +262,7 @@ export async function createApiKey(ctx: ServiceContext, input: ApiKeyCreateInput
     });
     if (!membership) throw AppError.notFound(`User ${userId} is not a member of organization ${organizationId}.`);
   } else {
+    if (viewer.kind === 'local') throw AppError.forbidden();
     userId = viewer.userId;
     organizationId = viewer.organizationId;
     if (viewer.keyWorkspaceId) {
@@ -308,6 +316,7 @@ export async function revokeApiKey(ctx: ServiceContext, id: string) {
 function apiKeysVisibleTo(ctx: ServiceContext, organizationId?: string): Prisma.ApiKeyWhereInput {
   const { viewer } = ctx;
   if (viewer.kind === 'system') return organizationId ? { organizationId } : {};
+  if (viewer.kind === 'local') return { id: { in: [] } };
   if (!viewer.keyWorkspaceId && can(viewer, 'organization:manage')) return { organizationId: viewer.organizationId };
   return { organizationId: viewer.organizationId, userId: viewer.userId };
 }

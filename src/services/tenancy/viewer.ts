@@ -42,13 +42,22 @@ export type ApiKeyViewer = {
 /** The platform itself (admin CLI, bootstrap, workers): allowed everything, in every organization. */
 export type SystemViewer = { kind: 'system' };
 
-export type Viewer = ApiKeyViewer | SystemViewer;
+/**
+ * An unauthenticated caller of a local `agent-platform serve` (like `langgraph dev`): it may use the
+ * served deployment (agentContext allows it) and nothing of the platform's tenants.
+ */
+export type LocalViewer = { kind: 'local' };
+
+export type Viewer = ApiKeyViewer | SystemViewer | LocalViewer;
+
+export const LOCAL_VIEWER: LocalViewer = { kind: 'local' };
 
 export const SYSTEM_VIEWER: SystemViewer = { kind: 'system' };
 
 /** Whether the viewer holds `permission`, organization-wide or in `workspaceId`. */
 export function can(viewer: Viewer, permission: Permission, workspaceId?: string): boolean {
   if (viewer.kind === 'system') return true;
+  if (viewer.kind === 'local') return false;
   if (viewer.keyWorkspaceId && workspaceId && workspaceId !== viewer.keyWorkspaceId) return false;
   const organizationPermissions = ORGANIZATION_ROLE_PERMISSIONS[viewer.organizationRole];
   // A workspace-scoped key never carries organization-wide management rights.
@@ -77,6 +86,7 @@ export function requireWorkspace(viewer: Viewer): string {
 /** The organization the viewer acts in; system callers must name one. */
 export function organizationOf(viewer: Viewer, explicit?: string): string {
   if (viewer.kind === 'api-key') return viewer.organizationId;
+  if (viewer.kind === 'local') throw AppError.forbidden();
   if (!explicit) throw AppError.badRequest('organizationId is required.');
   return explicit;
 }

@@ -17,6 +17,7 @@ import { assertCan, can, type Permission } from '../tenancy/viewer.js';
 export async function traceWorkspace(ctx: ServiceContext, permission: Permission): Promise<string> {
   const { viewer } = ctx;
   if (viewer.kind === 'system') throw AppError.badRequest('Name a workspace for trace operations.');
+  if (viewer.kind === 'local') throw AppError.forbidden('Traces need an API key.');
   if (viewer.workspaceId) {
     assertCan(viewer, permission, viewer.workspaceId);
     return viewer.workspaceId;
