@@ -15,8 +15,9 @@ let counting: PrismaClient;
 
 beforeAll(async () => {
   platform = await startTestPlatform();
-  counting = new PrismaClient({ adapter: new PrismaPg(platform.deps.db.pool), log: [{ emit: 'event', level: 'query' }] });
-  counting.$on('query', () => statements++);
+  const logging = new PrismaClient({ adapter: new PrismaPg(platform.deps.db.pool), log: [{ emit: 'event', level: 'query' }] });
+  logging.$on('query', () => statements++);
+  counting = logging as unknown as PrismaClient;
   app = buildApp({ ...platform.deps, db: { ...platform.deps.db, prisma: counting } });
   url = await app.start(0, '127.0.0.1');
 });
