@@ -106,6 +106,9 @@ export function multipartBoundary(contentType: string | undefined): string {
   return boundary;
 }
 
+const HEADER_END = Buffer.from('\r\n\r\n');
+const NAME_PARAM = /;\s*name\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))/i;
+
 /** Splits a multipart/form-data body into its parts (binary-safe). Throws VALIDATION_FAILED when malformed. */
 export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] {
   const malformed = (msg: string) => invalid(['body'], `malformed multipart body: ${msg}`, 'multipart');
@@ -114,23 +117,29 @@ export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] 
   const parts: MultipartPart[] = [];
   let pos = body.indexOf(delimiter);
   if (pos < 0) throw malformed('boundary not found');
+  // The hot path of ingestion (an SDK batch is ~500 parts): header lines are scanned by hand rather than
+  // split and matched with regular expressions, and a part's declared length is checked with one compare.
   for (;;) {
     pos += delimiter.length;
     if (body[pos] === 0x2d && body[pos + 1] === 0x2d) break; // "--": the close delimiter
     while (body[pos] === 0x20 || body[pos] === 0x09) pos++; // transport padding
     if (body[pos] !== 0x0d || body[pos + 1] !== 0x0a) throw malformed('expected CRLF after a boundary');
     pos += 2;
-    const headerEnd = body.indexOf('\r\n\r\n', pos);
+    const headerEnd = body.indexOf(HEADER_END, pos);
     if (headerEnd < 0) throw malformed('unterminated part headers');
     const headers: Record<string, string> = {};
-    for (const line of body.toString('utf8', pos, headerEnd).split('\r\n')) {
-      const colon = line.indexOf(':');
-      if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    const block = body.toString('utf8', pos, headerEnd);
+    for (let start = 0; start < block.length; ) {
+      let end = block.indexOf('\r\n', start);
+      if (end < 0) end = block.length;
+      const colon = block.indexOf(':', start);
+      if (colon > start && colon < end) headers[block.slice(start, colon).trim().toLowerCase()] = block.slice(colon + 1, end).trim();
+      start = end + 2;
     }
     const disposition = headers['content-disposition'] ?? '';
-    const nameMatch = /;\s*name\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))/i.exec(disposition);
-    const name = nameMatch ? (nameMatch[1]?.replace(/\\(.)/g, '$1') ?? nameMatch[2]!) : undefined;
-    if (!/^form-data\b/i.test(disposition) || name === undefined) throw malformed('a part has no form-data name');
+    const nameMatch = NAME_PARAM.exec(disposition);
+    const name = nameMatch ? (nameMatch[1] !== undefined ? (nameMatch[1].includes('\\') ? nameMatch[1].replace(/\\(.)/g, '$1') : nameMatch[1]) : nameMatch[2]!) : undefined;
+    if (!isFormData(disposition) || name === undefined) throw malformed('a part has no form-data name');
     const contentType = headers['content-type'] ?? 'text/plain';
     const dataStart = headerEnd + 4;
     let dataEnd = -1;
@@ -148,10 +157,33 @@ export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] 
   return parts;
 }
 
+/** `form-data` as the disposition type (case-insensitive, followed by a non-word character or the end). */
+function isFormData(disposition: string): boolean {
+  if (disposition.length < 9 || disposition.slice(0, 9).toLowerCase() !== 'form-data') return false;
+  if (disposition.length === 9) return true;
+  const next = disposition.charCodeAt(9);
+  // \b after "form-data": the next character is not [A-Za-z0-9_].
+  return !((next >= 48 && next <= 57) || (next >= 65 && next <= 90) || (next >= 97 && next <= 122) || next === 95);
+}
+
 function declaredLength(headers: Record<string, string>, contentType: string): number | undefined {
-  const text = headers['content-length'] ?? /;\s*length\s*=\s*(\d+)/i.exec(contentType)?.[1];
-  if (text === undefined || !/^\d{1,12}$/.test(text.trim())) return undefined;
-  return Number(text);
+  let text = headers['content-length'];
+  if (text === undefined) {
+    // `; length=N` in the content type (what the langsmith SDK sends).
+    const at = contentType.toLowerCase().indexOf('length');
+    if (at < 0) return undefined;
+    text = /;\s*length\s*=\s*(\d+)/i.exec(contentType)?.[1];
+  }
+  if (text === undefined) return undefined;
+  text = text.trim();
+  if (text.length === 0 || text.length > 12) return undefined;
+  let value = 0;
+  for (let i = 0; i < text.length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return undefined;
+    value = value * 10 + digit;
+  }
+  return value;
 }
 
 const RUN_FIELDS = new Set(['inputs', 'outputs', 'events', 'extra', 'error', 'serialized']);
@@ -168,17 +200,18 @@ export function multipartToBatch(parts: MultipartPart[]): RunBatch {
   const fields: { method: 'post' | 'patch'; id: string; field: string; value: unknown; part: string }[] = [];
   const attachments: RunAttachment[] = [];
   for (const part of parts) {
-    const [kind, id, ...rest] = part.name.split('.');
-    const loc = ['body', part.name];
+    const [kind, rawId, ...rest] = part.name.split('.');
+    const loc = () => ['body', part.name];
     if (kind === 'feedback') continue;
     if (kind === 'attachment') {
-      if (!isUuid(id) || !rest.length) throw invalid(loc, 'expected attachment.<run id>.<name>');
-      attachments.push({ runId: id, name: rest.join('.'), contentType: part.contentType.split(';')[0]!.trim(), data: Buffer.from(part.data) });
+      if (!isUuid(rawId) || !rest.length) throw invalid(loc(), 'expected attachment.<run id>.<name>');
+      attachments.push({ runId: rawId, name: rest.join('.'), contentType: part.contentType.split(';')[0]!.trim(), data: Buffer.from(part.data) });
       continue;
     }
-    if ((kind !== 'post' && kind !== 'patch') || !isUuid(id) || rest.length > 1) {
-      throw invalid(loc, 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
+    if ((kind !== 'post' && kind !== 'patch') || !isUuid(rawId) || rest.length > 1) {
+      throw invalid(loc(), 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
     }
+    const id = rawId.toLowerCase();
     let value: unknown;
     if (rest.length === 1 && LAZY_FIELDS.has(rest[0]!)) {
       // Stored as sent; parsed later only if a derived field needs it.
@@ -187,16 +220,18 @@ export function multipartToBatch(parts: MultipartPart[]): RunBatch {
       try {
         value = JSON.parse(part.data.toString('utf8'));
       } catch {
-        throw invalid(loc, 'is not valid JSON', 'json_invalid');
+        throw invalid(loc(), 'is not valid JSON', 'json_invalid');
       }
     }
     if (rest.length === 0) {
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(loc, 'expected a JSON object', 'dict_type');
-      if (runs[kind].has(id.toLowerCase())) throw invalid(loc, 'appears twice in this request');
-      runs[kind].set(id.toLowerCase(), { ...(value as Record<string, unknown>), id: id.toLowerCase() });
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(loc(), 'expected a JSON object', 'dict_type');
+      if (runs[kind].has(id)) throw invalid(loc(), 'appears twice in this request');
+      // The object is this part's own (just parsed): setting id in place saves a copy of every run.
+      (value as Record<string, unknown>).id = id;
+      runs[kind].set(id, value as Record<string, unknown>);
     } else {
-      if (!RUN_FIELDS.has(rest[0]!)) throw invalid(loc, `unknown run field ${rest[0]}: expected one of ${[...RUN_FIELDS].join(', ')}`);
-      fields.push({ method: kind, id: id.toLowerCase(), field: rest[0]!, value, part: part.name });
+      if (!RUN_FIELDS.has(rest[0]!)) throw invalid(loc(), `unknown run field ${rest[0]}: expected one of ${[...RUN_FIELDS].join(', ')}`);
+      fields.push({ method: kind, id, field: rest[0]!, value, part: part.name });
     }
   }
   for (const { method, id, field, value, part } of fields) {
