@@ -139,6 +139,17 @@ describe('POST /runs and PATCH /runs/{id}', () => {
     expect((await call(`/runs/${id}`)).body.inputs).toEqual({ text: 'ab\ufffdc' });
   });
 
+  it('stores text and list values with quotes, backslashes, commas, braces and NULL exactly as sent', async () => {
+    const id = newId();
+    const awkward = 'say "hi", {x} \\ NULL';
+    const tags = ['q"uote', 'back\\slash', 'comma,brace{}', 'NULL', '', ' spaced '];
+    const response = await call('/runs/batch', {
+      body: { post: [{ id, name: awkward, run_type: 'chain', start_time: iso(), end_time: iso(5), error: awkward, tags, extra: { metadata: { thread_id: awkward } } }] },
+    });
+    expect(response.status).toBe(202);
+    expect((await call(`/runs/${id}`)).body).toMatchObject({ name: awkward, error: awkward, tags, thread_id: awkward, status: 'error' });
+  });
+
   it('accepts gzip JSON bodies', async () => {
     const id = newId();
     const response = await call('/runs/batch', {

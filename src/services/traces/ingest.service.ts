@@ -459,24 +459,43 @@ export function insertRunsUnnestSql(onConflict = 'ON CONFLICT (tenant_id, id) DO
 
 const INSERT_RUNS_UNNEST_SQL = insertRunsUnnestSql();
 
-/** A PostgreSQL array literal of text values (for array columns sent through unnest). */
-function arrayLiteral(values: string[]): string {
-  return `{${values.map((value) => `"${value.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+/** An element of a PostgreSQL array literal: NULL, or the text quoted (backslash and quote escaped). */
+function arrayElement(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  const text = typeof value === 'string' ? value : typeof value === 'boolean' ? (value ? 't' : 'f') : String(value);
+  return text.includes('"') || text.includes('\\') ? `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"` : `"${text}"`;
 }
 
-/** Parameters of insertRunsUnnestSql for these runs: three per-request values, then one per column. */
+/** A PostgreSQL array literal of text values (for array columns sent through unnest). */
+function arrayLiteral(values: string[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) out += (i ? ',' : '') + arrayElement(values[i]);
+  return `${out}}`;
+}
+
+/**
+ * Parameters of insertRunsUnnestSql for these runs: three per-request values, then one per column.
+ * Every column goes as one string (an array literal, or a JSON array for jsonb) built here in one pass:
+ * handing node-postgres JS arrays makes it escape every element with two regular expressions, and
+ * these are 29 columns × every run of every request.
+ */
 export function runColumnArrays(runs: NormalizedRun[], who: Ingester): unknown[] {
   const rows = runs.map((run) => runRowValues(run, who));
-  return [
-    who.workspaceId,
-    who.apiKeyId ?? null,
-    who.userId ?? null,
-    ...RUN_COLUMNS.flatMap(([name, type], index): unknown[] => {
-      if (PER_REQUEST.has(name)) return [];
-      if (type === 'jsonb') return [`[${rows.map((row) => (row[index] as string | null) ?? 'null').join(',')}]`];
-      return [rows.map((row) => (ARRAY_COLUMNS.has(name) ? arrayLiteral(row[index] as string[]) : row[index]))];
-    }),
-  ];
+  const params: unknown[] = [who.workspaceId, who.apiKeyId ?? null, who.userId ?? null];
+  for (let index = 0; index < RUN_COLUMNS.length; index++) {
+    const [name, type] = RUN_COLUMNS[index]!;
+    if (PER_REQUEST.has(name)) continue;
+    let out = type === 'jsonb' ? '[' : '{';
+    for (let r = 0; r < rows.length; r++) {
+      const value = rows[r]![index];
+      if (r) out += ',';
+      if (type === 'jsonb') out += (value as string | null) ?? 'null';
+      else if (ARRAY_COLUMNS.has(name)) out += arrayElement(arrayLiteral(value as string[]));
+      else out += arrayElement(value);
+    }
+    params.push(type === 'jsonb' ? `${out}]` : `${out}}`);
+  }
+  return params;
 }
 
 async function insertRuns(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
