@@ -17,8 +17,8 @@ export interface EventMap {
   'runs.status': { runId: string; threadId: string; status: string };
   /** Agent server: stop a pending or running run. Key: run id; runtimes listen to all. */
   'runs.cancel': { runId: string; action: 'interrupt' | 'rollback' };
-  /** Agent server: runs are waiting in a deployment's queue; wakes its runtimes. Key: deployment id. */
-  'runs.queued': { deploymentId: string };
+  /** Agent server: runs are waiting in a deployment's queue; wakes its runtimes. Key: deployment id. `origin`: the RunQueue that woke its own runtime already. */
+  'runs.queued': { deploymentId: string; origin?: string };
 }
 export type EventName = keyof EventMap;
 
@@ -98,6 +98,16 @@ export class EventBus {
     }
     const n = statement.values.length;
     await this.pool.query(`WITH written AS (${statement.text}) SELECT pg_notify($${n + 1}, $${n + 2})`, [...statement.values, PG_CHANNEL, text]);
+  }
+
+  /**
+   * The `pg_notify(channel, text)` arguments that publish an event, for a statement that notifies
+   * itself (delivered when its transaction commits); undefined when the payload is too large to go
+   * inline (then `publish` after the write).
+   */
+  notifyArguments<N extends EventName>(name: N, payload: EventMap[N], key?: string): [string, string] | undefined {
+    const text = JSON.stringify({ n: name, k: key, p: payload } satisfies Envelope);
+    return Buffer.byteLength(text) > INLINE_LIMIT_BYTES ? undefined : [PG_CHANNEL, text];
   }
 
   /**

@@ -126,40 +126,73 @@ async function createParsedRun(ctx: AgentServerContext, requestedThreadId: strin
   };
 
   const jobId = newId();
-  const { run, inflight } = await inTransaction(ctx, async (client) => {
-    let inflight: { id: string; status: RunStatus }[] = [];
-    if (!temporary) {
-      // Locking the thread row serialises run creation per thread (what `reject` relies on).
-      const { rows: threads } = await client.query<{ inflight: { id: string; status: RunStatus }[] }>(
-        `SELECT coalesce((SELECT json_agg(json_build_object('id', r.id, 'status', r.status) ORDER BY r.created_at)
-                           FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running')), '[]') AS inflight
-         FROM agent_threads t WHERE t.id = $1 AND t.deployment_id = $2 FOR UPDATE OF t`,
-        [threadId, deploymentId],
-      );
-      if (!threads[0]) {
-        if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(THREAD_NOT_FOUND);
-        await client.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now())`, [threadId, deploymentId]);
-      } else {
-        inflight = threads[0].inflight;
-      }
-      if (strategy === 'reject' && inflight.length) throw AppError.conflict(REJECTED);
-    }
+  const job = { runId, threadId, stateful: !temporary, jobId, startAfterSeconds: body.after_seconds ?? undefined };
+  // The job's insert rides in the run's statement (and the runtimes' wake-up with it), so a stateless
+  // run is created in one round trip with no transaction, and a thread's run adds one to its lock.
+  const jobInsert = await ctx.deployment.queue.jobInsert(job);
+  const wake = body.after_seconds ? undefined : ctx.events.notifyArguments('runs.queued', { deploymentId, origin: ctx.deployment.queue.origin }, deploymentId);
+  let woken = false;
+  const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run> => {
     // One statement: the assistant check (no row: no such assistant here), the thread turning busy
-    // with its graph and assistant noted, and the run itself.
-    const { rows } = await client.query<RunRow>(
-      `WITH a AS (SELECT id, graph_id FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
+    // with its graph and assistant noted, the run itself, and its job.
+    const values: unknown[] = [runId, deploymentId, threadId, assistantId, body.metadata ?? {}, JSON.stringify(kwargs), strategy, jobId, !temporary];
+    let text = `WITH a AS (SELECT id, graph_id FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
             t AS (UPDATE agent_threads SET status = 'busy', updated_at = now(),
                     metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text)
-                  WHERE $9 AND id = $3 AND EXISTS (SELECT 1 FROM a) RETURNING id)
-       INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
-       SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a
-       RETURNING *`,
-      [runId, deploymentId, threadId, assistantId, body.metadata ?? {}, JSON.stringify(kwargs), strategy, jobId, !temporary],
-    );
-    if (!rows[0]) throw AppError.notFound('Assistant not found');
-    await ctx.deployment.queue.send(client, { runId, threadId, stateful: !temporary, jobId, startAfterSeconds: body.after_seconds ?? undefined });
-    return { run: toRun(rows[0]), inflight };
-  });
+                  WHERE $9 AND id = $3 AND EXISTS (SELECT 1 FROM a) RETURNING id),
+            r AS (INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
+                  SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a
+                  RETURNING *)`;
+    let select = 'SELECT r.*';
+    if (jobInsert) {
+      values.push(jobInsert.payload);
+      // No run row (unknown assistant): no job either.
+      text += `, j AS (${jobInsert.text.replaceAll('$1::text::json', `(SELECT $${values.length}::text FROM r)::text::json`)})`;
+      select += ', (SELECT count(*) FROM j)::int AS job_rows';
+      if (wake) {
+        values.push(...wake);
+        select += `, pg_notify($${values.length - 1}, $${values.length}) AS woken`;
+      }
+    }
+    const { rows } = await client.query<RunRow & { job_rows?: number; woken?: unknown }>(`${text} ${select} FROM r`, values);
+    const row = rows[0];
+    if (!row) throw AppError.notFound('Assistant not found');
+    if (jobInsert) {
+      const { job_rows: jobRows, woken: _, ...runRow } = row;
+      if (jobRows !== 1) {
+        if (client === ctx.db.pool) await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
+        throw new Error(`The job of run ${runId} was not enqueued`);
+      }
+      woken = wake !== undefined;
+      return toRun(runRow as RunRow);
+    }
+    await ctx.deployment.queue.send(client as pg.PoolClient, job);
+    return toRun(row);
+  };
+
+  const { run, inflight } =
+    temporary && jobInsert
+      ? { run: await insertRun(ctx.db.pool), inflight: [] as { id: string; status: RunStatus }[] }
+      : await inTransaction(ctx, async (client) => {
+          let inflight: { id: string; status: RunStatus }[] = [];
+          if (!temporary) {
+            // Locking the thread row serialises run creation per thread (what `reject` relies on).
+            const { rows: threads } = await client.query<{ inflight: { id: string; status: RunStatus }[] }>(
+              `SELECT coalesce((SELECT json_agg(json_build_object('id', r.id, 'status', r.status) ORDER BY r.created_at)
+                                 FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running')), '[]') AS inflight
+               FROM agent_threads t WHERE t.id = $1 AND t.deployment_id = $2 FOR UPDATE OF t`,
+              [threadId, deploymentId],
+            );
+            if (!threads[0]) {
+              if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(THREAD_NOT_FOUND);
+              await client.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now())`, [threadId, deploymentId]);
+            } else {
+              inflight = threads[0].inflight;
+            }
+            if (strategy === 'reject' && inflight.length) throw AppError.conflict(REJECTED);
+          }
+          return { run: await insertRun(client), inflight };
+        });
 
   if ((strategy === 'interrupt' || strategy === 'rollback') && inflight.length) {
     await cancelRunIds(ctx, inflight.map((r) => r.id), strategy);
@@ -168,7 +201,7 @@ async function createParsedRun(ctx: AgentServerContext, requestedThreadId: strin
   const log = (error: unknown) => ctx.logger.warn({ err: error }, 'could not publish a run event');
   if (!body.after_seconds) {
     ctx.deployment.queue.wakeLocal();
-    void ctx.events.publish('runs.queued', { deploymentId }, deploymentId).catch(log);
+    if (!woken) void ctx.events.publish('runs.queued', { deploymentId, origin: ctx.deployment.queue.origin }, deploymentId).catch(log);
   }
   if (!temporary) void ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId).catch(log);
   return run;

@@ -3,6 +3,7 @@
 // parallel. Runtimes are woken by the `runs.queued` event rather than pg-boss's per-worker notify.
 import type { PgBoss, Queue } from 'pg-boss';
 import type pg from 'pg';
+import { newId } from '../../ids.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
 export type RunJob = { runId: string; threadId?: string };
@@ -32,6 +33,9 @@ export class RunQueue {
 
   private localWaker: (() => void) | undefined;
 
+  /** Names this queue object in `runs.queued` events, so its own runtime (woken locally) can skip them. */
+  readonly origin = newId();
+
   /** A runtime in this process registers here, so runs created here start without a NOTIFY round trip. */
   onLocalWake(waker: (() => void) | undefined): void {
     this.localWaker = waker;
@@ -49,6 +53,32 @@ export class RunQueue {
       throw error;
     });
     return this.ready;
+  }
+
+  /**
+   * The job insert pg-boss would run for `send`, with its one parameter (the job as JSON text) left
+   * for the caller to bind, so the caller can make it part of its own statement (one round trip for
+   * the run row, the job and the wake-up). Undefined when pg-boss's statement is not of the single
+   * INSERT shape that can sit in a WITH clause; callers then use `send`.
+   */
+  async jobInsert(job: { runId: string; threadId: string; stateful: boolean; jobId: string; startAfterSeconds?: number }): Promise<{ text: string; payload: string } | undefined> {
+    await this.ensure();
+    let captured: { text: string; values: unknown[] } | undefined;
+    await this.boss.send(this.name, (job.stateful ? { runId: job.runId, threadId: job.threadId } : { runId: job.runId }) satisfies RunJob, {
+      id: job.jobId,
+      singletonKey: job.threadId,
+      startAfter: job.startAfterSeconds ? job.startAfterSeconds : undefined,
+      db: {
+        executeSql: async (text: string, values?: unknown[]) => {
+          captured = { text, values: values ?? [] };
+          return { rows: [{ id: job.jobId }] };
+        },
+      },
+    });
+    if (!captured || captured.values.length !== 1 || typeof captured.values[0] !== 'string') return undefined;
+    const text = captured.text.trim();
+    if (!/^INSERT\b/i.test(text) || /\$(?!1\b)\d/.test(text) || !text.includes('$1::text::json')) return undefined;
+    return { text, payload: captured.values[0] };
   }
 
   /** Enqueues a run inside the caller's transaction (`client`), so the job exists exactly when the row does. */

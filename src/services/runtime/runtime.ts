@@ -71,52 +71,59 @@ export async function startRuntime(
          WHERE r.id = $1 AND n.status = 'pending' AND n.id <> r.id) AS waiting`,
       [runId],
     );
-    if (rows[0]?.waiting) await ctx.events.publish('runs.queued', { deploymentId: ctx.deployment.deploymentId }, ctx.deployment.deploymentId);
+    if (rows[0]?.waiting) {
+      wake();
+      await ctx.events.publish('runs.queued', { deploymentId: ctx.deployment.deploymentId, origin: queue.origin }, ctx.deployment.deploymentId);
+    }
   };
 
   // One dispatcher per process instead of pg-boss workers: pg-boss wakes every local worker on each
-  // job (one fetch query per worker per run), while this fetches only the free slots' worth of jobs
-  // when woken (a `runs.queued` NOTIFY, a run finishing) or, as a backstop, once a second.
+  // job (one fetch query per worker per run), while this fetches only the free slots' worth of jobs,
+  // and only when jobs may be waiting: after a wake-up (a run created here, a `runs.queued` NOTIFY
+  // from elsewhere, the once-a-second backstop) or when the last fetch filled every free slot.
   let running = 0;
   let fetching = false;
-  let again = false;
+  let mayHaveJobs = true;
   const pump = async (): Promise<void> => {
-    if (fetching) {
-      again = true;
-      return;
-    }
+    if (fetching) return; // the fetch in flight loops again if a wake-up came meanwhile
     fetching = true;
     try {
-      do {
-        again = false;
-        while (running < options.concurrency && !stop.signal.aborted) {
-          const wanted = options.concurrency - running;
-          const jobs = await queue.boss.fetch<RunJob>(queue.name, { batchSize: wanted });
-          for (const job of jobs) {
-            running++;
-            void handle(job).finally(() => {
-              running--;
-              void pump();
-            });
-          }
-          if (jobs.length < wanted) break;
+      while (mayHaveJobs && running < options.concurrency && !stop.signal.aborted) {
+        mayHaveJobs = false;
+        const wanted = options.concurrency - running;
+        const jobs = await queue.boss.fetch<RunJob>(queue.name, { batchSize: wanted });
+        for (const job of jobs) {
+          running++;
+          void handle(job).finally(() => {
+            running--;
+            if (mayHaveJobs) void pump();
+          });
         }
-      } while (again && !stop.signal.aborted);
+        if (jobs.length >= wanted) mayHaveJobs = true;
+      }
     } catch (error) {
+      mayHaveJobs = true;
       ctx.logger.warn({ err: error }, 'could not fetch runs');
     } finally {
       fetching = false;
     }
   };
+  const wake = () => {
+    mayHaveJobs = true;
+    void pump();
+  };
 
   await queue.ensure();
   void (async () => {
-    for await (const _ of ctx.events.subscribe('runs.queued', { key: ctx.deployment.deploymentId, signal: stop.signal })) void pump();
+    for await (const { origin } of ctx.events.subscribe('runs.queued', { key: ctx.deployment.deploymentId, signal: stop.signal })) {
+      // Runs created through this queue object woke this runtime in-process already.
+      if (origin !== queue.origin) wake();
+    }
   })();
-  queue.onLocalWake(() => void pump());
-  const poll = setInterval(() => void pump(), 1000);
+  queue.onLocalWake(wake);
+  const poll = setInterval(wake, 1000);
   poll.unref();
-  void pump();
+  wake();
 
   const sweep = async (): Promise<number> => {
     const { rows } = await ctx.db.pool.query<{ id: string; thread_id: string; worker_id: string; job_id: string | null }>(
