@@ -190,6 +190,8 @@ const RUN_FIELDS = new Set(['inputs', 'outputs', 'events', 'extra', 'error', 'se
 // Fields kept as text: stored as sent, parsed only when a derived field needs them (error is tiny).
 const LAZY_FIELDS = new Set(['inputs', 'outputs', 'events', 'serialized', 'extra']);
 
+const partLoc = (part: MultipartPart) => ['body', part.name];
+
 /**
  * Turns multipart parts into a RunBatch: `post.<id>` / `patch.<id>` hold the run, `post.<id>.<field>`
  * (inputs, outputs, events, extra, error, serialized) its large fields, `attachment.<id>.<name>` files.
@@ -201,15 +203,14 @@ export function multipartToBatch(parts: MultipartPart[]): RunBatch {
   const attachments: RunAttachment[] = [];
   for (const part of parts) {
     const [kind, rawId, ...rest] = part.name.split('.');
-    const loc = () => ['body', part.name];
     if (kind === 'feedback') continue;
     if (kind === 'attachment') {
-      if (!isUuid(rawId) || !rest.length) throw invalid(loc(), 'expected attachment.<run id>.<name>');
+      if (!isUuid(rawId) || !rest.length) throw invalid(partLoc(part), 'expected attachment.<run id>.<name>');
       attachments.push({ runId: rawId, name: rest.join('.'), contentType: part.contentType.split(';')[0]!.trim(), data: Buffer.from(part.data) });
       continue;
     }
     if ((kind !== 'post' && kind !== 'patch') || !isUuid(rawId) || rest.length > 1) {
-      throw invalid(loc(), 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
+      throw invalid(partLoc(part), 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
     }
     const id = rawId.toLowerCase();
     let value: unknown;
@@ -220,17 +221,17 @@ export function multipartToBatch(parts: MultipartPart[]): RunBatch {
       try {
         value = JSON.parse(part.data.toString('utf8'));
       } catch {
-        throw invalid(loc(), 'is not valid JSON', 'json_invalid');
+        throw invalid(partLoc(part), 'is not valid JSON', 'json_invalid');
       }
     }
     if (rest.length === 0) {
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(loc(), 'expected a JSON object', 'dict_type');
-      if (runs[kind].has(id)) throw invalid(loc(), 'appears twice in this request');
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(partLoc(part), 'expected a JSON object', 'dict_type');
+      if (runs[kind].has(id)) throw invalid(partLoc(part), 'appears twice in this request');
       // The object is this part's own (just parsed): setting id in place saves a copy of every run.
       (value as Record<string, unknown>).id = id;
       runs[kind].set(id, value as Record<string, unknown>);
     } else {
-      if (!RUN_FIELDS.has(rest[0]!)) throw invalid(loc(), `unknown run field ${rest[0]}: expected one of ${[...RUN_FIELDS].join(', ')}`);
+      if (!RUN_FIELDS.has(rest[0]!)) throw invalid(partLoc(part), `unknown run field ${rest[0]}: expected one of ${[...RUN_FIELDS].join(', ')}`);
       fields.push({ method: kind, id, field: rest[0]!, value, part: part.name });
     }
   }
