@@ -61,12 +61,11 @@ export function runsRouter(): Router {
     });
 
     router.post(`${base}/wait`, async (req, res) => {
-      const run = await runs.createRun(req.agent, threadOf(req), req.body ?? {});
       const disconnected = new AbortController();
       res.on('close', () => {
         if (!res.writableFinished) disconnected.abort();
       });
-      const done = await runs.waitForRun(req.agent, run.runId, disconnected.signal);
+      const { run, done } = await runs.createRunAndWait(req.agent, threadOf(req), req.body ?? {}, disconnected.signal);
       if (disconnected.signal.aborted) {
         if (req.body?.on_disconnect === 'cancel') await runs.cancelRunIds(req.agent, [run.runId], 'interrupt');
         return;

@@ -102,6 +102,7 @@ export class RunEventWriter {
   private queue: RunEvent[] = [];
   private writing: Promise<void> | undefined;
   private failure: unknown;
+  private holding = false;
 
   constructor(
     private readonly deps: Pick<Deps, 'db' | 'events'>,
@@ -122,9 +123,49 @@ export class RunEventWriter {
     if (this.failure) throw this.failure;
   }
 
+  /**
+   * The run's last write: whatever is still queued is stored in the same statement as `outcome` (the
+   * run's row update) and signalled in one NOTIFY together with `final` (its status), so a fast run's
+   * tail costs one round trip. Nothing may be pushed afterwards. Falls back to separate writes when
+   * the signal is too large to go inline.
+   */
+  async finish(outcome: { text: string; values: unknown[] }, final?: Pick<RunStreamSignal, 'status' | 'output'>): Promise<void> {
+    this.holding = true;
+    while (this.writing) await this.writing;
+    const batch = this.queue;
+    this.queue = [];
+    const size = batch.reduce((sum, e) => sum + e.data.length + e.event.length + 32, 0);
+    const lastSeq = batch.length ? batch[batch.length - 1]!.seq : undefined;
+    const signal: RunStreamSignal = { runId: this.runId, ...(batch.length ? (size < INLINE_SIGNAL_BYTES ? { events: batch, lastSeq } : { lastSeq }) : {}), ...final };
+    const notify = batch.length || final ? this.deps.events.notifyArguments('runs.stream', signal, this.runId) : undefined;
+    if ((batch.length || final) && !notify) {
+      this.holding = false;
+      this.queue = batch;
+      if (batch.length) this.writing = this.drain();
+      await this.flush();
+      if (final) await this.deps.events.writeAndPublish(outcome, 'runs.stream', { runId: this.runId, ...final }, this.runId);
+      else await this.deps.db.pool.query(outcome.text, outcome.values);
+      return;
+    }
+    if (this.failure) throw this.failure;
+    const values = [...outcome.values];
+    let text = `WITH outcome AS (${outcome.text})`;
+    if (batch.length) {
+      const n = values.push(this.runId, batch.map((e) => e.seq), batch.map((e) => e.event), batch.map((e) => e.data));
+      text += `, events AS (INSERT INTO run_events (run_id, seq, event, data) SELECT $${n - 3}, * FROM unnest($${n - 2}::int[], $${n - 1}::text[], $${n}::text[]))`;
+    }
+    if (notify) {
+      const n = values.push(...notify);
+      text += ` SELECT pg_notify($${n - 1}, $${n})`;
+    } else {
+      text += ' SELECT 1';
+    }
+    await this.deps.db.pool.query(text, values);
+  }
+
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length) {
+      while (this.queue.length && !this.holding) {
         const batch = this.queue;
         this.queue = [];
         const size = batch.reduce((sum, e) => sum + e.data.length + e.event.length + 32, 0);

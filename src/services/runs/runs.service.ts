@@ -8,7 +8,7 @@ import { parseInput } from '../validate.js';
 import { defaultAssistantId } from '../runtime/graph-registry.js';
 import type { AgentServerContext } from '../runtime/deployment-scope.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
-import { followRunEvents, isTerminalStatus, type RunEvent } from './run-stream.js';
+import { followRunEvents, isTerminalStatus, type RunEvent, type RunStreamSignal } from './run-stream.js';
 import {
   RunBatchCreate,
   RunCancelQuery,
@@ -97,7 +97,7 @@ export async function createRun(ctx: AgentServerContext, threadId: string | null
   return createParsedRun(ctx, threadId, parseInput(RunCreate, input, 'body'));
 }
 
-async function createParsedRun(ctx: AgentServerContext, requestedThreadId: string | null, body: RunCreate): Promise<Run> {
+async function createParsedRun(ctx: AgentServerContext, requestedThreadId: string | null, body: RunCreate, runId = newId()): Promise<Run> {
   const { deploymentId } = ctx.deployment;
   const assistantId = resolveAssistantId(ctx, body.assistant_id);
   const strategy: MultitaskStrategy = body.multitask_strategy ?? 'enqueue';
@@ -105,7 +105,6 @@ async function createParsedRun(ctx: AgentServerContext, requestedThreadId: strin
   const temporary = stateless && (body.on_completion ?? 'delete') === 'delete';
   if (requestedThreadId !== null && !isUuid(requestedThreadId)) throw AppError.notFound(THREAD_NOT_FOUND);
   const threadId = requestedThreadId?.toLowerCase() ?? newId();
-  const runId = newId();
 
   const configurable: Json = { ...(body.config?.configurable ?? {}) };
   if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
@@ -333,26 +332,60 @@ export async function cancelRuns(ctx: AgentServerContext, input: unknown, option
 
 /** Resolves with the run once it has ended (or undefined if it was deleted, e.g. rolled back). */
 export async function waitForRun(ctx: AgentServerContext, runId: string, signal?: AbortSignal): Promise<Run | undefined> {
+  return withRunSignals(ctx, runId, signal, async (signals) => {
+    const row = await findRunRow(ctx, runId);
+    if (!row || isTerminalStatus(row.status)) return row && toRun(row);
+    return followToEnd(ctx, toRun(row), signals);
+  });
+}
+
+/**
+ * Creates a run and resolves once it has ended (runs/wait). The run's signals are subscribed to
+ * before the run exists, so its end cannot fall between its creation and the subscription, and the
+ * row need not be read back.
+ */
+export async function createRunAndWait(
+  ctx: AgentServerContext,
+  threadId: string | null,
+  input: unknown,
+  signal?: AbortSignal,
+): Promise<{ run: Run; done: Run | undefined }> {
+  const body = parseInput(RunCreate, input, 'body');
+  const runId = newId();
+  return withRunSignals(ctx, runId, signal, async (signals) => {
+    const run = await createParsedRun(ctx, threadId, body, runId);
+    return { run, done: await followToEnd(ctx, run, signals) };
+  });
+}
+
+async function withRunSignals<T>(
+  ctx: AgentServerContext,
+  runId: string,
+  signal: AbortSignal | undefined,
+  work: (signals: AsyncGenerator<RunStreamSignal>) => Promise<T>,
+): Promise<T> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   signal?.addEventListener('abort', onAbort, { once: true });
-  const signals = ctx.events.subscribe('runs.stream', { key: runId, signal: stop.signal });
   try {
-    let row = await findRunRow(ctx, runId);
-    if (!row || isTerminalStatus(row.status)) return row && toRun(row);
-    for await (const event of signals) {
-      if (event.status && isTerminalStatus(event.status)) {
-        // Small results ride on the final signal; larger ones are read from the row.
-        if (event.output !== undefined) return { ...toRun(row), status: event.status as RunStatus, output: JSON.parse(event.output) };
-        break;
-      }
-    }
-    row = await findRunRow(ctx, runId);
-    return row && toRun(row);
+    return await work(ctx.events.subscribe('runs.stream', { key: runId, signal: stop.signal }));
   } finally {
     signal?.removeEventListener('abort', onAbort);
     stop.abort();
   }
+}
+
+/** Follows a run not yet ended (as of `run`) to its end through signals subscribed to before `run` was read. */
+async function followToEnd(ctx: AgentServerContext, run: Run, signals: AsyncGenerator<RunStreamSignal>): Promise<Run | undefined> {
+  for await (const event of signals) {
+    if (event.status && isTerminalStatus(event.status)) {
+      // Small results ride on the final signal; larger ones are read from the row.
+      if (event.output !== undefined) return { ...run, status: event.status as RunStatus, output: JSON.parse(event.output) };
+      break;
+    }
+  }
+  const row = await findRunRow(ctx, run.runId);
+  return row && toRun(row);
 }
 
 /**

@@ -142,7 +142,7 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
     }
   }
   if (options.signal.aborted && status === 'success') status = 'interrupted';
-  await writer.flush().catch((error: unknown) => ctx.logger.error({ err: error, runId }, 'could not store run events'));
+  const eventsLost = (error: unknown) => ctx.logger.error({ err: error, runId }, 'could not store run events');
   // The trace is stored before the run is reported done, so a client reading it after join finds it.
   await Promise.resolve(tracing?.onEnd?.({ status, error: failure })).catch((error: unknown) =>
     ctx.logger.warn({ err: error, runId }, 'could not store the run’s trace'),
@@ -153,6 +153,7 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
   let published = false;
   if (status === 'interrupted' && reason === 'rollback') {
     // Rollback: the run never happened. Remove it, its events and the checkpoints it wrote.
+    await writer.flush().catch(eventsLost);
     await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
     await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = $1', [runId]);
     if (!kwargs.temporary) await deleteCheckpointsAfter(ctx.deployment.persistence.pool, threadId, startCheckpoint);
@@ -164,12 +165,20 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
     const result = failure ? { __error__: serializeError(failure) } : output;
     resultJson = serializeJson(result);
     const statement = { text: `UPDATE agent_runs SET status = $2, output = $3, updated_at = now(), ended_at = now() WHERE id = $1`, values: [runId, status, resultJson] };
+    // The stream's last events go in the outcome's statement.
     if (kwargs.temporary) {
-      // No thread to update first: record the outcome and tell the readers in one round trip.
-      await ctx.events.writeAndPublish(statement, 'runs.stream', { runId, status, output: resultJson.length < 4000 ? resultJson : undefined }, runId);
+      // No thread to update first: record the outcome and tell the readers in the same round trip.
+      const final = { status, output: resultJson.length < 4000 ? resultJson : undefined };
+      await writer.finish(statement, final).catch(async (error: unknown) => {
+        eventsLost(error);
+        await ctx.events.writeAndPublish(statement, 'runs.stream', { runId, ...final }, runId);
+      });
       published = true;
     } else {
-      await ctx.db.pool.query(statement.text, statement.values);
+      await writer.finish(statement).catch(async (error: unknown) => {
+        eventsLost(error);
+        await ctx.db.pool.query(statement.text, statement.values);
+      });
     }
   }
   if (!kwargs.temporary) {
