@@ -11,16 +11,17 @@
 // The load comes from a worker thread that builds and gzips every request body before the clock
 // starts, so the measurement is the server's work, not the client's serialisation.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { gzipSync } from 'node:zlib';
 import { v7 as uuid7 } from 'uuid';
 
 type LoadOptions = { url: string; key: string; requests: number; concurrency: number; session: string };
-type LoadResult = { runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
+type LoadResult = { busyMs: number; runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
 
 const RUNS_PER_REQUEST = 100;
 const RUNS_PER_TRACE = 5;
@@ -113,6 +114,7 @@ async function generateLoad(options: LoadOptions): Promise<LoadResult> {
   const statuses: Record<number, number> = {};
   const latenciesMs: number[] = [];
   let next = 0;
+  const elu = performance.eventLoopUtilization();
   const started = performance.now();
   const lane = async () => {
     while (next < requests.length) {
@@ -130,6 +132,7 @@ async function generateLoad(options: LoadOptions): Promise<LoadResult> {
   };
   await Promise.all(Array.from({ length: options.concurrency }, lane));
   return {
+    busyMs: performance.eventLoopUtilization(elu).active,
     runsSent: requests.length * RUNS_PER_REQUEST,
     statuses,
     latenciesMs,
@@ -202,7 +205,9 @@ async function main() {
 
     console.log(`HTTP: ${REQUESTS} multipart posts × ${RUNS_PER_REQUEST} runs, ${CONCURRENCY} concurrent …`);
     const before = await countRuns(platform.deps.db.pool, workspace.id);
+    const cpuBefore = cpuSnapshot();
     const load = await runLoad({ url: platform.url!, key, requests: REQUESTS, concurrency: CONCURRENCY, session });
+    const cpu = cpuSince(cpuBefore);
     const stored = (await countRuns(platform.deps.db.pool, workspace.id)) - before;
     const sorted = [...load.latenciesMs].sort((a, b) => a - b);
 
@@ -253,6 +258,8 @@ async function main() {
     console.log(`  runs/s            ${Math.round(httpRate).toLocaleString('en-US')}`);
     console.log(`  ack latency       p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms`);
     console.log(`  responses         ${JSON.stringify(load.statuses)}`);
+    const perRequest = (ms: number) => `${(ms / REQUESTS).toFixed(1)} ms`;
+    console.log(`  CPU per request   main thread busy ${perRequest(cpu.mainBusyMs)}, load generator thread busy ${perRequest(load.busyMs)}, this process ${perRequest(cpu.processMs)} (all threads: server, load generator, GC), PostgreSQL ${cpu.postgresMs === null ? 'n/a' : perRequest(cpu.postgresMs)}; machine ${(cpu.machineMs / cpu.wallMs).toFixed(2)} of ${availableParallelism()} cores busy, ${(cpu.othersMs / cpu.wallMs).toFixed(2)} by other processes`);
     console.log(`  runs sent         ${load.runsSent.toLocaleString('en-US')}, stored ${stored.toLocaleString('en-US')} ${stored === load.runsSent ? '(nothing lost)' : '(MISMATCH)'}`);
     console.log(`raw ceiling (multi-row INSERT … ON CONFLICT of 100 rows, ${RAW_CONNECTIONS} connections, same table):`);
     console.log(`  VALUES lists      ${Math.round(rawRates.values).toLocaleString('en-US')} rows/s`);
@@ -277,6 +284,75 @@ function runLoad(options: LoadOptions): Promise<LoadResult> {
     });
     worker.once('error', reject);
   });
+}
+
+// CPU accounting for the HTTP phase, so a figure taken on a shared machine can be read: how busy the
+// server's main thread was, what this process (server and load generator) and its PostgreSQL used, and
+// how much of the machine other processes took. PostgreSQL and machine figures come from /proc (Linux).
+type CpuSnapshot = { at: number; elu: EventLoopUtilization; process: NodeJS.CpuUsage; postgres: number | null; machine: number | null };
+
+const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** utime + stime of every descendant of this process (the embedded PostgreSQL server and its backends), in ms. */
+function postgresCpuMs(): number | null {
+  try {
+    const stats = new Map<number, { ppid: number; ms: number }>();
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        stats.set(Number(entry), { ppid: Number(fields[1]), ms: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS });
+      } catch {
+        // exited meanwhile
+      }
+    }
+    const ours = new Set([process.pid]);
+    let total = 0;
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const [pid, stat] of stats) {
+        if (!ours.has(pid) && ours.has(stat.ppid)) {
+          ours.add(pid);
+          total += stat.ms;
+          grew = true;
+        }
+      }
+    }
+    return total;
+  } catch {
+    return null;
+  }
+}
+
+/** Busy CPU time of the whole machine (all cores), in ms. */
+function machineCpuMs(): number | null {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const idle = fields[3]! + (fields[4] ?? 0);
+    return (fields.reduce((a, b) => a + b, 0) - idle) * CLOCK_TICK_MS;
+  } catch {
+    return null;
+  }
+}
+
+function cpuSnapshot(): CpuSnapshot {
+  return { at: performance.now(), elu: performance.eventLoopUtilization(), process: process.cpuUsage(), postgres: postgresCpuMs(), machine: machineCpuMs() };
+}
+
+function cpuSince(start: CpuSnapshot) {
+  const end = cpuSnapshot();
+  const processUsage = process.cpuUsage(start.process);
+  const processMs = (processUsage.user + processUsage.system) / 1000;
+  const postgresMs = start.postgres === null || end.postgres === null ? null : end.postgres - start.postgres;
+  const machineMs = start.machine === null || end.machine === null ? 0 : end.machine - start.machine;
+  return {
+    wallMs: end.at - start.at,
+    mainBusyMs: performance.eventLoopUtilization(end.elu, start.elu).active,
+    processMs,
+    postgresMs,
+    machineMs,
+    othersMs: Math.max(0, machineMs - processMs - (postgresMs ?? 0)),
+  };
 }
 
 async function countRuns(pool: import('pg').Pool, workspaceId: string): Promise<number> {
