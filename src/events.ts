@@ -105,6 +105,15 @@ export class EventBus {
    * itself (delivered when its transaction commits); undefined when the payload is too large to go
    * inline (then `publish` after the write).
    */
+  /**
+   * A `pg_notify(…)` SQL expression publishing an event whose key and payload are SQL expressions
+   * (`payloadSql` a json value of the event's payload shape), for statements that notify about rows
+   * they write. The payload must stay well under the inline limit: it is never stored by reference.
+   */
+  notifySql<N extends EventName>(name: N, keySql: string, payloadSql: string): string {
+    return `pg_notify('${PG_CHANNEL}', json_build_object('n', '${name}', 'k', ${keySql}, 'p', ${payloadSql})::text)`;
+  }
+
   notifyArguments<N extends EventName>(name: N, payload: EventMap[N], key?: string): [string, string] | undefined {
     const text = JSON.stringify({ n: name, k: key, p: payload } satisfies Envelope);
     return Buffer.byteLength(text) > INLINE_LIMIT_BYTES ? undefined : [PG_CHANNEL, text];

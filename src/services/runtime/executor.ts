@@ -34,21 +34,37 @@ export type ExecuteOptions = {
   startCheckpoint?: string | null;
 };
 
-export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json; context: Json } | null };
+export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json; context: Json } | null; metadata_seq: number };
 
 /**
  * Claims a pending run (pending → running) and reads its assistant's active version in the same
- * statement; undefined when the run was cancelled, deleted or taken by another runtime.
+ * statement, which also appends the run's `metadata` stream event (first of this attempt) and signals
+ * it; undefined when the run was cancelled, deleted or taken by another runtime.
  */
 export async function claimRun(ctx: AgentServerContext, runId: string, workerId: string): Promise<ClaimedRun | undefined> {
-  const { rows } = await ctx.db.pool.query<ClaimedRun>(
-    `UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
-     WHERE r.id = $1 AND r.status = 'pending'
-     RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
-                     FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant`,
+  const { rows } = await ctx.db.pool.query<ClaimedRun & { signalled: unknown }>(
+    `WITH claimed AS (
+       UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
+       WHERE r.id = $1 AND r.status = 'pending'
+       RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
+                       FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant),
+     metadata AS (
+       SELECT c.id, coalesce((SELECT max(e.seq) FROM run_events e WHERE e.run_id = c.id), 0) + 1 AS seq,
+              '{"run_id":"' || c.id || '","attempt":' || c.attempt || '}' AS data
+       FROM claimed c),
+     appended AS (INSERT INTO run_events (run_id, seq, event, data) SELECT id, seq, 'metadata', data FROM metadata)
+     SELECT claimed.*, metadata.seq AS metadata_seq,
+            ${ctx.events.notifySql(
+              'runs.stream',
+              'claimed.id',
+              `json_build_object('runId', claimed.id, 'lastSeq', metadata.seq, 'events', json_build_array(json_build_object('seq', metadata.seq, 'event', 'metadata', 'data', metadata.data)))`,
+            )} AS signalled
+     FROM claimed, metadata`,
     [runId, workerId],
   );
-  return rows[0];
+  if (!rows[0]) return undefined;
+  const { signalled: _, ...row } = rows[0];
+  return row;
 }
 
 function graphInput(kwargs: RunKwargs): unknown {
@@ -80,11 +96,9 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
   // Thread streams learn that a run started from this; nothing waits for it.
   if (!kwargs.temporary) void publishStatus('running').catch(() => undefined);
 
-  const startSeq =
-    row.attempt > 1 ? Number((await ctx.db.pool.query<{ max: number | null }>('SELECT max(seq) AS max FROM run_events WHERE run_id = $1', [runId])).rows[0]?.max ?? 0) : 0;
-  const writer = new RunEventWriter(ctx, runId, startSeq);
+  // The claim appended the `metadata` event.
+  const writer = new RunEventWriter(ctx, runId, Number(row.metadata_seq));
   const emit = (event: string, data: unknown) => writer.push(event, serializeJson(data));
-  emit('metadata', { run_id: runId, attempt: row.attempt });
 
   let status: RunStatus = 'success';
   let output: unknown = null;
