@@ -39,10 +39,10 @@ export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json;
 /**
  * Claims a pending run (pending → running) and reads its assistant's active version in the same
  * statement, which also appends the run's `metadata` stream event (first of this attempt) and signals
- * it; undefined when the run was cancelled, deleted or taken by another runtime.
+ * it, and (for runs on a kept thread) publishes the `running` status; undefined when the run was cancelled, deleted or taken by another runtime.
  */
 export async function claimRun(ctx: AgentServerContext, runId: string, workerId: string): Promise<ClaimedRun | undefined> {
-  const { rows } = await ctx.db.pool.query<ClaimedRun & { signalled: unknown }>(
+  const { rows } = await ctx.db.pool.query<ClaimedRun & { signalled: unknown; started: unknown; started_thread: unknown }>(
     `WITH claimed AS (
        UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
        WHERE r.id = $1 AND r.status = 'pending'
@@ -58,12 +58,17 @@ export async function claimRun(ctx: AgentServerContext, runId: string, workerId:
               'runs.stream',
               'claimed.id',
               `json_build_object('runId', claimed.id, 'lastSeq', metadata.seq, 'events', json_build_array(json_build_object('seq', metadata.seq, 'event', 'metadata', 'data', metadata.data)))`,
-            )} AS signalled
+            )} AS signalled,
+            -- Streams of a kept thread learn here that its run started.
+            CASE WHEN NOT coalesce((claimed.kwargs->>'temporary')::boolean, false) THEN
+              ${ctx.events.notifySql('runs.stream', 'claimed.id', `json_build_object('runId', claimed.id, 'status', 'running')`)}::text END AS started,
+            CASE WHEN NOT coalesce((claimed.kwargs->>'temporary')::boolean, false) THEN
+              ${ctx.events.notifySql('runs.status', 'claimed.thread_id', `json_build_object('runId', claimed.id, 'threadId', claimed.thread_id, 'status', 'running')`)}::text END AS started_thread
      FROM claimed, metadata`,
     [runId, workerId],
   );
   if (!rows[0]) return undefined;
-  const { signalled: _, ...row } = rows[0];
+  const { signalled: _, started: __, started_thread: ___, ...row } = rows[0];
   return row;
 }
 
@@ -93,8 +98,7 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
     await ctx.events.publish('runs.stream', { runId, status, output }, runId);
     if (!kwargs.temporary) await ctx.events.publish('runs.status', { runId, threadId, status }, threadId);
   };
-  // Thread streams learn that a run started from this; nothing waits for it.
-  if (!kwargs.temporary) void publishStatus('running').catch(() => undefined);
+  // Thread streams learned that the run started from the claim.
 
   // The claim appended the `metadata` event.
   const writer = new RunEventWriter(ctx, runId, Number(row.metadata_seq));
