@@ -6,6 +6,8 @@
 //   BENCH_SAMPLES (default 200)   sequential samples for the latency rows
 //   BENCH_SECONDS (default 10)    duration of the 32-client throughput row
 //   BENCH_SKIP_REFERENCE=1        measure the platform only
+//   AGENT_SERVER_TRACING=false    serve without tracing its runs (like-for-like with the reference,
+//                                 which traces nothing); on by default, as in `serve`. The table says which.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -19,6 +21,7 @@ const root = join(here, '..');
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = 32;
+const TRACING = !/^(false|0|no|off|n|disabled)$/i.test((process.env.AGENT_SERVER_TRACING ?? 'true').trim());
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -137,7 +140,7 @@ async function main() {
     const platform = await startProcess(
       process.execPath,
       [join(root, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/langgraph.json'), '--port', String(platformPort), '--data-dir', join(dataDir, 'data')],
-      { cwd: root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '' }, ready: /running at http/ },
+      { cwd: root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(TRACING) }, ready: /running at http/ },
     );
     cleanups.push(() => stopProcess(platform.child));
     results.platform = await measure('platform', `http://127.0.0.1:${platformPort}`);
@@ -179,7 +182,7 @@ async function main() {
   const row = (label: string, unit: string, pick: (f: Figures) => number, digits = 1) =>
     `| ${label} | ${results.platform ? pick(results.platform).toFixed(digits) : '—'} ${unit} | ${results.reference ? pick(results.reference).toFixed(digits) : '—'} ${unit} |`;
   console.log('');
-  console.log(`| two-node graph, official SDK (${SAMPLES} samples, ${SECONDS}s load) | platform (Postgres, durable) | reference (langgraph-cli dev, in-memory) |`);
+  console.log(`| two-node graph, official SDK (${SAMPLES} samples, ${SECONDS}s load) | platform (Postgres, durable, tracing ${TRACING ? 'on' : 'off'}) | reference (langgraph-cli dev, in-memory) |`);
   console.log('|---|---|---|');
   console.log(row('stateless runs.wait p50', 'ms', (f) => f.waitP50));
   console.log(row('stateless runs.wait p99', 'ms', (f) => f.waitP99));
