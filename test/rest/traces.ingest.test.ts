@@ -205,6 +205,26 @@ describe('POST /runs/multipart', () => {
     expect(rows).toEqual([{ content_type: 'image/png', data: Buffer.from([0, 255, 13, 10, 45, 45, 1, 2]) }]);
   });
 
+  it('stores part fields as sent: non-ASCII text, JSON null, NUL and lone-surrogate escapes cleaned, invalid UTF-8 replaced', async () => {
+    const [clean, nul, broken, empty] = [newId(), newId(), newId(), newId()];
+    const post = (id: string) => ({ name: `post.${id}`, data: json({ name: 'as-sent', run_type: 'tool', start_time: iso() }) });
+    const { body, contentType } = multipart([
+      post(clean),
+      { name: `post.${clean}.inputs`, data: json({ text: 'naïve 日本 😀' }) },
+      { name: `post.${clean}.outputs`, data: ' null ' },
+      post(nul),
+      { name: `post.${nul}.inputs`, data: '{"text": "a\\u0000b\\ud800c"}' },
+      post(broken),
+      { name: `post.${broken}.inputs`, data: Buffer.concat([Buffer.from('{"text": "x'), Buffer.from([0xff, 0xfe]), Buffer.from('y"}')]) },
+      post(empty),
+    ]);
+    expect((await call('/runs/multipart', { raw: body, headers: { 'content-type': contentType } })).status).toBe(202);
+    expect((await call(`/runs/${clean}`)).body).toMatchObject({ inputs: { text: 'naïve 日本 😀' }, outputs: null });
+    expect((await call(`/runs/${nul}`)).body.inputs).toEqual({ text: 'ab\ufffdc' });
+    expect((await call(`/runs/${broken}`)).body.inputs).toEqual({ text: 'x\ufffd\ufffdy' });
+    expect((await call(`/runs/${empty}`)).body.inputs).toBeNull();
+  });
+
   it('accepts gzip multipart and rejects malformed bodies with 422 or 400', async () => {
     const { rootId, parts } = traceParts(`mpgz-${randomUUID().slice(0, 8)}`);
     const { body, contentType } = multipart(parts);
