@@ -7,7 +7,7 @@
 // Where the load comes from: a worker thread (autocannon's own `workers: 1` mode). Generating load on
 // the server's own event loop would steal the time it is measuring; a second process would work too,
 // but a worker thread keeps this one command self-contained and still gives the client its own core.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
@@ -18,8 +18,7 @@ import type { Pool } from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startPlatform } from '../src/platform.js';
-import * as tenancy from '../src/services/tenancy/tenancy.service.js';
-import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
+import { createBenchTenant } from './tenant.js';
 
 // autocannon ships no type declarations: type the small part used here.
 type Histogram = { average: number; p50: number; p99: number; max: number };
@@ -80,17 +79,7 @@ async function main() {
 
   try {
     const url = platform.url!;
-    // A tenant of its own, as a user would have: organization, workspace, admin with a key.
-    const system = { ...platform.deps, viewer: SYSTEM_VIEWER };
-    const organization = await tenancy.createOrganization(system, { name: 'Bench Org' });
-    const workspace = await tenancy.createWorkspace(system, { organizationId: organization.id, name: 'Bench Workspace' });
-    const user = await tenancy.createUser(system, {
-      organizationId: organization.id,
-      email: `bench-${randomUUID()}@example.test`,
-      organizationRole: 'ORGANIZATION_ADMIN',
-      workspaces: [{ workspaceId: workspace.id, role: 'WORKSPACE_ADMIN' }],
-    });
-    const { key } = await tenancy.createApiKey(system, { organizationId: organization.id, userId: user.id, workspaceId: null });
+    const { workspace, user, key } = await createBenchTenant(platform.deps);
 
     const targets: Target[] = [
       {

@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { gzipSync } from 'node:zlib';
 import { v7 as uuid7 } from 'uuid';
+import { createBenchTenant } from './tenant.js';
 
 type LoadOptions = { url: string; key: string; requests: number; concurrency: number; session: string };
 type LoadResult = { busyMs: number; runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
@@ -171,8 +172,6 @@ async function main() {
   const { pino } = await import('pino');
   const { loadConfig } = await import('../src/config.js');
   const { startPlatform } = await import('../src/platform.js');
-  const tenancy = await import('../src/services/tenancy/tenancy.service.js');
-  const { SYSTEM_VIEWER } = await import('../src/services/tenancy/viewer.js');
   const ingest = await import('../src/services/traces/ingest.service.js');
   const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
 
@@ -187,17 +186,7 @@ async function main() {
   console.log(`starting the platform (embedded PostgreSQL in ${dataDir}) …`);
   const platform = await startPlatform(config, pino({ level: config.logLevel }));
   try {
-    const system = { ...platform.deps, viewer: SYSTEM_VIEWER };
-    const organization = await tenancy.createOrganization(system, { name: 'Bench Org' });
-    const workspace = await tenancy.createWorkspace(system, { organizationId: organization.id, name: 'Bench Workspace' });
-    const user = await tenancy.createUser(system, {
-      organizationId: organization.id,
-      email: `bench-${randomUUID()}@example.test`,
-      organizationRole: 'ORGANIZATION_ADMIN',
-      workspaces: [{ workspaceId: workspace.id, role: 'WORKSPACE_ADMIN' }],
-    });
-    // An organization-wide key and no X-Tenant-Id: exactly what the SDK sends with LANGSMITH_API_KEY.
-    const { key } = await tenancy.createApiKey(system, { organizationId: organization.id, userId: user.id, workspaceId: null });
+    const { workspace, user, key } = await createBenchTenant(platform.deps);
     const session = 'bench-ingest';
 
     // Warm-up: a few requests through the whole path (JIT, connections, the project row).
