@@ -1,6 +1,7 @@
 // Database access: one pg pool shared by Prisma (through its driver adapter) and raw SQL.
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
+import { PreparingClient } from './database/prepared-statements.js';
 import { PrismaClient } from './generated/prisma/client.js';
 
 export type { PrismaClient } from './generated/prisma/client.js';
@@ -20,6 +21,7 @@ export function connectDatabase(url: string, options: { poolSize: number; applic
     connectionString: url,
     max: options.poolSize,
     application_name: options.applicationName ?? 'agent-platform',
+    Client: PreparingClient,
   });
   // An idle client that loses its connection emits here; without a listener the process would crash.
   pool.on('error', () => undefined);

@@ -22,7 +22,7 @@ import { registerDeploymentScope } from './services/runtime/scopes.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { LOCAL_VIEWER, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
 import { createAgentRunTracer } from './services/traces/agent-run-tracer.js';
-import { BOSS_SCHEMA } from './workers/boss.js';
+import { bossConnection } from './workers/boss.js';
 
 export type AgentServer = {
   url: string;
@@ -44,8 +44,7 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
   const events = new EventBus(db.pool, db.url, logger);
   const deps: Deps = { config, db, events, secrets, logger };
   const boss = new PgBoss({
-    connectionString: db.url,
-    schema: BOSS_SCHEMA,
+    ...bossConnection(db.url),
     application_name: 'agent-platform-runs',
     max: 8,
     // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts).

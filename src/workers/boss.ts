@@ -1,7 +1,8 @@
 // pg-boss: the job queue on the same PostgreSQL (schema `pgboss`). Queues are declared here with
 // explicit options, created at start-up, and worked by the `worker` role. Job payloads carry ids only;
 // the rows they point at hold the state.
-import { PgBoss, type Queue } from 'pg-boss';
+import { type ConstructorOptions, PgBoss, type Queue } from 'pg-boss';
+import { PreparingClient } from '../database/prepared-statements.js';
 import type { Deps } from '../services/context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
 
@@ -23,11 +24,17 @@ export const QUEUES = {
 
 export type Boss = PgBoss;
 
+/**
+ * Connection options of every PgBoss of the platform: its pool names pg-boss's recurring statements
+ * (fetch, complete, send) as prepared statements, like the platform's own pool (pg-boss hands its
+ * options to pg.Pool, which takes the client class).
+ */
+export const bossConnection = (url: string): ConstructorOptions => ({ connectionString: url, schema: BOSS_SCHEMA, ...({ Client: PreparingClient } as object) });
+
 /** Starts pg-boss and creates the queues. `work` registers handlers (the worker role). */
 export async function startBoss(deps: Deps, options: { work: boolean }): Promise<PgBoss> {
   const boss = new PgBoss({
-    connectionString: deps.db.url,
-    schema: BOSS_SCHEMA,
+    ...bossConnection(deps.db.url),
     application_name: 'agent-platform-jobs',
     max: 4,
     // Only the worker role maintains queues and runs the cron clock.
