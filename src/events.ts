@@ -80,32 +80,6 @@ export class EventBus {
   }
 
   /**
-   * Runs one data-modifying statement (INSERT/UPDATE/DELETE, no trailing semicolon) and publishes in
-   * the same round trip and transaction, so subscribers are notified exactly when the write is
-   * visible. Payloads too large to go inline fall back to a write followed by `publish`.
-   */
-  async writeAndPublish<N extends EventName>(
-    statement: { text: string; values: unknown[] },
-    name: N,
-    payload: EventMap[N],
-    key?: string,
-  ): Promise<void> {
-    const text = JSON.stringify({ n: name, k: key, p: payload } satisfies Envelope);
-    if (Buffer.byteLength(text) > INLINE_LIMIT_BYTES) {
-      await this.pool.query(statement.text, statement.values);
-      await this.publish(name, payload, key);
-      return;
-    }
-    const n = statement.values.length;
-    await this.pool.query(`WITH written AS (${statement.text}) SELECT pg_notify($${n + 1}, $${n + 2})`, [...statement.values, PG_CHANNEL, text]);
-  }
-
-  /**
-   * The `pg_notify(channel, text)` arguments that publish an event, for a statement that notifies
-   * itself (delivered when its transaction commits); undefined when the payload is too large to go
-   * inline (then `publish` after the write).
-   */
-  /**
    * A `pg_notify(…)` SQL expression publishing an event whose key and payload are SQL expressions
    * (`payloadSql` a json value of the event's payload shape), for statements that notify about rows
    * they write. The payload must stay well under the inline limit: it is never stored by reference.
@@ -114,6 +88,11 @@ export class EventBus {
     return `pg_notify('${PG_CHANNEL}', json_build_object('n', '${name}', 'k', ${keySql}, 'p', ${payloadSql})::text)`;
   }
 
+  /**
+   * The `pg_notify(channel, text)` arguments that publish an event, for a statement that notifies
+   * itself (delivered when its transaction commits); undefined when the payload is too large to go
+   * inline (then `publish` after the write).
+   */
   notifyArguments<N extends EventName>(name: N, payload: EventMap[N], key?: string): [string, string] | undefined {
     const text = JSON.stringify({ n: name, k: key, p: payload } satisfies Envelope);
     return Buffer.byteLength(text) > INLINE_LIMIT_BYTES ? undefined : [PG_CHANNEL, text];

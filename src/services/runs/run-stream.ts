@@ -3,6 +3,7 @@
 // and then follow the signals, re-reading the table whenever a signal does not carry the next event,
 // so they see every event exactly once, in order, whichever process produced it.
 import type pg from 'pg';
+import { Coalescer } from '../../database/coalescer.js';
 import type { Deps } from '../context.js';
 
 export type RunEvent = {
@@ -92,10 +93,52 @@ export async function* followRunEvents(
   }
 }
 
+/** A run's final state, written by the runtime together with the run's last events. */
+export type RunOutcome = { status: string; output: string };
+
+/** One run's share of a stream write: events to append, a signal to publish, maybe its outcome. */
+type StreamWrite = { runId: string; events: RunEvent[]; notify?: [channel: string, payload: string]; outcome?: RunOutcome };
+
+// Stream writes of all the runs a process executes go through one coalescer per pool: under load,
+// the events and outcomes of many runs are stored, and their signals sent, in one statement.
+const writers = new WeakMap<pg.Pool, Coalescer<StreamWrite>>();
+
+function streamWrites(pool: pg.Pool): Coalescer<StreamWrite> {
+  let writer = writers.get(pool);
+  if (!writer) {
+    writer = new Coalescer<StreamWrite>(async (writes) => {
+      const events = writes.flatMap((write) => write.events.map((event) => ({ runId: write.runId, ...event })));
+      const outcomes = writes.filter((write) => write.outcome);
+      const signals = writes.flatMap((write) => (write.notify ? [write.notify] : []));
+      await pool.query(
+        `WITH outcome AS (
+           UPDATE agent_runs r SET status = o.status, output = o.output::jsonb, updated_at = now(), ended_at = now()
+           FROM unnest($1::uuid[], $2::text[], $3::text[]) AS o(id, status, output) WHERE r.id = o.id),
+         events AS (
+           INSERT INTO run_events (run_id, seq, event, data) SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[]))
+         SELECT count(pg_notify(channel, payload)) FROM unnest($8::text[], $9::text[]) AS s(channel, payload)`,
+        [
+          outcomes.map((write) => write.runId),
+          outcomes.map((write) => write.outcome!.status),
+          outcomes.map((write) => write.outcome!.output),
+          events.map((event) => event.runId),
+          events.map((event) => event.seq),
+          events.map((event) => event.event),
+          events.map((event) => event.data),
+          signals.map(([channel]) => channel),
+          signals.map(([, payload]) => payload),
+        ],
+      );
+    });
+    writers.set(pool, writer);
+  }
+  return writer;
+}
+
 /**
  * The runtime's side: appends a run's events in order. Events queued while a write is in flight go
- * out together in the next one (one INSERT and one NOTIFY per batch), so a fast graph is never slowed
- * to one round trip per event.
+ * out together in the next one, and that write is shared with other runs' (see `streamWrites`), so
+ * a fast graph is never slowed to one round trip per event.
  */
 export class RunEventWriter {
   private seq: number;
@@ -124,43 +167,17 @@ export class RunEventWriter {
   }
 
   /**
-   * The run's last write: whatever is still queued is stored in the same statement as `outcome` (the
-   * run's row update) and signalled in one NOTIFY together with `final` (its status), so a fast run's
-   * tail costs one round trip. Nothing may be pushed afterwards. Falls back to separate writes when
-   * the signal is too large to go inline.
+   * The run's last write: whatever is still queued is stored together with `outcome` (the run's
+   * status and output) and signalled in one NOTIFY together with `final` (its status for readers),
+   * so a fast run's tail costs one (shared) round trip. Nothing may be pushed afterwards.
    */
-  async finish(outcome: { text: string; values: unknown[] }, final?: Pick<RunStreamSignal, 'status' | 'output'>): Promise<void> {
+  async finish(outcome: RunOutcome, final?: Pick<RunStreamSignal, 'status' | 'output'>): Promise<void> {
     this.holding = true;
     while (this.writing) await this.writing;
+    if (this.failure) throw this.failure;
     const batch = this.queue;
     this.queue = [];
-    const size = batch.reduce((sum, e) => sum + e.data.length + e.event.length + 32, 0);
-    const lastSeq = batch.length ? batch[batch.length - 1]!.seq : undefined;
-    const signal: RunStreamSignal = { runId: this.runId, ...(batch.length ? (size < INLINE_SIGNAL_BYTES ? { events: batch, lastSeq } : { lastSeq }) : {}), ...final };
-    const notify = batch.length || final ? this.deps.events.notifyArguments('runs.stream', signal, this.runId) : undefined;
-    if ((batch.length || final) && !notify) {
-      this.holding = false;
-      this.queue = batch;
-      if (batch.length) this.writing = this.drain();
-      await this.flush();
-      if (final) await this.deps.events.writeAndPublish(outcome, 'runs.stream', { runId: this.runId, ...final }, this.runId);
-      else await this.deps.db.pool.query(outcome.text, outcome.values);
-      return;
-    }
-    if (this.failure) throw this.failure;
-    const values = [...outcome.values];
-    let text = `WITH outcome AS (${outcome.text})`;
-    if (batch.length) {
-      const n = values.push(this.runId, batch.map((e) => e.seq), batch.map((e) => e.event), batch.map((e) => e.data));
-      text += `, events AS (INSERT INTO run_events (run_id, seq, event, data) SELECT $${n - 3}, * FROM unnest($${n - 2}::int[], $${n - 1}::text[], $${n}::text[]))`;
-    }
-    if (notify) {
-      const n = values.push(...notify);
-      text += ` SELECT pg_notify($${n - 1}, $${n})`;
-    } else {
-      text += ' SELECT 1';
-    }
-    await this.deps.db.pool.query(text, values);
+    await this.write(batch, final ?? {}, outcome);
   }
 
   private async drain(): Promise<void> {
@@ -168,22 +185,29 @@ export class RunEventWriter {
       while (this.queue.length && !this.holding) {
         const batch = this.queue;
         this.queue = [];
-        const size = batch.reduce((sum, e) => sum + e.data.length + e.event.length + 32, 0);
-        const lastSeq = batch[batch.length - 1]!.seq;
-        await this.deps.events.writeAndPublish(
-          {
-            text: `INSERT INTO run_events (run_id, seq, event, data) SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[])`,
-            values: [this.runId, batch.map((e) => e.seq), batch.map((e) => e.event), batch.map((e) => e.data)],
-          },
-          'runs.stream',
-          size < INLINE_SIGNAL_BYTES ? { runId: this.runId, events: batch, lastSeq } : { runId: this.runId, lastSeq },
-          this.runId,
-        );
+        await this.write(batch, {});
       }
     } catch (error) {
       this.failure ??= error;
     } finally {
       this.writing = undefined;
     }
+  }
+
+  /** Stores `events` (and `outcome`) and signals them, inline when small, else by their last seq. */
+  private write(events: RunEvent[], final: Pick<RunStreamSignal, 'status' | 'output'>, outcome?: RunOutcome): Promise<void> {
+    const lastSeq = events.length ? events[events.length - 1]!.seq : undefined;
+    const size = events.reduce((sum, e) => sum + e.data.length + e.event.length + 32, 0);
+    const candidates: RunStreamSignal[] = [
+      ...(events.length && size < INLINE_SIGNAL_BYTES ? [{ runId: this.runId, events, lastSeq, ...final }] : []),
+      { runId: this.runId, lastSeq, ...final },
+      { runId: this.runId, lastSeq, status: final.status },
+    ];
+    // The last candidate carries ids and a status only, so it always fits inline.
+    let notify: [string, string] | undefined;
+    if (events.length || final.status) {
+      for (const signal of candidates) if ((notify = this.deps.events.notifyArguments('runs.stream', signal, this.runId))) break;
+    }
+    return streamWrites(this.deps.db.pool).add({ runId: this.runId, events, notify, outcome });
   }
 }

@@ -37,15 +37,16 @@ export type ExecuteOptions = {
 export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json; context: Json } | null; metadata_seq: number };
 
 /**
- * Claims a pending run (pending → running) and reads its assistant's active version in the same
- * statement, which also appends the run's `metadata` stream event (first of this attempt) and signals
- * it, and (for runs on a kept thread) publishes the `running` status; undefined when the run was cancelled, deleted or taken by another runtime.
+ * Claims pending runs (pending → running) and reads each one's assistant's active version in the same
+ * statement, which also appends each run's `metadata` stream event (first of this attempt) and
+ * signals it, and (for runs on a kept thread) publishes the `running` status. Runs missing from the
+ * result were cancelled, deleted or taken by another runtime.
  */
-export async function claimRun(ctx: AgentServerContext, runId: string, workerId: string): Promise<ClaimedRun | undefined> {
+export async function claimRuns(ctx: AgentServerContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
   const { rows } = await ctx.db.pool.query<ClaimedRun & { signalled: unknown; started: unknown; started_thread: unknown }>(
     `WITH claimed AS (
        UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
-       WHERE r.id = $1 AND r.status = 'pending'
+       WHERE r.id = ANY($1::uuid[]) AND r.status = 'pending'
        RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
                        FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant),
      metadata AS (
@@ -64,12 +65,10 @@ export async function claimRun(ctx: AgentServerContext, runId: string, workerId:
               ${ctx.events.notifySql('runs.stream', 'claimed.id', `json_build_object('runId', claimed.id, 'status', 'running')`)}::text END AS started,
             CASE WHEN NOT coalesce((claimed.kwargs->>'temporary')::boolean, false) THEN
               ${ctx.events.notifySql('runs.status', 'claimed.thread_id', `json_build_object('runId', claimed.id, 'threadId', claimed.thread_id, 'status', 'running')`)}::text END AS started_thread
-     FROM claimed, metadata`,
-    [runId, workerId],
+     FROM claimed JOIN metadata ON metadata.id = claimed.id`,
+    [runIds, workerId],
   );
-  if (!rows[0]) return undefined;
-  const { signalled: _, started: __, started_thread: ___, ...row } = rows[0];
-  return row;
+  return new Map(rows.map(({ signalled: _, started: __, started_thread: ___, ...row }) => [row.id, row]));
 }
 
 function graphInput(kwargs: RunKwargs): unknown {
@@ -182,20 +181,23 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
     }
     const result = failure ? { __error__: serializeError(failure) } : output;
     resultJson = serializeJson(result);
-    const statement = { text: `UPDATE agent_runs SET status = $2, output = $3, updated_at = now(), ended_at = now() WHERE id = $1`, values: [runId, status, resultJson] };
-    // The stream's last events go in the outcome's statement.
+    const outcome = { status, output: resultJson };
+    const recordOutcome = () =>
+      ctx.db.pool.query(`UPDATE agent_runs SET status = $2, output = $3, updated_at = now(), ended_at = now() WHERE id = $1`, [runId, status, resultJson]);
+    // The stream's last events are stored with the outcome.
     if (kwargs.temporary) {
-      // No thread to update first: record the outcome and tell the readers in the same round trip.
+      // No thread to update first: record the outcome and tell the readers in the same write.
       const final = { status, output: resultJson.length < 4000 ? resultJson : undefined };
-      await writer.finish(statement, final).catch(async (error: unknown) => {
+      await writer.finish(outcome, final).catch(async (error: unknown) => {
         eventsLost(error);
-        await ctx.events.writeAndPublish(statement, 'runs.stream', { runId, ...final }, runId);
+        await recordOutcome();
+        await ctx.events.publish('runs.stream', { runId, ...final }, runId);
       });
       published = true;
     } else {
-      await writer.finish(statement).catch(async (error: unknown) => {
+      await writer.finish(outcome).catch(async (error: unknown) => {
         eventsLost(error);
-        await ctx.db.pool.query(statement.text, statement.values);
+        await recordOutcome();
       });
     }
   }

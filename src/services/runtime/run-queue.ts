@@ -3,6 +3,7 @@
 // parallel. Runtimes are woken by the `runs.queued` event rather than pg-boss's per-worker notify.
 import type { PgBoss, Queue } from 'pg-boss';
 import type pg from 'pg';
+import { Coalescer } from '../../database/coalescer.js';
 import { newId } from '../../ids.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
@@ -44,6 +45,17 @@ export class RunQueue {
   /** Wakes this process's runtime, if it has one (other processes hear `runs.queued`). */
   wakeLocal(): void {
     this.localWaker?.();
+  }
+
+  // key_strict_fifo releases a thread's next job only once this one is completed, so completions are
+  // written as soon as possible, but those that finish while one is being written share the next.
+  private readonly completions = new Coalescer<string>(async (jobIds) => {
+    await this.boss.complete(this.name, jobIds);
+  });
+
+  /** Marks a run's job done (batched with other runs' completions under load). */
+  complete(jobId: string): Promise<void> {
+    return this.completions.add(jobId);
   }
 
   /** Creates the queue once per process (idempotent across processes). */

@@ -6,7 +6,7 @@ import pg from 'pg';
 import type { Job } from 'pg-boss';
 import { newId } from '../../ids.js';
 import type { AgentServerContext } from './deployment-scope.js';
-import { type CancelReason, claimRun, executeRun, latestCheckpointId, type RunTracer } from './executor.js';
+import { type CancelReason, type ClaimedRun, claimRuns, executeRun, latestCheckpointId, type RunTracer } from './executor.js';
 import type { RunJob } from './run-queue.js';
 
 export type Runtime = { workerId: string; stop(): Promise<void>; sweep(): Promise<number> };
@@ -35,19 +35,16 @@ export async function startRuntime(
     }
   })();
 
-  const handle = async (job: Job<RunJob>) => {
+  // Each fetched batch of jobs is claimed in one statement; `claimed` resolves to the job's run (or
+  // undefined when it was cancelled, deleted or taken meanwhile). The job's AbortController is
+  // registered before the claim, so a cancel sent right after the claim commits is not missed.
+  const handle = async (job: Job<RunJob>, controller: AbortController, claimed: Promise<ClaimedRun | undefined>) => {
     const runId = job.data.runId;
-    // Registered before the claim, so a cancel sent right after the claim commits is not missed.
-    const controller = new AbortController();
-    active.set(runId, controller);
     let stateless = false;
     try {
       // The thread's latest checkpoint (for a rollback) is read alongside the claim: the thread's
       // previous run has finished (per-thread order), so nothing can move it in between.
-      const [row, startCheckpoint] = await Promise.all([
-        claimRun(ctx, runId, workerId),
-        job.data.threadId ? latestCheckpointId(ctx, job.data.threadId) : Promise.resolve(undefined),
-      ]);
+      const [row, startCheckpoint] = await Promise.all([claimed, job.data.threadId ? latestCheckpointId(ctx, job.data.threadId) : Promise.resolve(undefined)]);
       stateless = row?.kwargs.temporary ?? false;
       if (row) await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint });
     } catch (error) {
@@ -61,8 +58,32 @@ export async function startRuntime(
       active.delete(runId);
     }
     // key_strict_fifo releases the thread's next job only once this one completes.
-    await queue.boss.complete(queue.name, job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
+    await queue.complete(job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
     if (!stateless) await wakeIfThreadHasMore(runId);
+  };
+
+  const start = (jobs: Job<RunJob>[]) => {
+    const controllers = jobs.map((job) => {
+      const controller = new AbortController();
+      active.set(job.data.runId, controller);
+      return controller;
+    });
+    const claims = claimRuns(
+      ctx,
+      jobs.map((job) => job.data.runId),
+      workerId,
+    );
+    jobs.forEach((job, i) => {
+      running++;
+      void handle(
+        job,
+        controllers[i]!,
+        claims.then((rows) => rows.get(job.data.runId)),
+      ).finally(() => {
+        running--;
+        if (mayHaveJobs) void pump();
+      });
+    });
   };
 
   const wakeIfThreadHasMore = async (runId: string) => {
@@ -92,13 +113,7 @@ export async function startRuntime(
         mayHaveJobs = false;
         const wanted = options.concurrency - running;
         const jobs = await queue.boss.fetch<RunJob>(queue.name, { batchSize: wanted });
-        for (const job of jobs) {
-          running++;
-          void handle(job).finally(() => {
-            running--;
-            if (mayHaveJobs) void pump();
-          });
-        }
+        if (jobs.length) start(jobs);
         if (jobs.length >= wanted) mayHaveJobs = true;
       }
     } catch (error) {
@@ -157,7 +172,7 @@ export async function startRuntime(
            error = $2, updated_at = now() WHERE id = $1`,
         [row.thread_id, JSON.stringify(error.__error__)],
       );
-      if (row.job_id) await queue.boss.complete(queue.name, row.job_id).catch(() => undefined);
+      if (row.job_id) await queue.complete(row.job_id).catch(() => undefined);
       await wakeIfThreadHasMore(row.id);
       await ctx.events.publish('runs.stream', { runId: row.id, status: 'error' }, row.id);
       await ctx.events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'error' }, row.thread_id);
