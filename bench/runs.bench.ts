@@ -6,8 +6,10 @@
 //   BENCH_SAMPLES (default 200)   sequential samples for the latency rows
 //   BENCH_SECONDS (default 10)    duration of the 32-client throughput row
 //   BENCH_SKIP_REFERENCE=1        measure the platform only
-//   AGENT_SERVER_TRACING=false    serve without tracing its runs (like-for-like with the reference,
-//                                 which traces nothing); on by default, as in `serve`. The table says which.
+//   BENCH_SKIP_TRACING=1          skip the second platform column (tracing on)
+//
+// The platform is measured twice: with tracing off (like-for-like with the reference, which traces
+// nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -21,7 +23,6 @@ const root = join(here, '..');
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = 32;
-const TRACING = !/^(false|0|no|off|n|disabled)$/i.test((process.env.AGENT_SERVER_TRACING ?? 'true').trim());
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -133,17 +134,22 @@ async function main() {
   const cleanups: (() => Promise<void>)[] = [];
   try {
     // The platform: `serve` on its own embedded PostgreSQL, durable (checkpoints, events, queue).
-    const dataDir = mkdtempSync(join(tmpdir(), 'bench-runs-'));
-    chmodSync(dataDir, 0o711);
-    cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-    const platformPort = await freePort();
-    const platform = await startProcess(
-      process.execPath,
-      [join(root, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/langgraph.json'), '--port', String(platformPort), '--data-dir', join(dataDir, 'data')],
-      { cwd: root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(TRACING) }, ready: /running at http/ },
-    );
-    cleanups.push(() => stopProcess(platform.child));
-    results.platform = await measure('platform', `http://127.0.0.1:${platformPort}`);
+    for (const tracing of process.env.BENCH_SKIP_TRACING ? [false] : [false, true]) {
+      const dataDir = mkdtempSync(join(tmpdir(), 'bench-runs-'));
+      chmodSync(dataDir, 0o711);
+      const platformPort = await freePort();
+      const platform = await startProcess(
+        process.execPath,
+        [join(root, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/langgraph.json'), '--port', String(platformPort), '--data-dir', join(dataDir, 'data')],
+        { cwd: root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(tracing) }, ready: /running at http/ },
+      );
+      try {
+        results[tracing ? 'platformTraced' : 'platform'] = await measure(tracing ? 'platform (tracing on)' : 'platform', `http://127.0.0.1:${platformPort}`);
+      } finally {
+        await stopProcess(platform.child);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
 
     if (!process.env.BENCH_SKIP_REFERENCE) {
       const referenceDir = join(here, 'reference');
@@ -179,16 +185,19 @@ async function main() {
   }
   const floor = await inProcessRate();
 
+  const cell = (figures: Figures | undefined, pick: (f: Figures) => number, unit: string, digits: number) => (figures ? `${pick(figures).toFixed(digits)} ${unit}` : '—');
   const row = (label: string, unit: string, pick: (f: Figures) => number, digits = 1) =>
-    `| ${label} | ${results.platform ? pick(results.platform).toFixed(digits) : '—'} ${unit} | ${results.reference ? pick(results.reference).toFixed(digits) : '—'} ${unit} |`;
+    `| ${label} | ${[results.platform, results.platformTraced, results.reference].map((f) => cell(f, pick, unit, digits)).join(' | ')} |`;
   console.log('');
-  console.log(`| two-node graph, official SDK (${SAMPLES} samples, ${SECONDS}s load) | platform (Postgres, durable, tracing ${TRACING ? 'on' : 'off'}) | reference (langgraph-cli dev, in-memory) |`);
-  console.log('|---|---|---|');
+  console.log(
+    `| two-node graph, official SDK (${SAMPLES} samples, ${SECONDS}s load) | platform, tracing off (Postgres, durable) | platform, tracing on (as served) | reference (langgraph-cli dev, in-memory) |`,
+  );
+  console.log('|---|---|---|---|');
   console.log(row('stateless runs.wait p50', 'ms', (f) => f.waitP50));
   console.log(row('stateless runs.wait p99', 'ms', (f) => f.waitP99));
   console.log(row('first `updates` event of a thread stream, p50', 'ms', (f) => f.firstEventP50));
   console.log(row(`runs/s with ${CONCURRENCY} concurrent clients (runs.wait)`, 'runs/s', (f) => f.runsPerSecond));
-  console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s | |`);
+  console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s | | |`);
   console.log('');
 }
 

@@ -4,6 +4,7 @@
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
 import pg from 'pg';
+import { PreparingClient } from '../../database/prepared-statements.js';
 import type { Persistence } from './graph-registry.js';
 
 export const CHECKPOINT_SCHEMA = 'langgraph';
@@ -17,7 +18,7 @@ export type RuntimePersistence = Persistence & {
 
 /** Opens (and on first use creates) the checkpoint tables and the deployment's store. */
 export async function openPersistence(databaseUrl: string, deploymentId: string, options: { poolSize: number }): Promise<RuntimePersistence> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints' });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
   pool.on('error', () => undefined);
   const checkpointer = new PostgresSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA });
   const store = new PostgresStore({
