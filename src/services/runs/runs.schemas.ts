@@ -86,6 +86,11 @@ export type RunKwargs = {
   durability?: 'sync' | 'async' | 'exit' | null;
   /** Stateless run whose thread is thrown away afterwards: no thread row, no checkpoints. */
   temporary: boolean;
+  /**
+   * Nobody can read the run's stream (a temporary run created by runs/wait, whose caller only waits
+   * for the outcome): its events are neither stored nor signalled, only its status and output.
+   */
+  outcome_only?: boolean;
   /** Latest root checkpoint before the run started, for rollback. */
   start_checkpoint_id?: string | null;
 };

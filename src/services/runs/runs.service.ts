@@ -97,7 +97,13 @@ export async function createRun(ctx: AgentServerContext, threadId: string | null
   return createParsedRun(ctx, threadId, parseInput(RunCreate, input, 'body'));
 }
 
-async function createParsedRun(ctx: AgentServerContext, requestedThreadId: string | null, body: RunCreate, runId = newId()): Promise<Run> {
+async function createParsedRun(
+  ctx: AgentServerContext,
+  requestedThreadId: string | null,
+  body: RunCreate,
+  options: { runId?: string; waited?: boolean } = {},
+): Promise<Run> {
+  const runId = options.runId ?? newId();
   const { deploymentId } = ctx.deployment;
   const assistantId = resolveAssistantId(ctx, body.assistant_id);
   const strategy: MultitaskStrategy = body.multitask_strategy ?? 'enqueue';
@@ -122,6 +128,7 @@ async function createParsedRun(ctx: AgentServerContext, requestedThreadId: strin
     resumable: body.stream_resumable ?? false,
     durability: body.durability ?? (body.checkpoint_during === false ? 'exit' : null),
     temporary,
+    ...(temporary && options.waited ? { outcome_only: true } : {}),
   };
 
   const jobId = newId();
@@ -353,7 +360,7 @@ export async function createRunAndWait(
   const body = parseInput(RunCreate, input, 'body');
   const runId = newId();
   return withRunSignals(ctx, runId, signal, async (signals) => {
-    const run = await createParsedRun(ctx, threadId, body, runId);
+    const run = await createParsedRun(ctx, threadId, body, { runId, waited: true });
     return { run, done: await followToEnd(ctx, run, signals) };
   });
 }

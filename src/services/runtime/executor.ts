@@ -101,7 +101,7 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
 
   // The claim appended the `metadata` event.
   const writer = new RunEventWriter(ctx, runId, Number(row.metadata_seq));
-  const emit = (event: string, data: unknown) => writer.push(event, serializeJson(data));
+  const emit = kwargs.outcome_only ? () => undefined : (event: string, data: unknown) => writer.push(event, serializeJson(data));
 
   let status: RunStatus = 'success';
   let output: unknown = null;
