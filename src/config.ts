@@ -44,14 +44,16 @@ const EnvSchema = z.object({
       }
     })
     .optional(),
-  /** Agent server: how many runs one runtime process executes at once. */
   /** Trace agent-server runs into a tracing project (serve mode: the installation's default workspace). */
   AGENT_SERVER_TRACING: z.stringbool().default(true),
   /** serve mode: the workspace that receives traces (default: the installation's first workspace). */
   AGENT_SERVER_TRACE_WORKSPACE_ID: z.uuid().optional(),
   /** serve mode: the tracing project's name (default: the graph config's folder name). */
   AGENT_SERVER_TRACING_PROJECT: z.string().trim().min(1).max(200).optional(),
+  /** Agent server: how many runs one runtime executes at once. */
   AGENT_PLATFORM_RUNTIME_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
+  /** serve mode: run graphs in a worker thread (default) rather than on the HTTP server's thread. */
+  AGENT_PLATFORM_RUNTIME_THREAD: z.stringbool().default(true),
 });
 
 export type Config = {
@@ -70,6 +72,7 @@ export type Config = {
   logPretty: boolean;
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   runtimeConcurrency: number;
+  runtimeThread: boolean;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
 };
 
@@ -110,6 +113,7 @@ export function loadConfig(
     logPretty: value.LOG_PRETTY,
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
+    runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
     agentServerTracing: {
       enabled: value.AGENT_SERVER_TRACING,
       workspaceId: value.AGENT_SERVER_TRACE_WORKSPACE_ID,

@@ -1,5 +1,5 @@
 // `agent-platform serve --config langgraph.json`: one graph config served at the root of its own port
-// (like `langgraph dev`), with the runtime in the same process, on the embedded PostgreSQL or
+// (like `langgraph dev`), with the runtime in a worker thread of the same process, on the embedded PostgreSQL or
 // DATABASE_URL. The REST surface is the same router the platform mounts per deployment; /graphql
 // serves the platform schema, where this deployment's assistants, threads and runs are visible.
 import { PgBoss } from 'pg-boss';
@@ -17,12 +17,13 @@ import { readGraphConfig } from './services/runtime/graph-config.js';
 import { GraphRegistry } from './services/runtime/graph-registry.js';
 import { openPersistence } from './services/runtime/persistence.js';
 import { RunQueue } from './services/runtime/run-queue.js';
-import { type Runtime, startRuntime } from './services/runtime/runtime.js';
+import { startRuntime } from './services/runtime/runtime.js';
 import { registerDeploymentScope } from './services/runtime/scopes.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { LOCAL_VIEWER, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
 import { createAgentRunTracer } from './services/traces/agent-run-tracer.js';
 import { bossConnection } from './workers/boss.js';
+import { startRuntimeThread } from './workers/runtime-thread.js';
 
 export type AgentServer = {
   url: string;
@@ -77,11 +78,17 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     // of this server's runs can be read with the platform's APIs.
     const bootstrap = await bootstrapInstallation(deps);
     const tracing = await tracingTarget(deps, graphConfig.path);
-    let runtime: Runtime | undefined;
-    if (runsHere) {
+    if (runsHere && config.runtimeThread) {
+      const runtime = await startRuntimeThread(
+        { config, databaseUrl: db.url, configPath: graphConfig.path, deploymentId, queueOrigin: scope.queue.origin, tracing },
+        logger,
+      );
+      scope.queue.onLocalWake(() => runtime.wake());
+      cleanup.push(() => runtime.stop());
+    } else if (runsHere) {
       const tracer = tracing ? createAgentRunTracer(deps, { workspaceId: tracing.workspaceId }, tracing.project) : undefined;
-      runtime = await startRuntime(ctx, { concurrency: config.runtimeConcurrency, tracer });
-      cleanup.push(() => runtime!.stop());
+      const runtime = await startRuntime(ctx, { concurrency: config.runtimeConcurrency, tracer });
+      cleanup.push(() => runtime.stop());
     }
 
     // Served without credentials, like `langgraph dev`: a GraphQL request without a key may use this

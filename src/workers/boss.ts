@@ -29,7 +29,11 @@ export type Boss = PgBoss;
  * (fetch, complete, send) as prepared statements, like the platform's own pool (pg-boss hands its
  * options to pg.Pool, which takes the client class).
  */
-export const bossConnection = (url: string): ConstructorOptions => ({ connectionString: url, schema: BOSS_SCHEMA, ...({ Client: PreparingClient } as object) });
+export const bossConnection = (url: string): ConstructorOptions => ({
+  connectionString: url,
+  schema: BOSS_SCHEMA,
+  ...({ Client: PreparingClient } as object),
+});
 
 /** Starts pg-boss and creates the queues. `work` registers handlers (the worker role). */
 export async function startBoss(deps: Deps, options: { work: boolean }): Promise<PgBoss> {

@@ -26,6 +26,8 @@ export class RunQueue {
   constructor(
     readonly boss: PgBoss,
     readonly deploymentId: string,
+    /** Names this queue object in `runs.queued` events, so its own runtime (woken locally) can skip them. */
+    readonly origin: string = newId(),
   ) {}
 
   get name(): string {
@@ -33,9 +35,6 @@ export class RunQueue {
   }
 
   private localWaker: (() => void) | undefined;
-
-  /** Names this queue object in `runs.queued` events, so its own runtime (woken locally) can skip them. */
-  readonly origin = newId();
 
   /** A runtime in this process registers here, so runs created here start without a NOTIFY round trip. */
   onLocalWake(waker: (() => void) | undefined): void {
