@@ -147,6 +147,10 @@ describe('background runs', () => {
     await server.client.runs.delete(thread.thread_id, run.run_id);
     await expect(server.client.runs.get(thread.thread_id, run.run_id)).rejects.toThrow('HTTP 404: Run not found');
     await expect(server.client.runs.create(crypto.randomUUID(), 'nested', { input: {} })).rejects.toThrow('HTTP 404: Thread not found');
+    // An unknown assistant on a real thread: 404, and the thread is left as it was (no run, not busy).
+    await expect(server.client.runs.create(thread.thread_id, crypto.randomUUID(), { input: {} })).rejects.toThrow('HTTP 404: Assistant not found');
+    expect((await server.client.threads.get(thread.thread_id)).status).toBe('error');
+    expect(await server.client.runs.list(thread.thread_id)).toHaveLength(1);
   });
 
   it('replays exactly the missed events after Last-Event-ID, and the whole stream when joining late', async () => {

@@ -134,8 +134,10 @@ async function createParsedRun(
   const jobId = newId();
   const job = { runId, threadId, stateful: !temporary, jobId, startAfterSeconds: body.after_seconds ?? undefined };
   // The job's insert rides in the run's statement (and the runtimes' wake-up with it), so a stateless
-  // run is created in one round trip with no transaction, and a thread's run adds one to its lock.
+  // run, or a run queued on an existing thread (`enqueue`, the default), is created in one round trip
+  // with no transaction; other strategies read the thread's runs in flight under its row lock first.
   const jobInsert = await ctx.deployment.queue.jobInsert(job);
+  const inOneStatement = !!jobInsert && (temporary || (!stateless && strategy === 'enqueue' && body.if_not_exists !== 'create'));
   const wake = body.after_seconds ? undefined : ctx.events.notifyArguments('runs.queued', { deploymentId, origin: ctx.deployment.queue.origin }, deploymentId);
   let woken = false;
   const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run> => {
@@ -145,9 +147,9 @@ async function createParsedRun(
     let text = `WITH a AS (SELECT id, graph_id FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
             t AS (UPDATE agent_threads SET status = 'busy', updated_at = now(),
                     metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text)
-                  WHERE $9 AND id = $3 AND EXISTS (SELECT 1 FROM a) RETURNING id),
+                  WHERE $9 AND id = $3 AND deployment_id = $2 AND EXISTS (SELECT 1 FROM a) RETURNING id),
             r AS (INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
-                  SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a
+                  SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a WHERE NOT $9 OR EXISTS (SELECT 1 FROM t)
                   RETURNING *)`;
     let select = 'SELECT r.*';
     if (jobInsert) {
@@ -162,7 +164,11 @@ async function createParsedRun(
     }
     const { rows } = await client.query<RunRow & { job_rows?: number; woken?: unknown }>(`${text} ${select} FROM r`, values);
     const row = rows[0];
-    if (!row) throw AppError.notFound('Assistant not found');
+    if (!row) {
+      // No run row: no such assistant here, or (created in one statement) no such thread.
+      if (!temporary && client === ctx.db.pool) await assertThread(ctx, threadId);
+      throw AppError.notFound('Assistant not found');
+    }
     if (jobInsert) {
       const { job_rows: jobRows, woken: _, ...runRow } = row;
       if (jobRows !== 1) {
@@ -177,7 +183,7 @@ async function createParsedRun(
   };
 
   const { run, inflight } =
-    temporary && jobInsert
+    inOneStatement
       ? { run: await insertRun(ctx.db.pool), inflight: [] as { id: string; status: RunStatus }[] }
       : await inTransaction(ctx, async (client) => {
           let inflight: { id: string; status: RunStatus }[] = [];
