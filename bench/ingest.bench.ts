@@ -6,7 +6,9 @@
 // sent) and asserts nothing about time.
 //
 // Options: --requests <n> (default 600, × 100 runs), --concurrency <n> (default 32), --raw-connections
-// <n> (default 4), --pool <n> (the server's DB pool; default: the configuration's default).
+// <n> (default 4), --pool <n> (the server's DB pool; default: the configuration's default),
+// --ingest-threads <n> (threads parsing and storing ingested runs; 0: the request thread; default: the
+// configuration's default).
 //
 // The load comes from a worker thread that builds and gzips every request body before the clock
 // starts, so the measurement is the server's work, not the client's serialisation.
@@ -163,6 +165,7 @@ async function main() {
       concurrency: { type: 'string', default: '32' },
       'raw-connections': { type: 'string', default: '4' },
       pool: { type: 'string' },
+      'ingest-threads': { type: 'string' },
     },
   });
   const REQUESTS = Number(args.requests);
@@ -182,7 +185,9 @@ async function main() {
     HOST: '127.0.0.1',
     AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: 'warn',
-      });
+    AGENT_PLATFORM_DB_POOL_SIZE: args.pool,
+    AGENT_PLATFORM_INGEST_THREADS: args['ingest-threads'],
+  });
   console.log(`starting the platform (embedded PostgreSQL in ${dataDir}) …`);
   const platform = await startPlatform(config, pino({ level: config.logLevel }));
   try {
@@ -243,7 +248,7 @@ async function main() {
     console.log(`machine: ${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, embedded PostgreSQL on the same machine`);
     console.log(`payload: ${RUNS_PER_REQUEST} runs per request (${RUNS_PER_TRACE}-run traces), ${(load.rawBytes / load.runsSent / 1024).toFixed(1)} KiB per run as multipart, gzip ${(load.rawBytes / load.bodyBytes).toFixed(1)}×`);
     console.log('');
-    console.log(`HTTP ingest (POST /runs/multipart, ${CONCURRENCY} concurrent, DB pool ${config.dbPoolSize}):`);
+    console.log(`HTTP ingest (POST /runs/multipart, ${CONCURRENCY} concurrent, DB pool ${config.dbPoolSize}, ingest threads ${config.ingestThreads}):`);
     console.log(`  runs/s            ${Math.round(httpRate).toLocaleString('en-US')}`);
     console.log(`  ack latency       p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms`);
     console.log(`  responses         ${JSON.stringify(load.statuses)}`);

@@ -1,4 +1,5 @@
 // The only reader of process.env. Parsed once with zod; a bad configuration lists every problem.
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 const ROLES = ['api', 'worker', 'runtime'] as const;
@@ -52,6 +53,8 @@ const EnvSchema = z.object({
   AGENT_SERVER_TRACING_PROJECT: z.string().trim().min(1).max(200).optional(),
   /** Agent server: how many runs one runtime executes at once. */
   AGENT_PLATFORM_RUNTIME_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
+  /** Worker threads for trace ingestion's parsing and writes (0: in the request's thread). */
+  AGENT_PLATFORM_INGEST_THREADS: z.coerce.number().int().min(0).max(64).default(Math.min(4, Math.max(1, availableParallelism() - 1))),
   /** serve mode: run graphs in a worker thread (default) rather than on the HTTP server's thread. */
   AGENT_PLATFORM_RUNTIME_THREAD: z.stringbool().default(true),
 });
@@ -73,6 +76,7 @@ export type Config = {
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   runtimeConcurrency: number;
   runtimeThread: boolean;
+  ingestThreads: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
 };
 
@@ -114,6 +118,7 @@ export function loadConfig(
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
+    ingestThreads: value.AGENT_PLATFORM_INGEST_THREADS,
     agentServerTracing: {
       enabled: value.AGENT_SERVER_TRACING,
       workspaceId: value.AGENT_SERVER_TRACE_WORKSPACE_ID,

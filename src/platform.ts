@@ -11,6 +11,7 @@ import { EventBus } from './events.js';
 import type { Deps } from './services/context.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { type Boss, startBoss } from './workers/boss.js';
+import { IngestThreads } from './workers/ingest-threads.js';
 
 export type RunningPlatform = {
   deps: Deps;
@@ -39,13 +40,16 @@ export async function openDatabase(config: Config, logger: Logger) {
 export async function startPlatform(config: Config, logger: Logger): Promise<RunningPlatform> {
   const { db, embedded, secrets } = await openDatabase(config, logger);
   const events = new EventBus(db.pool, db.url, logger);
-  const deps: Deps = { config, db, events, secrets, logger };
+  // Only the API role ingests traces over HTTP.
+  const ingestThreads = config.roles.includes('api') && config.ingestThreads > 0 ? new IngestThreads({ config, databaseUrl: db.url }, config.ingestThreads, logger) : undefined;
+  const deps: Deps = { config, db, events, secrets, logger, ingestThreads };
   let boss: Boss | undefined;
   let app: App | undefined;
 
   const stop = async () => {
     // Order matters: stop taking requests, then jobs, then the bus, then the database.
     await app?.stop().catch((error: unknown) => logger.error({ err: error }, 'HTTP shutdown failed'));
+    await ingestThreads?.stop();
     await db.drain(5_000);
     await boss?.stop({ graceful: true, timeout: 10_000 }).catch((error: unknown) => logger.error({ err: error }, 'job queue shutdown failed'));
     await events.stop();

@@ -10,6 +10,7 @@ import { EventBus } from '../src/events.js';
 import type { Deps, ServiceContext } from '../src/services/context.js';
 import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
 import { type Boss, startBoss } from '../src/workers/boss.js';
+import { IngestThreads } from '../src/workers/ingest-threads.js';
 
 export const databaseUrl = () => inject('databaseUrl');
 
@@ -43,7 +44,8 @@ export async function startTestPlatform(options: { config?: Record<string, strin
   const db = connectDatabase(config.databaseUrl!, { poolSize: config.dbPoolSize });
   const events = new EventBus(db.pool, db.url, logger);
   await events.start();
-  const deps: Deps = { config, db, events, secrets: createSecretBox(config.secretKey!), logger };
+  const ingestThreads = config.ingestThreads > 0 ? new IngestThreads({ config, databaseUrl: db.url }, config.ingestThreads, logger) : undefined;
+  const deps: Deps = { config, db, events, secrets: createSecretBox(config.secretKey!), logger, ingestThreads };
   const boss = options.jobs ? await startBoss(deps, { work: true }) : undefined;
   const app = buildApp(deps);
   const url = await app.start(0, '127.0.0.1');
@@ -54,6 +56,7 @@ export async function startTestPlatform(options: { config?: Record<string, strin
     system: { ...deps, viewer: SYSTEM_VIEWER },
     async stop() {
       await app.stop();
+      await ingestThreads?.stop();
       await boss?.stop({ graceful: false, close: true });
       await events.stop();
       await db.close();

@@ -8,11 +8,11 @@ import { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { Deps } from '../services/context.js';
 import { FilterError } from '../services/traces/filter.js';
-import { ingestRunBatch, type RunBatch } from '../services/traces/ingest.service.js';
+import { type Ingester, ingestRequest, ingestRunBatch, type RunBatch } from '../services/traces/ingest.service.js';
 import * as projects from '../services/traces/projects.service.js';
 import { getRun, queryRuns, validateRunFilters } from '../services/traces/queries.service.js';
 import type { ProjectCreateInput } from '../services/traces/traces.schemas.js';
-import { multipartBoundary, multipartToBatch, parseMultipart, readBody } from '../services/traces/wire.js';
+import { asObject, type IngestRequest, multipartBoundary, parseJsonBody, readBody, readRawBody } from '../services/traces/wire.js';
 import { traceWorkspace } from '../services/traces/workspace.js';
 import { authenticate } from './middleware/auth.js';
 import { errorHandler } from './middleware/errors.js';
@@ -23,21 +23,8 @@ const SMALL_BODY_LIMIT = 1024 * 1024;
 
 /** Reads and parses a JSON body (any Content-Encoding, zstd included). */
 async function readJson(req: Request, limit: number): Promise<unknown> {
-  const body = await readBody(req, req.get('content-encoding'), limit);
-  if (body.length === 0) return {};
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new AppError('VALIDATION_FAILED', 'Request body is not valid JSON.', [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }]);
-  }
+  return parseJsonBody(await readBody(req, req.get('content-encoding'), limit));
 }
-
-const asObject = (value: unknown, loc = 'body'): Record<string, unknown> => {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new AppError('VALIDATION_FAILED', `${loc}: expected a JSON object`, [{ loc: [loc], msg: 'expected a JSON object', type: 'dict_type' }]);
-  }
-  return value as Record<string, unknown>;
-};
 
 const ProjectListQuery = z.object({
   name: z.string().optional(),
@@ -56,15 +43,23 @@ export function tracesRouter(deps: Deps): Router {
   const auth = authenticate(deps);
   const ingestLimit = deps.config.ingestBodyLimitBytes;
 
-  /** Ingests a batch as the viewer; 409 names duplicate posts (everything else was stored). */
-  async function ingest(req: Request, batch: RunBatch) {
+  /**
+   * Ingests a batch, or a request body still to decode and parse (in an ingest thread when the process
+   * has them), as the viewer; 409 names duplicate posts (everything else was stored).
+   */
+  async function ingest(req: Request, input: RunBatch | IngestRequest) {
     const workspaceId = await traceWorkspace(req.ctx, 'workspaces:write');
     const viewer = req.ctx.viewer;
-    const result = await ingestRunBatch(deps, {
+    const who: Ingester = {
       workspaceId,
       apiKeyId: viewer.kind === 'api-key' ? viewer.apiKeyId : null,
       userId: viewer.kind === 'api-key' ? viewer.userId : null,
-    }, batch);
+    };
+    const result = !('format' in input)
+      ? await ingestRunBatch(deps, who, input)
+      : deps.ingestThreads
+        ? await deps.ingestThreads.ingest(who, input)
+        : await ingestRequest(deps, who, input);
     if (result.duplicates.length) {
       throw AppError.conflict(`Run${result.duplicates.length > 1 ? 's' : ''} already received: ${result.duplicates.slice(0, 20).join(', ')}.`);
     }
@@ -99,23 +94,16 @@ export function tracesRouter(deps: Deps): Router {
     res.status(202).json({});
   });
 
-  router.post('/runs/batch', auth, async (req, res) => {
-    const body = asObject(await readJson(req, ingestLimit));
-    for (const key of ['post', 'patch'] as const) {
-      if (body[key] !== undefined && body[key] !== null && !Array.isArray(body[key])) {
-        throw new AppError('VALIDATION_FAILED', `body.${key}: expected a list`, [{ loc: ['body', key], msg: 'expected a list', type: 'list_type' }]);
-      }
-    }
-    await ingest(req, { post: (body.post as RunBatch['post']) ?? [], patch: (body.patch as RunBatch['patch']) ?? [] });
-    res.status(202).json({});
-  });
-
-  router.post('/runs/multipart', auth, async (req, res) => {
-    const boundary = multipartBoundary(req.get('content-type'));
-    const body = await readBody(req, req.get('content-encoding'), ingestLimit);
-    await ingest(req, multipartToBatch(parseMultipart(body, boundary)));
-    res.status(202).json({});
-  });
+  // The SDK's batch paths: bodies are decoded and parsed where they are stored (see ingest).
+  for (const format of ['batch', 'multipart'] as const) {
+    router.post(`/runs/${format}`, auth, async (req, res) => {
+      const contentType = req.get('content-type');
+      if (format === 'multipart') multipartBoundary(contentType); // a 400 before reading the body
+      const body = await readRawBody(req, ingestLimit);
+      await ingest(req, { format, body, contentEncoding: req.get('content-encoding'), contentType });
+      res.status(202).json({});
+    });
+  }
 
   router.post('/runs/query/validate', auth, async (req, res) => {
     await traceWorkspace(req.ctx, 'workspaces:read');

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { SecretBox } from '../crypto.js';
 import type { Database } from '../db.js';
 import type { EventBus } from '../events.js';
+import type { IngestThreads } from '../workers/ingest-threads.js';
 import type { Viewer } from './tenancy/viewer.js';
 
 /** Process-wide dependencies, built once at start-up. */
@@ -13,6 +14,8 @@ export type Deps = {
   events: EventBus;
   secrets: SecretBox;
   logger: Logger;
+  /** Where trace ingestion does its CPU work; absent: in the request's thread. */
+  ingestThreads?: IngestThreads;
 };
 
 /** A service call: dependencies plus the authenticated viewer (or the system, for the admin CLI). */

@@ -253,6 +253,28 @@ describe('POST /runs/multipart', () => {
   });
 });
 
+describe('ingestion in the request thread (AGENT_PLATFORM_INGEST_THREADS=0)', () => {
+  it('stores and rejects exactly as the ingest threads do', async () => {
+    const inline = await startTestPlatform({ config: { AGENT_PLATFORM_INGEST_THREADS: '0' } });
+    try {
+      expect(inline.deps.ingestThreads).toBeUndefined();
+      const post = (body: Buffer, headers: Record<string, string>) =>
+        fetch(`${inline.url}/runs/multipart`, { method: 'POST', headers: { 'x-api-key': tenant.adminKey, ...headers }, body: new Uint8Array(body) });
+      const id = newId();
+      const good = multipart([{ name: `post.${id}`, data: json({ name: 'inline', run_type: 'chain', start_time: iso() }) }]);
+      expect((await post(gzipSync(good.body), { 'content-type': good.contentType, 'content-encoding': 'gzip' })).status).toBe(202);
+      expect((await call(`/runs/${id}`)).body).toMatchObject({ name: 'inline' });
+      const broken = multipart([{ name: `post.${newId()}`, data: '{"name": ' }]);
+      const refused = await post(broken.body, { 'content-type': broken.contentType });
+      expect(refused.status).toBe(422);
+      expect(await refused.json()).toMatchObject({ error: expect.any(String), details: expect.anything() });
+      expect((await post(Buffer.from('garbage'), { 'content-type': good.contentType, 'content-encoding': 'gzip' })).status).toBe(400);
+    } finally {
+      await inline.stop();
+    }
+  });
+});
+
 describe('permissions, isolation and the workspace a key writes to', () => {
   it('needs a key (401), write permission to ingest (403) and read permission to query', async () => {
     const noKey = await call('/runs', { key: '', body: { name: 'x', run_type: 'chain' } });

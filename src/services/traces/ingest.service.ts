@@ -43,6 +43,7 @@ import {
 import { afterRunsStored, countTraces } from './ingest-hooks.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
 import { RUN_TYPES } from './traces.schemas.js';
+import { type IngestRequest, requestToBatch } from './wire.js';
 
 /** A run create as the langsmith SDK sends it (unknown fields are ignored). */
 export type RunCreate = Record<string, unknown>;
@@ -102,8 +103,13 @@ type NormalizedPatch = {
 
 // ───────────────────────────── entry point ─────────────────────────────
 
+/** Decodes, parses and stores an ingestion request (in an ingest thread, or inline: see IngestThreads). */
+export async function ingestRequest(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
+  return ingestRunBatch(deps, who, await requestToBatch(request, deps.config.ingestBodyLimitBytes));
+}
+
 /** Stores a batch of run creates, updates and attachments (see the contract at the top of this file). */
-export async function ingestRunBatch(deps: Deps, who: Ingester, batch: RunBatch): Promise<IngestResult> {
+export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, batch: RunBatch): Promise<IngestResult> {
   const posts = (batch.post ?? []).map((raw, index) => normalizeRunCreate(raw, ['post', index]));
   const patches = (batch.patch ?? []).map((raw, index) => normalizePatch(raw, ['patch', index]));
   const attachments = batch.attachments ?? [];

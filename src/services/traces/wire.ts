@@ -19,12 +19,8 @@ const brotli = promisify(zlib.brotliDecompress);
 
 const tooLarge = (limit: number) => new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes.`);
 
-/**
- * Reads a request body and undoes its Content-Encoding. `limit` bounds both the bytes read and the
- * decompressed size (a small gzip body can expand enormously). Throws PAYLOAD_TOO_LARGE or
- * BAD_REQUEST (unknown encoding, corrupt data).
- */
-export async function readBody(stream: Readable, contentEncoding: string | undefined, limit: number): Promise<Buffer> {
+/** Reads a request body as sent (still encoded), up to `limit` bytes; PAYLOAD_TOO_LARGE beyond. */
+export async function readRawBody(stream: Readable, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {
@@ -35,7 +31,14 @@ export async function readBody(stream: Readable, contentEncoding: string | undef
     }
     chunks.push(chunk as Buffer);
   }
-  const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+/**
+ * Undoes a body's Content-Encoding. `limit` bounds the decompressed size (a small gzip body can
+ * expand enormously). Throws PAYLOAD_TOO_LARGE or BAD_REQUEST (unknown encoding, corrupt data).
+ */
+export async function decodeBody(raw: Buffer, contentEncoding: string | undefined, limit: number): Promise<Buffer> {
   const encodings = (contentEncoding ?? '')
     .split(',')
     .map((value) => value.trim().toLowerCase())
@@ -44,6 +47,48 @@ export async function readBody(stream: Readable, contentEncoding: string | undef
   // Encodings are listed in the order they were applied.
   for (const encoding of encodings.reverse()) body = await decode(body, encoding, limit);
   return body;
+}
+
+/** Reads a request body and undoes its Content-Encoding (see readRawBody and decodeBody). */
+export async function readBody(stream: Readable, contentEncoding: string | undefined, limit: number): Promise<Buffer> {
+  return decodeBody(await readRawBody(stream, limit), contentEncoding, limit);
+}
+
+/** Parses a JSON body; VALIDATION_FAILED when it is not JSON. An empty body is `{}`. */
+export function parseJsonBody(body: Buffer): unknown {
+  if (body.length === 0) return {};
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new AppError('VALIDATION_FAILED', 'Request body is not valid JSON.', [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }]);
+  }
+}
+
+/** A JSON body that must be an object. */
+export function asObject(value: unknown, loc = 'body'): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new AppError('VALIDATION_FAILED', `${loc}: expected a JSON object`, [{ loc: [loc], msg: 'expected a JSON object', type: 'dict_type' }]);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** An ingestion request as received: its encoded body and the headers that say how to read it. */
+export type IngestRequest = { format: 'multipart' | 'batch'; body: Uint8Array; contentEncoding: string | undefined; contentType: string | undefined };
+
+/** Decodes and parses an ingestion request into a RunBatch (`POST /runs/multipart` or `/runs/batch`). */
+export async function requestToBatch(request: IngestRequest, limit: number): Promise<RunBatch> {
+  const raw = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
+  if (request.format === 'multipart') {
+    const boundary = multipartBoundary(request.contentType);
+    return multipartToBatch(parseMultipart(await decodeBody(raw, request.contentEncoding, limit), boundary));
+  }
+  const body = asObject(parseJsonBody(await decodeBody(raw, request.contentEncoding, limit)));
+  for (const key of ['post', 'patch'] as const) {
+    if (body[key] !== undefined && body[key] !== null && !Array.isArray(body[key])) {
+      throw new AppError('VALIDATION_FAILED', `body.${key}: expected a list`, [{ loc: ['body', key], msg: 'expected a list', type: 'list_type' }]);
+    }
+  }
+  return { post: (body.post as RunBatch['post']) ?? [], patch: (body.patch as RunBatch['patch']) ?? [] };
 }
 
 // Below this compressed size, inflating on the event loop (well under a millisecond for an SDK batch)
