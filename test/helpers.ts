@@ -23,6 +23,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
       AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
       AGENT_PLATFORM_DB_POOL_SIZE: '4',
+      // One ingest thread per test platform: the thread path is what users run, and one starts faster.
+      AGENT_PLATFORM_INGEST_THREADS: '1',
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       ...overrides,
     },
