@@ -48,10 +48,11 @@ export async function startRuntime(
       stateless = row?.kwargs.temporary ?? false;
       if (row) await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint });
     } catch (error) {
-      // Never fail the job: a failed job would hold back the thread's later runs.
+      // Never fail the job: a failed job would hold back the thread's later runs. A run whose claim
+      // failed is still pending, with its job about to complete: it ends too rather than wait forever.
       ctx.logger.error({ err: error, runId }, 'run execution failed');
       await ctx.db.pool
-        .query(`UPDATE agent_runs SET status = 'error', updated_at = now(), ended_at = now() WHERE id = $1 AND status = 'running'`, [runId])
+        .query(`UPDATE agent_runs SET status = 'error', updated_at = now(), ended_at = now() WHERE id = $1 AND status IN ('pending', 'running')`, [runId])
         .catch(() => undefined);
       await ctx.events.publish('runs.stream', { runId, status: 'error' }, runId).catch(() => undefined);
     } finally {
@@ -68,18 +69,10 @@ export async function startRuntime(
       active.set(job.data.runId, controller);
       return controller;
     });
-    const claims = claimRuns(
-      ctx,
-      jobs.map((job) => job.data.runId),
-      workerId,
-    );
+    const claims = claimRuns(ctx, jobs.map((job) => job.data.runId), workerId);
     jobs.forEach((job, i) => {
       running++;
-      void handle(
-        job,
-        controllers[i]!,
-        claims.then((rows) => rows.get(job.data.runId)),
-      ).finally(() => {
+      void handle(job, controllers[i]!, claims.then((rows) => rows.get(job.data.runId))).finally(() => {
         running--;
         if (mayHaveJobs) void pump();
       });
