@@ -100,7 +100,8 @@ export type RunOutcome = { status: string; output: string };
 type StreamWrite = { runId: string; events: RunEvent[]; notify?: [channel: string, payload: string]; outcome?: RunOutcome };
 
 // Stream writes of all the runs a process executes go through one coalescer per pool: under load,
-// the events and outcomes of many runs are stored, and their signals sent, in one statement.
+// the events and outcomes of many runs are stored, and their signals sent, in one statement (of at
+// most 256 runs' writes, so a burst of large events does not become one enormous statement).
 const writers = new WeakMap<pg.Pool, Coalescer<StreamWrite>>();
 
 function streamWrites(pool: pg.Pool): Coalescer<StreamWrite> {
@@ -129,7 +130,7 @@ function streamWrites(pool: pg.Pool): Coalescer<StreamWrite> {
           signals.map(([, payload]) => payload),
         ],
       );
-    });
+    }, { maxBatch: 256 });
     writers.set(pool, writer);
   }
   return writer;
