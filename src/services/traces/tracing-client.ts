@@ -11,8 +11,10 @@
 // The root run then has the agent run's id (pass `runId`), and nodes, LLM calls and tools are its
 // children in the deployment's project (created on first use, see ensureProject).
 import type { LangSmithTracingClientInterface } from 'langsmith';
+import type pg from 'pg';
+import { Coalescer } from '../../database/coalescer.js';
 import type { Deps } from '../context.js';
-import { type Ingester, ingestRunBatch, type RunCreate, type RunUpdate } from './ingest.service.js';
+import { type IngestResult, type Ingester, ingestRunBatch, type RunBatch, type RunCreate, type RunUpdate } from './ingest.service.js';
 
 export type TracingClient = LangSmithTracingClientInterface & {
   /** Sends everything buffered and waits until it is stored. */
@@ -27,6 +29,39 @@ type Options = {
   /** …or this long after the first buffered one (default 100 ms). */
   flushDelayMs?: number;
 };
+
+type TraceWrite = { who: Ingester; batch: RunBatch };
+
+// The batches of all tracing clients of a process (one per agent run) go through one coalescer per
+// pool: under load, the traces of many runs are stored by one ingest call instead of one each.
+const traceWriters = new WeakMap<pg.Pool, Coalescer<TraceWrite, IngestResult>>();
+
+function traceWrites(deps: Pick<Deps, 'db' | 'config'>): Coalescer<TraceWrite, IngestResult> {
+  let writer = traceWriters.get(deps.db.pool);
+  if (!writer) {
+    writer = new Coalescer<TraceWrite, IngestResult>(async (writes) => {
+      // Writes of the same ingester are merged; each gets the merged call's result, with only its
+      // own runs among the duplicates.
+      const groups = new Map<string, TraceWrite[]>();
+      for (const write of writes) {
+        const key = JSON.stringify([write.who.workspaceId, write.who.apiKeyId ?? null, write.who.userId ?? null]);
+        groups.set(key, [...(groups.get(key) ?? []), write]);
+      }
+      const results = new Map<TraceWrite, IngestResult>();
+      for (const group of groups.values()) {
+        const merged: RunBatch = { post: group.flatMap((write) => write.batch.post ?? []), patch: group.flatMap((write) => write.batch.patch ?? []) };
+        const result = await ingestRunBatch(deps, group[0]!.who, merged);
+        for (const write of group) {
+          const own = new Set((write.batch.post ?? []).map((post) => String(post.id)));
+          results.set(write, { ...result, duplicates: result.duplicates.filter((id) => own.has(id)) });
+        }
+      }
+      return writes.map((write) => results.get(write)!);
+    });
+    traceWriters.set(deps.db.pool, writer);
+  }
+  return writer;
+}
 
 /**
  * A LangSmithTracingClientInterface (createRun/updateRun) that buffers run operations and stores them
@@ -68,7 +103,7 @@ export function createTracingClient(deps: Deps, who: Ingester, options: Options 
     });
     chain = chain.then(async () => {
       try {
-        const result = await ingestRunBatch(deps, who, { post: batch.post, patch: standalone });
+        const result = await traceWrites(deps).add({ who, batch: { post: batch.post, patch: standalone } });
         if (result.duplicates.length) deps.logger.warn({ duplicates: result.duplicates }, 'traced runs were already stored');
       } catch (error) {
         deps.logger.error({ err: error }, 'could not store traced runs');
