@@ -28,8 +28,13 @@ const INLINE_LIMIT_BYTES = 7000;
 
 type Envelope = { n: string; k?: string; p?: unknown; ref?: string };
 
+// Every envelope starts with its name, whether JSON.stringify or json_build_object wrote it.
+const ENVELOPE_NAME = /^\{\s*"n"\s*:\s*"([^"\\]*)"/;
+
 export class EventBus {
   private readonly local = new EventEmitter({ captureRejections: false });
+  /** Live subscriptions per event name: notifications nobody here subscribes to are not even parsed. */
+  private readonly subscribers = new Map<string, number>();
   private listener: pg.Client | undefined;
   private closed = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -106,6 +111,8 @@ export class EventBus {
   subscribe<N extends EventName>(name: N, options: { key?: string; signal?: AbortSignal } = {}): AsyncGenerator<EventMap[N]> {
     const stop = new AbortController();
     const abort = () => stop.abort();
+    this.subscribers.set(name, (this.subscribers.get(name) ?? 0) + 1);
+    stop.signal.addEventListener('abort', () => this.subscribers.set(name, this.subscribers.get(name)! - 1), { once: true });
     this.local.once('close', abort);
     options.signal?.addEventListener('abort', abort, { once: true });
     const iterator = on(this.local, topic(name, options.key), { signal: stop.signal });
@@ -127,6 +134,11 @@ export class EventBus {
 
   private async deliver(text: string | undefined) {
     if (!text) return;
+    // Every process hears every event on the channel (a runtime hears each run's stream events, an
+    // API process each cancellation): skip the parse, and the read of a payload sent by reference,
+    // for names nobody here follows.
+    const name = ENVELOPE_NAME.exec(text)?.[1];
+    if (name !== undefined && !this.subscribers.get(name)) return;
     try {
       const envelope = JSON.parse(text) as Envelope;
       let payload = envelope.p;

@@ -128,4 +128,19 @@ describe('event bus across processes', () => {
     expect(text).toContain(`"message":"${message}"`);
     controller.abort();
   });
+  it('delivers to a name subscribed after earlier subscriptions to it ended, large payloads included', async () => {
+    const bus = platform.deps.events;
+    const first = new AbortController();
+    const firstSeen = bus.subscribe('system.ping', { key: 'skip-check', signal: first.signal });
+    first.abort();
+    for await (const _ of firstSeen) throw new Error('an aborted subscription yields nothing');
+    // Nobody here follows system.ping now (notifications of it are skipped unparsed) until this:
+    const second = new AbortController();
+    const seen = bus.subscribe('system.ping', { key: 'skip-check', signal: second.signal });
+    const big = 'x'.repeat(50_000);
+    await bus.publish('system.ping', { message: big, sentAt: new Date().toISOString() }, 'skip-check');
+    const { value } = await seen.next();
+    second.abort();
+    expect(value).toMatchObject({ message: big });
+  });
 });
