@@ -43,10 +43,7 @@ export function tracesRouter(deps: Deps): Router {
   const auth = authenticate(deps);
   const ingestLimit = deps.config.ingestBodyLimitBytes;
 
-  /**
-   * Ingests a batch, or a request body still to decode and parse (in an ingest thread when the process
-   * has them), as the viewer; 409 names duplicate posts (everything else was stored).
-   */
+  /** Ingests a batch, or a request body still to decode and parse, as the viewer; 409 names duplicate posts (everything else was stored). */
   async function ingest(req: Request, input: RunBatch | IngestRequest) {
     const workspaceId = await traceWorkspace(req.ctx, 'workspaces:write');
     const viewer = req.ctx.viewer;
@@ -55,11 +52,7 @@ export function tracesRouter(deps: Deps): Router {
       apiKeyId: viewer.kind === 'api-key' ? viewer.apiKeyId : null,
       userId: viewer.kind === 'api-key' ? viewer.userId : null,
     };
-    const result = !('format' in input)
-      ? await ingestRunBatch(deps, who, input)
-      : deps.ingestThreads
-        ? await deps.ingestThreads.ingest(who, input)
-        : await ingestRequest(deps, who, input);
+    const result = 'format' in input ? await ingestRequest(deps, who, input) : await ingestRunBatch(deps, who, input);
     if (result.duplicates.length) {
       throw AppError.conflict(`Run${result.duplicates.length > 1 ? 's' : ''} already received: ${result.duplicates.slice(0, 20).join(', ')}.`);
     }

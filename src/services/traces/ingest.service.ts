@@ -103,8 +103,12 @@ type NormalizedPatch = {
 
 // ───────────────────────────── entry point ─────────────────────────────
 
-/** Decodes, parses and stores an ingestion request (in an ingest thread, or inline: see IngestThreads). */
-export async function ingestRequest(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
+/**
+ * Decodes, parses and stores an ingestion request: in one of the process's ingest threads when it has
+ * them (see IngestThreads), else here (as the threads themselves do).
+ */
+export async function ingestRequest(deps: Pick<Deps, 'db' | 'config' | 'ingestThreads'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
+  if (deps.ingestThreads) return deps.ingestThreads.ingest(who, request);
   return ingestRunBatch(deps, who, await requestToBatch(request, deps.config.ingestBodyLimitBytes));
 }
 
