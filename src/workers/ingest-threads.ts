@@ -54,7 +54,9 @@ export class IngestThreads {
 
   private spawn(): Thread {
     // Messages posted before the thread has loaded wait in its port.
-    const worker = new Worker(new URL('./ingest-thread.entry.mjs', import.meta.url), { workerData: this.data });
+    const worker = new Worker(new URL('./thread-entry.mjs', import.meta.url), {
+      workerData: { ...this.data, body: new URL('./ingest-thread.worker.ts', import.meta.url).href },
+    });
     const thread: Thread = { worker, pending: new Map() };
     worker.on('message', (reply: IngestReply) => {
       const pending = thread.pending.get(reply.id);

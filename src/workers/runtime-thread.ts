@@ -27,7 +27,10 @@ export type RuntimeThread = { wake(): void; stop(): Promise<void> };
 /** Starts the runtime thread; resolves once it works the queue, rejects if it cannot start. */
 export function startRuntimeThread(data: RuntimeThreadData, logger: Logger): Promise<RuntimeThread> {
   // The process environment (graph configs' `env` included) is shared with the thread.
-  const worker = new Worker(new URL('./runtime-thread.entry.mjs', import.meta.url), { workerData: data, env: SHARE_ENV });
+  const worker = new Worker(new URL('./thread-entry.mjs', import.meta.url), {
+    workerData: { ...data, body: new URL('./runtime-thread.worker.ts', import.meta.url).href },
+    env: SHARE_ENV,
+  });
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
   let stopping = false;
   return new Promise<RuntimeThread>((resolve, reject) => {
