@@ -33,6 +33,8 @@ export type AgentServer = {
   firstApiKey: string | undefined;
   /** Where runs are traced, unless tracing is off. */
   tracing: { workspaceId: string; project: string } | undefined;
+  /** Where graphs execute: a worker thread, the HTTP server's thread, or elsewhere (no runtime role). */
+  runtime: 'worker thread' | 'server thread' | undefined;
   stop(): Promise<void>;
 };
 
@@ -96,7 +98,8 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     const app = buildApp(deps, { routers: [agentServerRouter(deps, scope)], anonymousViewer: LOCAL_VIEWER });
     cleanup.push(() => app.stop());
     const url = await app.start(config.port, config.host);
-    return { url, deploymentId, graphIds: graphs.graphIds(), firstApiKey: bootstrap?.key, tracing, stop };
+    const runtime = runsHere ? (config.runtimeThread ? 'worker thread' : 'server thread') : undefined;
+    return { url, deploymentId, graphIds: graphs.graphIds(), firstApiKey: bootstrap?.key, tracing, runtime, stop };
   } catch (error) {
     await stop();
     throw error;

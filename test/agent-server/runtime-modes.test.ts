@@ -4,23 +4,31 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeDir, type ServeProcess, startServe } from './serve.js';
 
-let server: ServeProcess;
+let inThread: ServeProcess;
+let byDefault: ServeProcess;
 beforeAll(async () => {
-  server = await startServe({ env: { AGENT_PLATFORM_RUNTIME_THREAD: 'false' } });
-});
+  [inThread, byDefault] = await Promise.all([startServe({ env: { AGENT_PLATFORM_RUNTIME_THREAD: 'false' } }), startServe()]);
+}, 60_000);
 afterAll(async () => {
-  await server?.stop();
-  removeDir(server?.dir);
+  for (const server of [inThread, byDefault]) {
+    await server?.stop();
+    removeDir(server?.dir);
+  }
 });
 
-describe('serve with the runtime on the server thread', () => {
-  it('answers stateless waits and streams thread runs', async () => {
-    expect(await server.client.runs.wait(null, 'nested', { input: {} })).toEqual({ trail: ['parent', 'child', 'grandchild'] });
-    const thread = await server.client.threads.create();
+describe('where serve runs graphs', () => {
+  it('says so at start: a worker thread by default, the server thread when asked', () => {
+    expect(byDefault.output()).toContain('Graphs run in a worker thread');
+    expect(inThread.output()).toContain("Graphs run in the HTTP server's thread");
+  });
+
+  it('answers stateless waits and streams thread runs on the server thread too', async () => {
+    expect(await inThread.client.runs.wait(null, 'nested', { input: {} })).toEqual({ trail: ['parent', 'child', 'grandchild'] });
+    const thread = await inThread.client.threads.create();
     const events: string[] = [];
-    for await (const part of server.client.runs.stream(thread.thread_id, 'nested', { input: {}, streamMode: 'updates' })) events.push(part.event);
+    for await (const part of inThread.client.runs.stream(thread.thread_id, 'nested', { input: {}, streamMode: 'updates' })) events.push(part.event);
     expect(events[0]).toBe('metadata');
     expect(events).toContain('updates');
-    expect((await server.client.threads.get(thread.thread_id)).status).toBe('idle');
+    expect((await inThread.client.threads.get(thread.thread_id)).status).toBe('idle');
   });
 });
