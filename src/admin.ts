@@ -8,6 +8,7 @@ import { EventBus } from './events.js';
 import { openDatabase } from './platform.js';
 import type { ServiceContext } from './services/context.js';
 import * as tenancy from './services/tenancy/tenancy.service.js';
+import { rebuildUsageRollups } from './services/usage/usage.service.js';
 import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';
 
 type Common = { json?: boolean; dataDir?: string };
@@ -82,7 +83,7 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
     .requiredOption('--org <id>', 'organization ID')
     .requiredOption('--email <email>', 'email address')
     .option('--name <name>', 'display name')
-    .option('--role <role>', 'ORGANIZATION_ADMIN | ORGANIZATION_MEMBER', 'ORGANIZATION_MEMBER')
+    .option('--role <role>', 'ORGANIZATION_ADMIN | ORGANIZATION_MEMBER | ORGANIZATION_GUEST', 'ORGANIZATION_MEMBER')
     .option('--workspace <id:role...>', 'workspace membership, e.g. <id>:WORKSPACE_VIEWER (repeatable)')
     .action(
       run<Common & { org: string; email: string; name?: string; role: string; workspace?: string[] }>(async (ctx, o) => {
@@ -138,6 +139,16 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
       run(async (ctx, o, args) => {
         const { secretHash: _hidden, ...row } = await tenancy.revokeApiKey(ctx, args[0] ?? '');
         print(o.json, row, (r) => `revoked ${r.id}  ${r.shortKey}`);
+      }),
+    );
+
+  const usage = admin.command('usage').description('usage rollups');
+  usage
+    .command('rebuild')
+    .description('recompute the usage rollups from the stored traces (safe while ingestion runs)')
+    .action(
+      run(async (ctx, o) => {
+        print(o.json, await rebuildUsageRollups(ctx), (r) => `rebuilt usage rollups: ${r.traces} traces, ${r.rollupRows} rollup rows`);
       }),
     );
 }

@@ -69,6 +69,15 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   app.use(errorHandler('fastapi', deps.logger));
 
   const server = createServer(app);
+  // Node answers a request line or headers over its 16 KiB limit (e.g. a usage query naming
+  // thousands of workspaces) with a bare 431; say why, in the platform API's error shape.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const [status, detail] =
+      error.code === 'HPE_HEADER_OVERFLOW' ? ['431 Request Header Fields Too Large', 'Request line and headers are too large (16 KiB at most).'] : ['400 Bad Request', 'Malformed HTTP request.'];
+    const body = JSON.stringify({ detail });
+    socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
   const wsServer = new WebSocketServer({ server, path: GRAPHQL_PATH });
   const graphqlWs = useServer(
     {

@@ -60,6 +60,11 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_INGEST_THREADS: z.coerce.number().int().min(0).max(64).default(Math.min(4, Math.max(2, availableParallelism()))),
   /** serve mode: run graphs in a worker thread (default) rather than on the HTTP server's thread. */
   AGENT_PLATFORM_RUNTIME_THREAD: z.stringbool().default(true),
+  /**
+   * Usage API: the first instant with usage data (the spec's cloud start date by default; a
+   * self-hosted installation sets when it enabled usage collection). Earlier hours are never reported.
+   */
+  AGENT_PLATFORM_USAGE_DATA_START: z.union([z.iso.date(), z.iso.datetime({ offset: true })]).default('2026-01-05'),
 });
 
 export type Config = {
@@ -81,6 +86,7 @@ export type Config = {
   runtimeThread: boolean;
   ingestThreads: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
+  usageDataStart: Date;
 };
 
 export class ConfigError extends Error {
@@ -127,6 +133,8 @@ export function loadConfig(
       workspaceId: value.AGENT_SERVER_TRACE_WORKSPACE_ID,
       project: value.AGENT_SERVER_TRACING_PROJECT,
     },
+    // A bare date is midnight UTC.
+    usageDataStart: new Date(value.AGENT_PLATFORM_USAGE_DATA_START.length === 10 ? `${value.AGENT_PLATFORM_USAGE_DATA_START}T00:00:00Z` : value.AGENT_PLATFORM_USAGE_DATA_START),
   };
 }
 

@@ -16,7 +16,7 @@ export async function buildWorkspace(system: ServiceContext, organizationId: str
 export async function buildUser(
   system: ServiceContext,
   organizationId: string,
-  options: { role?: 'ORGANIZATION_ADMIN' | 'ORGANIZATION_MEMBER'; workspaces?: { workspaceId: string; role: WorkspaceRole }[] } = {},
+  options: { role?: 'ORGANIZATION_ADMIN' | 'ORGANIZATION_MEMBER' | 'ORGANIZATION_GUEST'; workspaces?: { workspaceId: string; role: WorkspaceRole }[] } = {},
 ) {
   return tenancy.createUser(system, {
     organizationId,

@@ -4,6 +4,7 @@ import type { Deps } from '../services/context.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { tenancyRouter } from './tenancy.routes.js';
 import { tracesRouter } from './traces.routes.js';
+import { usageRouter } from './usage.routes.js';
 
 export function restRouter(deps: Deps): Router {
   const router = Router();
@@ -19,9 +20,10 @@ export function restRouter(deps: Deps): Router {
   router.use(traces);
   router.use('/api/v1', traces);
 
-  // Platform API (FastAPI dialect): tenancy now; usage and bulk export join here.
+  // Platform API (FastAPI dialect): tenancy and usage; bulk export joins here.
   const platformApi = Router();
   platformApi.use(express.json({ limit: deps.config.bodyLimit }));
+  platformApi.use(usageRouter(deps));
   platformApi.use(tenancyRouter(deps));
   platformApi.use(notFoundHandler);
   platformApi.use(errorHandler('fastapi', deps.logger));

@@ -5,6 +5,7 @@ import { type ConstructorOptions, PgBoss, type Queue } from 'pg-boss';
 import { PreparingClient } from '../database/prepared-statements.js';
 import type { Deps } from '../services/context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
+import { foldUsage } from './usage-fold.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -19,6 +20,14 @@ export const QUEUES = {
     retryLimit: 2,
     retryDelay: 60,
     expireInSeconds: 300,
+  },
+  usageFold: {
+    name: 'usage.fold',
+    // Folds serialise on an advisory lock anyway; a fold queued behind a running one adds nothing.
+    policy: 'singleton',
+    retryLimit: 3,
+    retryDelay: 30,
+    expireInSeconds: 600,
   },
 } satisfies Record<string, QueueDefinition>;
 
@@ -54,6 +63,9 @@ export async function startBoss(deps: Deps, options: { work: boolean }): Promise
   if (options.work) {
     await boss.work(QUEUES.eventsPrune.name, async () => pruneEventPayloads(deps));
     await boss.schedule(QUEUES.eventsPrune.name, '*/10 * * * *');
+    await boss.work(QUEUES.usageFold.name, async () => foldUsage(deps));
+    // Every minute (cron's finest grain): the unfolded tail a read adds stays a minute of deltas.
+    await boss.schedule(QUEUES.usageFold.name, '* * * * *');
   }
   return boss;
 }

@@ -19,7 +19,7 @@ export const UserCreate = z.object({
   email: z.email().transform((value) => value.toLowerCase()),
   name: z.string().trim().max(200).optional(),
   organizationId: z.uuid(),
-  organizationRole: z.enum(['ORGANIZATION_ADMIN', 'ORGANIZATION_MEMBER']).default('ORGANIZATION_MEMBER'),
+  organizationRole: z.enum(['ORGANIZATION_ADMIN', 'ORGANIZATION_MEMBER', 'ORGANIZATION_GUEST']).default('ORGANIZATION_MEMBER'),
   workspaces: z
     .array(z.object({ workspaceId: z.uuid(), role: z.enum(['WORKSPACE_ADMIN', 'WORKSPACE_EDITOR', 'WORKSPACE_VIEWER']) }))
     .default([]),

@@ -16,6 +16,7 @@ const ORGANIZATION_ROLE_PERMISSIONS: Record<OrganizationRole, Permission[]> = {
   // Organization admins hold every permission in every workspace of their organization.
   ORGANIZATION_ADMIN: [...PERMISSIONS],
   ORGANIZATION_MEMBER: ['organization:read'],
+  ORGANIZATION_GUEST: [],
 };
 
 const WORKSPACE_ROLE_PERMISSIONS: Record<WorkspaceRole, Permission[]> = {

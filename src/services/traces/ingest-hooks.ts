@@ -2,9 +2,10 @@
 //
 // `afterRunsStored` runs inside the ingest transaction, after the runs of one request are inserted, so
 // whatever it writes commits or rolls back with them (a trace is counted exactly when it is stored).
-// The usage area increments its hourly rollups here: `traces` is already grouped by
+// The usage area appends these counts to its deltas here: `traces` is already grouped by
 // (hour of the root run's start, workspace, project, user, API key) with the number of new traces.
 import type pg from 'pg';
+import { recordStoredTraces } from '../usage/usage.service.js';
 
 export type TraceCount = {
   /** Start of the UTC hour of the root runs' start_time. */
@@ -17,9 +18,9 @@ export type TraceCount = {
   traces: number;
 };
 
-/** Called inside the ingest transaction with the traces stored by one request; nothing to do yet. */
-export async function afterRunsStored(_client: pg.PoolClient, _traces: TraceCount[]): Promise<void> {
-  // The usage area's rollup upsert goes here (one multi-row INSERT … ON CONFLICT … DO UPDATE).
+/** Called inside the ingest transaction with the traces stored by one request. */
+export async function afterRunsStored(client: pg.PoolClient, traces: TraceCount[]): Promise<void> {
+  await recordStoredTraces(client, traces);
 }
 
 /** Groups stored root runs into hourly trace counts. */

@@ -1,0 +1,259 @@
+// The usage area's SQL: trace deltas appended by ingestion, the rollups they are folded into, the
+// rebuild from raw runs, and the granular-usage read.
+//
+// Raw SQL throughout: the append rides the ingest transaction as one prepared statement, and the read
+// is one aggregate whose p99 `npm run bench:usage` measures.
+import type pg from 'pg';
+import type { TraceCount } from '../traces/ingest-hooks.js';
+import type { UsageDimension } from './usage.schemas.js';
+
+/** Stands for "no user" or "no API key" in rollup keys (primary key columns cannot be NULL). */
+export const NO_DIMENSION_ID = '00000000-0000-0000-0000-000000000000';
+
+// Serialises folds with each other and with a rebuild (a rebuild must see no fold half-done).
+const FOLD_LOCK = 7_362_114_001;
+
+// ───────────────────────────── ingestion ─────────────────────────────
+
+const APPEND_DELTAS_SQL = `
+  INSERT INTO usage_trace_deltas (workspace_id, hour, project_id, user_id, api_key_id, traces)
+  SELECT $1::uuid, d.hour, d.project_id, $2::uuid, $3::uuid, d.traces
+    FROM unnest($4::timestamptz[], $5::uuid[], $6::int[]) AS d(hour, project_id, traces)`;
+
+/**
+ * Appends one request's trace counts (all of one ingester) inside the ingest transaction: one
+ * prepared INSERT, no row shared with any other request.
+ */
+export async function appendTraceDeltas(client: pg.PoolClient, counts: TraceCount[]): Promise<void> {
+  const first = counts[0]!;
+  await client.query({
+    name: 'usage.append_deltas',
+    text: APPEND_DELTAS_SQL,
+    values: [
+      first.workspaceId,
+      first.userId,
+      first.apiKeyId,
+      counts.map((count) => count.hour.toISOString()),
+      counts.map((count) => count.projectId),
+      counts.map((count) => count.traces),
+    ],
+  });
+}
+
+// ───────────────────────────── rollups ─────────────────────────────
+
+/**
+ * INSERT into usage_rollups from `source`, a query of (workspace_id, hour, project_id, user_id,
+ * api_key_id, traces): every source row counts once per dimension, at the hour and day grains.
+ */
+const insertRollupsFrom = (source: string) => `
+  INSERT INTO usage_rollups (workspace_id, dimension, grain, bucket, dimension_id, traces)
+  SELECT s.workspace_id, d.dimension, g.grain,
+         CASE g.grain WHEN 'hour' THEN s.hour ELSE date_trunc('day', s.hour, 'UTC') END,
+         d.dimension_id, sum(s.traces)
+    FROM (${source}) AS s
+   CROSS JOIN LATERAL (VALUES ('workspace', s.workspace_id), ('project', s.project_id),
+                              ('user', COALESCE(s.user_id, '${NO_DIMENSION_ID}'::uuid)),
+                              ('api_key', COALESCE(s.api_key_id, '${NO_DIMENSION_ID}'::uuid))) AS d(dimension, dimension_id)
+   CROSS JOIN (VALUES ('hour'), ('day')) AS g(grain)
+   GROUP BY 1, 2, 3, 4, 5
+  ON CONFLICT (workspace_id, dimension, grain, bucket, dimension_id) DO UPDATE SET traces = usage_rollups.traces + EXCLUDED.traces`;
+
+const FOLD_SQL = `
+  WITH moved AS (
+    DELETE FROM usage_trace_deltas
+     WHERE id IN (SELECT id FROM usage_trace_deltas ORDER BY id LIMIT $1)
+    RETURNING workspace_id, hour, project_id, user_id, api_key_id, traces
+  )
+  ${insertRollupsFrom('SELECT * FROM moved')}`;
+
+/**
+ * Moves pending deltas into the rollups, `batchSize` at a time, each batch in its own transaction
+ * (DELETE … RETURNING feeding the upsert, so a delta is counted exactly once). Returns the number of
+ * delta rows folded.
+ */
+export async function foldTraceDeltas(pool: pg.Pool, batchSize = 50_000): Promise<number> {
+  const client = await pool.connect();
+  let folded = 0;
+  try {
+    for (;;) {
+      await client.query('BEGIN');
+      try {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [FOLD_LOCK]);
+        const { rows } = await client.query<{ n: string }>('SELECT count(*) AS n FROM (SELECT 1 FROM usage_trace_deltas LIMIT $1) AS pending', [batchSize]);
+        const pending = Number(rows[0]!.n);
+        if (pending) await client.query(FOLD_SQL, [batchSize]);
+        await client.query('COMMIT');
+        folded += pending;
+        if (pending < batchSize) return folded;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Recomputes every rollup from the stored root runs. One REPEATABLE READ snapshot: the deltas it
+ * deletes are exactly those of the runs it counts; runs committed later keep their deltas, which the
+ * next fold adds. Ingestion is never blocked; folds wait for it.
+ */
+export async function rebuildRollups(pool: pg.Pool): Promise<{ traces: number; rollupRows: number }> {
+  const client = await pool.connect();
+  try {
+    // Session-level, taken before the snapshot: a fold that commits after our snapshot began would
+    // otherwise delete deltas under us (a serialization failure).
+    await client.query('SELECT pg_advisory_lock($1)', [FOLD_LOCK]);
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await client.query('DELETE FROM usage_rollups');
+      await client.query('DELETE FROM usage_trace_deltas');
+      const inserted = await client.query(
+        insertRollupsFrom(`
+          SELECT tenant_id AS workspace_id, date_trunc('hour', start_time, 'UTC') AS hour, session_id AS project_id,
+                 user_id, api_key_id, count(*) AS traces
+            FROM trace_runs WHERE is_root
+           GROUP BY 1, 2, 3, 4, 5`),
+      );
+      const { rows } = await client.query<{ n: string }>(
+        "SELECT COALESCE(sum(traces), 0) AS n FROM usage_rollups WHERE dimension = 'workspace' AND grain = 'hour'",
+      );
+      await client.query('COMMIT');
+      return { traces: Number(rows[0]!.n), rollupRows: inserted.rowCount ?? 0 };
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [FOLD_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+// ───────────────────────────── reads ─────────────────────────────
+
+/** The rows of one bucket and dimension value, with the value's display fields. */
+export type UsageRow = {
+  timeBucket: Date;
+  dimensionId: string;
+  /** Workspace name, project name, user email or API key short key (null once deleted, or for "none"). */
+  label: string | null;
+  traces: number;
+};
+
+/**
+ * What to read: hours in [from, to) of these workspaces, with whole UTC days in [dayFrom, dayTo) read
+ * from the day grain instead (dayFrom = dayTo when the stride is under a day), folded into buckets of
+ * `strideSeconds` counted from `origin`.
+ */
+export type UsageSelection = {
+  workspaceIds: string[];
+  dimension: UsageDimension;
+  from: Date;
+  to: Date;
+  dayFrom: Date;
+  dayTo: Date;
+  origin: Date;
+  strideSeconds: number;
+};
+
+const LABELS: Record<UsageDimension, string> = {
+  workspace: 'LEFT JOIN workspaces AS l ON l.id = b.dimension_id',
+  project: 'LEFT JOIN tracing_projects AS l ON l.id = b.dimension_id',
+  user: 'LEFT JOIN users AS l ON l.id = b.dimension_id',
+  api_key: 'LEFT JOIN api_keys AS l ON l.id = b.dimension_id',
+};
+const LABEL_COLUMN: Record<UsageDimension, string> = { workspace: 'l.name', project: 'l.name', user: 'l.email', api_key: 'l.short_key' };
+const DELTA_DIMENSION: Record<UsageDimension, string> = {
+  workspace: 'workspace_id',
+  project: 'project_id',
+  user: `COALESCE(user_id, '${NO_DIMENSION_ID}'::uuid)`,
+  api_key: `COALESCE(api_key_id, '${NO_DIMENSION_ID}'::uuid)`,
+};
+
+// Rollups at the day grain for whole days, the hour grain for the ragged ends, plus the deltas not
+// folded yet; then re-bucketed to the stride and summed per bucket and dimension value.
+const usageSql = (dimension: UsageDimension) => `
+  SELECT b.time_bucket, b.dimension_id, ${LABEL_COLUMN[dimension]} AS label, b.traces
+    FROM (
+      SELECT to_timestamp($7::float8 + floor((extract(epoch FROM c.bucket) - $7::float8) / $8::float8) * $8::float8) AS time_bucket,
+             c.dimension_id, sum(c.traces)::float8 AS traces
+        FROM (
+          SELECT bucket, dimension_id, traces FROM usage_rollups
+           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND grain = 'day' AND bucket >= $5 AND bucket < $6
+          UNION ALL
+          SELECT bucket, dimension_id, traces FROM usage_rollups
+           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND grain = 'hour' AND bucket >= $3 AND bucket < $5
+          UNION ALL
+          SELECT bucket, dimension_id, traces FROM usage_rollups
+           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND grain = 'hour' AND bucket >= $6 AND bucket < $4
+          UNION ALL
+          SELECT hour, ${DELTA_DIMENSION[dimension]}, traces FROM usage_trace_deltas
+           WHERE workspace_id = ANY($1::uuid[]) AND hour >= $3 AND hour < $4
+        ) AS c
+       GROUP BY 1, 2
+    ) AS b
+    ${LABELS[dimension]}
+   WHERE b.traces > 0
+   ORDER BY b.time_bucket, label NULLS LAST, b.dimension_id`;
+
+const selectionValues = (s: UsageSelection) => [
+  s.workspaceIds,
+  s.dimension,
+  s.from,
+  s.to,
+  s.dayFrom,
+  s.dayTo,
+  s.origin.getTime() / 1000,
+  s.strideSeconds,
+];
+
+type RawUsageRow = { time_bucket: Date; dimension_id: string; label: string | null; traces: number };
+const toUsageRow = (row: RawUsageRow): UsageRow => ({
+  timeBucket: row.time_bucket,
+  dimensionId: row.dimension_id,
+  label: row.label,
+  traces: row.traces,
+});
+
+/** Every row of the selection, in bucket order. */
+export async function selectUsage(pool: pg.Pool, selection: UsageSelection): Promise<UsageRow[]> {
+  const { rows } = await pool.query<RawUsageRow>({ name: `usage.select_${selection.dimension}`, text: usageSql(selection.dimension), values: selectionValues(selection) });
+  return rows.map(toUsageRow);
+}
+
+/**
+ * The same rows as selectUsage, read through a server-side cursor `pageSize` at a time, so a caller
+ * streaming them out holds one page in memory whatever the range.
+ */
+export async function* streamUsage(pool: pg.Pool, selection: UsageSelection, pageSize = 2_000): AsyncGenerator<UsageRow[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN READ ONLY');
+    await client.query(`DECLARE usage_rows NO SCROLL CURSOR FOR ${usageSql(selection.dimension)}`, selectionValues(selection));
+    for (;;) {
+      const { rows } = await client.query<RawUsageRow>(`FETCH ${pageSize} FROM usage_rows`);
+      if (rows.length) yield rows.map(toUsageRow);
+      if (rows.length < pageSize) break;
+    }
+    await client.query('COMMIT');
+  } finally {
+    // A consumer that stops early (client gone) leaves the transaction open: end it before release.
+    await client.query('ROLLBACK').catch(() => undefined);
+    client.release();
+  }
+}
+
+/** Workspaces among `ids` that belong to the organization. */
+export async function selectOrganizationWorkspaces(pool: pg.Pool, organizationId: string, ids: string[]): Promise<{ id: string; name: string }[]> {
+  const { rows } = await pool.query<{ id: string; name: string }>({
+    name: 'usage.organization_workspaces',
+    text: 'SELECT id, name FROM workspaces WHERE organization_id = $1 AND id = ANY($2::uuid[])',
+    values: [organizationId, ids],
+  });
+  return rows;
+}
