@@ -2,10 +2,11 @@
 // multipart) at known times: strides, alignment, every group_by, encodings, permissions, CSV, the data
 // start date and bad input, answered in the FastAPI dialect.
 import { randomUUID } from 'node:crypto';
-import { Client, RunTree } from 'langsmith';
+import { Client } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApiKey, buildTenant, buildUser, buildWorkspace } from '../factories.js';
 import { graphql, startTestPlatform, type TestPlatform } from '../helpers.js';
+import { postMultipart, sdkTrace, traceRuns } from '../usage-ingest.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -23,40 +24,9 @@ const D = 24 * H;
 const at = (ms: number) => new Date(T + ms).toISOString();
 const FORMULA_PROJECT = '=HYPERLINK("http://evil.example","click")';
 
-/** Posts root runs (and optionally a child of each) as one raw multipart request. */
-async function postMultipart(key: string, runs: { id?: string; start: number; project: string; child?: boolean }[], tenantId?: string) {
-  const boundary = `usage${randomUUID()}`;
-  const parts: string[] = [];
-  const add = (name: string, value: unknown) => {
-    const data = JSON.stringify(value);
-    parts.push(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\nContent-Type: application/json; length=${Buffer.byteLength(data)}\r\n\r\n${data}\r\n`);
-  };
-  for (const run of runs) {
-    const id = run.id ?? randomUUID();
-    add(`post.${id}`, { id, name: 'root', run_type: 'chain', start_time: new Date(run.start).toISOString(), session_name: run.project });
-    if (run.child) {
-      add(`post.${randomUUID()}`, { name: 'child', run_type: 'tool', parent_run_id: id, start_time: new Date(run.start + 1000).toISOString(), session_name: run.project });
-    }
-  }
-  const response = await fetch(`${platform.url}/runs/multipart`, {
-    method: 'POST',
-    headers: { 'x-api-key': key, 'content-type': `multipart/form-data; boundary=${boundary}`, ...(tenantId ? { 'x-tenant-id': tenantId } : {}) },
-    body: `${parts.join('')}--${boundary}--\r\n`,
-  });
-  return response.status;
-}
-
-/** A trace through the langsmith SDK: root and one child, posted then patched. */
-async function sdkTrace(client: Client, start: number, project: string) {
-  const root = new RunTree({ name: 'agent', run_type: 'chain', start_time: start, project_name: project, client, tracingEnabled: true });
-  await root.postRun();
-  const child = root.createChild({ name: 'llm', run_type: 'llm', start_time: start + 10 });
-  await child.postRun();
-  await child.end({ text: 'ok' }, undefined, start + 20);
-  await child.patchRun();
-  await root.end({ done: true }, undefined, start + 30);
-  await root.patchRun();
-}
+/** Root runs (optionally each with a child) in one raw multipart request. */
+const postTraces = (key: string, runs: { start: number; project: string; child?: boolean }[], tenantId?: string) =>
+  postMultipart(platform.url, key, { post: runs.flatMap((run) => traceRuns(run.start, run.project, { child: run.child })) }, tenantId);
 
 type UsageBody = { stride: { days: number; hours: number }; usage: { time_bucket: string; dimensions: Record<string, unknown>; traces: number }[] };
 
@@ -107,11 +77,11 @@ beforeAll(async () => {
   }
   await client.awaitPendingTraceBatches();
   // Raw multipart, the second user's key, the formula-named project: day 1 02:00 and day 3 00:30.
-  expect(await postMultipart(sender.key, [{ start: T + D + 2 * H, project: FORMULA_PROJECT, child: true }, { start: T + 3 * D + 30 * 60_000, project: FORMULA_PROJECT }])).toBe(202);
+  expect(await postTraces(sender.key, [{ start: T + D + 2 * H, project: FORMULA_PROJECT, child: true }, { start: T + 3 * D + 30 * 60_000, project: FORMULA_PROJECT }])).toBe(202);
   // The second workspace: one trace at 10:20 on day 0.
-  expect(await postMultipart(tenant.adminKey, [{ start: T + 10 * H + 20 * 60_000, project: 'beta' }], second.id)).toBe(202);
+  expect(await postTraces(tenant.adminKey, [{ start: T + 10 * H + 20 * 60_000, project: 'beta' }], second.id)).toBe(202);
   // Before the data start date (5 January 2026): stored, never reported.
-  expect(await postMultipart(tenant.adminKey, [{ start: Date.parse('2026-01-04T12:00:00Z'), project: 'alpha' }])).toBe(202);
+  expect(await postTraces(tenant.adminKey, [{ start: Date.parse('2026-01-04T12:00:00Z'), project: 'alpha' }])).toBe(202);
 });
 afterAll(() => platform?.stop());
 
