@@ -43,29 +43,34 @@ export async function appendTraceDeltas(client: pg.PoolClient, counts: TraceCoun
 // ───────────────────────────── rollups ─────────────────────────────
 
 /**
- * INSERT into usage_rollups from `source`, a query of (workspace_id, hour, project_id, user_id,
- * api_key_id, traces): every source row counts once per dimension, at the hour and day grains.
+ * Adds `source`, a query of (workspace_id, hour, project_id, user_id, api_key_id, traces), to the
+ * hourly and daily rollups in one statement: every source row counts once per dimension and grain.
+ * Rows go in key order, so one workspace's rows of a dimension sit on neighbouring pages.
  */
-const insertRollupsFrom = (source: string) => `
-  INSERT INTO usage_rollups (workspace_id, dimension, grain, bucket, dimension_id, traces)
-  SELECT s.workspace_id, d.dimension, g.grain,
-         CASE g.grain WHEN 'hour' THEN s.hour ELSE date_trunc('day', s.hour, 'UTC') END,
-         d.dimension_id, sum(s.traces)
-    FROM (${source}) AS s
-   CROSS JOIN LATERAL (VALUES ('workspace', s.workspace_id), ('project', s.project_id),
-                              ('user', COALESCE(s.user_id, '${NO_DIMENSION_ID}'::uuid)),
-                              ('api_key', COALESCE(s.api_key_id, '${NO_DIMENSION_ID}'::uuid))) AS d(dimension, dimension_id)
-   CROSS JOIN (VALUES ('hour'), ('day')) AS g(grain)
-   GROUP BY 1, 2, 3, 4, 5
-  ON CONFLICT (workspace_id, dimension, grain, bucket, dimension_id) DO UPDATE SET traces = usage_rollups.traces + EXCLUDED.traces`;
-
-const FOLD_SQL = `
-  WITH moved AS (
-    DELETE FROM usage_trace_deltas
-     WHERE id IN (SELECT id FROM usage_trace_deltas ORDER BY id LIMIT $1)
-    RETURNING workspace_id, hour, project_id, user_id, api_key_id, traces
+const addToRollups = (source: string) => `
+  WITH source AS (${source}),
+  counts AS (
+    SELECT s.workspace_id, d.dimension, s.hour, d.dimension_id, s.traces
+      FROM source AS s
+     CROSS JOIN LATERAL (VALUES ('workspace', s.workspace_id), ('project', s.project_id),
+                                ('user', COALESCE(s.user_id, '${NO_DIMENSION_ID}'::uuid)),
+                                ('api_key', COALESCE(s.api_key_id, '${NO_DIMENSION_ID}'::uuid))) AS d(dimension, dimension_id)
+  ),
+  hourly AS (
+    INSERT INTO usage_hourly_rollups AS r (workspace_id, dimension, hour, dimension_id, traces)
+    SELECT workspace_id, dimension, hour, dimension_id, sum(traces) FROM counts GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+    ON CONFLICT (workspace_id, dimension, hour, dimension_id) DO UPDATE SET traces = r.traces + EXCLUDED.traces
+    RETURNING 1
   )
-  ${insertRollupsFrom('SELECT * FROM moved')}`;
+  INSERT INTO usage_daily_rollups AS r (workspace_id, dimension, day, dimension_id, traces)
+  SELECT workspace_id, dimension, date_trunc('day', hour, 'UTC'), dimension_id, sum(traces) FROM counts GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+  ON CONFLICT (workspace_id, dimension, day, dimension_id) DO UPDATE SET traces = r.traces + EXCLUDED.traces
+  RETURNING (SELECT count(*) FROM hourly) AS hourly_rows`;
+
+const FOLD_SQL = addToRollups(`
+  DELETE FROM usage_trace_deltas
+   WHERE id IN (SELECT id FROM usage_trace_deltas ORDER BY id LIMIT $1)
+  RETURNING workspace_id, hour, project_id, user_id, api_key_id, traces`);
 
 /**
  * Moves pending deltas into the rollups, `batchSize` at a time, each batch in its own transaction
@@ -109,20 +114,20 @@ export async function rebuildRollups(pool: pg.Pool): Promise<{ traces: number; r
     await client.query('SELECT pg_advisory_lock($1)', [FOLD_LOCK]);
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-      await client.query('DELETE FROM usage_rollups');
+      // TRUNCATE would take locks that make every read wait; DELETE keeps reads on the old rows until commit.
+      await client.query('DELETE FROM usage_hourly_rollups');
+      await client.query('DELETE FROM usage_daily_rollups');
       await client.query('DELETE FROM usage_trace_deltas');
-      const inserted = await client.query(
-        insertRollupsFrom(`
+      const inserted = await client.query<{ hourly_rows: string }>(
+        addToRollups(`
           SELECT tenant_id AS workspace_id, date_trunc('hour', start_time, 'UTC') AS hour, session_id AS project_id,
                  user_id, api_key_id, count(*) AS traces
             FROM trace_runs WHERE is_root
            GROUP BY 1, 2, 3, 4, 5`),
       );
-      const { rows } = await client.query<{ n: string }>(
-        "SELECT COALESCE(sum(traces), 0) AS n FROM usage_rollups WHERE dimension = 'workspace' AND grain = 'hour'",
-      );
+      const { rows } = await client.query<{ n: string }>("SELECT COALESCE(sum(traces), 0) AS n FROM usage_hourly_rollups WHERE dimension = 'workspace'");
       await client.query('COMMIT');
-      return { traces: Number(rows[0]!.n), rollupRows: inserted.rowCount ?? 0 };
+      return { traces: Number(rows[0]!.n), rollupRows: (inserted.rowCount ?? 0) + Number(inserted.rows[0]?.hourly_rows ?? 0) };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
@@ -178,28 +183,29 @@ const DELTA_DIMENSION: Record<UsageDimension, string> = {
 // Rollups at the day grain for whole days, the hour grain for the ragged ends, plus the deltas not
 // folded yet; then re-bucketed to the stride and summed per bucket and dimension value.
 const usageSql = (dimension: UsageDimension) => `
-  SELECT b.time_bucket, b.dimension_id, ${LABEL_COLUMN[dimension]} AS label, b.traces
+  SELECT to_timestamp($7::bigint + b.slot * $8::bigint) AS time_bucket, b.dimension_id, ${LABEL_COLUMN[dimension]} AS label, b.traces
     FROM (
-      SELECT to_timestamp($7::float8 + floor((extract(epoch FROM c.bucket) - $7::float8) / $8::float8) * $8::float8) AS time_bucket,
+      -- Integer arithmetic per row (extract() returns numeric, measurably slower on a year of rows).
+      SELECT (date_part('epoch', c.bucket)::bigint - $7::bigint) / $8::bigint AS slot,
              c.dimension_id, sum(c.traces)::float8 AS traces
         FROM (
-          SELECT bucket, dimension_id, traces FROM usage_rollups
-           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND grain = 'day' AND bucket >= $5 AND bucket < $6
+          SELECT day, dimension_id, traces FROM usage_daily_rollups
+           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND day >= $5 AND day < $6
           UNION ALL
-          SELECT bucket, dimension_id, traces FROM usage_rollups
-           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND grain = 'hour' AND bucket >= $3 AND bucket < $5
+          SELECT hour, dimension_id, traces FROM usage_hourly_rollups
+           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND hour >= $3 AND hour < $5
           UNION ALL
-          SELECT bucket, dimension_id, traces FROM usage_rollups
-           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND grain = 'hour' AND bucket >= $6 AND bucket < $4
+          SELECT hour, dimension_id, traces FROM usage_hourly_rollups
+           WHERE workspace_id = ANY($1::uuid[]) AND dimension = $2 AND hour >= $6 AND hour < $4
           UNION ALL
           SELECT hour, ${DELTA_DIMENSION[dimension]}, traces FROM usage_trace_deltas
            WHERE workspace_id = ANY($1::uuid[]) AND hour >= $3 AND hour < $4
-        ) AS c
+        ) AS c (bucket, dimension_id, traces)
        GROUP BY 1, 2
     ) AS b
     ${LABELS[dimension]}
    WHERE b.traces > 0
-   ORDER BY b.time_bucket, label NULLS LAST, b.dimension_id`;
+   ORDER BY b.slot, label NULLS LAST, b.dimension_id`;
 
 const selectionValues = (s: UsageSelection) => [
   s.workspaceIds,
@@ -208,7 +214,7 @@ const selectionValues = (s: UsageSelection) => [
   s.to,
   s.dayFrom,
   s.dayTo,
-  s.origin.getTime() / 1000,
+  Math.floor(s.origin.getTime() / 1000),
   s.strideSeconds,
 ];
 

@@ -36,10 +36,13 @@ async function report(groupBy: string) {
 
 const allReports = async () => Object.fromEntries(await Promise.all(['workspace', 'project', 'user', 'api_key'].map(async (g) => [g, await report(g)])));
 
-/** This workspace's rollup rows, as stored. */
+/** This workspace's rollup rows, as stored, hourly then daily. */
 async function rollupRows() {
   const { rows } = await platform.deps.db.pool.query(
-    'SELECT dimension, grain, bucket, dimension_id, traces::int FROM usage_rollups WHERE workspace_id = $1 ORDER BY 1, 2, 3, 4',
+    `SELECT 'hour' AS grain, dimension, hour AS bucket, dimension_id, traces::int FROM usage_hourly_rollups WHERE workspace_id = $1
+     UNION ALL
+     SELECT 'day', dimension, day, dimension_id, traces::int FROM usage_daily_rollups WHERE workspace_id = $1
+     ORDER BY 1, 2, 3, 4`,
     [tenant.workspace.id],
   );
   return rows;
@@ -93,7 +96,12 @@ describe('usage rollups', () => {
     expect((await foldUsageDeltas(platform.deps)).folded).toBeGreaterThan(0);
     expect(await allReports()).toEqual(beforeFold);
     const folded = await rollupRows();
-    expect(folded.filter((row) => row.dimension === 'workspace' && row.grain === 'hour').reduce((sum, row) => sum + row.traces, 0)).toBe(expected);
+    for (const grain of ['hour', 'day']) {
+      for (const dimension of ['workspace', 'project', 'user', 'api_key']) {
+        const rows = folded.filter((row) => row.grain === grain && row.dimension === dimension);
+        expect(rows.reduce((sum, row) => sum + row.traces, 0), `${grain} ${dimension}`).toBe(expected);
+      }
+    }
 
     const rebuild = await runCli(['admin', '--json', 'usage', 'rebuild'], {
       DATABASE_URL: databaseUrl(),

@@ -15,15 +15,25 @@ CREATE TABLE "usage_trace_deltas" (
 );
 
 -- CreateTable
-CREATE TABLE "usage_rollups" (
+CREATE TABLE "usage_hourly_rollups" (
     "workspace_id" UUID NOT NULL,
     "dimension" TEXT NOT NULL,
-    "grain" TEXT NOT NULL,
-    "bucket" TIMESTAMPTZ(6) NOT NULL,
+    "hour" TIMESTAMPTZ(6) NOT NULL,
     "dimension_id" UUID NOT NULL,
     "traces" BIGINT NOT NULL,
 
-    CONSTRAINT "usage_rollups_pkey" PRIMARY KEY ("workspace_id","dimension","grain","bucket","dimension_id")
+    CONSTRAINT "usage_hourly_rollups_pkey" PRIMARY KEY ("workspace_id","dimension","hour","dimension_id")
+);
+
+-- CreateTable
+CREATE TABLE "usage_daily_rollups" (
+    "workspace_id" UUID NOT NULL,
+    "dimension" TEXT NOT NULL,
+    "day" TIMESTAMPTZ(6) NOT NULL,
+    "dimension_id" UUID NOT NULL,
+    "traces" BIGINT NOT NULL,
+
+    CONSTRAINT "usage_daily_rollups_pkey" PRIMARY KEY ("workspace_id","dimension","day","dimension_id")
 );
 
 -- CreateIndex
