@@ -12,16 +12,15 @@
 //
 // The load comes from a worker thread that builds and gzips every request body before the clock
 // starts, so the measurement is the server's work, not the client's serialisation.
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { gzipSync } from 'node:zlib';
 import { v7 as uuid7 } from 'uuid';
-import { createBenchTenant } from './tenant.js';
+import { createBenchTenant, startBenchPlatform } from './tenant.js';
 
 type LoadOptions = { url: string; key: string; requests: number; concurrency: number; session: string };
 type LoadResult = { busyMs: number; runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
@@ -172,24 +171,11 @@ async function main() {
   const CONCURRENCY = Number(args.concurrency);
   const RAW_CONNECTIONS = Number(args['raw-connections']);
 
-  const { pino } = await import('pino');
-  const { loadConfig } = await import('../src/config.js');
-  const { startPlatform } = await import('../src/platform.js');
   const ingest = await import('../src/services/traces/ingest.service.js');
   const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
 
-  const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-'));
-  const config = loadConfig({}, {
-    AGENT_PLATFORM_DATA_DIR: dataDir,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
-    LOG_LEVEL: 'warn',
-    AGENT_PLATFORM_DB_POOL_SIZE: args.pool,
-    AGENT_PLATFORM_INGEST_THREADS: args['ingest-threads'],
-  });
-  console.log(`starting the platform (embedded PostgreSQL in ${dataDir}) …`);
-  const platform = await startPlatform(config, pino({ level: config.logLevel }));
+  const platform = await startBenchPlatform({ AGENT_PLATFORM_DB_POOL_SIZE: args.pool, AGENT_PLATFORM_INGEST_THREADS: args['ingest-threads'] });
+  const config = platform.config;
   try {
     const { workspace, user, key } = await createBenchTenant(platform.deps);
     const session = 'bench-ingest';
@@ -263,7 +249,6 @@ async function main() {
     if (stored !== load.runsSent) process.exitCode = 1;
   } finally {
     await platform.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

@@ -8,13 +8,11 @@
 // Options: --traces <n> (default 10000000; e.g. --traces 200000 for a quick check), --requests <n>
 // (JSON requests per group_by, default 200), --days <n> (span of the data, default 730), --explain
 // (print EXPLAIN ANALYZE of the first measured query of each group_by).
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { createBenchTenant } from './tenant.js';
+import { createBenchTenant, startBenchPlatform } from './tenant.js';
 
 const PROJECTS = 50;
 const USERS = 20;
@@ -56,26 +54,12 @@ async function main() {
   const end = Math.floor(Date.now() / DAY_MS) * DAY_MS;
   const start = end - DAYS * DAY_MS;
 
-  const { pino } = await import('pino');
-  const { loadConfig } = await import('../src/config.js');
-  const { startPlatform } = await import('../src/platform.js');
   const tenancy = await import('../src/services/tenancy/tenancy.service.js');
   const { SYSTEM_VIEWER } = await import('../src/services/tenancy/viewer.js');
   const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
   const { rebuildUsageRollups } = await import('../src/services/usage/usage.service.js');
 
-  const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-usage-'));
-  const config = loadConfig({}, {
-    AGENT_PLATFORM_DATA_DIR: dataDir,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
-    LOG_LEVEL: 'warn',
-    AGENT_PLATFORM_ROLES: 'api',
-    AGENT_PLATFORM_USAGE_DATA_START: new Date(start).toISOString(),
-  });
-  console.log(`starting the platform (embedded PostgreSQL in ${dataDir}) …`);
-  const platform = await startPlatform(config, pino({ level: config.logLevel }));
+  const platform = await startBenchPlatform({ AGENT_PLATFORM_ROLES: 'api', AGENT_PLATFORM_USAGE_DATA_START: new Date(start).toISOString() });
   const pool = platform.deps.db.pool;
   try {
     const { organization, workspace, key } = await createBenchTenant(platform.deps);
@@ -95,15 +79,17 @@ async function main() {
     const projects = await resolveProjectIds(pool, workspace.id, { ids: [], names: Array.from({ length: PROJECTS }, (_, i) => `bench-project-${i}`) });
     const projectIds = [...projects.byName.values()];
 
-    // ── load: root runs spread evenly over the span, each with its project, user and key ──
+    // ── load: root runs spread evenly over the span, each with a project, user and key drawn
+    // independently (a seeded hash of the row number), so every combination occurs ──
+    const pick = (seed: number, n: string) => `((hashint8extended(g, ${seed}) & 2147483647) % ${n})::int`;
     console.log(`loading ${fmt(TRACES)} traces over ${DAYS} days into trace_runs (generate_series, ${fmt(LOAD_CHUNK)} per statement) …`);
     const loadStarted = performance.now();
     for (let from = 1; from <= TRACES; from += LOAD_CHUNK) {
       const to = Math.min(TRACES, from + LOAD_CHUNK - 1);
       await pool.query(
         `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order, api_key_id, user_id)
-         SELECT $1::uuid, r.id, ($2::uuid[])[1 + g % $7], r.id, 'bench', 'chain', r.start_time, 'success', true, 'bench', ($3::uuid[])[1 + (g * 7) % $8],
-                ($4::uuid[])[1 + (g * 13) % $9]
+         SELECT $1::uuid, r.id, ($2::uuid[])[1 + ${pick(1, '$7')}], r.id, 'bench', 'chain', r.start_time, 'success', true, 'bench',
+                ($3::uuid[])[1 + ${pick(2, '$8')}], ($4::uuid[])[1 + ${pick(3, '$9')}]
            FROM generate_series($5::bigint, $6::bigint) AS g,
                 LATERAL (SELECT gen_random_uuid() AS id,
                                 to_timestamp($10::float8 + (g - 1) * $11::float8) AS start_time) AS r`,
@@ -184,7 +170,6 @@ async function main() {
     console.log(`load average        ${loadavg().map((n) => n.toFixed(1)).join(' ')} (other processes on this machine share its cores)`);
   } finally {
     await platform.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
