@@ -238,8 +238,10 @@ export async function selectUsage(pool: pg.Pool, selection: UsageSelection): Pro
  */
 export async function* streamUsage(pool: pg.Pool, selection: UsageSelection, pageSize = 2_000): AsyncGenerator<UsageRow[]> {
   const client = await pool.connect();
+  let open = false;
   try {
     await client.query('BEGIN READ ONLY');
+    open = true;
     await client.query(`DECLARE usage_rows NO SCROLL CURSOR FOR ${usageSql(selection.dimension)}`, selectionValues(selection));
     for (;;) {
       const { rows } = await client.query<RawUsageRow>(`FETCH ${pageSize} FROM usage_rows`);
@@ -247,9 +249,10 @@ export async function* streamUsage(pool: pg.Pool, selection: UsageSelection, pag
       if (rows.length < pageSize) break;
     }
     await client.query('COMMIT');
+    open = false;
   } finally {
     // A consumer that stops early (client gone) leaves the transaction open: end it before release.
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (open) await client.query('ROLLBACK').catch(() => undefined);
     client.release();
   }
 }

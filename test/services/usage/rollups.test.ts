@@ -6,6 +6,7 @@ import { Client } from 'langsmith';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldUsageDeltas } from '../../../src/services/usage/usage.service.js';
+import { selectUsage, streamUsage } from '../../../src/services/usage/usage.store.js';
 import { buildTenant } from '../../factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../../helpers.js';
 import { runCli } from '../../processes.js';
@@ -111,7 +112,7 @@ describe('usage rollups', () => {
     expect(JSON.parse(rebuild.stdout).traces).toBeGreaterThanOrEqual(expected);
     expect(await rollupRows()).toEqual(folded);
     expect(await allReports()).toEqual(beforeFold);
-  });
+  }, 180_000);
 
   it('never makes an ingest request wait on another one counting the same hour and project', async () => {
     const start = T + 20 * D + 15 * 60_000;
@@ -138,5 +139,24 @@ describe('usage rollups', () => {
       await open.end();
     }
     expect(await total()).toBe(before + 1);
+  });
+
+  it('streams the same rows through the cursor as the one-shot read, page by page', async () => {
+    const selection = {
+      workspaceIds: [tenant.workspace.id],
+      dimension: 'project' as const,
+      from: new Date(T),
+      to: new Date(T + 60 * D),
+      dayFrom: new Date(T),
+      dayTo: new Date(T),
+      origin: new Date(T),
+      strideSeconds: 3600,
+    };
+    const all = await selectUsage(platform.deps.db.pool, selection);
+    expect(all.length).toBeGreaterThan(5);
+    const pages = [];
+    for await (const page of streamUsage(platform.deps.db.pool, selection, 2)) pages.push(page);
+    expect(pages.every((page) => page.length <= 2)).toBe(true);
+    expect(pages.flat()).toEqual(all);
   });
 });
