@@ -82,7 +82,7 @@ beforeAll(async () => {
   expect(await postTraces(tenant.adminKey, [{ start: T + 10 * H + 20 * 60_000, project: 'beta' }], second.id)).toBe(202);
   // Before the data start date (5 January 2026): stored, never reported.
   expect(await postTraces(tenant.adminKey, [{ start: Date.parse('2026-01-04T12:00:00Z'), project: 'alpha' }])).toBe(202);
-});
+}, 180_000);
 afterAll(() => platform?.stop());
 
 describe('granular usage: strides and buckets', () => {
