@@ -5,6 +5,7 @@ import { type ConstructorOptions, PgBoss, type Queue } from 'pg-boss';
 import { PreparingClient } from '../database/prepared-statements.js';
 import type { Deps } from '../services/context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
+import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -19,6 +20,12 @@ export const QUEUES = {
     retryLimit: 2,
     retryDelay: 60,
     expireInSeconds: 300,
+  },
+  exportRun: {
+    name: EXPORT_RUN_QUEUE,
+    // One job per run queued and one active (singletonKey = run id): re-sending a run that is already
+    // waiting is a no-op. Retry limit and delay are set per job from the configuration.
+    policy: 'stately',
   },
 } satisfies Record<string, QueueDefinition>;
 
@@ -54,6 +61,7 @@ export async function startBoss(deps: Deps, options: { work: boolean }): Promise
   if (options.work) {
     await boss.work(QUEUES.eventsPrune.name, async () => pruneEventPayloads(deps));
     await boss.schedule(QUEUES.eventsPrune.name, '*/10 * * * *');
+    await workExports(deps, boss);
   }
   return boss;
 }
