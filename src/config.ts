@@ -63,8 +63,8 @@ const EnvSchema = z.object({
   // Bulk export: the spec's limits are the defaults; tests shrink them.
   AGENT_PLATFORM_EXPORT_RETRIES: z.coerce.number().int().min(0).max(1000).default(20),
   AGENT_PLATFORM_EXPORT_RETRY_DELAY_SECONDS: z.coerce.number().int().min(0).default(30),
-  AGENT_PLATFORM_EXPORT_RUN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(4 * 3600),
-  AGENT_PLATFORM_EXPORT_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(72 * 3600),
+  AGENT_PLATFORM_EXPORT_RUN_TIMEOUT_SECONDS: z.coerce.number().positive().default(4 * 3600),
+  AGENT_PLATFORM_EXPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(72 * 3600),
   AGENT_PLATFORM_EXPORT_RUNS_PER_EXPORT: z.coerce.number().int().min(1).default(45),
   AGENT_PLATFORM_EXPORT_EXPORTS_PER_WORKSPACE: z.coerce.number().int().min(1).default(15),
   /** Rows read from PostgreSQL per batch; also the Parquet row group size. */

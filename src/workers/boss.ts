@@ -23,9 +23,11 @@ export const QUEUES = {
   },
   exportRun: {
     name: EXPORT_RUN_QUEUE,
-    // One job per run queued and one active (singletonKey = run id): re-sending a run that is already
-    // waiting is a no-op. Retry limit and delay are set per job from the configuration.
-    policy: 'stately',
+    // At most one job per run waiting (singletonKey = run id): re-sending a run already queued is a
+    // no-op. Not one active per run: a dead worker's job stays active until it expires, and the
+    // sweep hands its run to a new job before that (the run's lease decides who executes).
+    // Retry limit and delay are set per job from the configuration.
+    policy: 'short',
   },
 } satisfies Record<string, QueueDefinition>;
 

@@ -11,7 +11,7 @@ import * as store from '../services/exports/exports.store.js';
 export const EXPORT_RUN_QUEUE = 'exports.run';
 const ExportRunJob = z.object({ runId: z.uuid() });
 
-/** Sends one job per run; a run already queued is not queued twice (the queue is `stately` by run id). */
+/** Sends one job per run; a run already queued is not queued twice (the queue is `short` by run id). */
 async function sendRunJobs(deps: Deps, boss: PgBoss, runIds: string[]) {
   const limits = deps.config.exports;
   for (const runId of runIds) {
@@ -25,7 +25,7 @@ async function sendRunJobs(deps: Deps, boss: PgBoss, runIds: string[]) {
         retryBackoff: false,
         // A backstop only: the runner stops itself at the run timeout, and a dead worker's run is
         // handed over by the sweep when its lease lapses.
-        expireInSeconds: limits.runTimeoutSeconds + 60,
+        expireInSeconds: Math.ceil(limits.runTimeoutSeconds) + 60,
       },
     );
   }

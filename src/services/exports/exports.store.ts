@@ -135,7 +135,7 @@ export async function claimRunsToStart(pool: pg.Pool, limits: Pick<ExportLimits,
     }
     if (claimed.length) {
       await client.query(
-        `UPDATE bulk_export_runs SET status = 'Running', started_at = coalesce(started_at, now()), updated_at = now() WHERE id = ANY($1::uuid[])`,
+        `UPDATE bulk_export_runs SET status = 'Running', started_at = coalesce(started_at, clock_timestamp()), updated_at = now() WHERE id = ANY($1::uuid[])`,
         [claimed],
       );
       await client.query(

@@ -11,7 +11,10 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { v7 as uuid7 } from 'uuid';
 // @ts-expect-error s3rver ships no types
 import S3rver from 's3rver';
+import type { BulkExport, BulkExportRun } from '../../../src/services/exports/exports.store.js';
 import type { Deps } from '../../../src/services/context.js';
+
+export type ExportWithRuns = BulkExport & { runs: BulkExportRun[] };
 import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
 
 export type S3Server = { endpoint: string; client: S3Client; createBucket(name: string): Promise<void>; stop(): Promise<void> };
@@ -137,15 +140,17 @@ export async function ingestFixtureTraces(deps: Deps, workspaceId: string, proje
   return { sessionId: project.id, runCount: posts.length };
 }
 
-/** Resolves with the export once `done(status)` holds, woken by exports.progress events (no polling). */
-export async function waitForExport(deps: Deps, exportId: string, done = (status: string) => ['Completed', 'Failed', 'Cancelled', 'TimedOut'].includes(status), timeoutMs = 60_000) {
+const finished = (row: { status: string }) => ['Completed', 'Failed', 'Cancelled', 'TimedOut'].includes(row.status);
+
+/** Resolves with the export (and its runs) once `done` holds, woken by exports.progress events (no polling). */
+export async function waitForExport(deps: Deps, exportId: string, done: (row: ExportWithRuns) => boolean = finished, timeoutMs = 90_000) {
   const stop = new AbortController();
   const changes = deps.events.subscribe('exports.progress', { key: exportId, signal: stop.signal });
   const timer = setTimeout(() => stop.abort(), timeoutMs);
   try {
     for (;;) {
       const row = await deps.db.prisma.bulkExport.findUniqueOrThrow({ where: { id: exportId }, include: { runs: { orderBy: { startTime: 'asc' } } } });
-      if (done(row.status)) return row;
+      if (done(row)) return row;
       const next = await changes.next();
       if (next.done) throw new Error(`export ${exportId} still ${row.status} after ${timeoutMs} ms`);
     }
