@@ -12,6 +12,7 @@ import './traces/trace-run.js';
 import './agent-server/assistant.js';
 import './agent-server/thread.js';
 import './agent-server/run.js';
+import './exports/bulk-export.js';
 
 export const schema = builder.toSchema();
 
