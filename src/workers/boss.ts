@@ -28,6 +28,8 @@ export const QUEUES = {
     // sweep hands its run to a new job before that (the run's lease decides who executes).
     // Retry limit and delay are set per job from the configuration.
     policy: 'short',
+    // Workers wake on a new run at once rather than at their next poll.
+    notify: true,
   },
 } satisfies Record<string, QueueDefinition>;
 

@@ -112,10 +112,17 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
     await progress();
   };
 
+  const read = (after: store.RunResult['latest_cursor']) => store.readRunBatch(deps.db.pool, scope, columns, after, limits.batchRows);
+  const cursorOf = (row: unknown[]) => ({ start_time: row[columns.length] as string, id: row[columns.length + 1] as string });
   try {
-    for (;;) {
+    // The next batch is read while this one is encoded and uploaded: PostgreSQL works meanwhile.
+    let nextBatch: Promise<unknown[][]> | undefined = read(cursor);
+    while (nextBatch) {
       if (signal.aborted) throw new RunTimedOut();
-      const rows = await store.readRunBatch(deps.db.pool, scope, columns, cursor, limits.batchRows);
+      const rows: unknown[][] = await nextBatch;
+      nextBatch = rows.length === limits.batchRows ? read(cursorOf(rows[rows.length - 1]!)) : undefined;
+      // A rejected read-ahead is reported by the await above on the next turn, or dropped with the run.
+      nextBatch?.catch(() => undefined);
       // Once per batch: stop here when the run was cancelled, timed out or taken over.
       if (!(await store.heartbeatRun(deps.db.pool, run.id, owner))) throw new LostLease();
       if (rows.length === 0) break;
@@ -126,10 +133,8 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
         { compression: exportRow.compression as never, rowGroupRows: limits.batchRows },
       );
       await writer.write(toRecordBatch(columns, rows));
-      const last = rows[rows.length - 1]!;
-      cursor = { start_time: last[columns.length] as string, id: last[columns.length + 1] as string };
+      cursor = cursorOf(rows[rows.length - 1]!);
       if (writer.bytes >= limits.fileSizeBytes) await closeFile();
-      if (rows.length < limits.batchRows) break;
     }
     if (writer) await closeFile();
     else if (!checkpoint) {

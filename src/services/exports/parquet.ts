@@ -20,7 +20,15 @@ import {
 } from 'apache-arrow';
 import * as parquet from 'parquet-wasm';
 import type { Compression, ExportableField, FormatVersion } from './exports.schemas.js';
-import type { MultipartObject } from './s3.js';
+
+/** Where a Parquet file's bytes go: an S3 multipart object (s3.ts), or a counter in the benchmark. */
+export type ByteSink = {
+  readonly key: string;
+  readonly bytes: number;
+  write(chunk: Uint8Array): Promise<void>;
+  complete(): Promise<void>;
+  abort(): Promise<void>;
+};
 
 /** How a field is read from trace_runs and typed in the file. */
 type ColumnKind = 'text' | 'json' | 'timestamp' | 'textList' | 'bool' | 'int' | 'float';
@@ -164,6 +172,15 @@ export function toRecordBatch(columns: ExportColumn[], rows: unknown[][], offset
   return new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: rows.length, children }));
 }
 
+/** parquet-wasm writer properties of an export: its codec, row groups of `rowGroupRows`. */
+export function writerProperties(compression: Compression, rowGroupRows: number): parquet.WriterProperties {
+  return new parquet.WriterPropertiesBuilder()
+    .setCompression(CODECS[compression])
+    .setMaxRowGroupSize(rowGroupRows)
+    .setCreatedBy('agent-platform bulk export')
+    .build();
+}
+
 const CODECS: Record<Compression, parquet.Compression> = {
   gzip: parquet.Compression.GZIP,
   snappy: parquet.Compression.SNAPPY,
@@ -195,7 +212,7 @@ export class ParquetStreamWriter {
   rows = 0;
 
   constructor(
-    private readonly sink: MultipartObject,
+    private readonly sink: ByteSink,
     options: { compression: Compression; rowGroupRows: number },
   ) {
     const input = new ReadableStream<parquet.RecordBatch>(
@@ -210,11 +227,7 @@ export class ParquetStreamWriter {
       },
       { highWaterMark: 0 },
     );
-    const properties = new parquet.WriterPropertiesBuilder()
-      .setCompression(CODECS[options.compression])
-      .setMaxRowGroupSize(options.rowGroupRows)
-      .setCreatedBy('agent-platform bulk export')
-      .build();
+    const properties = writerProperties(options.compression, options.rowGroupRows);
     this.done = (async () => {
       const output = await parquet.transformParquetStream(input, properties);
       for await (const chunk of output as unknown as AsyncIterable<Uint8Array>) await this.sink.write(chunk);
