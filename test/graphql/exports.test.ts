@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { buildTenant } from '../factories.js';
 import { graphql, startTestPlatform, type TestPlatform } from '../helpers.js';
-import { ingestFixtureTraces, type S3Server, startS3 } from '../services/exports/support.js';
+import { ingestFixtureTraces, type S3Server, startS3, takeTurnWithExportWorkers } from '../services/exports/support.js';
+
+takeTurnWithExportWorkers();
 
 let platform: TestPlatform;
 let s3: S3Server;

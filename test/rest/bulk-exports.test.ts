@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
-import { ingestFixtureTraces, listKeys, readParquet, type S3Server, startS3, waitForExport } from '../services/exports/support.js';
+import { ingestFixtureTraces, listKeys, readParquet, type S3Server, startS3, waitForExport, takeTurnWithExportWorkers } from '../services/exports/support.js';
+
+takeTurnWithExportWorkers();
 
 let platform: TestPlatform;
 let s3: S3Server;

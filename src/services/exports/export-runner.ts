@@ -37,18 +37,20 @@ export async function executeExportRun(deps: Deps, runId: string, jobId: string)
   if (!run) return;
   const exportRow = run.export;
   const progress = () => deps.events.publish('exports.progress', { exportId: exportRow.id, runId }, exportRow.id);
+  /** Ends the run (Failed: not retried, and the export fails) and settles the export. */
+  const end = async (status: 'Completed' | 'Failed', message?: string) => {
+    await store.finishRun(deps.db.pool, runId, jobId, status, message);
+    await store.settleExport(deps.db.pool, exportRow.id);
+    await progress();
+  };
+  const fail = (message: string) => end('Failed', message);
 
   if (exportRow.createdAt.getTime() + limits.exportTimeoutSeconds * 1000 < Date.now()) {
     await store.timeOutExports(deps.db.pool, limits.exportTimeoutSeconds);
     await progress();
     return;
   }
-  if (!run.destination) {
-    await store.finishRun(deps.db.pool, runId, jobId, 'Failed', 'Destination was deleted');
-    await store.settleExport(deps.db.pool, exportRow.id);
-    await progress();
-    return;
-  }
+  if (!run.destination) return fail('Destination was deleted');
 
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), limits.runTimeoutSeconds * 1000);
@@ -56,26 +58,14 @@ export async function executeExportRun(deps: Deps, runId: string, jobId: string)
   const heartbeat = setInterval(() => void store.heartbeatRun(deps.db.pool, runId, jobId).catch(() => undefined), (limits.leaseSeconds * 1000) / 3);
   try {
     await writeRunFiles(deps, run, jobId, timeout.signal, progress);
-    await store.finishRun(deps.db.pool, runId, jobId, 'Completed');
-    await store.settleExport(deps.db.pool, exportRow.id);
-    await progress();
+    await end('Completed');
   } catch (error) {
     if (error instanceof LostLease) return;
     const reason = storageErrorReason(error);
-    if (reason) {
-      // Storage and destination errors are not retried: the bucket will not come back by itself.
-      await store.finishRun(deps.db.pool, runId, jobId, 'Failed', `${reason}: ${(error as Error).message}`);
-      await store.settleExport(deps.db.pool, exportRow.id);
-      await progress();
-      return;
-    }
+    // Storage and destination errors are not retried: the bucket will not come back by itself.
+    if (reason) return fail(`${reason}: ${(error as Error).message}`);
     const message = error instanceof RunTimedOut ? `Run timed out after ${limits.runTimeoutSeconds} s` : (error as Error).message || String(error);
-    if (run.retryNumber >= limits.retries) {
-      await store.finishRun(deps.db.pool, runId, jobId, 'Failed', message);
-      await store.settleExport(deps.db.pool, exportRow.id);
-      await progress();
-      return;
-    }
+    if (run.retryNumber >= limits.retries) return fail(message);
     const retries = await store.recordRunRetry(deps.db.pool, runId, jobId, message);
     await progress();
     if (retries !== undefined) throw new RetryableExportError(message);

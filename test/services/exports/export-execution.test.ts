@@ -10,7 +10,9 @@ import type { ServiceContext } from '../../../src/services/context.js';
 import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../../factories.js';
 import { startTestPlatform, type TestPlatform } from '../../helpers.js';
-import { ingestFixtureTraces, listKeys, type S3Server, startS3, waitForExport } from './support.js';
+import { ingestFixtureTraces, listKeys, type S3Server, startS3, waitForExport, takeTurnWithExportWorkers } from './support.js';
+
+takeTurnWithExportWorkers();
 
 let s3: S3Server;
 beforeAll(async () => {
@@ -44,6 +46,19 @@ describe('storage failures', () => {
     env = await setUp({ AGENT_PLATFORM_EXPORT_BATCH_ROWS: '2', AGENT_PLATFORM_EXPORT_FILE_SIZE: '1b', AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY: '1' }, { perDay: { '2026-03-01': 200, '2026-03-02': 200 } });
   }, 120_000);
   afterAll(() => env?.platform.stop());
+
+  it('cancels a running export: its running runs stop, the waiting ones never start, no restart', async () => {
+    const created = await env.exportRange('2026-03-01T00:00:00Z', '2026-03-03T00:00:00Z');
+    const running = await waitForExport(env.platform.deps, created.id, (row) => row.runs.some((run) => ((run.metadata as any).result?.exported_files?.length ?? 0) > 0));
+    expect(running.status).toBe('Running');
+    expect((await updateExport(env.ctx, created.id, { status: 'Cancelled' })).status).toBe('Cancelled');
+    const finished = await waitForExport(env.platform.deps, created.id);
+    expect(finished.status).toBe('Cancelled');
+    expect(finished.runs.map((run) => run.status)).toEqual(['Cancelled', 'Cancelled']);
+    const written = finished.runs.reduce((sum, run) => sum + ((run.metadata as any).result?.rows_written ?? 0), 0);
+    expect(written).toBeLessThan(400);
+    await expect(updateExport(env.ctx, created.id, { status: 'Cancelled' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+  });
 
   it('fails an export whose bucket is deleted mid-export, without retrying, with the error recorded', async () => {
     const created = await env.exportRange('2026-03-01T00:00:00Z', '2026-03-03T00:00:00Z');

@@ -12,7 +12,9 @@ import { type Boss, startBoss } from '../../../src/workers/boss.js';
 import { buildTenant } from '../../factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../../helpers.js';
 import { spawnPlatform } from '../../processes.js';
-import { ingestFixtureTraces, listKeys, readParquet, type S3Server, startS3, waitForExport } from './support.js';
+import { ingestFixtureTraces, listKeys, readParquet, type S3Server, startS3, waitForExport, takeTurnWithExportWorkers } from './support.js';
+
+takeTurnWithExportWorkers();
 
 const secretKey = randomBytes(32).toString('base64');
 const exportLimits = {

@@ -8,7 +8,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
+import pg from 'pg';
 import { v7 as uuid7 } from 'uuid';
+import { afterAll, beforeAll } from 'vitest';
+import { databaseUrl } from '../../helpers.js';
 // @ts-expect-error s3rver ships no types
 import S3rver from 's3rver';
 import type { BulkExport, BulkExportRun } from '../../../src/services/exports/exports.store.js';
@@ -16,6 +19,24 @@ import type { Deps } from '../../../src/services/context.js';
 
 export type ExportWithRuns = BulkExport & { runs: BulkExportRun[] };
 import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
+
+/**
+ * Export test files take turns: their workers dispatch and execute export runs of the whole shared
+ * test database, each with its file's shrunken limits and secret key, so two of them at once would
+ * run each other's runs. A PostgreSQL advisory lock held for the file's duration serializes them.
+ * Call first in the file, before its other hooks (after-hooks run in reverse order).
+ */
+export function takeTurnWithExportWorkers() {
+  let holder: pg.Client | undefined;
+  beforeAll(async () => {
+    holder = new pg.Client({ connectionString: databaseUrl() });
+    await holder.connect();
+    await holder.query(`SELECT pg_advisory_lock(hashtext('agent-platform export test workers'))`);
+  }, 900_000);
+  afterAll(async () => {
+    await holder?.end();
+  });
+}
 
 export type S3Server = { endpoint: string; client: S3Client; createBucket(name: string): Promise<void>; stop(): Promise<void> };
 
