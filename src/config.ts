@@ -65,6 +65,27 @@ const EnvSchema = z.object({
    * self-hosted installation sets when it enabled usage collection). Earlier hours are never reported.
    */
   AGENT_PLATFORM_USAGE_DATA_START: z.union([z.iso.date(), z.iso.datetime({ offset: true })]).default('2026-01-05'),
+  // Bulk export: the spec's limits are the defaults; tests shrink them.
+  AGENT_PLATFORM_EXPORT_RETRIES: z.coerce.number().int().min(0).max(1000).default(20),
+  AGENT_PLATFORM_EXPORT_RETRY_DELAY_SECONDS: z.coerce.number().int().min(0).default(30),
+  AGENT_PLATFORM_EXPORT_RUN_TIMEOUT_SECONDS: z.coerce.number().positive().default(4 * 3600),
+  AGENT_PLATFORM_EXPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(72 * 3600),
+  AGENT_PLATFORM_EXPORT_RUNS_PER_EXPORT: z.coerce.number().int().min(1).default(45),
+  AGENT_PLATFORM_EXPORT_EXPORTS_PER_WORKSPACE: z.coerce.number().int().min(1).default(15),
+  /** Rows read from PostgreSQL per batch; also the Parquet row group size. */
+  AGENT_PLATFORM_EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  /** A file is closed, and checkpointed, once it reaches this size. */
+  AGENT_PLATFORM_EXPORT_FILE_SIZE: byteSize.default('256mb'),
+  /** S3 multipart part size (S3 refuses parts under 5 MiB but the last). */
+  AGENT_PLATFORM_EXPORT_PART_SIZE: byteSize.default('8mb'),
+  /** How often a worker looks for scheduled windows due, timed-out exports and runs left by a dead worker. */
+  AGENT_PLATFORM_EXPORT_SWEEP_SECONDS: z.coerce.number().min(0.05).default(60),
+  /** A run whose executor has not shown life for this long is handed to another worker. */
+  AGENT_PLATFORM_EXPORT_LEASE_SECONDS: z.coerce.number().min(0.5).default(120),
+  /** Export runs one worker process executes at once. */
+  AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(2),
+  /** Delay after a scheduled window ends before its export starts. */
+  AGENT_PLATFORM_EXPORT_SPAWN_DELAY_SECONDS: z.coerce.number().int().min(0).default(600),
 });
 
 export type Config = {
@@ -87,6 +108,24 @@ export type Config = {
   ingestThreads: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
   usageDataStart: Date;
+  exports: ExportLimits;
+};
+
+/** Bulk export limits (spec "Limits"), all configurable. */
+export type ExportLimits = {
+  retries: number;
+  retryDelaySeconds: number;
+  runTimeoutSeconds: number;
+  exportTimeoutSeconds: number;
+  runsPerExport: number;
+  exportsPerWorkspace: number;
+  batchRows: number;
+  fileSizeBytes: number;
+  partSizeBytes: number;
+  sweepSeconds: number;
+  leaseSeconds: number;
+  workerConcurrency: number;
+  spawnDelaySeconds: number;
 };
 
 export class ConfigError extends Error {
@@ -135,6 +174,21 @@ export function loadConfig(
     },
     // A bare date is midnight UTC.
     usageDataStart: new Date(value.AGENT_PLATFORM_USAGE_DATA_START.length === 10 ? `${value.AGENT_PLATFORM_USAGE_DATA_START}T00:00:00Z` : value.AGENT_PLATFORM_USAGE_DATA_START),
+    exports: {
+      retries: value.AGENT_PLATFORM_EXPORT_RETRIES,
+      retryDelaySeconds: value.AGENT_PLATFORM_EXPORT_RETRY_DELAY_SECONDS,
+      runTimeoutSeconds: value.AGENT_PLATFORM_EXPORT_RUN_TIMEOUT_SECONDS,
+      exportTimeoutSeconds: value.AGENT_PLATFORM_EXPORT_TIMEOUT_SECONDS,
+      runsPerExport: value.AGENT_PLATFORM_EXPORT_RUNS_PER_EXPORT,
+      exportsPerWorkspace: value.AGENT_PLATFORM_EXPORT_EXPORTS_PER_WORKSPACE,
+      batchRows: value.AGENT_PLATFORM_EXPORT_BATCH_ROWS,
+      fileSizeBytes: toBytes(value.AGENT_PLATFORM_EXPORT_FILE_SIZE),
+      partSizeBytes: Math.max(5 * 1024 ** 2, toBytes(value.AGENT_PLATFORM_EXPORT_PART_SIZE)),
+      sweepSeconds: value.AGENT_PLATFORM_EXPORT_SWEEP_SECONDS,
+      leaseSeconds: value.AGENT_PLATFORM_EXPORT_LEASE_SECONDS,
+      workerConcurrency: value.AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY,
+      spawnDelaySeconds: value.AGENT_PLATFORM_EXPORT_SPAWN_DELAY_SECONDS,
+    },
   };
 }
 

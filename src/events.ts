@@ -19,6 +19,10 @@ export interface EventMap {
   'runs.cancel': { runId: string; action: 'interrupt' | 'rollback' };
   /** Agent server: runs are waiting in a deployment's queue; wakes its runtimes. Key: deployment id. `origin`: the RunQueue that woke its own runtime already. */
   'runs.queued': { deploymentId: string; origin?: string };
+  /** Bulk export: an export or one of its runs changed (status, rows, files). Key: export id. */
+  'exports.progress': { exportId: string; runId?: string };
+  /** Bulk export: runs are waiting to start; wakes the workers' dispatchers. */
+  'exports.dispatch': { exportId: string };
 }
 export type EventName = keyof EventMap;
 

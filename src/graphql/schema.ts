@@ -13,6 +13,7 @@ import './usage/usage.js';
 import './agent-server/assistant.js';
 import './agent-server/thread.js';
 import './agent-server/run.js';
+import './exports/bulk-export.js';
 
 export const schema = builder.toSchema();
 

@@ -1,6 +1,7 @@
 // The REST front door: each surface is a sub-router with its own body parsing and error dialect.
 import express, { Router } from 'express';
 import type { Deps } from '../services/context.js';
+import { bulkExportsRouter } from './bulk-exports.routes.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { tenancyRouter } from './tenancy.routes.js';
 import { tracesRouter } from './traces.routes.js';
@@ -24,6 +25,7 @@ export function restRouter(deps: Deps): Router {
   const platformApi = Router();
   platformApi.use(express.json({ limit: deps.config.bodyLimit }));
   platformApi.use(usageRouter(deps));
+  platformApi.use(bulkExportsRouter(deps));
   platformApi.use(tenancyRouter(deps));
   platformApi.use(notFoundHandler);
   platformApi.use(errorHandler('fastapi', deps.logger));

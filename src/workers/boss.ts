@@ -6,6 +6,7 @@ import { PreparingClient } from '../database/prepared-statements.js';
 import type { Deps } from '../services/context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
 import { foldUsage } from './usage-fold.job.js';
+import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -28,6 +29,16 @@ export const QUEUES = {
     retryLimit: 3,
     retryDelay: 30,
     expireInSeconds: 600,
+  },
+  exportRun: {
+    name: EXPORT_RUN_QUEUE,
+    // At most one job per run waiting (singletonKey = run id): re-sending a run already queued is a
+    // no-op. Not one active per run: a dead worker's job stays active until it expires, and the
+    // sweep hands its run to a new job before that (the run's lease decides who executes).
+    // Retry limit and delay are set per job from the configuration.
+    policy: 'short',
+    // Workers wake on a new run at once rather than at their next poll.
+    notify: true,
   },
 } satisfies Record<string, QueueDefinition>;
 
@@ -66,6 +77,7 @@ export async function startBoss(deps: Deps, options: { work: boolean }): Promise
     await boss.work(QUEUES.usageFold.name, async () => foldUsage(deps));
     // Every minute (cron's finest grain): the unfolded tail a read adds stays a minute of deltas.
     await boss.schedule(QUEUES.usageFold.name, '* * * * *');
+    await workExports(deps, boss);
   }
   return boss;
 }

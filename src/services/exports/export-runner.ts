@@ -1,0 +1,139 @@
+// Executing one export run (one UTC day): trace runs by keyset cursor in batches → Arrow → Parquet →
+// S3 multipart, rolling to a new file at the configured size and checkpointing after each file, so a
+// retried or taken-over run resumes where the last file ended and never writes a row twice.
+import type { Deps } from '../context.js';
+import { destinationConfig, destinationCredentials } from './destinations.service.js';
+import { exportFieldsOf } from './exports.service.js';
+import type { DestinationConfigValue, FormatVersion } from './exports.schemas.js';
+import * as store from './exports.store.js';
+import { exportColumns, ParquetStreamWriter, toRecordBatch } from './parquet.js';
+import { destinationClient, destinationRoot, MultipartObject, storageErrorReason } from './s3.js';
+
+/** The folder of one day of an export: the spec's Hive layout for v2_beta, `runs/<date>` for v1. */
+export function exportDirectory(config: DestinationConfigValue, row: Pick<store.BulkExport, 'id' | 'workspaceId' | 'sessionId' | 'formatVersion'>, day: Date): string {
+  const [year, month, date] = day.toISOString().slice(0, 10).split('-') as [string, string, string];
+  const partition = (row.formatVersion as FormatVersion) === 'v2_beta' ? `year=${year}/month=${month}/day=${date}` : `${year}-${month}-${date}`;
+  return [destinationRoot(config), `export_id=${row.id}`, `tenant_id=${row.workspaceId}`, `session_id=${row.sessionId}`, 'runs', partition]
+    .filter(Boolean)
+    .join('/');
+}
+
+/** The run is no longer ours: cancelled, timed out, or taken over by another worker. */
+class LostLease extends Error {}
+class RunTimedOut extends Error {}
+
+/** A failure worth retrying later (pg-boss retries the job after the configured delay). */
+export class RetryableExportError extends Error {}
+
+/**
+ * Executes run `runId` as job `jobId` (its lease owner). Completes, fails (storage errors, a deleted
+ * destination, retries exhausted) or returns quietly when the run is not ours to execute; throws
+ * RetryableExportError after recording errors.retry_<n> when the run should be retried.
+ * Publishes exports.progress after each file and status change.
+ */
+export async function executeExportRun(deps: Deps, runId: string, jobId: string): Promise<void> {
+  const limits = deps.config.exports;
+  const run = await store.leaseRun(deps.db, runId, jobId, limits.leaseSeconds);
+  if (!run) return;
+  const exportRow = run.export;
+  const progress = () => deps.events.publish('exports.progress', { exportId: exportRow.id, runId }, exportRow.id);
+  /** Ends the run (Failed: not retried, and the export fails) and settles the export. */
+  const end = async (status: 'Completed' | 'Failed', message?: string) => {
+    await store.finishRun(deps.db.pool, runId, jobId, status, message);
+    await store.settleExport(deps.db.pool, exportRow.id);
+    await progress();
+  };
+  const fail = (message: string) => end('Failed', message);
+
+  if (exportRow.createdAt.getTime() + limits.exportTimeoutSeconds * 1000 < Date.now()) {
+    await store.timeOutExports(deps.db.pool, limits.exportTimeoutSeconds);
+    await progress();
+    return;
+  }
+  if (!run.destination) return fail('Destination was deleted');
+
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), limits.runTimeoutSeconds * 1000);
+  // Between batches the loop heartbeats itself; this covers a slow upload or a slow query.
+  const heartbeat = setInterval(() => void store.heartbeatRun(deps.db.pool, runId, jobId).catch(() => undefined), (limits.leaseSeconds * 1000) / 3);
+  try {
+    await writeRunFiles(deps, run, jobId, timeout.signal, progress);
+    await end('Completed');
+  } catch (error) {
+    if (error instanceof LostLease) return;
+    const reason = storageErrorReason(error);
+    // Storage and destination errors are not retried: the bucket will not come back by itself.
+    if (reason) return fail(`${reason}: ${(error as Error).message}`);
+    const message = error instanceof RunTimedOut ? `Run timed out after ${limits.runTimeoutSeconds} s` : (error as Error).message || String(error);
+    if (run.retryNumber >= limits.retries) return fail(message);
+    const retries = await store.recordRunRetry(deps.db.pool, runId, jobId, message);
+    await progress();
+    if (retries !== undefined) throw new RetryableExportError(message);
+  } finally {
+    clearTimeout(timer);
+    clearInterval(heartbeat);
+  }
+}
+
+async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string, signal: AbortSignal, progress: () => Promise<void>) {
+  const limits = deps.config.exports;
+  const exportRow = run.export;
+  const config = destinationConfig(run.destination!);
+  const client = destinationClient(config, destinationCredentials(deps, run.destination!));
+  const columns = exportColumns(exportFieldsOf(exportRow), exportRow.formatVersion as FormatVersion);
+  const directory = exportDirectory(config, exportRow, run.startTime);
+  const checkpoint = store.runResult(run);
+  let result: store.RunResult = checkpoint ?? { rows_written: 0, exported_files: [], export_path: directory, latest_cursor: null };
+  let cursor = result.latest_cursor;
+  const scope = { tenantId: exportRow.workspaceId, sessionId: exportRow.sessionId, start: run.startTime, end: run.endTime, filter: exportRow.filter };
+  let writer: ParquetStreamWriter | undefined;
+
+  const closeFile = async () => {
+    const file = writer!;
+    writer = undefined;
+    await file.finish();
+    result = {
+      rows_written: result.rows_written + file.rows,
+      exported_files: [...result.exported_files, file.key],
+      export_path: directory,
+      latest_cursor: cursor,
+    };
+    if (!(await store.checkpointRun(deps.db.pool, run.id, owner, result))) throw new LostLease();
+    await progress();
+  };
+
+  const read = (after: store.RunResult['latest_cursor']) => store.readRunBatch(deps.db.pool, scope, columns, after, limits.batchRows);
+  const cursorOf = (row: unknown[]) => ({ start_time: row[columns.length] as string, id: row[columns.length + 1] as string });
+  try {
+    // The next batch is read while this one is encoded and uploaded: PostgreSQL works meanwhile.
+    let nextBatch: Promise<unknown[][]> | undefined = read(cursor);
+    while (nextBatch) {
+      if (signal.aborted) throw new RunTimedOut();
+      const rows: unknown[][] = await nextBatch;
+      nextBatch = rows.length === limits.batchRows ? read(cursorOf(rows[rows.length - 1]!)) : undefined;
+      // A rejected read-ahead is reported by the await above on the next turn, or dropped with the run.
+      nextBatch?.catch(() => undefined);
+      // Once per batch: stop here when the run was cancelled, timed out or taken over.
+      if (!(await store.heartbeatRun(deps.db.pool, run.id, owner))) throw new LostLease();
+      if (rows.length === 0) break;
+      // File names are the run and the file's index: a retry rewrites an unfinished file under the
+      // same name rather than leaving a partial duplicate beside it.
+      writer ??= new ParquetStreamWriter(
+        new MultipartObject(client, config.bucket_name, `${directory}/${run.id}_${result.exported_files.length}.parquet`, limits.partSizeBytes),
+        { compression: exportRow.compression as never, rowGroupRows: limits.batchRows },
+      );
+      await writer.write(toRecordBatch(columns, rows));
+      cursor = cursorOf(rows[rows.length - 1]!);
+      if (writer.bytes >= limits.fileSizeBytes) await closeFile();
+    }
+    if (writer) await closeFile();
+    else if (!checkpoint) {
+      if (!(await store.checkpointRun(deps.db.pool, run.id, owner, result))) throw new LostLease();
+    }
+  } catch (error) {
+    await writer?.abort();
+    throw error;
+  } finally {
+    client.destroy();
+  }
+}
