@@ -4,8 +4,7 @@
 import { pino } from 'pino';
 import type { Command } from 'commander';
 import type { Config } from './config.js';
-import { EventBus } from './events.js';
-import { openDatabase } from './platform.js';
+import { createDeps } from './process.js';
 import type { ServiceContext } from './services/context.js';
 import * as tenancy from './services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';
@@ -15,13 +14,11 @@ type Common = { json?: boolean; dataDir?: string };
 async function withSystem<T>(config: Config, work: (ctx: ServiceContext) => Promise<T>): Promise<T> {
   // Admin output goes to stdout; logs only to stderr and only when something is wrong.
   const logger = pino({ level: 'warn' }, pino.destination(2));
-  const { db, embedded, secrets } = await openDatabase(config, logger);
-  const events = new EventBus(db.pool, db.url, logger);
+  const { deps, stop } = await createDeps(config, logger, { listen: false, ingestThreads: false });
   try {
-    return await work({ config, db, events, secrets, logger, viewer: SYSTEM_VIEWER });
+    return await work({ ...deps, viewer: SYSTEM_VIEWER });
   } finally {
-    await db.close();
-    await embedded?.stop();
+    await stop();
   }
 }
 

@@ -4,7 +4,8 @@ import { ConfigError, type Config, loadConfig } from './config.js';
 import { isAppError } from './errors.js';
 import { createLogger } from './logger.js';
 import { runAdmin } from './admin.js';
-import { openDatabase, startPlatform } from './platform.js';
+import { startPlatform } from './platform.js';
+import { createDeps } from './process.js';
 
 const program = new Command('agent-platform')
   .description('Deploy and run LangGraph agents, record traces, meter usage and export traces.')
@@ -12,15 +13,22 @@ const program = new Command('agent-platform')
 
 type ProcessOptions = { port?: string; host?: string; dataDir?: string; role?: string };
 
-function configFrom(options: ProcessOptions, extra: Record<string, string | undefined> = {}): Config {
-  return loadConfig(process.env, {
-    PORT: options.port,
-    HOST: options.host,
-    AGENT_PLATFORM_DATA_DIR: options.dataDir,
-    AGENT_PLATFORM_ROLES: options.role,
-    ...extra,
-  });
+function configFrom(options: ProcessOptions, extra: Record<string, string | undefined> = {}, defaults: Record<string, string> = {}): Config {
+  return loadConfig(
+    process.env,
+    {
+      PORT: options.port,
+      HOST: options.host,
+      AGENT_PLATFORM_DATA_DIR: options.dataDir,
+      AGENT_PLATFORM_ROLES: options.role,
+      ...extra,
+    },
+    defaults,
+  );
 }
+
+// `serve` answers many clients of one deployment from one process: larger pools unless configured.
+const SERVE_DEFAULTS = { AGENT_PLATFORM_DB_POOL_SIZE: '24', AGENT_PLATFORM_JOBS_POOL_SIZE: '8' };
 
 const portOption = new Option('-p, --port <port>', 'HTTP port (env PORT, default 4100)').argParser((value) => {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a port number');
@@ -59,10 +67,9 @@ program
   .addOption(dataDirOption)
   .action(async (options: ProcessOptions) => {
     const config = configFrom(options);
-    // openDatabase applies pending migrations before it returns.
-    const { db, embedded } = await openDatabase(config, createLogger({ ...config, logLevel: 'info', logPretty: false }));
-    await db.close();
-    await embedded?.stop();
+    // createDeps applies pending migrations before it returns.
+    const { stop } = await createDeps(config, createLogger({ ...config, logLevel: 'info', logPretty: false }), { listen: false, ingestThreads: false });
+    await stop();
   });
 
 program
@@ -74,7 +81,7 @@ program
   .addOption(dataDirOption)
   .option('--dev', 'development mode: enables POST /internal/truncate for test harnesses')
   .action(async (options: ProcessOptions & { config: string; dev?: boolean }) => {
-    const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
+    const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) }, SERVE_DEFAULTS);
     const logger = createLogger(config);
     const { startAgentServer } = await import('./serve.js');
     const server = await startAgentServer(config, logger, { configPath: options.config, dev: options.dev ?? false });

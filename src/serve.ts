@@ -2,13 +2,11 @@
 // (like `langgraph dev`), with the runtime in a worker thread of the same process, on the embedded PostgreSQL or
 // DATABASE_URL. The REST surface is the same router the platform mounts per deployment; /graphql
 // serves the platform schema, where this deployment's assistants, threads and runs are visible.
-import { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import { basename, dirname } from 'node:path';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
-import { EventBus } from './events.js';
-import { openDatabase } from './platform.js';
+import { createDeps } from './process.js';
 import { agentServerRouter } from './rest/agent-server/router.js';
 import { ensureSystemAssistants } from './services/assistants/assistants.service.js';
 import type { Deps } from './services/context.js';
@@ -22,7 +20,7 @@ import { registerDeploymentScope } from './services/runtime/scopes.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { LOCAL_VIEWER, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
 import { createAgentRunTracer } from './services/traces/agent-run-tracer.js';
-import { bossConnection } from './workers/boss.js';
+import { startBoss } from './workers/boss.js';
 import { startRuntimeThread } from './workers/runtime-thread.js';
 
 export type AgentServer = {
@@ -43,36 +41,20 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
   const graphConfig = readGraphConfig(options.configPath);
   const deploymentId = serveDeploymentId(graphConfig.path);
   const runsHere = config.roles.includes('runtime');
-  const { db, embedded, secrets } = await openDatabase({ ...config, dbPoolSize: Math.max(config.dbPoolSize, 24) }, logger);
-  const events = new EventBus(db.pool, db.url, logger);
-  const deps: Deps = { config, db, events, secrets, logger };
-  const boss = new PgBoss({
-    ...bossConnection(db.url),
-    application_name: 'agent-platform-runs',
-    max: 8,
-    // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts).
-    useListenNotify: false,
-    supervise: runsHere,
-    schedule: false,
-  });
-  boss.on('error', (error: unknown) => logger.error({ err: error }, 'job queue error'));
-  const cleanup: (() => Promise<unknown>)[] = [];
-  const stop = async () => {
-    for (const step of cleanup.reverse()) await step().catch((error: unknown) => logger.error({ err: error }, 'shutdown step failed'));
-    await db.close().catch(() => undefined);
-    await embedded?.stop();
-  };
+  const wiring = await createDeps(config, logger);
+  const { deps } = wiring;
+  const { db } = deps;
   try {
-    await events.start();
-    cleanup.push(() => events.stop());
-    await boss.start();
-    cleanup.push(() => boss.stop({ graceful: true, timeout: 5000 }));
-    const persistence = await openPersistence(db.url, deploymentId, { poolSize: Math.min(config.runtimeConcurrency + 4, 40) });
-    cleanup.push(() => persistence.close());
+    // The worker role's schedules (event payload pruning, run recovery) run here too unless left out.
+    const work = config.roles.includes('worker');
+    const boss = await startBoss(deps, { work, maintain: work || runsHere });
+    wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
+    const persistence = await openPersistence(db.url, deploymentId, { poolSize: config.checkpointerPoolSize });
+    wiring.onStop(() => persistence.close());
     const graphs = await GraphRegistry.load(graphConfig, persistence);
     const scope: DeploymentScope = { deploymentId, graphs, persistence, queue: new RunQueue(boss, deploymentId), auth: { kind: 'none' }, dev: options.dev };
     const unregister = registerDeploymentScope(scope);
-    cleanup.push(async () => unregister());
+    wiring.onStop(async () => unregister());
     const ctx: AgentServerContext = { ...deps, viewer: SYSTEM_VIEWER, deployment: scope };
     await scope.queue.ensure();
     await ensureSystemAssistants(ctx, config.langgraphConfig);
@@ -86,22 +68,22 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
         logger,
       );
       scope.queue.onLocalWake(() => runtime.wake());
-      cleanup.push(() => runtime.stop());
+      wiring.onStop(() => runtime.stop());
     } else if (runsHere) {
       const tracer = tracing ? createAgentRunTracer(deps, { workspaceId: tracing.workspaceId }, tracing.project) : undefined;
       const runtime = await startRuntime(ctx, { concurrency: config.runtimeConcurrency, tracer });
-      cleanup.push(() => runtime.stop());
+      wiring.onStop(() => runtime.stop());
     }
 
     // Served without credentials, like `langgraph dev`: a GraphQL request without a key may use this
     // deployment but none of the platform's tenants (their data needs an API key, as on the platform).
     const app = buildApp(deps, { routers: [agentServerRouter(deps, scope)], anonymousViewer: LOCAL_VIEWER });
-    cleanup.push(() => app.stop());
+    wiring.onStop(() => app.stop());
     const url = await app.start(config.port, config.host);
     const runtime = runsHere ? (config.runtimeThread ? 'worker thread' : 'server thread') : undefined;
-    return { url, deploymentId, graphIds: graphs.graphIds(), firstApiKey: bootstrap?.key, tracing, runtime, stop };
+    return { url, deploymentId, graphIds: graphs.graphIds(), firstApiKey: bootstrap?.key, tracing, runtime, stop: wiring.stop };
   } catch (error) {
-    await stop();
+    await wiring.stop();
     throw error;
   }
 }
