@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import type { ServiceContext } from './services/context.js';
+import { registerLocalDeployment } from './services/deployments/deployments.service.js';
 import * as tenancy from './services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';
 
@@ -100,6 +101,20 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
     .command('list')
     .option('--org <id>', 'only this organization')
     .action(run<Common & { org?: string }>(async (ctx, o) => print(o.json, await tenancy.listUsers(ctx, { organizationId: o.org }), (r) => `${r.id}  ${r.email}`)));
+
+  const deployments = admin.command('deployments').description('deployments of graph configs on this machine');
+  deployments
+    .command('create')
+    .description('record a graph config (langgraph.json) as a deployment; run it with `start --role runtime --deployment <id>`')
+    .requiredOption('--config <path>', 'path to langgraph.json')
+    .option('--workspace <id>', 'the workspace it belongs to (default: the installation\'s first)')
+    .option('--name <name>', 'display name (default: the config\'s folder name)')
+    .action(
+      run<Common & { config: string; workspace?: string; name?: string }>(async (ctx, o) => {
+        const deployment = await registerLocalDeployment(ctx, { configPath: o.config, workspaceId: o.workspace, name: o.name });
+        print(o.json, deployment, (r) => `${r.deploymentId}  ${r.name}  graphs=${r.graphIds.join(',')}`);
+      }),
+    );
 
   const keys = admin.command('keys').description('API keys');
   keys

@@ -64,7 +64,13 @@ const EnvSchema = z.object({
    * two cores: each thread also waits on its database round trips (measured: 2 threads +15% runs/s).
    */
   AGENT_PLATFORM_INGEST_THREADS: z.coerce.number().int().min(0).max(64).default(Math.min(4, Math.max(2, availableParallelism()))),
-  /** serve mode: run graphs in a worker thread (default) rather than on the HTTP server's thread. */
+  /** Runtime role: the deployments whose runtimes this process runs (comma-separated ids; `serve` adds its own). */
+  AGENT_PLATFORM_RUNTIME_DEPLOYMENTS: z
+    .string()
+    .default('')
+    .transform((value) => value.split(',').map((id) => id.trim()).filter(Boolean))
+    .pipe(z.array(z.uuid())),
+  /** Run each deployment's graphs in a worker thread (default) rather than on the process's main thread. */
   AGENT_PLATFORM_RUNTIME_THREAD: z.stringbool().default(true),
 });
 
@@ -88,6 +94,7 @@ export type Config = {
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   runtimeConcurrency: number;
   runtimeThread: boolean;
+  runtimeDeployments: string[];
   ingestThreads: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
 };
@@ -138,6 +145,7 @@ export function loadConfig(
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
+    runtimeDeployments: value.AGENT_PLATFORM_RUNTIME_DEPLOYMENTS,
     ingestThreads: value.AGENT_PLATFORM_INGEST_THREADS,
     agentServerTracing: {
       enabled: value.AGENT_SERVER_TRACING,

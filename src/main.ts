@@ -11,7 +11,7 @@ const program = new Command('agent-platform')
   .description('Deploy and run LangGraph agents, record traces, meter usage and export traces.')
   .showHelpAfterError();
 
-type ProcessOptions = { port?: string; host?: string; dataDir?: string; role?: string };
+type ProcessOptions = { port?: string; host?: string; dataDir?: string; role?: string; deployment?: string[] };
 
 function configFrom(options: ProcessOptions, extra: Record<string, string | undefined> = {}, defaults: Record<string, string> = {}): Config {
   return loadConfig(
@@ -21,6 +21,7 @@ function configFrom(options: ProcessOptions, extra: Record<string, string | unde
       HOST: options.host,
       AGENT_PLATFORM_DATA_DIR: options.dataDir,
       AGENT_PLATFORM_ROLES: options.role,
+      AGENT_PLATFORM_RUNTIME_DEPLOYMENTS: options.deployment?.join(','),
       ...extra,
     },
     defaults,
@@ -43,11 +44,16 @@ program
   .option('--host <host>', 'interface to listen on (env HOST, default 127.0.0.1)')
   .addOption(dataDirOption)
   .option('--role <roles>', 'comma-separated roles to run: api,worker,runtime (env AGENT_PLATFORM_ROLES)')
+  .option('--deployment <id...>', 'runtime role: run the runtime of this deployment (repeatable; env AGENT_PLATFORM_RUNTIME_DEPLOYMENTS)')
   .action(async (options: ProcessOptions) => {
     const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
     const logger = createLogger(config);
     const platform = await startPlatform(config, logger);
     printWelcome(platform.url, platform.firstApiKey, config);
+    // One line per runtime, which also tells scripts (and tests) that it is ready.
+    for (const runtime of platform.runtimes) {
+      console.log(`Runtime of deployment ${runtime.deploymentId} (graphs: ${runtime.graphIds.join(', ')}; in a ${runtime.where}) running at ${runtime.url}`);
+    }
 
     let stopping = false;
     const shutdown = async (signal: string) => {

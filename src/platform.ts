@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
+import { type RunningRuntime, startRuntimeRole } from './runtime/role.js';
 import type { Deps } from './services/context.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { startBoss } from './workers/boss.js';
@@ -14,6 +15,8 @@ export type RunningPlatform = {
   url: string | undefined;
   /** The first API key, on the installation's first start only. */
   firstApiKey: string | undefined;
+  /** The deployment runtimes this process runs (runtime role). */
+  runtimes: RunningRuntime[];
   stop(): Promise<void>;
 };
 
@@ -24,7 +27,10 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
     const work = config.roles.includes('worker');
     const boss = await startBoss(deps, { work, maintain: work || config.roles.includes('runtime') });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
+    deps.boss = boss;
     const bootstrap = await bootstrapInstallation(deps);
+    const runtimes = config.roles.includes('runtime') ? await startRuntimeRole(deps, boss, config.runtimeDeployments) : undefined;
+    if (runtimes) wiring.onStop(() => runtimes.stop());
     let url: string | undefined;
     if (config.roles.includes('api')) {
       const app = buildApp(deps);
@@ -33,7 +39,7 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
       url = await app.start(config.port, config.host);
     }
     logger.info({ url, roles: config.roles }, 'agent platform started');
-    return { deps, url: config.publicUrl ?? url, firstApiKey: bootstrap?.key, stop: wiring.stop };
+    return { deps, url: config.publicUrl ?? url, firstApiKey: bootstrap?.key, runtimes: runtimes?.runtimes ?? [], stop: wiring.stop };
   } catch (error) {
     await wiring.stop();
     throw error;

@@ -43,8 +43,10 @@ export async function startTestPlatform(options: { config?: Record<string, strin
   // Global setup migrated the shared database already.
   const wiring = await createDeps(config, logger, { databaseUrl: config.databaseUrl });
   const { deps } = wiring;
-  const boss = options.jobs ? await startBoss(deps, { work: true }) : undefined;
-  if (boss) wiring.onStop(() => boss.stop({ graceful: false, close: true }));
+  // Agent-server requests enqueue runs on the job queue; `jobs` also works the worker role's jobs.
+  const boss = await startBoss(deps, { work: options.jobs ?? false });
+  wiring.onStop(() => boss.stop({ graceful: false, close: true }));
+  deps.boss = boss;
   const app = buildApp(deps);
   wiring.onStop(() => app.stop());
   const url = await app.start(0, '127.0.0.1');

@@ -1,13 +1,14 @@
 // LangGraph's own persistence on the platform's PostgreSQL: checkpoints (schema `langgraph`, keyed by
-// thread id, which is unique across deployments) and the long-term store (one schema per deployment,
-// so one deployment's graphs never read another's memories).
+// thread id, which is unique across deployments; the platform's own SQL on them is in
+// services/threads/checkpoints.store.ts) and the long-term store (one schema per deployment, so one
+// deployment's graphs never read another's memories).
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
 import pg from 'pg';
-import { PreparingClient } from '../../database/prepared-statements.js';
+import { PreparingClient } from '../database/prepared-statements.js';
+import { CHECKPOINT_SCHEMA } from '../services/threads/checkpoints.store.js';
 import type { Persistence } from './graph-registry.js';
 
-export const CHECKPOINT_SCHEMA = 'langgraph';
 export const storeSchema = (deploymentId: string) => `langgraph_store_${deploymentId.replace(/-/g, '')}`;
 
 export type RuntimePersistence = Persistence & {
@@ -44,39 +45,4 @@ export async function openPersistence(databaseUrl: string, deploymentId: string,
       await pool.end();
     },
   };
-}
-
-/** Deletes every checkpoint of a thread (all namespaces). */
-export async function deleteThreadCheckpoints(pool: pg.Pool, threadIds: string[]): Promise<void> {
-  if (!threadIds.length) return;
-  await pool.query(
-    `DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoint_writes WHERE thread_id = ANY($1::text[]);
-     `.trim(),
-    [threadIds],
-  );
-  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoint_blobs WHERE thread_id = ANY($1::text[])`, [threadIds]);
-  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = ANY($1::text[])`, [threadIds]);
-}
-
-/** Removes the checkpoints a run wrote after `afterCheckpointId` (checkpoint ids sort by time). */
-export async function deleteCheckpointsAfter(pool: pg.Pool, threadId: string, afterCheckpointId: string | null): Promise<void> {
-  const after = afterCheckpointId ?? '';
-  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoint_writes WHERE thread_id = $1 AND checkpoint_id > $2`, [threadId, after]);
-  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1 AND checkpoint_id > $2`, [threadId, after]);
-}
-
-/** Copies every checkpoint of one thread to another (thread copy). */
-export async function copyThreadCheckpoints(pool: pg.Pool, fromThreadId: string, toThreadId: string): Promise<void> {
-  for (const table of ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes']) {
-    const { rows } = await pool.query<{ column_name: string }>(
-      `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
-      [CHECKPOINT_SCHEMA, table],
-    );
-    const columns = rows.map((row) => row.column_name);
-    const select = columns.map((column) => (column === 'thread_id' ? '$2' : `"${column}"`)).join(', ');
-    await pool.query(
-      `INSERT INTO ${CHECKPOINT_SCHEMA}.${table} (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${select} FROM ${CHECKPOINT_SCHEMA}.${table} WHERE thread_id = $1`,
-      [fromThreadId, toThreadId],
-    );
-  }
 }

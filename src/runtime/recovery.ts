@@ -5,7 +5,7 @@
 // its deployment's runs once when it starts, so a restarted `serve` picks up where it died.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
-import { runQueueName } from '../services/runtime/run-queue.js';
+import { runQueueName } from '../services/runs/run-queue.js';
 
 /** The advisory lock a runtime holds while it lives. */
 export const runtimeLockKey = (workerId: string) => `agent-platform:runtime:${workerId}`;
@@ -62,6 +62,23 @@ export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { d
     logger.warn({ runId: row.id, workerId: row.worker_id }, 'ended a run whose runtime died');
   }
   return recovered;
+}
+
+/** Forgets the recorded runtimes (of one deployment, or all) whose process died without removing its row. */
+export async function pruneDeadRuntimes(deps: Deps, deploymentId?: string): Promise<void> {
+  const { rows } = await deps.db.pool.query<{ id: string }>('SELECT id FROM deployment_runtimes WHERE $1::uuid IS NULL OR deployment_id = $1', [deploymentId ?? null]);
+  if (!rows.length) return;
+  const client = await deps.db.pool.connect();
+  try {
+    for (const { id } of rows) {
+      const { rows: lock } = await client.query<{ free: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS free', [runtimeLockKey(id)]);
+      if (!lock[0]?.free) continue;
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [runtimeLockKey(id)]);
+      await client.query('DELETE FROM deployment_runtimes WHERE id = $1', [id]);
+    }
+  } finally {
+    client.release();
+  }
 }
 
 /**

@@ -3,17 +3,18 @@
 // leaves `running` when it dies are recognised and ended (runtime/recovery.ts).
 import pg from 'pg';
 import type { Job } from 'pg-boss';
-import { newId } from '../../ids.js';
-import { recoverOrphanedRuns, runtimeLockKey, wakeIfThreadHasMore as wakeThreadRuntimes } from '../../runtime/recovery.js';
-import type { AgentServerContext } from './deployment-scope.js';
-import { type CancelReason, type ClaimedRun, claimRuns, executeRun, latestCheckpointId, type RunTracer } from './executor.js';
-import type { RunJob } from './run-queue.js';
+import { newId } from '../ids.js';
+import type { RunJob } from '../services/runs/run-queue.js';
+import { latestCheckpointId } from '../services/threads/checkpoints.store.js';
+import { type CancelReason, type ClaimedRun, claimRuns, executeRun, type RunTracer } from './executor.js';
+import { pruneDeadRuntimes, recoverOrphanedRuns, runtimeLockKey, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
+import type { RuntimeContext } from './runtime-context.js';
 
 export type Runtime = { workerId: string; stop(): Promise<void> };
 
 /** Starts executing the deployment's runs in this process. */
 export async function startRuntime(
-  ctx: AgentServerContext,
+  ctx: RuntimeContext,
   options: { concurrency: number; tracer?: RunTracer },
 ): Promise<Runtime> {
   const workerId = newId();
@@ -42,7 +43,7 @@ export async function startRuntime(
     try {
       // The thread's latest checkpoint (for a rollback) is read alongside the claim: the thread's
       // previous run has finished (per-thread order), so nothing can move it in between.
-      const [row, startCheckpoint] = await Promise.all([claimed, job.data.threadId ? latestCheckpointId(ctx, job.data.threadId) : Promise.resolve(undefined)]);
+      const [row, startCheckpoint] = await Promise.all([claimed, job.data.threadId ? latestCheckpointId(ctx.deployment.persistence.pool, job.data.threadId) : Promise.resolve(undefined)]);
       stateless = row?.kwargs.temporary ?? false;
       if (row) await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint });
     } catch (error) {
@@ -127,6 +128,7 @@ export async function startRuntime(
   // Runs left `running` by a dead runtime of this deployment are recovered now; later ones by the
   // `runs.sweep` schedule (workers/boss.ts).
   await recoverOrphanedRuns(ctx, queue.boss, { deploymentId: ctx.deployment.deploymentId, exceptWorkerId: workerId });
+  await pruneDeadRuntimes(ctx, ctx.deployment.deploymentId);
 
   return {
     workerId,

@@ -94,3 +94,16 @@ export class RunQueue {
     });
   }
 }
+
+// One queue object per deployment and job queue in a process, so an in-process runtime and the api
+// that enqueues share its local wake-up and its batched completions.
+const queuesByBoss = new WeakMap<PgBoss, Map<string, RunQueue>>();
+
+/** This process's queue object for a deployment's runs. */
+export function runQueueFor(boss: PgBoss, deploymentId: string): RunQueue {
+  let queues = queuesByBoss.get(boss);
+  if (!queues) queuesByBoss.set(boss, (queues = new Map()));
+  let queue = queues.get(deploymentId);
+  if (!queue) queues.set(deploymentId, (queue = new RunQueue(boss, deploymentId)));
+  return queue;
+}

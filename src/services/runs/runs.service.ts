@@ -5,8 +5,8 @@ import type pg from 'pg';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
-import { defaultAssistantId } from '../runtime/graph-registry.js';
-import type { AgentServerContext } from '../runtime/deployment-scope.js';
+import { defaultAssistantId } from '../assistants/default-assistant-id.js';
+import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { followRunEvents, isTerminalStatus, type RunEvent, type RunStreamSignal } from './run-stream.js';
 import {
