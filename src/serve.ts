@@ -10,8 +10,7 @@ import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import { agentServerRouter } from './rest/agent-server/router.js';
 import { startRuntimeRole } from './runtime/role.js';
-import { ensureSystemAssistants } from './services/assistants/assistants.service.js';
-import { agentContext, registerLocalDeployment } from './services/deployments/deployments.service.js';
+import { registerLocalDeployment } from './services/deployments/deployments.service.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
 import { startBoss } from './workers/boss.js';
@@ -46,7 +45,6 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     const system = { ...deps, viewer: SYSTEM_VIEWER };
     const deployment = await registerLocalDeployment(system, { configPath: options.configPath, workspaceId: config.agentServerTracing.workspaceId });
     const { deploymentId } = deployment;
-    await ensureSystemAssistants(await agentContext(system, deploymentId), config.langgraphConfig);
 
     const runtimes = runsHere ? await startRuntimeRole(deps, boss, [deploymentId]) : undefined;
     if (runtimes) wiring.onStop(() => runtimes.stop());

@@ -3,6 +3,7 @@
 import { basename, dirname } from 'node:path';
 import { AppError } from '../../errors.js';
 import { readGraphConfig } from '../../runtime/graph-config.js';
+import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
 import type { Viewer } from '../tenancy/viewer.js';
@@ -41,13 +42,17 @@ function mayUse(viewer: Viewer, row: DeploymentRow): boolean {
 export async function agentContext(ctx: ServiceContext, deploymentId: string, options: { dev?: boolean } = {}): Promise<AgentServerContext> {
   const row = await deploymentRow(ctx, deploymentId);
   if (!row || !mayUse(ctx.viewer, row)) throw AppError.notFound(NOT_FOUND);
-  if (!ctx.boss) throw new Error('agentContext needs the process job queue (Deps.boss)');
+  const { boss } = ctx;
   const deployment: DeploymentScope = {
     deploymentId: row.id,
     tenantId: row.tenant_id,
     organizationId: row.organization_id,
     graphIds: row.graph_ids,
-    queue: runQueueFor(ctx.boss, row.id),
+    // Only runs need the job queue (the admin CLI, which has none, never creates one).
+    get queue() {
+      if (!boss) throw new Error('Enqueuing a run needs the process job queue (Deps.boss)');
+      return runQueueFor(boss, row.id);
+    },
     dev: options.dev ?? false,
   };
   return { ...ctx, deployment };
@@ -59,7 +64,8 @@ export type LocalDeployment = { deploymentId: string; tenantId: string; name: st
  * Records a deployment of a graph config on this machine (what `serve` runs, and what `start --role
  * runtime --deployment <id>` can run): its graphs are read from the config's names, never imported.
  * The id is stable per config path unless given; the tenant is `workspaceId` or the installation's
- * first workspace. NOT_FOUND for an unknown workspace; BAD_REQUEST for an unreadable config.
+ * first workspace. Each graph's default assistant is created (LANGGRAPH_CONFIG gives their config).
+ * NOT_FOUND for an unknown workspace; BAD_REQUEST for an unreadable config.
  */
 export async function registerLocalDeployment(
   ctx: ServiceContext,
@@ -80,6 +86,7 @@ export async function registerLocalDeployment(
   };
   await upsertLocalDeployment(ctx.db, { id: deployment.deploymentId, ...deployment });
   recentRows.delete(deployment.deploymentId);
+  await ensureSystemAssistants(await agentContext(ctx, deployment.deploymentId), ctx.config.langgraphConfig);
   return deployment;
 }
 
