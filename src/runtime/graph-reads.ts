@@ -9,6 +9,7 @@ import type { GraphRequest } from '../services/deployments/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { serializeError, toPlainJson } from './serialize.js';
+import { checkpointOf } from './stream-modes.js';
 
 type Json = Record<string, unknown>;
 
@@ -24,17 +25,6 @@ export type ThreadState = {
   parent_checkpoint: Checkpoint | null;
   interrupts: unknown[];
 };
-
-function checkpointOf(config: RunnableConfig | undefined): Checkpoint | null {
-  const configurable = config?.configurable;
-  if (!configurable?.thread_id) return null;
-  return {
-    thread_id: configurable.thread_id,
-    checkpoint_ns: configurable.checkpoint_ns ?? '',
-    checkpoint_id: configurable.checkpoint_id ?? null,
-    checkpoint_map: configurable.checkpoint_map ?? null,
-  };
-}
 
 const isSnapshot = (value: unknown): value is StateSnapshot =>
   typeof value === 'object' && value !== null && 'values' in value && 'next' in value;

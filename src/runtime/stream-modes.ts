@@ -5,6 +5,7 @@
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { isBaseMessage } from '@langchain/core/messages';
 import type { StreamMode } from '../services/runs/runs.schemas.js';
+import type { Checkpoint } from './graph-reads.js';
 import type { RunnableGraph } from './graph-registry.js';
 
 export type { StreamMode };
@@ -13,7 +14,8 @@ export type StreamedEvent = { event: string; data: unknown };
 
 type Json = Record<string, unknown>;
 
-const checkpointOf = (config: unknown) => {
+/** The checkpoint a LangGraph config names, as the API presents it (null when it names no thread). */
+export const checkpointOf = (config: unknown): Checkpoint | null => {
   const configurable = (config as RunnableConfig | undefined)?.configurable;
   if (!configurable?.thread_id) return null;
   return {

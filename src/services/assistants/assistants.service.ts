@@ -1,5 +1,6 @@
 // Assistants: a graph plus configuration, versioned. Each graph has a default ("system") assistant
 // whose id is derived from the graph id, so a graph name works wherever an assistant id is expected.
+import { withTransaction } from '../../db.js';
 import { AppError } from '../../errors.js';
 import { isUuid } from '../../ids.js';
 import { newId } from '../../ids.js';
@@ -71,31 +72,27 @@ async function insertAssistant(
   values: { id: string; graphId: string; name: string; description: string | null; config: Json; context: Json; metadata: Json },
   onConflictNothing: boolean,
 ): Promise<Assistant | undefined> {
-  const client = await ctx.db.pool.connect();
   try {
-    await client.query('BEGIN');
-    const { rows } = await client.query<AssistantRow>(
-      `INSERT INTO agent_assistants (id, deployment_id, graph_id, name, description, config, context, metadata, version, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
-       ${onConflictNothing ? 'ON CONFLICT (deployment_id, id) DO NOTHING' : ''}
-       RETURNING *`,
-      [values.id, ctx.deployment.deploymentId, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
-    );
-    if (rows[0]) {
-      await client.query(
-        `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
-         VALUES ($8, $1, 1, $2, $3, $4, $5, $6, $7)`,
-        [values.id, values.graphId, values.name, values.description, values.config, values.context, values.metadata, ctx.deployment.deploymentId],
+    return await withTransaction(ctx.db, async (client) => {
+      const { rows } = await client.query<AssistantRow>(
+        `INSERT INTO agent_assistants (id, deployment_id, graph_id, name, description, config, context, metadata, version, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
+         ${onConflictNothing ? 'ON CONFLICT (deployment_id, id) DO NOTHING' : ''}
+         RETURNING *`,
+        [values.id, ctx.deployment.deploymentId, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
       );
-    }
-    await client.query('COMMIT');
-    return rows[0] ? toAssistant(rows[0]) : undefined;
+      if (rows[0]) {
+        await client.query(
+          `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
+           VALUES ($8, $1, 1, $2, $3, $4, $5, $6, $7)`,
+          [values.id, values.graphId, values.name, values.description, values.config, values.context, values.metadata, ctx.deployment.deploymentId],
+        );
+      }
+      return rows[0] ? toAssistant(rows[0]) : undefined;
+    });
   } catch (error) {
-    await client.query('ROLLBACK');
     if ((error as { code?: string }).code === '23505') throw AppError.conflict('Assistant already exists');
     throw error;
-  } finally {
-    client.release();
   }
 }
 
@@ -223,9 +220,7 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
     context: body.context ?? {},
     metadata: { ...current.metadata, ...(body.metadata ?? {}) },
   };
-  const client = await ctx.db.pool.connect();
-  try {
-    await client.query('BEGIN');
+  return withTransaction(ctx.db, async (client) => {
     const { rows: versionRows } = await client.query<{ version: number }>(
       'SELECT coalesce(max(version), 0) + 1 AS version FROM agent_assistant_versions WHERE deployment_id = $2 AND assistant_id = $1',
       [current.assistantId, ctx.deployment.deploymentId],
@@ -241,14 +236,8 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
        WHERE id = $1 AND deployment_id = $9 RETURNING *`,
       [current.assistantId, next.graphId, next.name, next.description, next.config, next.context, next.metadata, version, ctx.deployment.deploymentId],
     );
-    await client.query('COMMIT');
     return toAssistant(rows[0]!);
-  } catch (error) {
-    await client.query('ROLLBACK');
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Deletes an assistant with all its versions; with `deleteThreads`, also the threads it ran on. */
