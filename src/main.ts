@@ -4,7 +4,6 @@ import { ConfigError, type Config, loadConfig } from './config.js';
 import { isAppError } from './errors.js';
 import { createLogger } from './logger.js';
 import { runAdmin } from './admin.js';
-import { startPlatform } from './platform.js';
 import { createDeps } from './process.js';
 
 const program = new Command('agent-platform')
@@ -48,6 +47,8 @@ program
   .action(async (options: ProcessOptions) => {
     const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
     const logger = createLogger(config);
+    // Loaded per command: `admin` and `migrate` need neither the HTTP app nor the runtime.
+    const { startPlatform } = await import('./platform.js');
     const platform = await startPlatform(config, logger);
     printWelcome(platform.url, platform.firstApiKey, config);
     // One line per runtime, which also tells scripts (and tests) that it is ready.

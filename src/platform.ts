@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
-import { type RunningRuntime, startRuntimeRole } from './runtime/role.js';
+import type { RunningRuntime } from './runtime/role.js';
 import type { Deps } from './services/context.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { startBoss } from './workers/boss.js';
@@ -29,7 +29,10 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
     deps.boss = boss;
     const bootstrap = await bootstrapInstallation(deps);
-    const runtimes = config.roles.includes('runtime') ? await startRuntimeRole(deps, boss, config.runtimeDeployments) : undefined;
+    // Loaded only here: the runtime's modules (LangGraph, the checkpointer) are not every command's business.
+    const runtimes = config.roles.includes('runtime')
+      ? await (await import('./runtime/role.js')).startRuntimeRole(deps, boss, config.runtimeDeployments)
+      : undefined;
     if (runtimes) wiring.onStop(() => runtimes.stop());
     let url: string | undefined;
     if (config.roles.includes('api')) {
