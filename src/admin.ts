@@ -4,9 +4,9 @@
 import { pino } from 'pino';
 import type { Command } from 'commander';
 import type { Config } from './config.js';
-import { EventBus } from './events.js';
-import { openDatabase } from './platform.js';
+import { createDeps } from './process.js';
 import type { ServiceContext } from './services/context.js';
+import { registerLocalDeployment } from './services/deployments/deployments.service.js';
 import * as tenancy from './services/tenancy/tenancy.service.js';
 import { rebuildUsageRollups } from './services/usage/usage.service.js';
 import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';
@@ -16,13 +16,11 @@ type Common = { json?: boolean; dataDir?: string };
 async function withSystem<T>(config: Config, work: (ctx: ServiceContext) => Promise<T>): Promise<T> {
   // Admin output goes to stdout; logs only to stderr and only when something is wrong.
   const logger = pino({ level: 'warn' }, pino.destination(2));
-  const { db, embedded, secrets } = await openDatabase(config, logger);
-  const events = new EventBus(db.pool, db.url, logger);
+  const { deps, stop } = await createDeps(config, logger, { listen: false, ingestThreads: false });
   try {
-    return await work({ config, db, events, secrets, logger, viewer: SYSTEM_VIEWER });
+    return await work({ ...deps, viewer: SYSTEM_VIEWER });
   } finally {
-    await db.close();
-    await embedded?.stop();
+    await stop();
   }
 }
 
@@ -104,6 +102,20 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
     .command('list')
     .option('--org <id>', 'only this organization')
     .action(run<Common & { org?: string }>(async (ctx, o) => print(o.json, await tenancy.listUsers(ctx, { organizationId: o.org }), (r) => `${r.id}  ${r.email}`)));
+
+  const deployments = admin.command('deployments').description('deployments of graph configs on this machine');
+  deployments
+    .command('create')
+    .description('record a graph config (langgraph.json) as a deployment; run it with `start --role runtime --deployment <id>`')
+    .requiredOption('--config <path>', 'path to langgraph.json')
+    .option('--workspace <id>', 'the workspace it belongs to (default: the installation\'s first)')
+    .option('--name <name>', 'display name (default: the config\'s folder name)')
+    .action(
+      run<Common & { config: string; workspace?: string; name?: string }>(async (ctx, o) => {
+        const deployment = await registerLocalDeployment(ctx, { configPath: o.config, workspaceId: o.workspace, name: o.name });
+        print(o.json, deployment, (r) => `${r.deploymentId}  ${r.name}  graphs=${r.graphIds.join(',')}`);
+      }),
+    );
 
   const keys = admin.command('keys').description('API keys');
   keys

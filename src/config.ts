@@ -31,6 +31,12 @@ const EnvSchema = z.object({
   /** Trace ingestion: largest run attachment kept in PostgreSQL; larger ones are refused (413). */
   AGENT_PLATFORM_ATTACHMENT_LIMIT: byteSize.default('20mb'),
   AGENT_PLATFORM_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
+  /** Connections of a runtime's own pool (runs, events), when it runs apart from the API (its thread or process). */
+  AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(16),
+  /** Connections of a runtime's checkpointer (default: one per concurrent run plus four, at most 40). */
+  AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE: z.coerce.number().int().min(2).max(200).optional(),
+  /** Connections of a process's job queue (pg-boss), plus its one listener. */
+  AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_PRETTY: z.stringbool().default(false),
   /** Agent server: per-graph default assistant config/context, JSON `{"<graph id>": {...config, "context": {...}}}`. */
@@ -58,7 +64,13 @@ const EnvSchema = z.object({
    * two cores: each thread also waits on its database round trips (measured: 2 threads +15% runs/s).
    */
   AGENT_PLATFORM_INGEST_THREADS: z.coerce.number().int().min(0).max(64).default(Math.min(4, Math.max(2, availableParallelism()))),
-  /** serve mode: run graphs in a worker thread (default) rather than on the HTTP server's thread. */
+  /** Runtime role: the deployments whose runtimes this process runs (comma-separated ids; `serve` adds its own). */
+  AGENT_PLATFORM_RUNTIME_DEPLOYMENTS: z
+    .string()
+    .default('')
+    .transform((value) => value.split(',').map((id) => id.trim()).filter(Boolean))
+    .pipe(z.array(z.uuid())),
+  /** Run each deployment's graphs in a worker thread (default) rather than on the process's main thread. */
   AGENT_PLATFORM_RUNTIME_THREAD: z.stringbool().default(true),
   /**
    * Usage API: the first instant with usage data (the spec's cloud start date by default; a
@@ -100,11 +112,15 @@ export type Config = {
   ingestBodyLimitBytes: number;
   attachmentLimitBytes: number;
   dbPoolSize: number;
+  runtimeDbPoolSize: number;
+  checkpointerPoolSize: number;
+  jobsPoolSize: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   logPretty: boolean;
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   runtimeConcurrency: number;
   runtimeThread: boolean;
+  runtimeDeployments: string[];
   ingestThreads: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
   usageDataStart: Date;
@@ -134,12 +150,17 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parses the environment (plus CLI overrides, which win) into a Config; throws ConfigError listing every problem. */
+/**
+ * Parses the environment (plus CLI overrides, which win) into a Config; throws ConfigError listing every
+ * problem. `defaults` are a command's own defaults, used where the environment sets nothing.
+ */
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   overrides: Record<string, string | undefined> = {},
+  defaults: Record<string, string> = {},
 ): Config {
-  const merged = { ...env };
+  const merged: Record<string, string | undefined> = { ...defaults };
+  for (const [key, value] of Object.entries(env)) if (value !== undefined && value !== '') merged[key] = value;
   for (const [key, value] of Object.entries(overrides)) if (value !== undefined) merged[key] = value;
   // Empty variables mean "unset", as in most .env tooling.
   for (const key of Object.keys(merged)) if (merged[key] === '') delete merged[key];
@@ -161,11 +182,15 @@ export function loadConfig(
     ingestBodyLimitBytes: toBytes(value.AGENT_PLATFORM_INGEST_BODY_LIMIT),
     attachmentLimitBytes: toBytes(value.AGENT_PLATFORM_ATTACHMENT_LIMIT),
     dbPoolSize: value.AGENT_PLATFORM_DB_POOL_SIZE,
+    runtimeDbPoolSize: value.AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE,
+    checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),
+    jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
     logLevel: value.LOG_LEVEL,
     logPretty: value.LOG_PRETTY,
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
+    runtimeDeployments: value.AGENT_PLATFORM_RUNTIME_DEPLOYMENTS,
     ingestThreads: value.AGENT_PLATFORM_INGEST_THREADS,
     agentServerTracing: {
       enabled: value.AGENT_SERVER_TRACING,

@@ -1,18 +1,31 @@
 // Secrets at rest (deployment secrets, OAuth client secrets, bucket credentials): AES-256-GCM with a
 // key from configuration. Ciphertext format: "v1.<iv>.<tag>.<data>", each part base64url, so the
 // version prefix lets the scheme change without guessing.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 export type SecretBox = {
   encrypt(plaintext: string): string;
   decrypt(sealed: string): string;
+  /** A MAC of `message`: processes sharing the secret key prove themselves to each other with it. */
+  sign(message: string): string;
+  /** Whether `signature` is sign(message). */
+  verify(message: string, signature: string): boolean;
 };
 
 export function createSecretBox(key: Buffer): SecretBox {
   if (key.length !== 32) throw new Error('The secret key must be 32 bytes.');
+  // A key of its own for MACs, derived from the secret key, so no one key serves two algorithms.
+  const macKey = createHmac('sha256', key).update('agent-platform:mac-key').digest();
+  const sign = (message: string) => createHmac('sha256', macKey).update(message).digest('base64url');
   return {
+    sign,
+    verify(message, signature) {
+      const expected = Buffer.from(sign(message));
+      const given = Buffer.from(signature);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    },
     encrypt(plaintext) {
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', key, iv);

@@ -60,3 +60,22 @@ export function connectDatabase(url: string, options: { poolSize: number; applic
 
 /** Transaction client type, for services that accept either the client or a transaction. */
 export type Tx = import("./generated/prisma/client.js").Prisma.TransactionClient;
+
+/**
+ * Runs `work` in one transaction on a client of the pool: committed when it resolves, rolled back
+ * when it throws (the error is rethrown), the client released either way.
+ */
+export async function withTransaction<T>(db: Pick<Database, 'pool'>, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -10,7 +10,9 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'PAYLOAD_TOO_LARGE'
-  | 'UNPROCESSABLE';
+  | 'UNPROCESSABLE'
+  /** A dependency (a deployment's runtime) is not running or not answering: try again later. */
+  | 'UNAVAILABLE';
 
 /** A validation problem at a location: `loc` is the path into the input (FastAPI's shape). */
 export type ValidationIssue = { loc: (string | number)[]; msg: string; type: string };

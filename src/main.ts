@@ -4,23 +4,31 @@ import { ConfigError, type Config, loadConfig } from './config.js';
 import { isAppError } from './errors.js';
 import { createLogger } from './logger.js';
 import { runAdmin } from './admin.js';
-import { openDatabase, startPlatform } from './platform.js';
+import { createDeps } from './process.js';
 
 const program = new Command('agent-platform')
   .description('Deploy and run LangGraph agents, record traces, meter usage and export traces.')
   .showHelpAfterError();
 
-type ProcessOptions = { port?: string; host?: string; dataDir?: string; role?: string };
+type ProcessOptions = { port?: string; host?: string; dataDir?: string; role?: string; deployment?: string[] };
 
-function configFrom(options: ProcessOptions, extra: Record<string, string | undefined> = {}): Config {
-  return loadConfig(process.env, {
-    PORT: options.port,
-    HOST: options.host,
-    AGENT_PLATFORM_DATA_DIR: options.dataDir,
-    AGENT_PLATFORM_ROLES: options.role,
-    ...extra,
-  });
+function configFrom(options: ProcessOptions, extra: Record<string, string | undefined> = {}, defaults: Record<string, string> = {}): Config {
+  return loadConfig(
+    process.env,
+    {
+      PORT: options.port,
+      HOST: options.host,
+      AGENT_PLATFORM_DATA_DIR: options.dataDir,
+      AGENT_PLATFORM_ROLES: options.role,
+      AGENT_PLATFORM_RUNTIME_DEPLOYMENTS: options.deployment?.join(','),
+      ...extra,
+    },
+    defaults,
+  );
 }
+
+// `serve` answers many clients of one deployment from one process: larger pools unless configured.
+const SERVE_DEFAULTS = { AGENT_PLATFORM_DB_POOL_SIZE: '24', AGENT_PLATFORM_JOBS_POOL_SIZE: '8' };
 
 const portOption = new Option('-p, --port <port>', 'HTTP port (env PORT, default 4100)').argParser((value) => {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a port number');
@@ -35,11 +43,18 @@ program
   .option('--host <host>', 'interface to listen on (env HOST, default 127.0.0.1)')
   .addOption(dataDirOption)
   .option('--role <roles>', 'comma-separated roles to run: api,worker,runtime (env AGENT_PLATFORM_ROLES)')
+  .option('--deployment <id...>', 'runtime role: run the runtime of this deployment (repeatable; env AGENT_PLATFORM_RUNTIME_DEPLOYMENTS)')
   .action(async (options: ProcessOptions) => {
     const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
     const logger = createLogger(config);
+    // Loaded per command: `admin` and `migrate` need neither the HTTP app nor the runtime.
+    const { startPlatform } = await import('./platform.js');
     const platform = await startPlatform(config, logger);
     printWelcome(platform.url, platform.firstApiKey, config);
+    // One line per runtime, which also tells scripts (and tests) that it is ready.
+    for (const runtime of platform.runtimes) {
+      console.log(`Runtime of deployment ${runtime.deploymentId} (graphs: ${runtime.graphIds.join(', ')}; in a ${runtime.where}) running at ${runtime.url}`);
+    }
 
     let stopping = false;
     const shutdown = async (signal: string) => {
@@ -59,10 +74,9 @@ program
   .addOption(dataDirOption)
   .action(async (options: ProcessOptions) => {
     const config = configFrom(options);
-    // openDatabase applies pending migrations before it returns.
-    const { db, embedded } = await openDatabase(config, createLogger({ ...config, logLevel: 'info', logPretty: false }));
-    await db.close();
-    await embedded?.stop();
+    // createDeps applies pending migrations before it returns.
+    const { stop } = await createDeps(config, createLogger({ ...config, logLevel: 'info', logPretty: false }), { listen: false, ingestThreads: false });
+    await stop();
   });
 
 program
@@ -74,7 +88,7 @@ program
   .addOption(dataDirOption)
   .option('--dev', 'development mode: enables POST /internal/truncate for test harnesses')
   .action(async (options: ProcessOptions & { config: string; dev?: boolean }) => {
-    const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
+    const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) }, SERVE_DEFAULTS);
     const logger = createLogger(config);
     const { startAgentServer } = await import('./serve.js');
     const server = await startAgentServer(config, logger, { configPath: options.config, dev: options.dev ?? false });

@@ -1,17 +1,13 @@
-// Start-up and shutdown of one platform process: database (embedded or external), migrations,
-// event bus, job queue, first-start bootstrap and the HTTP server, for the roles this process runs.
+// Start-up and shutdown of one platform process: its dependencies (process.ts), the job queue,
+// first-start bootstrap and, for the roles this process runs, the HTTP server.
 import type { Logger } from 'pino';
-import { buildApp, type App } from './app.js';
+import { buildApp } from './app.js';
 import type { Config } from './config.js';
-import { createSecretBox, resolveSecretKey } from './crypto.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './database/embedded-postgres.js';
-import { migrateDatabase } from './database/migrate.js';
-import { connectDatabase } from './db.js';
-import { EventBus } from './events.js';
+import { createDeps } from './process.js';
+import type { RunningRuntime } from './runtime/role.js';
 import type { Deps } from './services/context.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
-import { type Boss, startBoss } from './workers/boss.js';
-import { IngestThreads } from './workers/ingest-threads.js';
+import { startBoss } from './workers/boss.js';
 
 export type RunningPlatform = {
   deps: Deps;
@@ -19,57 +15,36 @@ export type RunningPlatform = {
   url: string | undefined;
   /** The first API key, on the installation's first start only. */
   firstApiKey: string | undefined;
+  /** The deployment runtimes this process runs (runtime role). */
+  runtimes: RunningRuntime[];
   stop(): Promise<void>;
 };
 
-/** Opens the database (starting the embedded one when no DATABASE_URL is set) and migrates it. */
-export async function openDatabase(config: Config, logger: Logger) {
-  const embedded: EmbeddedDatabase | undefined = config.databaseUrl ? undefined : await startEmbeddedPostgres(config.dataDir, logger);
-  const url = config.databaseUrl ?? embedded!.url;
-  try {
-    await migrateDatabase(url, logger);
-    const secretKey = resolveSecretKey({ configured: config.secretKey, dataDir: config.dataDir, embedded: !!embedded });
-    const db = connectDatabase(url, { poolSize: config.dbPoolSize });
-    return { db, embedded, secrets: createSecretBox(secretKey) };
-  } catch (error) {
-    await embedded?.stop();
-    throw error;
-  }
-}
-
 export async function startPlatform(config: Config, logger: Logger): Promise<RunningPlatform> {
-  const { db, embedded, secrets } = await openDatabase(config, logger);
-  const events = new EventBus(db.pool, db.url, logger);
-  // Only the API role ingests traces over HTTP.
-  const ingestThreads = config.roles.includes('api') && config.ingestThreads > 0 ? new IngestThreads({ config, databaseUrl: db.url }, config.ingestThreads, logger) : undefined;
-  const deps: Deps = { config, db, events, secrets, logger, ingestThreads };
-  let boss: Boss | undefined;
-  let app: App | undefined;
-
-  const stop = async () => {
-    // Order matters: stop taking requests, then jobs, then the bus, then the database.
-    await app?.stop().catch((error: unknown) => logger.error({ err: error }, 'HTTP shutdown failed'));
-    await ingestThreads?.stop();
-    await db.drain(5_000);
-    await boss?.stop({ graceful: true, timeout: 10_000 }).catch((error: unknown) => logger.error({ err: error }, 'job queue shutdown failed'));
-    await events.stop();
-    await db.close();
-    await embedded?.stop();
-  };
-
+  const wiring = await createDeps(config, logger);
+  const { deps } = wiring;
   try {
-    await events.start();
-    boss = await startBoss(deps, { work: config.roles.includes('worker') });
+    const work = config.roles.includes('worker');
+    const boss = await startBoss(deps, { work, maintain: work || config.roles.includes('runtime') });
+    wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
+    deps.boss = boss;
     const bootstrap = await bootstrapInstallation(deps);
+    // Loaded only here: the runtime's modules (LangGraph, the checkpointer) are not every command's business.
+    const runtimes = config.roles.includes('runtime')
+      ? await (await import('./runtime/role.js')).startRuntimeRole(deps, boss, config.runtimeDeployments)
+      : undefined;
+    if (runtimes) wiring.onStop(() => runtimes.stop());
     let url: string | undefined;
     if (config.roles.includes('api')) {
-      app = buildApp(deps);
+      const app = buildApp(deps);
+      // Stopped first: no new requests while jobs and the bus wind down.
+      wiring.onStop(() => app.stop());
       url = await app.start(config.port, config.host);
     }
     logger.info({ url, roles: config.roles }, 'agent platform started');
-    return { deps, url: config.publicUrl ?? url, firstApiKey: bootstrap?.key, stop };
+    return { deps, url: config.publicUrl ?? url, firstApiKey: bootstrap?.key, runtimes: runtimes?.runtimes ?? [], stop: wiring.stop };
   } catch (error) {
-    await stop();
+    await wiring.stop();
     throw error;
   }
 }

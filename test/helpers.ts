@@ -4,13 +4,10 @@ import { pino } from 'pino';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
-import { createSecretBox } from '../src/crypto.js';
-import { connectDatabase } from '../src/db.js';
-import { EventBus } from '../src/events.js';
+import { createDeps } from '../src/process.js';
 import type { Deps, ServiceContext } from '../src/services/context.js';
 import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
 import { type Boss, startBoss } from '../src/workers/boss.js';
-import { IngestThreads } from '../src/workers/ingest-threads.js';
 
 export const databaseUrl = () => inject('databaseUrl');
 
@@ -43,27 +40,17 @@ export type TestPlatform = {
 export async function startTestPlatform(options: { config?: Record<string, string>; jobs?: boolean } = {}): Promise<TestPlatform> {
   const config = testConfig(options.config);
   const logger = pino({ level: config.logLevel });
-  const db = connectDatabase(config.databaseUrl!, { poolSize: config.dbPoolSize });
-  const events = new EventBus(db.pool, db.url, logger);
-  await events.start();
-  const ingestThreads = config.ingestThreads > 0 ? new IngestThreads({ config, databaseUrl: db.url }, config.ingestThreads, logger) : undefined;
-  const deps: Deps = { config, db, events, secrets: createSecretBox(config.secretKey!), logger, ingestThreads };
-  const boss = options.jobs ? await startBoss(deps, { work: true }) : undefined;
+  // Global setup migrated the shared database already.
+  const wiring = await createDeps(config, logger, { databaseUrl: config.databaseUrl });
+  const { deps } = wiring;
+  // Agent-server requests enqueue runs on the job queue; `jobs` also works the worker role's jobs.
+  const boss = await startBoss(deps, { work: options.jobs ?? false });
+  wiring.onStop(() => boss.stop({ graceful: false, close: true }));
+  deps.boss = boss;
   const app = buildApp(deps);
+  wiring.onStop(() => app.stop());
   const url = await app.start(0, '127.0.0.1');
-  return {
-    deps,
-    url,
-    boss,
-    system: { ...deps, viewer: SYSTEM_VIEWER },
-    async stop() {
-      await app.stop();
-      await ingestThreads?.stop();
-      await boss?.stop({ graceful: false, close: true });
-      await events.stop();
-      await db.close();
-    },
-  };
+  return { deps, url, boss, system: { ...deps, viewer: SYSTEM_VIEWER }, stop: wiring.stop };
 }
 
 /** POSTs a GraphQL operation with an API key (and optional tenant) and returns status and body. */

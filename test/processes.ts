@@ -12,8 +12,16 @@ export type PlatformProcess = {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 };
 
-/** Starts `agent-platform <args>` and resolves once it prints its URL (or rejects with its output). */
-export async function spawnPlatform(args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<PlatformProcess> {
+/**
+ * Starts `agent-platform <args>` and resolves once it prints its URL (or rejects with its output).
+ * `ready` says what to wait for instead, for a process with no URL (its first group, if any, is the url).
+ */
+export async function spawnPlatform(
+  args: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs = 60_000,
+  ready: RegExp = /running at (http:\/\/\S+)/,
+): Promise<PlatformProcess> {
   const child = spawn(process.execPath, [CLI, ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -22,12 +30,12 @@ export async function spawnPlatform(args: string[], env: Record<string, string |
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`not ready within ${timeoutMs} ms:\n${output}`)), timeoutMs);
     const check = () => {
-      const match = /running at (http:\/\/\S+)/.exec(output);
+      const match = ready.exec(output);
       if (match) {
         clearTimeout(timer);
-        resolve(match[1]!);
+        resolve(match[1] ?? '');
       }
     };
     child.stdout!.on('data', check);

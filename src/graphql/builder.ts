@@ -61,7 +61,7 @@ builder.subscriptionType({ description: 'Live events: revision status, export st
 
 export const ErrorCodeEnum = builder.enumType('ErrorCode', {
   description: 'Stable machine-readable error codes, shared with the REST surfaces.',
-  values: ['VALIDATION_FAILED', 'BAD_REQUEST', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNPROCESSABLE'] as const,
+  values: ['VALIDATION_FAILED', 'BAD_REQUEST', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNPROCESSABLE', 'UNAVAILABLE'] as const,
 });
 
 const ValidationIssueRef = builder

@@ -2,6 +2,7 @@
 import express, { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import { bulkExportsRouter } from './bulk-exports.routes.js';
+import { agentServerRouter } from './agent-server/router.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { tenancyRouter } from './tenancy.routes.js';
 import { tracesRouter } from './traces.routes.js';
@@ -13,6 +14,9 @@ export function restRouter(deps: Deps): Router {
   router.get('/ok', (_req, res) => {
     res.json({ ok: true });
   });
+
+  // Each deployment's agent server (plain-text errors), for keys of the deployment's organization.
+  router.use('/deployments/:deploymentId', agentServerRouter(deps, { fromPath: 'deploymentId' }));
 
   // Trace ingestion and queries (langsmith SDK wire, 'ingest' dialect), at the root and under /api/v1.
   // Mounted before the platform API, whose 404 handler would otherwise answer /api/v1/runs…; the

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { SecretBox } from '../crypto.js';
 import type { Database } from '../db.js';
 import type { EventBus } from '../events.js';
+import type { Boss } from '../workers/boss.js';
 import type { IngestThreads } from '../workers/ingest-threads.js';
 import type { Viewer } from './tenancy/viewer.js';
 
@@ -16,6 +17,8 @@ export type Deps = {
   logger: Logger;
   /** Where trace ingestion does its CPU work; absent: in the request's thread. */
   ingestThreads?: IngestThreads;
+  /** The process's job queue, once started (agent-server requests enqueue runs on it). */
+  boss?: Boss;
 };
 
 /** A service call: dependencies plus the authenticated viewer (or the system, for the admin CLI). */

@@ -1,18 +1,20 @@
-// pg-boss: the job queue on the same PostgreSQL (schema `pgboss`). Queues are declared here with
-// explicit options, created at start-up, and worked by the `worker` role. Job payloads carry ids only;
-// the rows they point at hold the state.
+// pg-boss: the job queue on the same PostgreSQL (schema `pgboss`). Every queue and schedule of the
+// platform is declared here with explicit options; queues are created at start-up, and the `worker`
+// role works the jobs and runs the cron clock. Job payloads carry ids only; the rows they point at
+// hold the state.
 import { type ConstructorOptions, PgBoss, type Queue } from 'pg-boss';
 import { PreparingClient } from '../database/prepared-statements.js';
 import type { Deps } from '../services/context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
 import { foldUsage } from './usage-fold.job.js';
 import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
+import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
 type QueueDefinition = Omit<Queue, 'name'> & { name: string };
 
-/** Every queue the platform uses, with its options. Areas add their queues here. */
+/** Every fixed-name queue the platform uses, with its options. Areas add their queues here. */
 export const QUEUES = {
   eventsPrune: {
     name: 'events.prune',
@@ -40,7 +42,46 @@ export const QUEUES = {
     // Workers wake on a new run at once rather than at their next poll.
     notify: true,
   },
+  runsSweep: {
+    name: 'runs.sweep',
+    // Ends runs whose runtime died; one sweep at a time.
+    policy: 'singleton',
+    retryLimit: 0,
+    expireInSeconds: 120,
+  },
+  runsPruneStateless: {
+    name: 'runs.prune-stateless',
+    policy: 'singleton',
+    retryLimit: 2,
+    retryDelay: 60,
+    expireInSeconds: 300,
+  },
 } satisfies Record<string, QueueDefinition>;
+
+/**
+ * Each deployment's run queue, `runs.execute.<deployment id>` (created when first used). `key_strict_fifo`
+ * keyed by thread id gives per-thread order (a thread's runs execute one at a time, in arrival order)
+ * while other threads run in parallel.
+ */
+export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
+  policy: 'key_strict_fifo',
+  // A failed job would hold back its thread's later runs; the handler never fails a job, and a runtime
+  // that dies mid-run is detected (and its job completed) by the `runs.sweep` schedule.
+  retryLimit: 0,
+  expireInSeconds: 24 * 3600,
+  deleteAfterSeconds: 3600,
+};
+
+/** Recurring jobs, worked by the worker role. */
+export const SCHEDULES: { queue: string; cron: string }[] = [
+  { queue: QUEUES.eventsPrune.name, cron: '*/10 * * * *' },
+  // A runtime recovers its own deployment's runs when it starts; this catches the ones whose
+  // runtime is not restarted.
+  { queue: QUEUES.runsSweep.name, cron: '* * * * *' },
+  { queue: QUEUES.runsPruneStateless.name, cron: '*/10 * * * *' },
+  // Every minute (cron's finest grain): the unfolded tail a usage read adds stays a minute of deltas.
+  { queue: QUEUES.usageFold.name, cron: '* * * * *' },
+];
 
 export type Boss = PgBoss;
 
@@ -55,15 +96,19 @@ export const bossConnection = (url: string): ConstructorOptions => ({
   ...({ Client: PreparingClient } as object),
 });
 
-/** Starts pg-boss and creates the queues. `work` registers handlers (the worker role). */
-export async function startBoss(deps: Deps, options: { work: boolean }): Promise<PgBoss> {
+/**
+ * Starts this process's pg-boss and creates the queues. `work`: the worker role (handlers, schedules,
+ * cron clock). `maintain`: queue maintenance (expiry, deletion), done by a worker or a runtime process;
+ * a runtime's worker thread leaves it to its process.
+ */
+export async function startBoss(deps: Deps, options: { work: boolean; maintain?: boolean; applicationName?: string }): Promise<PgBoss> {
   const boss = new PgBoss({
     ...bossConnection(deps.db.url),
-    application_name: 'agent-platform-jobs',
-    max: 4,
-    // Only the worker role maintains queues and runs the cron clock.
-    supervise: options.work,
+    application_name: options.applicationName ?? 'agent-platform-jobs',
+    max: deps.config.jobsPoolSize,
+    supervise: options.maintain ?? options.work,
     schedule: options.work,
+    // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts), not pg-boss's.
     useListenNotify: options.work,
   });
   boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
@@ -73,11 +118,11 @@ export async function startBoss(deps: Deps, options: { work: boolean }): Promise
   }
   if (options.work) {
     await boss.work(QUEUES.eventsPrune.name, async () => pruneEventPayloads(deps));
-    await boss.schedule(QUEUES.eventsPrune.name, '*/10 * * * *');
     await boss.work(QUEUES.usageFold.name, async () => foldUsage(deps));
-    // Every minute (cron's finest grain): the unfolded tail a read adds stays a minute of deltas.
-    await boss.schedule(QUEUES.usageFold.name, '* * * * *');
     await workExports(deps, boss);
+    await boss.work(QUEUES.runsSweep.name, async () => sweepOrphanedRunsJob(deps, boss));
+    await boss.work(QUEUES.runsPruneStateless.name, async () => pruneStatelessRunsJob(deps));
+    for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
   }
   return boss;
 }

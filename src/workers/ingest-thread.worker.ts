@@ -1,17 +1,23 @@
 // The body of an ingest thread (see ingest-threads.ts): ingests the requests posted to it, on its
 // own database connections, and answers each with its outcome.
 import { parentPort, workerData } from 'node:worker_threads';
-import { connectDatabase } from '../db.js';
 import { isAppError } from '../errors.js';
 import { createLogger } from '../logger.js';
+import { configInThread, createDeps } from '../process.js';
 import { ingestRequest } from '../services/traces/ingest.service.js';
 import type { IngestJob, IngestReply, IngestThreadData } from './ingest-threads.js';
 
 const data = workerData as IngestThreadData;
 const port = parentPort!;
-const logger = createLogger(data.config).child({ thread: 'ingest' });
-const db = connectDatabase(data.databaseUrl, { poolSize: data.config.dbPoolSize, applicationName: 'agent-platform-ingest' });
-const deps = { db, config: data.config };
+const config = configInThread(data.config);
+const logger = createLogger(config).child({ thread: 'ingest' });
+// An ingest thread only writes: no LISTEN connection, and no threads of its own.
+const { deps } = await createDeps(config, logger, {
+  databaseUrl: data.databaseUrl,
+  applicationName: 'agent-platform-ingest',
+  listen: false,
+  ingestThreads: false,
+});
 
 port.on('message', (job: IngestJob) => {
   void ingestRequest(deps, job.who, job.request).then(

@@ -34,5 +34,6 @@ describe('a runtime killed mid-run', () => {
     expect((await second.client.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
     const running = await second.client.runs.list(thread.thread_id, { status: 'running' });
     expect(running).toEqual([]);
-  });
+    // Two server start-ups happen inside this test.
+  }, 120_000);
 });

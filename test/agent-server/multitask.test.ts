@@ -14,10 +14,10 @@ afterAll(async () => {
 
 type SlowState = { label: string; log: string[] };
 
-/** Resolves once the run has started executing (its first custom event arrived). */
-async function started(threadId: string, runId: string) {
+/** Resolves once the run has started executing `step` (its custom event for that step arrived; the first step by default). */
+async function started(threadId: string, runId: string, step?: string) {
   for await (const part of server.client.runs.joinStream(threadId, runId, { streamMode: 'custom' })) {
-    if (part.event === 'custom') return;
+    if (part.event === 'custom' && (step === undefined || (part.data as { step?: string }).step === step)) return;
   }
 }
 
@@ -61,9 +61,8 @@ describe('multitask strategies', () => {
     const thread = await server.client.threads.create();
     await server.client.runs.wait(thread.thread_id, 'slow', { input: { label: 'base', delay_ms: 1 } });
     const first = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'a', delay_ms: 150 }, streamMode: ['custom'] });
-    await started(thread.thread_id, first.run_id);
-    // Let the first node finish and checkpoint, so there is something to roll back.
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    // Once the second node starts, the first one has finished and checkpointed: there is something to roll back.
+    await started(thread.thread_id, first.run_id, 'second');
     const second = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'b', delay_ms: 1 }, multitaskStrategy: 'rollback' });
     const result = (await server.client.runs.join(thread.thread_id, second.run_id)) as SlowState;
     await expect(server.client.runs.get(thread.thread_id, first.run_id)).rejects.toThrow('HTTP 404: Run not found');

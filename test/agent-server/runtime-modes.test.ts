@@ -1,14 +1,30 @@
 // Where serve executes graphs: in its runtime worker thread (the default, which every other agent-server
-// test uses) or, with AGENT_PLATFORM_RUNTIME_THREAD=false, on the HTTP server's own thread. Both must
-// behave the same to a client.
+// test uses) or, with AGENT_PLATFORM_RUNTIME_THREAD=false, on the HTTP server's own thread. A graph
+// that reports its process and thread tells where runs really executed; both must behave the same to a client.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeDir, type ServeProcess, startServe } from './serve.js';
+
+const FIXTURES = new URL('../fixtures/graphs/', import.meta.url).pathname;
+
+/** A config serving the whereabouts graph and the nested one, in a folder of its own. */
+function whereaboutsConfig() {
+  const dir = mkdtempSync(join(tmpdir(), 'runtime-modes-'));
+  const configPath = join(dir, 'langgraph.json');
+  writeFileSync(configPath, JSON.stringify({ graphs: { where: join(FIXTURES, 'whereabouts.ts:graph'), nested: join(FIXTURES, 'nested.ts:graph') } }));
+  return { dir, configPath };
+}
 
 let inThread: ServeProcess;
 let byDefault: ServeProcess;
 beforeAll(async () => {
-  [inThread, byDefault] = await Promise.all([startServe({ env: { AGENT_PLATFORM_RUNTIME_THREAD: 'false' } }), startServe()]);
-}, 60_000);
+  [inThread, byDefault] = await Promise.all([
+    startServe({ ...whereaboutsConfig(), env: { AGENT_PLATFORM_RUNTIME_THREAD: 'false' } }),
+    startServe(whereaboutsConfig()),
+  ]);
+}, 120_000);
 afterAll(async () => {
   for (const server of [inThread, byDefault]) {
     await server?.stop();
@@ -16,9 +32,19 @@ afterAll(async () => {
   }
 });
 
+type Whereabouts = { pid: number; main_thread: boolean };
+
 describe('where serve runs graphs', () => {
-  it('says so at start: a worker thread by default, the server thread when asked', () => {
+  it('runs them in a worker thread of the server process by default', async () => {
+    const where = (await byDefault.client.runs.wait(null, 'where', { input: {} })) as Whereabouts;
+    expect(where).toEqual({ pid: byDefault.child.pid, main_thread: false });
     expect(byDefault.output()).toContain('Graphs run in a worker thread');
+  });
+
+  it('runs them on the server’s own thread when asked', async () => {
+    const thread = await inThread.client.threads.create();
+    const where = (await inThread.client.runs.wait(thread.thread_id, 'where', { input: {} })) as Whereabouts;
+    expect(where).toEqual({ pid: inThread.child.pid, main_thread: true });
     expect(inThread.output()).toContain("Graphs run in the HTTP server's thread");
   });
 

@@ -7,7 +7,7 @@ import {
   listAssistants,
   listAssistantVersions,
 } from '../../services/assistants/assistants.service.js';
-import { agentContext } from '../../services/runtime/scopes.js';
+import { agentContext } from '../../services/deployments/deployments.service.js';
 
 export const AssistantVersionRef = builder.objectRef<AssistantVersion & { deploymentId: string }>('AssistantVersion').implement({
   description: 'One version of an assistant; exactly one version is active.',
@@ -41,7 +41,7 @@ export const AssistantRef = builder.objectRef<Assistant & { deploymentId: string
       description: 'Every version, newest first.',
       args: { limit: t.arg.int({ required: false, description: 'At most this many (default 10).' }) },
       resolve: async (a, args, ctx) =>
-        (await listAssistantVersions(agentContext(ctx, a.deploymentId), a.assistantId, { limit: args.limit ?? 10 })).map((v) => ({
+        (await listAssistantVersions(await agentContext(ctx, a.deploymentId), a.assistantId, { limit: args.limit ?? 10 })).map((v) => ({
           ...v,
           deploymentId: a.deploymentId,
         })),
@@ -61,7 +61,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      const items = await listAssistants(agentContext(ctx, deploymentId), {
+      const items = await listAssistants(await agentContext(ctx, deploymentId), {
         graphId: args.graphId ?? undefined,
         limit: args.limit ?? undefined,
         offset: args.offset ?? undefined,
@@ -83,7 +83,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      return { ...(await getAssistant(agentContext(ctx, deploymentId), args.id)), deploymentId };
+      return { ...(await getAssistant(await agentContext(ctx, deploymentId), args.id)), deploymentId };
     },
   }),
 }));

@@ -4,7 +4,7 @@ import { builder } from '../builder.js';
 import { createRun, getRun, runDeploymentId, streamRun, type Run } from '../../services/runs/runs.service.js';
 import { MULTITASK_STRATEGIES, RUN_STATUSES } from '../../services/runs/runs.schemas.js';
 import { eventMode, type RunEvent } from '../../services/runs/run-stream.js';
-import { agentContext } from '../../services/runtime/scopes.js';
+import { agentContext } from '../../services/deployments/deployments.service.js';
 
 export const RunStatusEnum = builder.enumType('RunStatus', {
   description: 'Lifecycle of a run: pending → running → success | error | timeout | interrupted.',
@@ -54,7 +54,7 @@ builder.queryField('run', (t) =>
     args: { id: t.arg.id({ required: true, description: 'Run ID.' }) },
     resolve: async (_root, args, ctx) => {
       const deploymentId = await runDeploymentId(ctx, String(args.id));
-      return { ...(await getRun(agentContext(ctx, deploymentId), null, String(args.id))), deploymentId };
+      return { ...(await getRun(await agentContext(ctx, deploymentId), null, String(args.id))), deploymentId };
     },
   }),
 );
@@ -84,7 +84,7 @@ builder.mutationField('createRun', (t) =>
     args: { input: t.arg({ type: CreateRunInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const run = await createRun(agentContext(ctx, deploymentId), input.threadId ? String(input.threadId) : null, {
+      const run = await createRun(await agentContext(ctx, deploymentId), input.threadId ? String(input.threadId) : null, {
         assistant_id: input.assistantId,
         input: input.input ?? undefined,
         command: input.command ?? undefined,
@@ -111,7 +111,7 @@ builder.subscriptionField('runEvents', (t) =>
     },
     subscribe: async function* (_root, args, ctx) {
       const runId = String(args.runId);
-      const agent = agentContext(ctx, await runDeploymentId(ctx, runId));
+      const agent = await agentContext(ctx, await runDeploymentId(ctx, runId));
       yield* streamRun(agent, runId, { afterSeq: args.afterSeq ?? undefined, modes: args.streamModes ?? undefined });
     },
     resolve: (event) => event,

@@ -3,7 +3,7 @@ import { builder } from '../builder.js';
 import { createThread, getThread, getThreadState, listThreads, type Thread } from '../../services/threads/threads.service.js';
 import { THREAD_STATUSES } from '../../services/threads/threads.schemas.js';
 import { listRuns } from '../../services/runs/runs.service.js';
-import { agentContext } from '../../services/runtime/scopes.js';
+import { agentContext } from '../../services/deployments/deployments.service.js';
 import { RunRef } from './run.js';
 
 export const ThreadStatusEnum = builder.enumType('ThreadStatus', {
@@ -37,14 +37,14 @@ export const ThreadRef = builder.objectRef<Thread & { deploymentId: string }>('T
     state: t.field({
       type: ThreadStateRef,
       description: 'The state read from the latest checkpoint (needs the graph, so only where the deployment runs).',
-      resolve: (thread, _args, ctx) => getThreadState(agentContext(ctx, thread.deploymentId), thread.threadId),
+      resolve: async (thread, _args, ctx) => getThreadState(await agentContext(ctx, thread.deploymentId), thread.threadId),
     }),
     runs: t.field({
       type: [RunRef],
       description: 'Runs of the thread, newest first.',
       args: { limit: t.arg.int({ required: false, description: 'At most this many (default 10).' }) },
       resolve: async (thread, args, ctx) =>
-        (await listRuns(agentContext(ctx, thread.deploymentId), thread.threadId, { limit: args.limit ?? 10 })).map((run) => ({
+        (await listRuns(await agentContext(ctx, thread.deploymentId), thread.threadId, { limit: args.limit ?? 10 })).map((run) => ({
           ...run,
           deploymentId: thread.deploymentId,
         })),
@@ -64,7 +64,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      const items = await listThreads(agentContext(ctx, deploymentId), {
+      const items = await listThreads(await agentContext(ctx, deploymentId), {
         status: args.status ?? undefined,
         limit: args.limit ?? undefined,
         offset: args.offset ?? undefined,
@@ -83,7 +83,7 @@ builder.queryFields((t) => ({
     args: { deploymentId: t.arg.id({ required: true, description: 'Deployment ID.' }), id: t.arg.id({ required: true, description: 'Thread ID.' }) },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      return { ...(await getThread(agentContext(ctx, deploymentId), String(args.id))), deploymentId };
+      return { ...(await getThread(await agentContext(ctx, deploymentId), String(args.id))), deploymentId };
     },
   }),
 }));
@@ -105,7 +105,7 @@ builder.mutationField('createThread', (t) =>
     args: { input: t.arg({ type: CreateThreadInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const thread = await createThread(agentContext(ctx, deploymentId), { thread_id: input.threadId ?? undefined, metadata: input.metadata ?? undefined });
+      const thread = await createThread(await agentContext(ctx, deploymentId), { thread_id: input.threadId ?? undefined, metadata: input.metadata ?? undefined });
       return { ...thread, deploymentId };
     },
   }),

@@ -2,7 +2,7 @@
 import type { Response } from 'express';
 import type { Assistant, AssistantVersion } from '../../services/assistants/assistants.service.js';
 import type { Run } from '../../services/runs/runs.service.js';
-import { serializeJson } from '../../services/runtime/serialize.js';
+import { serializeJson } from '../../runtime/serialize.js';
 import type { Thread } from '../../services/threads/threads.service.js';
 
 export const presentAssistant = (assistant: Assistant) => ({

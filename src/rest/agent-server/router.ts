@@ -4,10 +4,11 @@
 import express, { Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
-import type { AgentServerContext, DeploymentScope } from '../../services/runtime/deployment-scope.js';
-import { truncateDeployment } from '../../services/runtime/truncate.js';
+import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
+import { agentContext } from '../../services/deployments/deployments.service.js';
+import { truncateDeployment } from '../../services/deployments/truncate.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
-import { SYSTEM_VIEWER } from '../../services/tenancy/viewer.js';
+import { localViewer } from '../../services/tenancy/viewer.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { runsRouter } from './runs.routes.js';
@@ -23,17 +24,24 @@ declare global {
   }
 }
 
-export function agentServerRouter(deps: Deps, scope: DeploymentScope): Router {
-  const router = Router();
+/**
+ * Which deployment a router serves: `serve` fixes one (answered without credentials, like `langgraph
+ * dev`); the platform takes it from the path (/deployments/:deploymentId, keys of its organization).
+ */
+export type AgentServerTarget = { deploymentId: string; anonymous: true; dev: boolean } | { fromPath: 'deploymentId' };
+
+export function agentServerRouter(deps: Deps, target: AgentServerTarget): Router {
+  const router = Router({ mergeParams: true });
   router.use(express.json({ limit: deps.config.bodyLimit, strict: false }));
   router.use(async (req, _res, next) => {
-    if (scope.auth.kind === 'none') {
-      req.agent = { ...deps, viewer: SYSTEM_VIEWER, deployment: scope };
+    // The deployment is looked up in the database on every request (agentContext), so any api
+    // process serves any deployment, wherever its runtime runs.
+    if ('anonymous' in target) {
+      req.agent = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId, { dev: target.dev });
     } else {
       const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined);
-      // Another organization's key learns nothing about the deployment: same answer as a missing one.
-      if (viewer.kind !== 'api-key' || viewer.organizationId !== scope.auth.organizationId) throw AppError.notFound('Deployment not found');
-      req.agent = { ...deps, viewer, deployment: scope };
+      // agentContext answers NOT_FOUND to another organization's key: it learns nothing about the deployment.
+      req.agent = await agentContext({ ...deps, viewer }, String(req.params[target.fromPath]));
     }
     next();
   });
@@ -54,7 +62,7 @@ export function agentServerRouter(deps: Deps, scope: DeploymentScope): Router {
   router.use(threadsRouter());
   router.use(runsRouter());
 
-  if (scope.dev) {
+  if ('dev' in target && target.dev) {
     router.post('/internal/truncate', async (req, res) => {
       await truncateDeployment(req.agent, req.body ?? {});
       res.status(200).json({ ok: true });

@@ -19,6 +19,7 @@ const STATUS: Record<ErrorCode, number> = {
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNPROCESSABLE: 422,
+  UNAVAILABLE: 503,
 };
 
 /** body-parser and other http-errors carry `status`/`type`; turn the client-side ones into AppErrors. */

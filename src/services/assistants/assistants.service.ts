@@ -1,12 +1,13 @@
 // Assistants: a graph plus configuration, versioned. Each graph has a default ("system") assistant
 // whose id is derived from the graph id, so a graph name works wherever an assistant id is expected.
-import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
+import { withTransaction } from '../../db.js';
 import { AppError } from '../../errors.js';
 import { isUuid } from '../../ids.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
-import { defaultAssistantId } from '../runtime/graph-registry.js';
-import type { AgentServerContext } from '../runtime/deployment-scope.js';
+import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { askRuntime } from '../deployments/runtime-client.js';
+import { defaultAssistantId } from './default-assistant-id.js';
 import {
   AssistantCountRequest,
   AssistantCreate,
@@ -61,7 +62,7 @@ const NOT_FOUND = 'Assistant not found';
 
 /** An assistant id as the API accepts it: a UUID, or a graph name for that graph's default assistant. */
 export function resolveAssistantId(ctx: AgentServerContext, idOrGraph: string): string {
-  if (ctx.deployment.graphs.has(idOrGraph)) return defaultAssistantId(idOrGraph);
+  if (ctx.deployment.graphIds.includes(idOrGraph)) return defaultAssistantId(idOrGraph);
   if (!isUuid(idOrGraph)) throw AppError.notFound(NOT_FOUND);
   return idOrGraph.toLowerCase();
 }
@@ -71,31 +72,27 @@ async function insertAssistant(
   values: { id: string; graphId: string; name: string; description: string | null; config: Json; context: Json; metadata: Json },
   onConflictNothing: boolean,
 ): Promise<Assistant | undefined> {
-  const client = await ctx.db.pool.connect();
   try {
-    await client.query('BEGIN');
-    const { rows } = await client.query<AssistantRow>(
-      `INSERT INTO agent_assistants (id, deployment_id, graph_id, name, description, config, context, metadata, version, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
-       ${onConflictNothing ? 'ON CONFLICT (deployment_id, id) DO NOTHING' : ''}
-       RETURNING *`,
-      [values.id, ctx.deployment.deploymentId, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
-    );
-    if (rows[0]) {
-      await client.query(
-        `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
-         VALUES ($8, $1, 1, $2, $3, $4, $5, $6, $7)`,
-        [values.id, values.graphId, values.name, values.description, values.config, values.context, values.metadata, ctx.deployment.deploymentId],
+    return await withTransaction(ctx.db, async (client) => {
+      const { rows } = await client.query<AssistantRow>(
+        `INSERT INTO agent_assistants (id, deployment_id, graph_id, name, description, config, context, metadata, version, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
+         ${onConflictNothing ? 'ON CONFLICT (deployment_id, id) DO NOTHING' : ''}
+         RETURNING *`,
+        [values.id, ctx.deployment.deploymentId, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
       );
-    }
-    await client.query('COMMIT');
-    return rows[0] ? toAssistant(rows[0]) : undefined;
+      if (rows[0]) {
+        await client.query(
+          `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
+           VALUES ($8, $1, 1, $2, $3, $4, $5, $6, $7)`,
+          [values.id, values.graphId, values.name, values.description, values.config, values.context, values.metadata, ctx.deployment.deploymentId],
+        );
+      }
+      return rows[0] ? toAssistant(rows[0]) : undefined;
+    });
   } catch (error) {
-    await client.query('ROLLBACK');
     if ((error as { code?: string }).code === '23505') throw AppError.conflict('Assistant already exists');
     throw error;
-  } finally {
-    client.release();
   }
 }
 
@@ -104,7 +101,7 @@ async function insertAssistant(
  * name = graph id) unless it exists. `graphConfig` holds per-graph config/context (LANGGRAPH_CONFIG).
  */
 export async function ensureSystemAssistants(ctx: AgentServerContext, graphConfig: Record<string, Json> = {}): Promise<void> {
-  for (const graphId of ctx.deployment.graphs.graphIds()) {
+  for (const graphId of ctx.deployment.graphIds) {
     const { context, ...config } = (graphConfig[graphId] ?? {}) as Json & { context?: Json };
     await insertAssistant(
       ctx,
@@ -125,7 +122,7 @@ export async function ensureSystemAssistants(ctx: AgentServerContext, graphConfi
 /** Creates an assistant. NOT_FOUND for a graph this deployment does not serve; CONFLICT when the id exists (unless if_exists=do_nothing). */
 export async function createAssistant(ctx: AgentServerContext, input: unknown): Promise<Assistant> {
   const body = parseInput(AssistantCreate, input, 'body');
-  if (!ctx.deployment.graphs.has(body.graph_id)) throw AppError.notFound(`Graph "${body.graph_id}" not found`);
+  if (!ctx.deployment.graphIds.includes(body.graph_id)) throw AppError.notFound(`Graph "${body.graph_id}" not found`);
   const id = body.assistant_id?.toLowerCase() ?? newId();
   if (body.assistant_id) {
     const existing = await findAssistant(ctx, id);
@@ -214,7 +211,7 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
   const body = parseInput(AssistantPatch, input, 'body');
   const current = await getAssistant(ctx, idOrGraph);
   const graphId = body.graph_id ?? current.graphId;
-  if (!ctx.deployment.graphs.has(graphId)) throw AppError.notFound(`Graph "${graphId}" not found`);
+  if (!ctx.deployment.graphIds.includes(graphId)) throw AppError.notFound(`Graph "${graphId}" not found`);
   const next = {
     graphId,
     name: body.name ?? current.name,
@@ -223,9 +220,7 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
     context: body.context ?? {},
     metadata: { ...current.metadata, ...(body.metadata ?? {}) },
   };
-  const client = await ctx.db.pool.connect();
-  try {
-    await client.query('BEGIN');
+  return withTransaction(ctx.db, async (client) => {
     const { rows: versionRows } = await client.query<{ version: number }>(
       'SELECT coalesce(max(version), 0) + 1 AS version FROM agent_assistant_versions WHERE deployment_id = $2 AND assistant_id = $1',
       [current.assistantId, ctx.deployment.deploymentId],
@@ -241,14 +236,8 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
        WHERE id = $1 AND deployment_id = $9 RETURNING *`,
       [current.assistantId, next.graphId, next.name, next.description, next.config, next.context, next.metadata, version, ctx.deployment.deploymentId],
     );
-    await client.query('COMMIT');
     return toAssistant(rows[0]!);
-  } catch (error) {
-    await client.query('ROLLBACK');
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Deletes an assistant with all its versions; with `deleteThreads`, also the threads it ran on. */
@@ -300,55 +289,27 @@ const runnableConfig = (assistant: Assistant) => ({
   configurable: { ...((assistant.config.configurable as Json | undefined) ?? {}) },
 });
 
-/** The drawable graph (nodes and edges) of the assistant's graph; `xray` includes subgraphs. */
+/** The drawable graph (nodes and edges) of the assistant's graph; `xray` includes subgraphs. Asked of the runtime. */
 export async function getAssistantGraph(ctx: AgentServerContext, idOrGraph: string, xray?: boolean | number): Promise<unknown> {
   const assistant = await getAssistant(ctx, idOrGraph);
-  const config = runnableConfig(assistant);
-  const graph = await ctx.deployment.graphs.resolve(assistant.graphId, config);
-  const drawable: DrawableGraph = await graph.getGraphAsync({ ...config, xray } as Parameters<typeof graph.getGraphAsync>[0]);
-  return drawable.toJSON();
+  return askRuntime(ctx, { kind: 'graph-drawing', graphId: assistant.graphId, config: runnableConfig(assistant), xray });
 }
 
-type ChannelSchema = { type: 'object'; title: string; properties: Record<string, object> };
-
-/** JSON schemas of a compiled graph's input, output, state and context, from its channels. */
-function graphSchemas(graph: { builder?: unknown; streamChannels?: unknown; inputChannels?: unknown; outputChannels?: unknown; channels?: Record<string, unknown> }, title: string) {
-  const channels = Object.keys(graph.channels ?? {}).filter((name) => !name.startsWith('__') && !name.includes(':') && !name.startsWith('branch:'));
-  const list = (value: unknown) => (Array.isArray(value) ? (value as string[]) : typeof value === 'string' ? [value] : channels);
-  const schema = (names: string[], suffix: string): ChannelSchema => ({
-    type: 'object',
-    title: `${title}${suffix}`,
-    properties: Object.fromEntries(names.filter((name) => channels.includes(name)).map((name) => [name, {}])),
-  });
-  return {
-    input_schema: schema(list(graph.inputChannels), 'Input'),
-    output_schema: schema(list(graph.outputChannels), 'Output'),
-    state_schema: schema(channels, 'State'),
-    config_schema: { type: 'object', title: `${title}Config`, properties: {} },
-    context_schema: { type: 'object', title: `${title}Context`, properties: {} },
-  };
-}
-
-/** The schemas of the assistant's graph. */
+/** The schemas of the assistant's graph. Asked of the runtime. */
 export async function getAssistantSchemas(ctx: AgentServerContext, idOrGraph: string): Promise<Json> {
   const assistant = await getAssistant(ctx, idOrGraph);
-  const graph = await ctx.deployment.graphs.resolve(assistant.graphId, runnableConfig(assistant));
-  return { graph_id: assistant.graphId, ...graphSchemas(graph as never, assistant.graphId) };
+  return (await askRuntime(ctx, { kind: 'graph-schemas', graphId: assistant.graphId, config: runnableConfig(assistant) })) as Json;
 }
 
-/** The subgraphs of the assistant's graph by namespace (optionally below one namespace, recursively). */
+/** The subgraphs of the assistant's graph by namespace (optionally below one namespace, recursively). Asked of the runtime. */
 export async function getAssistantSubgraphs(
   ctx: AgentServerContext,
   idOrGraph: string,
   options: { namespace?: string; recurse?: boolean },
 ): Promise<Record<string, Json>> {
   const assistant = await getAssistant(ctx, idOrGraph);
-  const graph = await ctx.deployment.graphs.resolve(assistant.graphId, runnableConfig(assistant));
-  const result: Record<string, Json> = {};
-  for await (const [namespace, subgraph] of graph.getSubgraphsAsync(options.namespace, options.recurse)) {
-    result[namespace] = graphSchemas(subgraph as never, namespace);
-  }
-  return result;
+  const request = { kind: 'subgraph-schemas', graphId: assistant.graphId, config: runnableConfig(assistant), namespace: options.namespace, recurse: options.recurse } as const;
+  return (await askRuntime(ctx, request)) as Record<string, Json>;
 }
 
 /** Every assistant of the deployment (GraphQL lists). */

@@ -1,6 +1,9 @@
 // Input schemas of the runs area, named after the API nouns.
 import { z } from 'zod';
-import { STREAM_MODES } from '../runtime/stream-modes.js';
+
+/** The stream modes a run may ask for (the runtime translates each, runtime/stream-modes.ts). */
+export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'events', 'debug', 'custom', 'tasks', 'checkpoints'] as const;
+export type StreamMode = (typeof STREAM_MODES)[number];
 
 const JsonObject = z.record(z.string(), z.unknown());
 export const RUN_STATUSES = ['pending', 'running', 'success', 'error', 'timeout', 'interrupted'] as const;

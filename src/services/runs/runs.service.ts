@@ -2,11 +2,12 @@
 // Creating a run writes its row and enqueues its job in one transaction; the runtime executes it and
 // appends its stream; readers follow that stream (run-stream.ts) whichever process they are in.
 import type pg from 'pg';
+import { withTransaction } from '../../db.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
-import { defaultAssistantId } from '../runtime/graph-registry.js';
-import type { AgentServerContext } from '../runtime/deployment-scope.js';
+import { defaultAssistantId } from '../assistants/default-assistant-id.js';
+import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { followRunEvents, isTerminalStatus, type RunEvent, type RunStreamSignal } from './run-stream.js';
 import {
@@ -70,21 +71,6 @@ export const toRun = (row: RunRow): Run => ({
 const RUN_NOT_FOUND = 'Run not found';
 const THREAD_NOT_FOUND = 'Thread not found';
 const REJECTED = 'Thread is already running a task. Wait for it to finish or choose a different multitask strategy.';
-
-async function inTransaction<T>(ctx: AgentServerContext, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await ctx.db.pool.connect();
-  try {
-    await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
-}
 
 /**
  * Creates a run and enqueues it. `threadId` null makes a stateless run (a throwaway thread unless
@@ -185,7 +171,7 @@ async function createParsedRun(
   const { run, inflight } =
     inOneStatement
       ? { run: await insertRun(ctx.db.pool), inflight: [] as { id: string; status: RunStatus }[] }
-      : await inTransaction(ctx, async (client) => {
+      : await withTransaction(ctx.db, async (client) => {
           let inflight: { id: string; status: RunStatus }[] = [];
           if (!temporary) {
             // Locking the thread row serialises run creation per thread (what `reject` relies on).

@@ -47,11 +47,12 @@ export type SystemViewer = { kind: 'system' };
  * An unauthenticated caller of a local `agent-platform serve` (like `langgraph dev`): it may use the
  * served deployment (agentContext allows it) and nothing of the platform's tenants.
  */
-export type LocalViewer = { kind: 'local' };
+export type LocalViewer = { kind: 'local'; deploymentId: string };
 
 export type Viewer = ApiKeyViewer | SystemViewer | LocalViewer;
 
-export const LOCAL_VIEWER: LocalViewer = { kind: 'local' };
+/** The unauthenticated caller of `serve` for `deploymentId`. */
+export const localViewer = (deploymentId: string): LocalViewer => ({ kind: 'local', deploymentId });
 
 export const SYSTEM_VIEWER: SystemViewer = { kind: 'system' };
 

@@ -1,14 +1,14 @@
 // Threads: the state of a conversation. The row caches the latest values and interrupts (written by
 // the runtime after each run) so lists and GraphQL need no graph; state and history read LangGraph's
-// checkpoints through the thread's graph.
-import type { StateSnapshot } from '@langchain/langgraph';
-import type { RunnableConfig } from '@langchain/core/runnables';
+// checkpoints through the thread's graph, so they are asked of the deployment's runtime.
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
+import type { Checkpoint, ThreadState } from '../../runtime/graph-reads.js';
+import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { askRuntime } from '../deployments/runtime-client.js';
 import { parseInput } from '../validate.js';
-import type { AgentServerContext } from '../runtime/deployment-scope.js';
-import { copyThreadCheckpoints, deleteThreadCheckpoints } from '../runtime/persistence.js';
-import { serializeError, toPlainJson } from '../runtime/serialize.js';
+import { copyThreadCheckpoints, deleteThreadCheckpoints } from './checkpoints.store.js';
+import type { ThreadRow } from './threads.store.js';
 import {
   ThreadCountRequest,
   ThreadCreate,
@@ -26,18 +26,6 @@ export type Thread = {
   threadId: string;
   createdAt: Date;
   updatedAt: Date;
-  metadata: Json;
-  status: ThreadStatus;
-  config: Json;
-  values: Json | null;
-  interrupts: Json;
-  error: Json | null;
-};
-
-type ThreadRow = {
-  id: string;
-  created_at: Date;
-  updated_at: Date;
   metadata: Json;
   status: ThreadStatus;
   config: Json;
@@ -77,13 +65,8 @@ export async function createThread(ctx: AgentServerContext, input: unknown): Pro
   }
   let thread = toThread(rows[0]);
   if (body.supersteps?.length) {
-    const graphId = graphOf(thread);
-    const graph = await ctx.deployment.graphs.resolve(graphId, {});
-    await graph.bulkUpdateState(
-      { configurable: { thread_id: id } },
-      body.supersteps.map((step) => ({ updates: step.updates.map((update) => ({ values: update.values, asNode: update.as_node })) })),
-    );
-    thread = await refreshThreadFromState(ctx, id);
+    await askRuntime(ctx, { kind: 'seed-thread-state', threadId: id, graphId: graphOf(thread), supersteps: body.supersteps });
+    thread = await getThread(ctx, id);
   }
   return thread;
 }
@@ -174,7 +157,7 @@ export async function deleteThreadsWhere(ctx: AgentServerContext, where: { ids?:
   const runIds = active.map((row) => row.id);
   for (const runId of runIds) await ctx.events.publish('runs.cancel', { runId, action: 'interrupt' }, runId);
   await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = ANY($1::uuid[])', [runIds]);
-  await deleteThreadCheckpoints(ctx.deployment.persistence.pool, ids);
+  await deleteThreadCheckpoints(ctx.db.pool, ids);
   return ids.length;
 }
 
@@ -193,7 +176,7 @@ export async function copyThread(ctx: AgentServerContext, threadId: string): Pro
      VALUES ($1, $2, $3, $4, $5, $6, $7, now()) RETURNING *`,
     [id, ctx.deployment.deploymentId, source.metadata, source.status === 'busy' ? 'idle' : source.status, source.values, source.interrupts, source.config],
   );
-  await copyThreadCheckpoints(ctx.deployment.persistence.pool, threadId, id);
+  await copyThreadCheckpoints(ctx.db.pool, threadId, id);
   return toThread(rows[0]!);
 }
 
@@ -203,56 +186,7 @@ const graphOf = (thread: Thread): string => {
   return graphId;
 };
 
-export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Json | null };
-
-function checkpointOf(config: RunnableConfig | undefined): Checkpoint | null {
-  const configurable = config?.configurable;
-  if (!configurable?.thread_id) return null;
-  return {
-    thread_id: configurable.thread_id,
-    checkpoint_ns: configurable.checkpoint_ns ?? '',
-    checkpoint_id: configurable.checkpoint_id ?? null,
-    checkpoint_map: configurable.checkpoint_map ?? null,
-  };
-}
-
-const isSnapshot = (value: unknown): value is StateSnapshot =>
-  typeof value === 'object' && value !== null && 'values' in value && 'next' in value;
-
-export type ThreadState = {
-  values: unknown;
-  next: string[];
-  tasks: unknown[];
-  metadata: unknown;
-  created_at: string | null;
-  checkpoint: Checkpoint | null;
-  parent_checkpoint: Checkpoint | null;
-  interrupts: unknown[];
-};
-
-/** A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). */
-export function presentSnapshot(state: StateSnapshot): ThreadState {
-  const tasks = state.tasks.map((task) => ({
-    id: task.id,
-    name: task.name,
-    error: task.error != null ? serializeError(task.error).message : null,
-    interrupts: task.interrupts ?? [],
-    path: task.path,
-    checkpoint: task.state && !isSnapshot(task.state) ? checkpointOf(task.state as RunnableConfig) : null,
-    state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state) : null,
-    result: task.result ?? null,
-  }));
-  return toPlainJson({
-    values: state.values,
-    next: state.next,
-    tasks,
-    metadata: state.metadata ?? null,
-    created_at: state.createdAt ?? null,
-    checkpoint: checkpointOf(state.config),
-    parent_checkpoint: checkpointOf(state.parentConfig),
-    interrupts: tasks.flatMap((task) => task.interrupts),
-  });
-}
+export type { Checkpoint, ThreadState };
 
 const emptyState = (): ThreadState => ({
   values: {},
@@ -265,7 +199,7 @@ const emptyState = (): ThreadState => ({
   interrupts: [],
 });
 
-/** The thread's current state (or at a checkpoint); `subgraphs` includes subgraph states in tasks. */
+/** The thread's current state (or at a checkpoint); `subgraphs` includes subgraph states in tasks. Asked of the runtime. */
 export async function getThreadState(
   ctx: AgentServerContext,
   threadId: string,
@@ -273,11 +207,8 @@ export async function getThreadState(
 ): Promise<ThreadState> {
   const thread = await getThread(ctx, threadId);
   if (typeof thread.metadata.graph_id !== 'string') return emptyState();
-  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
-  const configurable: Json = { thread_id: threadId };
-  for (const [key, value] of Object.entries(options.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
-  const state = await graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false });
-  return presentSnapshot(state);
+  const request = { kind: 'thread-state', threadId, graphId: graphOf(thread), subgraphs: options.subgraphs ?? false, checkpoint: options.checkpoint ?? null } as const;
+  return (await askRuntime(ctx, request)) as ThreadState;
 }
 
 /** State at the checkpoint named in the body (POST /threads/{id}/state/checkpoint). */
@@ -287,8 +218,8 @@ export async function getThreadStateAtCheckpoint(ctx: AgentServerContext, thread
 }
 
 /**
- * Writes values into the thread's state as if `as_node` had returned them (a new checkpoint).
- * CONFLICT while a run is pending or running on the thread.
+ * Writes values into the thread's state as if `as_node` had returned them (a new checkpoint), through
+ * the runtime. CONFLICT while a run is pending or running on the thread.
  */
 export async function updateThreadState(
   ctx: AgentServerContext,
@@ -299,66 +230,27 @@ export async function updateThreadState(
   const thread = await getThread(ctx, threadId);
   const { rows } = await ctx.db.pool.query(`SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`, [threadId]);
   if (rows.length) throw AppError.conflict('Thread is busy: a run is pending or running');
-  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
-  const configurable: Json = { thread_id: threadId };
-  if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
-  for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
-  const next = await graph.updateState({ configurable }, body.values ?? null, body.as_node ?? undefined);
-  await refreshThreadFromState(ctx, threadId);
-  // The official servers answer {checkpoint}; the JS SDK's type reads {configurable}: both are given.
-  const checkpoint = checkpointOf(next);
-  return { checkpoint, configurable: { ...(checkpoint ?? {}) } };
+  const checkpoint: Json = body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {};
+  for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null) checkpoint[key] = value;
+  const request = { kind: 'update-thread-state', threadId, graphId: graphOf(thread), checkpoint, values: body.values ?? null, asNode: body.as_node ?? undefined } as const;
+  return (await askRuntime(ctx, request)) as { checkpoint: Checkpoint | null; configurable: Json };
 }
 
-/** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). */
+/** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). Asked of the runtime. */
 export async function getThreadHistory(ctx: AgentServerContext, threadId: string, input: unknown): Promise<ThreadState[]> {
   const body = parseInput(ThreadHistoryRequest, input, 'body');
   const thread = await getThread(ctx, threadId);
   if (typeof thread.metadata.graph_id !== 'string') return [];
-  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
-  const configurable: Json = { thread_id: threadId };
-  for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
-  const before =
-    typeof body.before === 'string'
-      ? { configurable: { checkpoint_id: body.before } }
-      : body.before && 'configurable' in body.before
-        ? (body.before as RunnableConfig)
-        : body.before
-          ? { configurable: body.before }
-          : undefined;
-  const states: ThreadState[] = [];
-  for await (const state of graph.getStateHistory({ configurable }, { limit: body.limit, before, filter: body.metadata ?? undefined })) {
-    states.push(presentSnapshot(state));
-  }
-  return states;
-}
-
-/**
- * Re-reads the thread's latest checkpoint into the row's cache (values, interrupts) and derives its
- * status: interrupted when the graph stopped with work left, else idle (busy while runs wait).
- */
-export async function refreshThreadFromState(ctx: AgentServerContext, threadId: string, options: { error?: unknown } = {}): Promise<Thread> {
-  const thread = await getThread(ctx, threadId);
-  let values: unknown = thread.values;
-  let interrupts: Json = {};
-  let hasNext = false;
-  if (typeof thread.metadata.graph_id === 'string') {
-    const graph = await ctx.deployment.graphs.resolve(thread.metadata.graph_id, { configurable: {} });
-    const state = presentSnapshot(await graph.getState({ configurable: { thread_id: threadId } }));
-    values = state.values;
-    hasNext = state.next.length > 0;
-    for (const task of state.tasks as { id: string; interrupts: unknown[] }[]) if (task.interrupts.length) interrupts[task.id] = task.interrupts;
-  }
-  const { rows } = await ctx.db.pool.query<ThreadRow>(
-    `UPDATE agent_threads SET "values" = $2, interrupts = $3, error = $4, updated_at = now(),
-       status = CASE WHEN $4::jsonb IS NOT NULL THEN 'error'
-                     WHEN EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')) THEN 'busy'
-                     WHEN $5 THEN 'interrupted' ELSE 'idle' END
-     WHERE id = $1 RETURNING *`,
-    [threadId, JSON.stringify(values ?? null), interrupts, options.error ? JSON.stringify(serializeError(options.error)) : null, hasNext],
-  );
-  interrupts = rows[0]!.interrupts;
-  return toThread(rows[0]!);
+  const request = {
+    kind: 'thread-history',
+    threadId,
+    graphId: graphOf(thread),
+    checkpoint: (body.checkpoint as Json | undefined) ?? null,
+    limit: body.limit,
+    before: body.before ?? null,
+    metadata: body.metadata ?? null,
+  } as const;
+  return (await askRuntime(ctx, request)) as ThreadState[];
 }
 
 /** Every thread of the deployment (GraphQL lists). */

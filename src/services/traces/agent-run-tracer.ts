@@ -2,7 +2,7 @@
 // its deployment's tracing project, stored through the same ingest path as the langsmith SDK's posts.
 import { awaitAllCallbacks } from '@langchain/core/callbacks/promises';
 import { LangChainTracer } from '@langchain/core/tracers/tracer_langchain';
-import type { RunTracer } from '../runtime/executor.js';
+import type { RunTracer } from '../../runtime/executor.js';
 import type { Deps } from '../context.js';
 import type { Ingester } from './ingest.service.js';
 import { createTracingClient } from './tracing-client.js';

@@ -1,5 +1,6 @@
 // Tracing projects ("sessions" on the langsmith wire): runs belong to one; names are unique per workspace.
 import type pg from 'pg';
+import { withTransaction } from '../../db.js';
 import { AppError } from '../../errors.js';
 import type { Prisma, TracingProject } from '../../generated/prisma/client.js';
 import { isUuid, newId } from '../../ids.js';
@@ -137,18 +138,10 @@ export async function deleteProject(ctx: ServiceContext, id: string): Promise<vo
   const project = isUuid(id) ? await ctx.db.prisma.tracingProject.findFirst({ where: { id, workspaceId } }) : null;
   if (!project) throw AppError.notFound(`Project ${id} not found.`);
   forget(workspaceId, project);
-  const client = await ctx.db.pool.connect();
-  try {
-    await client.query('BEGIN');
+  await withTransaction(ctx.db, async (client) => {
     await client.query('DELETE FROM trace_runs WHERE tenant_id = $1 AND session_id = $2', [workspaceId, id]);
     await client.query('DELETE FROM tracing_projects WHERE id = $1', [id]);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**

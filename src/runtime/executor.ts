@@ -3,12 +3,12 @@
 // in as an AbortSignal (from `runs.cancel`); the outcome is always written, so no run stays `running`.
 import { Command } from '@langchain/langgraph';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
-import { RunEventWriter } from '../runs/run-stream.js';
-import type { RunKwargs, RunStatus } from '../runs/runs.schemas.js';
-import type { RunRow } from '../runs/runs.service.js';
-import { refreshThreadFromState } from '../threads/threads.service.js';
-import type { AgentServerContext } from './deployment-scope.js';
-import { CHECKPOINT_SCHEMA, deleteCheckpointsAfter } from './persistence.js';
+import { RunEventWriter } from '../services/runs/run-stream.js';
+import type { RunKwargs, RunStatus } from '../services/runs/runs.schemas.js';
+import type { RunRow } from '../services/runs/runs.service.js';
+import { deleteCheckpointsAfter, latestCheckpointId } from '../services/threads/checkpoints.store.js';
+import { refreshThreadCache } from './graph-reads.js';
+import type { RuntimeContext } from './runtime-context.js';
 import { serializeError, serializeJson } from './serialize.js';
 import { type StreamMode, streamGraphRun } from './stream-modes.js';
 
@@ -42,7 +42,7 @@ export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json;
  * signals it, and (for runs on a kept thread) publishes the `running` status. Runs missing from the
  * result were cancelled, deleted or taken by another runtime.
  */
-export async function claimRuns(ctx: AgentServerContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
+export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
   const { rows } = await ctx.db.pool.query<ClaimedRun & { signalled: unknown; started: unknown; started_thread: unknown }>(
     `WITH claimed AS (
        UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
@@ -79,17 +79,8 @@ function graphInput(kwargs: RunKwargs): unknown {
   return kwargs.input ?? null;
 }
 
-/** The id of a thread's latest root checkpoint (null when it has none). */
-export async function latestCheckpointId(ctx: AgentServerContext, threadId: string): Promise<string | null> {
-  const { rows } = await ctx.deployment.persistence.pool.query<{ checkpoint_id: string }>(
-    `SELECT checkpoint_id FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`,
-    [threadId],
-  );
-  return rows[0]?.checkpoint_id ?? null;
-}
-
 /** Runs a claimed run to its end and records the outcome. Never throws for graph failures. */
-export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, options: ExecuteOptions): Promise<RunStatus | 'deleted'> {
+export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: ExecuteOptions): Promise<RunStatus | 'deleted'> {
   const runId = row.id;
   const threadId = row.thread_id;
   const kwargs = row.kwargs;
@@ -112,7 +103,7 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
   // run is carried out by the runtime executing it).
   let startCheckpoint: string | null = null;
   try {
-    if (!kwargs.temporary) startCheckpoint = options.startCheckpoint !== undefined ? options.startCheckpoint : await latestCheckpointId(ctx, threadId);
+    if (!kwargs.temporary) startCheckpoint = options.startCheckpoint !== undefined ? options.startCheckpoint : await latestCheckpointId(ctx.deployment.persistence.pool, threadId);
     const assistant = row.assistant;
     if (!assistant) throw new Error(`Assistant ${row.assistant_id} no longer exists`);
     graphId = assistant.graph_id;
@@ -202,7 +193,7 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
     }
   }
   if (!kwargs.temporary) {
-    await refreshThreadFromState(ctx, threadId, { error: status === 'error' ? failure : undefined }).catch((error: unknown) =>
+    await refreshThreadCache(ctx, threadId, { error: status === 'error' ? failure : undefined }).catch((error: unknown) =>
       ctx.logger.error({ err: error, runId }, 'could not update the thread after a run'),
     );
   }
@@ -214,7 +205,7 @@ export async function executeRun(ctx: AgentServerContext, row: ClaimedRun, optio
 }
 
 /** POSTs the finished run to its webhook: 3 attempts, 10 s each, backing off; failures are logged. */
-async function sendWebhook(ctx: AgentServerContext, url: string, run: RunRow & { values: unknown; error?: string }) {
+async function sendWebhook(ctx: RuntimeContext, url: string, run: RunRow & { values: unknown; error?: string }) {
   const body = serializeJson({
     run_id: run.id,
     thread_id: run.thread_id,

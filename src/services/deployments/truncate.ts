@@ -3,8 +3,9 @@
 import { z } from 'zod';
 import { parseInput } from '../validate.js';
 import { ensureSystemAssistants } from '../assistants/assistants.service.js';
+import { storeSchema } from '../../runtime/persistence.js';
+import { deleteThreadCheckpoints } from '../threads/checkpoints.store.js';
 import type { AgentServerContext } from './deployment-scope.js';
-import { deleteThreadCheckpoints, storeSchema } from './persistence.js';
 
 const TruncateRequest = z.object({
   runs: z.boolean().optional(),
@@ -25,12 +26,12 @@ export async function truncateDeployment(ctx: AgentServerContext, input: unknown
   }
   if (flags.threads || flags.checkpoint) {
     const { rows } = await pool.query<{ id: string }>('SELECT id FROM agent_threads WHERE deployment_id = $1', [deploymentId]);
-    await deleteThreadCheckpoints(ctx.deployment.persistence.pool, rows.map((row) => row.id));
+    await deleteThreadCheckpoints(pool, rows.map((row) => row.id));
   }
   if (flags.threads) await pool.query('DELETE FROM agent_threads WHERE deployment_id = $1', [deploymentId]);
   if (flags.assistants) {
     await pool.query(`DELETE FROM agent_assistants WHERE deployment_id = $1 AND NOT metadata @> '{"created_by":"system"}'::jsonb`, [deploymentId]);
     await ensureSystemAssistants(ctx);
   }
-  if (flags.store) await ctx.deployment.persistence.pool.query(`DELETE FROM "${storeSchema(deploymentId)}".store`);
+  if (flags.store) await pool.query(`DELETE FROM "${storeSchema(deploymentId)}".store`);
 }

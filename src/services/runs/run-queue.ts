@@ -1,24 +1,15 @@
-// The run queue of one deployment, on pg-boss. `key_strict_fifo` keyed by thread id gives per-thread
-// order (a thread's runs execute one at a time, in arrival order) while other threads run in
-// parallel. Runtimes are woken by the `runs.queued` event rather than pg-boss's per-worker notify.
-import type { PgBoss, Queue } from 'pg-boss';
+// The run queue of one deployment, on pg-boss (options in workers/boss.ts). Runtimes are woken by the
+// `runs.queued` event rather than pg-boss's per-worker notify.
+import type { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import { newId } from '../../ids.js';
+import { RUN_QUEUE_OPTIONS } from '../../workers/boss.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
 export type RunJob = { runId: string; threadId?: string };
 
 export const runQueueName = (deploymentId: string) => `runs.execute.${deploymentId}`;
-
-export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
-  policy: 'key_strict_fifo',
-  // A failed job would hold back its thread's later runs; the handler never fails a job, and a runtime
-  // that dies mid-run is detected (and its job completed) by the runtime's recovery sweep.
-  retryLimit: 0,
-  expireInSeconds: 24 * 3600,
-  deleteAfterSeconds: 3600,
-};
 
 export class RunQueue {
   private ready: Promise<void> | undefined;
@@ -102,4 +93,17 @@ export class RunQueue {
       db: { executeSql: (text: string, values?: unknown[]) => client.query(text, values as unknown[]) },
     });
   }
+}
+
+// One queue object per deployment and job queue in a process, so an in-process runtime and the api
+// that enqueues share its local wake-up and its batched completions.
+const queuesByBoss = new WeakMap<PgBoss, Map<string, RunQueue>>();
+
+/** This process's queue object for a deployment's runs. */
+export function runQueueFor(boss: PgBoss, deploymentId: string): RunQueue {
+  let queues = queuesByBoss.get(boss);
+  if (!queues) queuesByBoss.set(boss, (queues = new Map()));
+  let queue = queues.get(deploymentId);
+  if (!queue) queues.set(deploymentId, (queue = new RunQueue(boss, deploymentId)));
+  return queue;
 }

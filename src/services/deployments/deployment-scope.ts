@@ -1,26 +1,20 @@
-// The deployment an agent-server request acts in. The same services and router serve one graph config
-// at the root of `agent-platform serve` and each deployment under /deployments/:id on the platform.
+// The deployment an agent-server request acts in, as the API process holds it: its id and tenant, the
+// graph names it serves, who may use it and where its runs are enqueued. It never holds the graphs:
+// reads that need them are asked of the deployment's runtime (runtime-client.ts).
 import { resolve } from 'node:path';
 import { v5 } from 'uuid';
 import type { ServiceContext } from '../context.js';
-import type { GraphRegistry } from './graph-registry.js';
-import type { RuntimePersistence } from './persistence.js';
-import type { RunQueue } from './run-queue.js';
-
-/**
- * How requests to this deployment authenticate: `none` for local `serve` (like `langgraph dev`), or an
- * API key of the deployment's organization on the platform.
- */
-export type AgentServerAuth = { kind: 'none' } | { kind: 'organization-key'; organizationId: string };
+import type { RunQueue } from '../runs/run-queue.js';
 
 export type DeploymentScope = {
   deploymentId: string;
-  /** The graphs this deployment serves, loaded in this process. */
-  graphs: GraphRegistry;
-  persistence: RuntimePersistence;
+  /** The workspace it belongs to, and that workspace's organization (whose keys may use it). */
+  tenantId: string;
+  organizationId: string;
+  /** The graphs it serves, by name (from the deployments table). */
+  graphIds: readonly string[];
   /** Where new runs are enqueued for the deployment's runtime. */
   queue: RunQueue;
-  auth: AgentServerAuth;
   /** `serve --dev`: enables test-harness endpoints such as POST /internal/truncate. */
   dev: boolean;
 };

@@ -4,16 +4,18 @@
 // `events` need LangChain's event stream, so only runs asking for them pay for it.
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { isBaseMessage } from '@langchain/core/messages';
+import type { StreamMode } from '../services/runs/runs.schemas.js';
+import type { Checkpoint } from './graph-reads.js';
 import type { RunnableGraph } from './graph-registry.js';
 
-export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'events', 'debug', 'custom', 'tasks', 'checkpoints'] as const;
-export type StreamMode = (typeof STREAM_MODES)[number];
+export type { StreamMode };
 
 export type StreamedEvent = { event: string; data: unknown };
 
 type Json = Record<string, unknown>;
 
-const checkpointOf = (config: unknown) => {
+/** The checkpoint a LangGraph config names, as the API presents it (null when it names no thread). */
+export const checkpointOf = (config: unknown): Checkpoint | null => {
   const configurable = (config as RunnableConfig | undefined)?.configurable;
   if (!configurable?.thread_id) return null;
   return {

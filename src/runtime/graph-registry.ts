@@ -5,15 +5,9 @@ import { pathToFileURL } from 'node:url';
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { Pregel } from '@langchain/langgraph/pregel';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import { v5 } from 'uuid';
-import { AppError } from '../../errors.js';
+import { AppError } from '../errors.js';
+import { defaultAssistantId } from '../services/assistants/default-assistant-id.js';
 import type { GraphConfig, GraphEntry } from './graph-config.js';
-
-// The official server derives each graph's default assistant id from this namespace.
-export const GRAPH_ASSISTANT_NAMESPACE = '6ba7b821-9dad-11d1-80b4-00c04fd430c8';
-
-/** The default assistant of a graph: the same id on every server that serves the graph. */
-export const defaultAssistantId = (graphId: string): string => v5(graphId, GRAPH_ASSISTANT_NAMESPACE);
 
 // biome-ignore lint/suspicious/noExplicitAny: graphs are user code of any state shape
 export type RunnableGraph = Pregel<any, any>;

@@ -1,0 +1,88 @@
+// One way to wire a process. Every entry point (`start`, `serve`, the worker threads, `admin`, the
+// tests) builds its dependencies with createDeps and stops them with the returned `stop`, so pool
+// sizes, the secret key, the event bus and shutdown order cannot drift between them.
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { createSecretBox, resolveSecretKey } from './crypto.js';
+import { type EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres.js';
+import { migrateDatabase } from './database/migrate.js';
+import { connectDatabase } from './db.js';
+import { EventBus } from './events.js';
+import type { Deps } from './services/context.js';
+import { IngestThreads } from './workers/ingest-threads.js';
+
+export type CreateDepsOptions = {
+  /**
+   * The URL of a database another thread or process already opened and migrated (worker threads,
+   * tests). Without it the configured database is opened (the embedded one when no DATABASE_URL is
+   * set) and migrated.
+   */
+  databaseUrl?: string;
+  /** Connections of this process's pool (default: config.dbPoolSize). */
+  poolSize?: number;
+  applicationName?: string;
+  /** Open the event bus's LISTEN connection (default true; an ingest thread only writes). */
+  listen?: boolean;
+  /** Hand trace ingestion to worker threads (default: when this process runs the api role and config asks for threads). */
+  ingestThreads?: boolean;
+};
+
+export type ProcessDeps = {
+  deps: Deps;
+  /** Runs `step` at stop, before everything registered earlier (reverse order of start). */
+  onStop(step: () => Promise<unknown>): void;
+  /** Stops what was registered, then the bus, the pool and the embedded database. */
+  stop(): Promise<void>;
+};
+
+/** Opens the database (starting the embedded one when no DATABASE_URL is set) and migrates it. */
+async function openDatabase(config: Config, logger: Logger): Promise<{ url: string; embedded: EmbeddedDatabase | undefined }> {
+  const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres(config.dataDir, logger);
+  const url = config.databaseUrl ?? embedded!.url;
+  try {
+    await migrateDatabase(url, logger);
+    return { url, embedded };
+  } catch (error) {
+    await embedded?.stop();
+    throw error;
+  }
+}
+
+/** Builds a process's dependencies: database pool, secrets, event bus and (api role) ingest threads. */
+export async function createDeps(config: Config, logger: Logger, options: CreateDepsOptions = {}): Promise<ProcessDeps> {
+  const { url, embedded } = options.databaseUrl ? { url: options.databaseUrl, embedded: undefined } : await openDatabase(config, logger);
+  let secrets;
+  try {
+    // The generated key belongs to the embedded database, whichever thread or process opened it.
+    secrets = createSecretBox(resolveSecretKey({ configured: config.secretKey, dataDir: config.dataDir, embedded: !config.databaseUrl }));
+  } catch (error) {
+    await embedded?.stop();
+    throw error;
+  }
+  const db = connectDatabase(url, { poolSize: options.poolSize ?? config.dbPoolSize, applicationName: options.applicationName });
+  const events = new EventBus(db.pool, db.url, logger);
+  const threaded = options.ingestThreads ?? (config.roles.includes('api') && config.ingestThreads > 0);
+  const ingestThreads = threaded && config.ingestThreads > 0 ? new IngestThreads({ config, databaseUrl: db.url }, config.ingestThreads, logger) : undefined;
+  const deps: Deps = { config, db, events, secrets, logger, ingestThreads };
+
+  const steps: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const step of steps.splice(0).reverse()) await step().catch((error: unknown) => logger.error({ err: error }, 'shutdown step failed'));
+    await ingestThreads?.stop();
+    // Let requests whose clients hung up finish their queries rather than cut them off.
+    await db.drain(5_000);
+    await events.stop();
+    await db.close().catch(() => undefined);
+    await embedded?.stop();
+  };
+  try {
+    if (options.listen ?? true) await events.start();
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { deps, onStop: (step) => steps.push(step), stop };
+}
+
+/** A Config as a worker thread receives it: structured cloning turned the key's Buffer into a Uint8Array. */
+export const configInThread = (config: Config): Config => ({ ...config, secretKey: config.secretKey ? Buffer.from(config.secretKey) : undefined });

@@ -1,0 +1,65 @@
+// The runtime of one deployment, wherever a launcher starts it (its own worker thread, this process,
+// issue 10's child process): loads the deployment's graphs with LangGraph's checkpointer and store,
+// works its run queue, answers the API's graph requests, and records itself in deployment_runtimes
+// for as long as it runs, so any api process can find it.
+import type { PgBoss } from 'pg-boss';
+import type { Deps } from '../services/context.js';
+import { deleteDeploymentRuntime, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
+import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
+import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
+import { readGraphConfig } from './graph-config.js';
+import { GraphRegistry } from './graph-registry.js';
+import { openPersistence } from './persistence.js';
+import type { RuntimeContext } from './runtime-context.js';
+import { startRuntime } from './runtime.js';
+import { startRuntimeServer } from './runtime-server.js';
+
+export type RuntimeSpec = {
+  deploymentId: string;
+  configPath: string;
+  /** Where its runs are traced, unless tracing is off. */
+  tracing: { workspaceId: string; project: string } | undefined;
+  /**
+   * The origin of the queue object an api role in the launching process enqueues through, when this
+   * runtime runs in a thread of that process: runs created there wake it by message, so it skips
+   * their `runs.queued` NOTIFY.
+   */
+  queueOrigin?: string;
+};
+
+export type RunningDeployment = {
+  runtimeId: string;
+  /** Where it answers graph requests. */
+  url: string;
+  graphIds: string[];
+  /** Fetches runs now (a run was created in this process). */
+  wake(): void;
+  stop(): Promise<void>;
+};
+
+/** Starts the runtime of one deployment on this process's dependencies and job queue. */
+export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec): Promise<RunningDeployment> {
+  const steps: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const step of steps.splice(0).reverse()) await step().catch((error: unknown) => deps.logger.error({ err: error }, 'runtime shutdown step failed'));
+  };
+  try {
+    const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize });
+    steps.push(() => persistence.close());
+    const graphs = await GraphRegistry.load(readGraphConfig(spec.configPath), persistence);
+    // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
+    const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
+    const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue } };
+    const tracer = spec.tracing ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project) : undefined;
+    const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer });
+    steps.push(() => runtime.stop());
+    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
+    steps.push(() => server.stop());
+    await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url });
+    steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));
+    return { runtimeId: runtime.workerId, url: server.url, graphIds: graphs.graphIds(), wake: () => queue.wakeLocal(), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,195 @@
+// The runtime's answers to the reads and writes that need a deployment's graphs (state with
+// subgraphs, history, `as_node` updates, drawings and schemas), asked by API processes over the
+// request/reply channel (services/deployments/runtime-protocol.ts). Each read is one function here,
+// and answerGraphRequest dispatches to them. Results are plain JSON.
+import type { StateSnapshot } from '@langchain/langgraph';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
+import type { GraphRequest } from '../services/deployments/runtime-protocol.js';
+import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
+import type { RuntimeContext } from './runtime-context.js';
+import { serializeError, toPlainJson } from './serialize.js';
+import { checkpointOf } from './stream-modes.js';
+
+type Json = Record<string, unknown>;
+
+export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Json | null };
+
+export type ThreadState = {
+  values: unknown;
+  next: string[];
+  tasks: unknown[];
+  metadata: unknown;
+  created_at: string | null;
+  checkpoint: Checkpoint | null;
+  parent_checkpoint: Checkpoint | null;
+  interrupts: unknown[];
+};
+
+const isSnapshot = (value: unknown): value is StateSnapshot =>
+  typeof value === 'object' && value !== null && 'values' in value && 'next' in value;
+
+/** A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). */
+export function presentSnapshot(state: StateSnapshot): ThreadState {
+  const tasks = state.tasks.map((task) => ({
+    id: task.id,
+    name: task.name,
+    error: task.error != null ? serializeError(task.error).message : null,
+    interrupts: task.interrupts ?? [],
+    path: task.path,
+    checkpoint: task.state && !isSnapshot(task.state) ? checkpointOf(task.state as RunnableConfig) : null,
+    state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state) : null,
+    result: task.result ?? null,
+  }));
+  return toPlainJson({
+    values: state.values,
+    next: state.next,
+    tasks,
+    metadata: state.metadata ?? null,
+    created_at: state.createdAt ?? null,
+    checkpoint: checkpointOf(state.config),
+    parent_checkpoint: checkpointOf(state.parentConfig),
+    interrupts: tasks.flatMap((task) => task.interrupts),
+  });
+}
+
+/** The `configurable` naming a thread and, optionally, one of its checkpoints. */
+function threadConfigurable(threadId: string, checkpoint: Record<string, unknown> | null | undefined): Json {
+  const configurable: Json = { thread_id: threadId };
+  for (const [key, value] of Object.entries(checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
+  return configurable;
+}
+
+type Request<K extends GraphRequest['kind']> = Extract<GraphRequest, { kind: K }>;
+
+/** The thread's state (at a checkpoint when named); `subgraphs` includes subgraph states in tasks. */
+export async function readThreadState(ctx: RuntimeContext, request: Request<'thread-state'>): Promise<ThreadState> {
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, { configurable: {} });
+  const state = await graph.getState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, { subgraphs: request.subgraphs });
+  return presentSnapshot(state);
+}
+
+/** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). */
+export async function readThreadHistory(ctx: RuntimeContext, request: Request<'thread-history'>): Promise<ThreadState[]> {
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, { configurable: {} });
+  const { before: given } = request;
+  const before =
+    typeof given === 'string'
+      ? { configurable: { checkpoint_id: given } }
+      : given && typeof given === 'object' && 'configurable' in given
+        ? (given as RunnableConfig)
+        : given
+          ? { configurable: given as Json }
+          : undefined;
+  const states: ThreadState[] = [];
+  const history = graph.getStateHistory(
+    { configurable: threadConfigurable(request.threadId, request.checkpoint) },
+    { limit: request.limit, before, filter: request.metadata ?? undefined },
+  );
+  for await (const state of history) states.push(presentSnapshot(state));
+  return states;
+}
+
+/** Writes values into the thread's state as if `asNode` had returned them; refreshes the thread's cache. */
+export async function updateThreadState(ctx: RuntimeContext, request: Request<'update-thread-state'>): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, { configurable: {} });
+  const next = await graph.updateState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, request.values ?? null, request.asNode);
+  await refreshThreadCache(ctx, request.threadId);
+  // The official servers answer {checkpoint}; the JS SDK's type reads {configurable}: both are given.
+  const checkpoint = checkpointOf(next);
+  return { checkpoint, configurable: { ...(checkpoint ?? {}) } };
+}
+
+/** Seeds a new thread's state from supersteps of updates (thread create); refreshes the thread's cache. */
+export async function seedThreadState(ctx: RuntimeContext, request: Request<'seed-thread-state'>): Promise<null> {
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, {});
+  await graph.bulkUpdateState(
+    { configurable: { thread_id: request.threadId } },
+    request.supersteps.map((step) => ({ updates: step.updates.map((update) => ({ values: update.values, asNode: update.as_node })) })),
+  );
+  await refreshThreadCache(ctx, request.threadId);
+  return null;
+}
+
+/** The drawable graph (nodes and edges); `xray` includes subgraphs. */
+export async function drawGraph(ctx: RuntimeContext, request: Request<'graph-drawing'>): Promise<unknown> {
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
+  const drawable: DrawableGraph = await graph.getGraphAsync({ ...request.config, xray: request.xray } as Parameters<typeof graph.getGraphAsync>[0]);
+  return drawable.toJSON();
+}
+
+type ChannelSchema = { type: 'object'; title: string; properties: Record<string, object> };
+
+/** JSON schemas of a compiled graph's input, output, state and context, from its channels. */
+function graphSchemas(graph: { builder?: unknown; streamChannels?: unknown; inputChannels?: unknown; outputChannels?: unknown; channels?: Record<string, unknown> }, title: string) {
+  const channels = Object.keys(graph.channels ?? {}).filter((name) => !name.startsWith('__') && !name.includes(':') && !name.startsWith('branch:'));
+  const list = (value: unknown) => (Array.isArray(value) ? (value as string[]) : typeof value === 'string' ? [value] : channels);
+  const schema = (names: string[], suffix: string): ChannelSchema => ({
+    type: 'object',
+    title: `${title}${suffix}`,
+    properties: Object.fromEntries(names.filter((name) => channels.includes(name)).map((name) => [name, {}])),
+  });
+  return {
+    input_schema: schema(list(graph.inputChannels), 'Input'),
+    output_schema: schema(list(graph.outputChannels), 'Output'),
+    state_schema: schema(channels, 'State'),
+    config_schema: { type: 'object', title: `${title}Config`, properties: {} },
+    context_schema: { type: 'object', title: `${title}Context`, properties: {} },
+  };
+}
+
+/** The schemas of a graph. */
+export async function readGraphSchemas(ctx: RuntimeContext, request: Request<'graph-schemas'>): Promise<Json> {
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
+  return { graph_id: request.graphId, ...graphSchemas(graph as never, request.graphId) };
+}
+
+/** The schemas of a graph's subgraphs by namespace (optionally below one namespace, recursively). */
+export async function readSubgraphSchemas(ctx: RuntimeContext, request: Request<'subgraph-schemas'>): Promise<Record<string, Json>> {
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
+  const result: Record<string, Json> = {};
+  for await (const [namespace, subgraph] of graph.getSubgraphsAsync(request.namespace, request.recurse)) {
+    result[namespace] = graphSchemas(subgraph as never, namespace);
+  }
+  return result;
+}
+
+/**
+ * Re-reads the thread's latest checkpoint into the row's cache (values, interrupts) and its status
+ * (see writeThreadCache); `error` marks the thread as failed.
+ */
+export async function refreshThreadCache(ctx: RuntimeContext, threadId: string, options: { error?: unknown } = {}): Promise<void> {
+  const thread = await selectThreadGraph(ctx.db, threadId);
+  if (!thread) return;
+  let values = thread.values;
+  const interrupts: Json = {};
+  let hasNext = false;
+  if (thread.graphId) {
+    const graph = await ctx.deployment.graphs.resolve(thread.graphId, { configurable: {} });
+    const state = presentSnapshot(await graph.getState({ configurable: { thread_id: threadId } }));
+    values = state.values;
+    hasNext = state.next.length > 0;
+    for (const task of state.tasks as { id: string; interrupts: unknown[] }[]) if (task.interrupts.length) interrupts[task.id] = task.interrupts;
+  }
+  await writeThreadCache(ctx.db, threadId, { values, interrupts, error: options.error ? serializeError(options.error) : undefined, hasNext });
+}
+
+/** Answers one request of the channel. */
+export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): Promise<unknown> {
+  switch (request.kind) {
+    case 'thread-state':
+      return readThreadState(ctx, request);
+    case 'thread-history':
+      return readThreadHistory(ctx, request);
+    case 'update-thread-state':
+      return updateThreadState(ctx, request);
+    case 'seed-thread-state':
+      return seedThreadState(ctx, request);
+    case 'graph-drawing':
+      return drawGraph(ctx, request);
+    case 'graph-schemas':
+      return readGraphSchemas(ctx, request);
+    case 'subgraph-schemas':
+      return readSubgraphSchemas(ctx, request);
+  }
+}

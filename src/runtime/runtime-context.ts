@@ -1,0 +1,18 @@
+// What the runtime of one deployment holds: the deployment's graphs, LangGraph's checkpointer and
+// store, and the queue it works. Only a runtime (its thread or process) ever has these; the API side
+// of a deployment is services/deployments/deployment-scope.ts.
+import type { Deps } from '../services/context.js';
+import type { RunQueue } from '../services/runs/run-queue.js';
+import type { GraphRegistry } from './graph-registry.js';
+import type { RuntimePersistence } from './persistence.js';
+
+export type RuntimeDeployment = {
+  deploymentId: string;
+  /** The graphs this deployment serves, loaded in this runtime. */
+  graphs: GraphRegistry;
+  persistence: RuntimePersistence;
+  queue: RunQueue;
+};
+
+/** A runtime's calls: the process's dependencies plus the deployment it runs. */
+export type RuntimeContext = Deps & { deployment: RuntimeDeployment };

@@ -1,0 +1,44 @@
+// The body of a runtime thread (see runtime-thread.ts): wires the thread like any process, runs the
+// deployment's runtime until the main thread says stop.
+import { parentPort, workerData } from 'node:worker_threads';
+import { createLogger } from '../logger.js';
+import { configInThread, createDeps } from '../process.js';
+import { startBoss } from '../workers/boss.js';
+import { runDeployment } from './deployment-runtime.js';
+import type { RuntimeThreadCommand, RuntimeThreadData, RuntimeThreadReport } from './runtime-thread.js';
+
+const data = workerData as RuntimeThreadData;
+const port = parentPort!;
+const report = (message: RuntimeThreadReport) => port.postMessage(message);
+const config = configInThread(data.config);
+const logger = createLogger(config).child({ thread: 'runtime', deploymentId: data.spec.deploymentId });
+let stopProcess: () => Promise<void> = async () => undefined;
+const stop = async () => {
+  await stopProcess();
+  port.close();
+};
+
+try {
+  const wiring = await createDeps(config, logger, {
+    databaseUrl: data.databaseUrl,
+    poolSize: config.runtimeDbPoolSize,
+    applicationName: 'agent-platform-runtime',
+    ingestThreads: false,
+  });
+  stopProcess = wiring.stop;
+  // The main thread's PgBoss maintains the queues; this one only fetches and completes jobs.
+  const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
+  wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
+  const running = await runDeployment(wiring.deps, boss, data.spec);
+  wiring.onStop(() => running.stop());
+
+  port.on('message', (command: RuntimeThreadCommand) => {
+    if (command === 'wake') running.wake();
+    else if (command === 'stop') void stop();
+  });
+  report({ type: 'ready', url: running.url, graphIds: running.graphIds });
+} catch (error) {
+  logger.error({ err: error }, 'the runtime thread could not start');
+  report({ type: 'failed', message: (error as Error).message });
+  await stop();
+}

@@ -1,0 +1,99 @@
+// Deployments as the API sees them: looked up in the database by id (never in an in-process
+// registry), so any api process can serve any deployment whose runtime runs elsewhere.
+import { basename, dirname } from 'node:path';
+import { AppError } from '../../errors.js';
+import { readGraphConfig } from '../../runtime/graph-config.js';
+import { ensureSystemAssistants } from '../assistants/assistants.service.js';
+import type { Deps, ServiceContext } from '../context.js';
+import { runQueueFor } from '../runs/run-queue.js';
+import type { Viewer } from '../tenancy/viewer.js';
+import { type AgentServerContext, type DeploymentScope, serveDeploymentId } from './deployment-scope.js';
+import { type DeploymentRow, findDeployment, upsertLocalDeployment } from './deployments.store.js';
+
+const NOT_FOUND = 'Deployment not found';
+
+// Every agent-server request needs its deployment's row; a row read in the last second is reused,
+// so a busy deployment costs one lookup per second per process rather than one per request.
+const ROW_TTL_MS = 1000;
+const recentRows = new Map<string, { row: DeploymentRow; readAt: number }>();
+
+async function deploymentRow(deps: Deps, deploymentId: string): Promise<DeploymentRow | undefined> {
+  const cached = recentRows.get(deploymentId);
+  if (cached && Date.now() - cached.readAt < ROW_TTL_MS) return cached.row;
+  if (!/^[0-9a-f-]{36}$/i.test(deploymentId)) return undefined;
+  const row = await findDeployment(deps.db, deploymentId.toLowerCase());
+  if (row) recentRows.set(deploymentId, { row, readAt: Date.now() });
+  else recentRows.delete(deploymentId);
+  return row;
+}
+
+/** Whether the viewer may use the deployment: the system, a key of its organization, or serve's local caller of this deployment. */
+function mayUse(viewer: Viewer, row: DeploymentRow): boolean {
+  if (viewer.kind === 'system') return true;
+  if (viewer.kind === 'local') return viewer.deploymentId === row.id;
+  return viewer.organizationId === row.organization_id;
+}
+
+/**
+ * The agent-server context for a deployment, if the viewer may use it (see mayUse). NOT_FOUND
+ * otherwise: another organization's key learns nothing about the deployment. `dev` enables the
+ * test-harness endpoints (serve --dev).
+ */
+export async function agentContext(ctx: ServiceContext, deploymentId: string, options: { dev?: boolean } = {}): Promise<AgentServerContext> {
+  const row = await deploymentRow(ctx, deploymentId);
+  if (!row || !mayUse(ctx.viewer, row)) throw AppError.notFound(NOT_FOUND);
+  const { boss } = ctx;
+  const deployment: DeploymentScope = {
+    deploymentId: row.id,
+    tenantId: row.tenant_id,
+    organizationId: row.organization_id,
+    graphIds: row.graph_ids,
+    // Only runs need the job queue (the admin CLI, which has none, never creates one).
+    get queue() {
+      if (!boss) throw new Error('Enqueuing a run needs the process job queue (Deps.boss)');
+      return runQueueFor(boss, row.id);
+    },
+    dev: options.dev ?? false,
+  };
+  return { ...ctx, deployment };
+}
+
+export type LocalDeployment = { deploymentId: string; tenantId: string; name: string; configPath: string; graphIds: string[] };
+
+/**
+ * Records a deployment of a graph config on this machine (what `serve` runs, and what `start --role
+ * runtime --deployment <id>` can run): its graphs are read from the config's names, never imported.
+ * The id is stable per config path unless given; the tenant is `workspaceId` or the installation's
+ * first workspace. Each graph's default assistant is created (LANGGRAPH_CONFIG gives their config).
+ * NOT_FOUND for an unknown workspace; BAD_REQUEST for an unreadable config.
+ */
+export async function registerLocalDeployment(
+  ctx: ServiceContext,
+  input: { configPath: string; workspaceId?: string; name?: string; deploymentId?: string },
+): Promise<LocalDeployment> {
+  if (ctx.viewer.kind !== 'system') throw AppError.forbidden();
+  const graphConfig = readGraphConfig(input.configPath);
+  const workspace = input.workspaceId
+    ? await ctx.db.prisma.workspace.findUnique({ where: { id: input.workspaceId } })
+    : await ctx.db.prisma.workspace.findFirst({ orderBy: [{ organization: { createdAt: 'asc' } }, { createdAt: 'asc' }] });
+  if (!workspace) throw AppError.notFound(input.workspaceId ? `Workspace ${input.workspaceId} not found.` : 'No workspace yet: start the platform once first.');
+  const deployment: LocalDeployment = {
+    deploymentId: input.deploymentId ?? serveDeploymentId(graphConfig.path),
+    tenantId: workspace.id,
+    name: input.name ?? basename(dirname(graphConfig.path)),
+    configPath: graphConfig.path,
+    graphIds: graphConfig.graphs.map((graph) => graph.graphId),
+  };
+  await upsertLocalDeployment(ctx.db, { id: deployment.deploymentId, ...deployment });
+  recentRows.delete(deployment.deploymentId);
+  await ensureSystemAssistants(await agentContext(ctx, deployment.deploymentId), ctx.config.langgraphConfig);
+  return deployment;
+}
+
+/** A local deployment's graph config path, for the runtime that runs it. NOT_FOUND otherwise. */
+export async function localDeploymentConfig(deps: Deps, deploymentId: string): Promise<{ configPath: string; tenantId: string; name: string }> {
+  const row = await findDeployment(deps.db, deploymentId);
+  const configPath = row?.source === 'local' ? row.source_config.config_path : undefined;
+  if (!row || typeof configPath !== 'string') throw AppError.notFound(`Deployment ${deploymentId} not found (or not a local graph config).`);
+  return { configPath, tenantId: row.tenant_id, name: row.name };
+}

@@ -1,0 +1,54 @@
+// SQL of the deployments and deployment_runtimes tables.
+import type { Database } from '../../db.js';
+
+export type DeploymentRow = {
+  id: string;
+  tenant_id: string;
+  organization_id: string;
+  name: string;
+  source: string;
+  source_config: Record<string, unknown>;
+  graph_ids: string[];
+};
+
+/** One deployment with its tenant's organization. */
+export async function findDeployment(db: Database, deploymentId: string): Promise<DeploymentRow | undefined> {
+  const { rows } = await db.pool.query<DeploymentRow>(
+    `SELECT d.id, d.tenant_id, w.organization_id, d.name, d.source, d.source_config, d.graph_ids
+     FROM deployments d JOIN workspaces w ON w.id = d.tenant_id WHERE d.id = $1`,
+    [deploymentId],
+  );
+  return rows[0];
+}
+
+/** Creates or updates a local deployment (a graph config on this machine). */
+export async function upsertLocalDeployment(
+  db: Database,
+  values: { id: string; tenantId: string; name: string; configPath: string; graphIds: string[] },
+): Promise<void> {
+  await db.pool.query(
+    `INSERT INTO deployments (id, tenant_id, name, source, source_config, graph_ids, updated_at)
+     VALUES ($1, $2, $3, 'local', $4, $5, now())
+     ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id, name = excluded.name, source_config = excluded.source_config,
+       graph_ids = excluded.graph_ids, updated_at = now()`,
+    [values.id, values.tenantId, values.name, { config_path: values.configPath }, values.graphIds],
+  );
+}
+
+/** The deployment's runtimes that recorded themselves, newest first. */
+export async function listDeploymentRuntimes(db: Database, deploymentId: string): Promise<{ id: string; url: string }[]> {
+  const { rows } = await db.pool.query<{ id: string; url: string }>(
+    'SELECT id, url FROM deployment_runtimes WHERE deployment_id = $1 ORDER BY started_at DESC',
+    [deploymentId],
+  );
+  return rows;
+}
+
+/** Records a live runtime and where it answers. */
+export async function insertDeploymentRuntime(db: Database, values: { id: string; deploymentId: string; url: string }): Promise<void> {
+  await db.pool.query('INSERT INTO deployment_runtimes (id, deployment_id, url) VALUES ($1, $2, $3)', [values.id, values.deploymentId, values.url]);
+}
+
+export async function deleteDeploymentRuntime(db: Database, runtimeId: string): Promise<void> {
+  await db.pool.query('DELETE FROM deployment_runtimes WHERE id = $1', [runtimeId]);
+}

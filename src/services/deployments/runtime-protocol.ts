@@ -1,0 +1,41 @@
+// What an API process asks a deployment's runtime: the reads and writes that need the deployment's
+// graphs. The API never imports a deployment's code (in the control plane each runtime is a separate
+// process with its own environment), so these cross processes as JSON.
+//
+// Transport: HTTP to the runtime (runtime/runtime-server.ts), found through the deployment_runtimes
+// table. Chosen over the event bus because a reply (a thread's history with subgraph states) can be
+// far larger than a NOTIFY payload, HTTP gives each request a deadline and an error of its own when
+// the runtime is gone, and a runtime that is a container or a Kubernetes Deployment (issue 10's
+// launcher) is reached the same way; the custom routes of a graph config's `http.app`, which are user
+// code too, will be forwarded over the same channel. Requests carry a MAC made with the installation's
+// secret key, which every process of the installation shares.
+import type { ErrorCode, ValidationIssue } from '../../errors.js';
+
+type Json = Record<string, unknown>;
+export type CheckpointSelector = Record<string, unknown>;
+
+export type GraphRequest =
+  | { kind: 'thread-state'; threadId: string; graphId: string; subgraphs: boolean; checkpoint: CheckpointSelector | null }
+  | {
+      kind: 'thread-history';
+      threadId: string;
+      graphId: string;
+      checkpoint: CheckpointSelector | null;
+      limit: number;
+      before: unknown;
+      metadata: Json | null;
+    }
+  | { kind: 'update-thread-state'; threadId: string; graphId: string; checkpoint: CheckpointSelector; values: unknown; asNode: string | undefined }
+  | { kind: 'seed-thread-state'; threadId: string; graphId: string; supersteps: { updates: { values?: unknown; as_node?: string }[] }[] }
+  | { kind: 'graph-drawing'; graphId: string; config: Json; xray: boolean | number | undefined }
+  | { kind: 'graph-schemas'; graphId: string; config: Json }
+  | { kind: 'subgraph-schemas'; graphId: string; config: Json; namespace: string | undefined; recurse: boolean | undefined };
+
+/** The runtime's answer: the request's result, or the AppError it raised. */
+export type GraphReply = { result: unknown } | { error: { code: ErrorCode; message: string; details?: ValidationIssue[] | Json } };
+
+export const RUNTIME_REQUEST_PATH = '/graph-requests';
+export const RUNTIME_SIGNATURE_HEADER = 'x-runtime-signature';
+
+/** What a request's MAC covers: the runtime it is meant for and the exact body. */
+export const signedMessage = (runtimeId: string, body: string) => `${runtimeId}\n${body}`;

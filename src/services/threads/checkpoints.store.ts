@@ -1,0 +1,46 @@
+// SQL on LangGraph's checkpoint tables (schema `langgraph`, created by its Postgres saver; keyed by
+// thread id, which is unique across deployments). Used by the threads service (delete, copy) and by
+// the runtime (rollback, a run's starting point), on whichever pool the caller holds.
+import type pg from 'pg';
+
+export const CHECKPOINT_SCHEMA = 'langgraph';
+
+/** Deletes every checkpoint of the threads (all namespaces). */
+export async function deleteThreadCheckpoints(pool: pg.Pool, threadIds: string[]): Promise<void> {
+  if (!threadIds.length) return;
+  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoint_writes WHERE thread_id = ANY($1::text[])`, [threadIds]);
+  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoint_blobs WHERE thread_id = ANY($1::text[])`, [threadIds]);
+  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = ANY($1::text[])`, [threadIds]);
+}
+
+/** Removes the checkpoints a run wrote after `afterCheckpointId` (checkpoint ids sort by time). */
+export async function deleteCheckpointsAfter(pool: pg.Pool, threadId: string, afterCheckpointId: string | null): Promise<void> {
+  const after = afterCheckpointId ?? '';
+  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoint_writes WHERE thread_id = $1 AND checkpoint_id > $2`, [threadId, after]);
+  await pool.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1 AND checkpoint_id > $2`, [threadId, after]);
+}
+
+/** Copies every checkpoint of one thread to another (thread copy). */
+export async function copyThreadCheckpoints(pool: pg.Pool, fromThreadId: string, toThreadId: string): Promise<void> {
+  for (const table of ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes']) {
+    const { rows } = await pool.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
+      [CHECKPOINT_SCHEMA, table],
+    );
+    const columns = rows.map((row) => row.column_name);
+    const select = columns.map((column) => (column === 'thread_id' ? '$2' : `"${column}"`)).join(', ');
+    await pool.query(
+      `INSERT INTO ${CHECKPOINT_SCHEMA}.${table} (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${select} FROM ${CHECKPOINT_SCHEMA}.${table} WHERE thread_id = $1`,
+      [fromThreadId, toThreadId],
+    );
+  }
+}
+
+/** The id of a thread's latest root checkpoint (null when it has none). */
+export async function latestCheckpointId(pool: pg.Pool, threadId: string): Promise<string | null> {
+  const { rows } = await pool.query<{ checkpoint_id: string }>(
+    `SELECT checkpoint_id FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`,
+    [threadId],
+  );
+  return rows[0]?.checkpoint_id ?? null;
+}

@@ -1,0 +1,46 @@
+// SQL of agent_threads that the runtime shares with the threads service: the cached copy of a
+// thread's latest checkpoint (values, interrupts, status), which lists and GraphQL read without the graph.
+import type { Database } from '../../db.js';
+import type { ThreadStatus } from './threads.schemas.js';
+
+type Json = Record<string, unknown>;
+
+export type ThreadRow = {
+  id: string;
+  created_at: Date;
+  updated_at: Date;
+  metadata: Json;
+  status: ThreadStatus;
+  config: Json;
+  values: Json | null;
+  interrupts: Json;
+  error: Json | null;
+};
+
+/** The graph a thread runs (its metadata.graph_id, when set) and its cached values. */
+export async function selectThreadGraph(db: Database, threadId: string): Promise<{ graphId: string | undefined; values: unknown } | undefined> {
+  const { rows } = await db.pool.query<{ metadata: Json; values: unknown }>('SELECT metadata, "values" FROM agent_threads WHERE id = $1', [threadId]);
+  if (!rows[0]) return undefined;
+  const graphId = rows[0].metadata?.graph_id;
+  return { graphId: typeof graphId === 'string' ? graphId : undefined, values: rows[0].values };
+}
+
+/**
+ * Writes the thread's cached state and derives its status: error when `error` is set, busy while runs
+ * wait, interrupted when the graph stopped with work left (`hasNext`), else idle.
+ */
+export async function writeThreadCache(
+  db: Database,
+  threadId: string,
+  cache: { values: unknown; interrupts: Json; error: unknown; hasNext: boolean },
+): Promise<ThreadRow | undefined> {
+  const { rows } = await db.pool.query<ThreadRow>(
+    `UPDATE agent_threads SET "values" = $2, interrupts = $3, error = $4, updated_at = now(),
+       status = CASE WHEN $4::jsonb IS NOT NULL THEN 'error'
+                     WHEN EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')) THEN 'busy'
+                     WHEN $5 THEN 'interrupted' ELSE 'idle' END
+     WHERE id = $1 RETURNING *`,
+    [threadId, JSON.stringify(cache.values ?? null), cache.interrupts, cache.error ? JSON.stringify(cache.error) : null, cache.hasNext],
+  );
+  return rows[0];
+}
