@@ -13,6 +13,7 @@ import { agentServerRouter } from './rest/agent-server/router.js';
 import { ensureSystemAssistants } from './services/assistants/assistants.service.js';
 import type { Deps } from './services/context.js';
 import { type AgentServerContext, type DeploymentScope, serveDeploymentId } from './services/runtime/deployment-scope.js';
+import { loadCustomApp } from './services/runtime/custom-app.js';
 import { readGraphConfig } from './services/runtime/graph-config.js';
 import { GraphRegistry } from './services/runtime/graph-registry.js';
 import { openPersistence } from './services/runtime/persistence.js';
@@ -69,7 +70,7 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     cleanup.push(() => boss.stop({ graceful: true, timeout: 5000 }));
     const persistence = await openPersistence(db.url, deploymentId, { poolSize: Math.min(config.runtimeConcurrency + 4, 40) });
     cleanup.push(() => persistence.close());
-    const graphs = await GraphRegistry.load(graphConfig, persistence);
+    const graphs = await GraphRegistry.load(graphConfig, persistence, logger);
     const scope: DeploymentScope = { deploymentId, graphs, persistence, queue: new RunQueue(boss, deploymentId), auth: { kind: 'none' }, dev: options.dev };
     const unregister = registerDeploymentScope(scope);
     cleanup.push(async () => unregister());
@@ -95,7 +96,8 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
 
     // Served without credentials, like `langgraph dev`: a GraphQL request without a key may use this
     // deployment but none of the platform's tenants (their data needs an API key, as on the platform).
-    const app = buildApp(deps, { routers: [agentServerRouter(deps, scope)], anonymousViewer: LOCAL_VIEWER });
+    const customApp = await loadCustomApp(graphConfig, logger);
+    const app = buildApp(deps, { routers: [agentServerRouter(deps, scope, { customApp })], anonymousViewer: LOCAL_VIEWER });
     cleanup.push(() => app.stop());
     const url = await app.start(config.port, config.host);
     const runtime = runsHere ? (config.runtimeThread ? 'worker thread' : 'server thread') : undefined;

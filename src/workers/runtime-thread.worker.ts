@@ -44,7 +44,7 @@ try {
   cleanup.push(() => boss.stop({ graceful: true, timeout: 5000 }));
   const persistence = await openPersistence(db.url, data.deploymentId, { poolSize: Math.min(config.runtimeConcurrency + 4, 40) });
   cleanup.push(() => persistence.close());
-  const graphs = await GraphRegistry.load(readGraphConfig(data.configPath), persistence);
+  const graphs = await GraphRegistry.load(readGraphConfig(data.configPath), persistence, logger);
   const queue = new RunQueue(boss, data.deploymentId, data.queueOrigin);
   const deps: Deps = { config, db, events, secrets, logger };
   const ctx: AgentServerContext = {

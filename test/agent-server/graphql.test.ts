@@ -106,11 +106,12 @@ describe('GraphQL on the agent server', () => {
   });
 
   it('returns typed errors for unknown deployments and threads', async () => {
+    const threadId = crypto.randomUUID();
     const result = await gql(
       `query($d: ID!, $t: ID!) { thread(deploymentId: $d, id: $t) { ... on AppError { code message } } }`,
-      { d: server.deploymentId, t: crypto.randomUUID() },
+      { d: server.deploymentId, t: threadId },
     );
-    expect(result.thread).toEqual({ code: 'NOT_FOUND', message: 'Thread not found' });
+    expect(result.thread).toEqual({ code: 'NOT_FOUND', message: `Thread with ID ${threadId} not found` });
     const other = await gql(`query($d: ID!) { assistant(deploymentId: $d, id: "agent") { ... on AppError { code } } }`, { d: crypto.randomUUID() });
     expect(other.assistant).toEqual({ code: 'NOT_FOUND' });
   });

@@ -9,7 +9,9 @@ import { truncateDeployment } from '../../services/runtime/truncate.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../../services/tenancy/viewer.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
+import type { CustomApp } from '../../services/runtime/custom-app.js';
 import { assistantsRouter } from './assistants.routes.js';
+import { customRoutes } from './custom-routes.js';
 import { runsRouter } from './runs.routes.js';
 import { threadsRouter } from './threads.routes.js';
 
@@ -23,8 +25,10 @@ declare global {
   }
 }
 
-export function agentServerRouter(deps: Deps, scope: DeploymentScope): Router {
+export function agentServerRouter(deps: Deps, scope: DeploymentScope, options: { customApp?: CustomApp } = {}): Router {
   const router = Router();
+  // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
+  if (options.customApp) router.use(customRoutes(options.customApp));
   router.use(express.json({ limit: deps.config.bodyLimit, strict: false }));
   router.use(async (req, _res, next) => {
     if (scope.auth.kind === 'none') {

@@ -6,6 +6,7 @@ import { isUuid } from '../../ids.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
 import { defaultAssistantId } from '../runtime/graph-registry.js';
+import { extractGraphSchemas } from '../runtime/graph-schemas.js';
 import type { AgentServerContext } from '../runtime/deployment-scope.js';
 import {
   AssistantCountRequest,
@@ -207,8 +208,9 @@ export async function countAssistants(ctx: AgentServerContext, input: unknown): 
 }
 
 /**
- * Makes a new version from the supplied configuration (config and context are not merged with the
- * previous version; metadata is) and activates it. NOT_FOUND for an unknown assistant or graph.
+ * Makes a new version from the supplied fields and activates it: `config` and `context` given replace
+ * the previous ones, left out they are kept; `metadata` is merged. NOT_FOUND for an unknown assistant
+ * or graph.
  */
 export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<Assistant> {
   const body = parseInput(AssistantPatch, input, 'body');
@@ -219,8 +221,8 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
     graphId,
     name: body.name ?? current.name,
     description: body.description !== undefined ? body.description : current.description,
-    config: body.config ?? {},
-    context: body.context ?? {},
+    config: body.config ?? current.config,
+    context: body.context ?? current.context,
     metadata: { ...current.metadata, ...(body.metadata ?? {}) },
   };
   const client = await ctx.db.pool.connect();
@@ -309,31 +311,20 @@ export async function getAssistantGraph(ctx: AgentServerContext, idOrGraph: stri
   return drawable.toJSON();
 }
 
-type ChannelSchema = { type: 'object'; title: string; properties: Record<string, object> };
-
-/** JSON schemas of a compiled graph's input, output, state and context, from its channels. */
-function graphSchemas(graph: { builder?: unknown; streamChannels?: unknown; inputChannels?: unknown; outputChannels?: unknown; channels?: Record<string, unknown> }, title: string) {
-  const channels = Object.keys(graph.channels ?? {}).filter((name) => !name.startsWith('__') && !name.includes(':') && !name.startsWith('branch:'));
-  const list = (value: unknown) => (Array.isArray(value) ? (value as string[]) : typeof value === 'string' ? [value] : channels);
-  const schema = (names: string[], suffix: string): ChannelSchema => ({
-    type: 'object',
-    title: `${title}${suffix}`,
-    properties: Object.fromEntries(names.filter((name) => channels.includes(name)).map((name) => [name, {}])),
-  });
-  return {
-    input_schema: schema(list(graph.inputChannels), 'Input'),
-    output_schema: schema(list(graph.outputChannels), 'Output'),
-    state_schema: schema(channels, 'State'),
-    config_schema: { type: 'object', title: `${title}Config`, properties: {} },
-    context_schema: { type: 'object', title: `${title}Context`, properties: {} },
-  };
-}
-
 /** The schemas of the assistant's graph. */
 export async function getAssistantSchemas(ctx: AgentServerContext, idOrGraph: string): Promise<Json> {
   const assistant = await getAssistant(ctx, idOrGraph);
   const graph = await ctx.deployment.graphs.resolve(assistant.graphId, runnableConfig(assistant));
-  return { graph_id: assistant.graphId, ...graphSchemas(graph as never, assistant.graphId) };
+  const schemas = extractGraphSchemas(graph);
+  // As the reference: a JS graph's context schema is its config schema.
+  return {
+    graph_id: assistant.graphId,
+    input_schema: schemas.input,
+    output_schema: schemas.output,
+    state_schema: schemas.state,
+    config_schema: schemas.config,
+    context_schema: schemas.config,
+  };
 }
 
 /** The subgraphs of the assistant's graph by namespace (optionally below one namespace, recursively). */
@@ -346,7 +337,7 @@ export async function getAssistantSubgraphs(
   const graph = await ctx.deployment.graphs.resolve(assistant.graphId, runnableConfig(assistant));
   const result: Record<string, Json> = {};
   for await (const [namespace, subgraph] of graph.getSubgraphsAsync(options.namespace, options.recurse)) {
-    result[namespace] = graphSchemas(subgraph as never, namespace);
+    result[namespace] = extractGraphSchemas(subgraph);
   }
   return result;
 }

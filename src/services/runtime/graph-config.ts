@@ -31,6 +31,8 @@ export type GraphConfig = {
   graphs: GraphEntry[];
   /** Environment variables for graph code (from the `env` object or file). */
   env: Record<string, string>;
+  /** `http.app`: the project's own routes, `"./path/to/file.ts:export"` (a Hono app). */
+  httpApp?: string;
 };
 
 /** Reads and validates a graph config file; throws VALIDATION_FAILED naming every problem. */
@@ -57,7 +59,16 @@ export function readGraphConfig(configPath: string): GraphConfig {
     };
   });
   const env = typeof parsed.data.env === 'string' ? readEnvFile(resolve(root, parsed.data.env)) : (parsed.data.env ?? {});
-  return { path, root, graphs, env };
+  const httpApp = typeof parsed.data.http?.app === 'string' ? parsed.data.http.app : undefined;
+  return { path, root, graphs, env, httpApp };
+}
+
+/**
+ * Copies the config's `env` into the process environment, where graph code and the server's own
+ * settings (LANGGRAPH_CONFIG) read it; the operator's own environment wins over the file.
+ */
+export function applyGraphConfigEnv(config: Pick<GraphConfig, 'env'>, env: NodeJS.ProcessEnv = process.env): void {
+  for (const [key, value] of Object.entries(config.env)) if (env[key] === undefined) env[key] = value;
 }
 
 /** A dotenv file: KEY=VALUE lines, `#` comments, optional quotes. */

@@ -6,8 +6,10 @@ import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { Pregel } from '@langchain/langgraph/pregel';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { v5 } from 'uuid';
+import type { Logger } from 'pino';
 import { AppError } from '../../errors.js';
-import type { GraphConfig, GraphEntry } from './graph-config.js';
+import { applyGraphConfigEnv, type GraphConfig, type GraphEntry } from './graph-config.js';
+import { registerSdkLogger } from './sdk-logger.js';
 
 // The official server derives each graph's default assistant id from this namespace.
 export const GRAPH_ASSISTANT_NAMESPACE = '6ba7b821-9dad-11d1-80b4-00c04fd430c8';
@@ -54,10 +56,9 @@ export class GraphRegistry {
    * the deployment's checkpointer and store now; factories get them per run. Throws naming the graph
    * that failed to load.
    */
-  static async load(config: GraphConfig, persistence: Persistence): Promise<GraphRegistry> {
-    // Graph code reads its settings from the environment; the config's values never override the
-    // operator's own environment.
-    for (const [key, value] of Object.entries(config.env)) if (process.env[key] === undefined) process.env[key] = value;
+  static async load(config: GraphConfig, persistence: Persistence, logger: Logger): Promise<GraphRegistry> {
+    applyGraphConfigEnv(config);
+    registerSdkLogger(logger);
     const graphs = new Map<string, LoadedGraph>();
     for (const entry of config.graphs) {
       let exported: unknown;

@@ -6,6 +6,7 @@ import { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
 import pg from 'pg';
 import { PreparingClient } from '../../database/prepared-statements.js';
 import type { Persistence } from './graph-registry.js';
+import { RunMetadataSaver } from './run-checkpointer.js';
 
 export const CHECKPOINT_SCHEMA = 'langgraph';
 export const storeSchema = (deploymentId: string) => `langgraph_store_${deploymentId.replace(/-/g, '')}`;
@@ -20,7 +21,7 @@ export type RuntimePersistence = Persistence & {
 export async function openPersistence(databaseUrl: string, deploymentId: string, options: { poolSize: number }): Promise<RuntimePersistence> {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
   pool.on('error', () => undefined);
-  const checkpointer = new PostgresSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA });
+  const checkpointer = new RunMetadataSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA });
   const store = new PostgresStore({
     connectionOptions: { connectionString: databaseUrl, max: 2, application_name: 'agent-platform-store' },
     schema: storeSchema(deploymentId),

@@ -8,6 +8,7 @@ import { isUuid, newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
 import type { AgentServerContext } from '../runtime/deployment-scope.js';
 import { copyThreadCheckpoints, deleteThreadCheckpoints } from '../runtime/persistence.js';
+import { asGraphRequest } from '../runtime/graph-errors.js';
 import { serializeError, toPlainJson } from '../runtime/serialize.js';
 import {
   ThreadCountRequest,
@@ -58,7 +59,8 @@ export const toThread = (row: ThreadRow): Thread => ({
   error: row.error,
 });
 
-const NOT_FOUND = 'Thread not found';
+/** The reference server's text, which clients match on. */
+export const threadNotFound = (threadId: string) => `Thread with ID ${threadId} not found`;
 
 /** Creates a thread; CONFLICT when `thread_id` exists (unless if_exists=do_nothing). `supersteps` seed its state. */
 export async function createThread(ctx: AgentServerContext, input: unknown): Promise<Thread> {
@@ -79,9 +81,11 @@ export async function createThread(ctx: AgentServerContext, input: unknown): Pro
   if (body.supersteps?.length) {
     const graphId = graphOf(thread);
     const graph = await ctx.deployment.graphs.resolve(graphId, {});
-    await graph.bulkUpdateState(
-      { configurable: { thread_id: id } },
-      body.supersteps.map((step) => ({ updates: step.updates.map((update) => ({ values: update.values, asNode: update.as_node })) })),
+    await asGraphRequest(() =>
+      graph.bulkUpdateState(
+        { configurable: { thread_id: id } },
+        body.supersteps!.map((step) => ({ updates: step.updates.map((update) => ({ values: update.values, asNode: update.as_node })) })),
+      ),
     );
     thread = await refreshThreadFromState(ctx, id);
   }
@@ -100,7 +104,7 @@ async function findThread(ctx: AgentServerContext, threadId: string): Promise<Th
 /** One thread; NOT_FOUND otherwise (also for another deployment's thread). */
 export async function getThread(ctx: AgentServerContext, threadId: string): Promise<Thread> {
   const thread = await findThread(ctx, threadId);
-  if (!thread) throw AppError.notFound(NOT_FOUND);
+  if (!thread) throw AppError.notFound(threadNotFound(threadId));
   return thread;
 }
 
@@ -203,6 +207,12 @@ const graphOf = (thread: Thread): string => {
   return graphId;
 };
 
+/** The config a thread's graph is built with (a factory graph's shape may depend on it): its runs' config. */
+const graphConfigOf = (thread: Thread): RunnableConfig => ({
+  ...(thread.config as RunnableConfig),
+  configurable: { ...((thread.config.configurable as Json | undefined) ?? {}) },
+});
+
 export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Json | null };
 
 function checkpointOf(config: RunnableConfig | undefined): Checkpoint | null {
@@ -213,6 +223,17 @@ function checkpointOf(config: RunnableConfig | undefined): Checkpoint | null {
     checkpoint_ns: configurable.checkpoint_ns ?? '',
     checkpoint_id: configurable.checkpoint_id ?? null,
     checkpoint_map: configurable.checkpoint_map ?? null,
+  };
+}
+
+/** A task's subgraph checkpoint as the reference sends it: no `checkpoint_map`, `checkpoint_id` only when known. */
+function taskCheckpointOf(config: RunnableConfig): Partial<Checkpoint> | null {
+  const checkpoint = checkpointOf(config);
+  if (!checkpoint) return null;
+  return {
+    checkpoint_ns: checkpoint.checkpoint_ns,
+    thread_id: checkpoint.thread_id,
+    ...(checkpoint.checkpoint_id ? { checkpoint_id: checkpoint.checkpoint_id } : {}),
   };
 }
 
@@ -238,7 +259,7 @@ export function presentSnapshot(state: StateSnapshot): ThreadState {
     error: task.error != null ? serializeError(task.error).message : null,
     interrupts: task.interrupts ?? [],
     path: task.path,
-    checkpoint: task.state && !isSnapshot(task.state) ? checkpointOf(task.state as RunnableConfig) : null,
+    checkpoint: task.state && !isSnapshot(task.state) ? taskCheckpointOf(task.state as RunnableConfig) : null,
     state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state) : null,
     result: task.result ?? null,
   }));
@@ -273,7 +294,7 @@ export async function getThreadState(
 ): Promise<ThreadState> {
   const thread = await getThread(ctx, threadId);
   if (typeof thread.metadata.graph_id !== 'string') return emptyState();
-  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
+  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), graphConfigOf(thread));
   const configurable: Json = { thread_id: threadId };
   for (const [key, value] of Object.entries(options.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
   const state = await graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false });
@@ -299,11 +320,11 @@ export async function updateThreadState(
   const thread = await getThread(ctx, threadId);
   const { rows } = await ctx.db.pool.query(`SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`, [threadId]);
   if (rows.length) throw AppError.conflict('Thread is busy: a run is pending or running');
-  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
+  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), graphConfigOf(thread));
   const configurable: Json = { thread_id: threadId };
   if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
-  const next = await graph.updateState({ configurable }, body.values ?? null, body.as_node ?? undefined);
+  const next = await asGraphRequest(() => graph.updateState({ configurable }, body.values ?? null, body.as_node ?? undefined));
   await refreshThreadFromState(ctx, threadId);
   // The official servers answer {checkpoint}; the JS SDK's type reads {configurable}: both are given.
   const checkpoint = checkpointOf(next);
@@ -315,7 +336,7 @@ export async function getThreadHistory(ctx: AgentServerContext, threadId: string
   const body = parseInput(ThreadHistoryRequest, input, 'body');
   const thread = await getThread(ctx, threadId);
   if (typeof thread.metadata.graph_id !== 'string') return [];
-  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), { configurable: {} });
+  const graph = await ctx.deployment.graphs.resolve(graphOf(thread), graphConfigOf(thread));
   const configurable: Json = { thread_id: threadId };
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
   const before =
@@ -343,7 +364,7 @@ export async function refreshThreadFromState(ctx: AgentServerContext, threadId: 
   let interrupts: Json = {};
   let hasNext = false;
   if (typeof thread.metadata.graph_id === 'string') {
-    const graph = await ctx.deployment.graphs.resolve(thread.metadata.graph_id, { configurable: {} });
+    const graph = await ctx.deployment.graphs.resolve(thread.metadata.graph_id, graphConfigOf(thread));
     const state = presentSnapshot(await graph.getState({ configurable: { thread_id: threadId } }));
     values = state.values;
     hasNext = state.next.length > 0;
