@@ -15,6 +15,7 @@ import type { Deps } from './services/context.js';
 import { type AgentServerContext, type DeploymentScope, serveDeploymentId } from './services/runtime/deployment-scope.js';
 import { loadCustomApp } from './services/runtime/custom-app.js';
 import { readGraphConfig } from './services/runtime/graph-config.js';
+import { bundleGraphUis } from './services/runtime/ui-bundles.js';
 import { GraphRegistry } from './services/runtime/graph-registry.js';
 import { openPersistence } from './services/runtime/persistence.js';
 import { RunQueue } from './services/runtime/run-queue.js';
@@ -97,7 +98,8 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     // Served without credentials, like `langgraph dev`: a GraphQL request without a key may use this
     // deployment but none of the platform's tenants (their data needs an API key, as on the platform).
     const customApp = await loadCustomApp(graphConfig, logger);
-    const app = buildApp(deps, { routers: [agentServerRouter(deps, scope, { customApp })], anonymousViewer: LOCAL_VIEWER });
+    const ui = await bundleGraphUis(graphConfig, logger);
+    const app = buildApp(deps, { routers: [agentServerRouter(deps, scope, { customApp, ui })], anonymousViewer: LOCAL_VIEWER });
     cleanup.push(() => app.stop());
     const url = await app.start(config.port, config.host);
     const runtime = runsHere ? (config.runtimeThread ? 'worker thread' : 'server thread') : undefined;

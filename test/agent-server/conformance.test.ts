@@ -217,6 +217,24 @@ describe('9. the project’s http.app', () => {
   });
 });
 
+describe('9. generative UI from langgraph.json', () => {
+  it('bundles the `ui` components and loads them from this server’s own URL', async () => {
+    // What the SDK's LoadExternalComponent asks for.
+    const html = await client['~ui'].getComponent('zod_agent', 'weather');
+    const script = `${server.url}/ui/zod_agent/entrypoint.js`;
+    expect(html).toContain(`<link rel="stylesheet" href="${server.url}/ui/zod_agent/entrypoint.css" />`);
+    expect(html).toContain(`<script src="${script}" onload='__LGUI_zod_agent.render("weather", "{{shadowRootId}}")'></script>`);
+    const js = await fetch(script);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    const source = await js.text();
+    expect(source).toContain('var __LGUI_zod_agent');
+    expect(source).toContain('Weather in ');
+    expect(await (await fetch(`${server.url}/ui/zod_agent/entrypoint.css`)).text()).toContain('.weather-card');
+    const missing = await fetch(`${server.url}/ui/annotation`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"weather"}' });
+    expect([missing.status, await missing.text()]).toEqual([404, 'UI not found for agent "annotation"']);
+  });
+});
+
 describe('10. errors a graph or a request causes', () => {
   it('answer 4xx or end the run in error, never 500', async () => {
     const thread = await client.threads.create();

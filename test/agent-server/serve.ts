@@ -14,14 +14,19 @@ const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 export type ServeProcess = PlatformProcess & { client: Client; configPath: string; dir: string; deploymentId: string; restart(): Promise<ServeProcess> };
 
 /**
- * Writes a fixture project's langgraph.json (`test/fixtures/<project>/`) naming its graphs and
- * `http.app` by absolute path, in a fresh folder.
+ * Writes a fixture project's langgraph.json (`test/fixtures/<project>/`) naming its graphs, `ui`
+ * components and `http.app` by absolute path, in a fresh folder.
  */
 export function fixtureConfig(project = 'graphs'): { dir: string; configPath: string } {
   const dir = mkdtempSync(join(tmpdir(), 'agent-server-test-'));
   const folder = join(FIXTURES, project);
-  const config = JSON.parse(readFileSync(join(folder, 'langgraph.json'), 'utf8')) as { graphs: Record<string, string>; http?: { app?: string } };
+  const config = JSON.parse(readFileSync(join(folder, 'langgraph.json'), 'utf8')) as {
+    graphs: Record<string, string>;
+    http?: { app?: string };
+    ui?: Record<string, string>;
+  };
   for (const [id, spec] of Object.entries(config.graphs)) config.graphs[id] = resolve(folder, spec);
+  for (const [id, file] of Object.entries(config.ui ?? {})) config.ui![id] = resolve(folder, file);
   if (config.http?.app) config.http.app = resolve(folder, config.http.app);
   const configPath = join(dir, 'langgraph.json');
   writeFileSync(configPath, JSON.stringify(config, null, 2));

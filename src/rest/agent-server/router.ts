@@ -10,10 +10,12 @@ import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../../services/tenancy/viewer.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
 import type { CustomApp } from '../../services/runtime/custom-app.js';
+import type { UiBundles } from '../../services/runtime/ui-bundles.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { customRoutes } from './custom-routes.js';
 import { runsRouter } from './runs.routes.js';
 import { threadsRouter } from './threads.routes.js';
+import { uiRouter } from './ui.routes.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -25,7 +27,7 @@ declare global {
   }
 }
 
-export function agentServerRouter(deps: Deps, scope: DeploymentScope, options: { customApp?: CustomApp } = {}): Router {
+export function agentServerRouter(deps: Deps, scope: DeploymentScope, options: { customApp?: CustomApp; ui?: UiBundles } = {}): Router {
   const router = Router();
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp));
@@ -57,6 +59,7 @@ export function agentServerRouter(deps: Deps, scope: DeploymentScope, options: {
   router.use(assistantsRouter());
   router.use(threadsRouter());
   router.use(runsRouter());
+  if (options.ui) router.use(uiRouter(options.ui, { publicUrl: deps.config.publicUrl }));
 
   if (scope.dev) {
     router.post('/internal/truncate', async (req, res) => {

@@ -17,6 +17,8 @@ export const GraphConfigFile = z
     dependencies: z.array(z.string()).optional(),
     store: z.object({}).passthrough().optional(),
     http: z.object({}).passthrough().optional(),
+    ui: z.record(z.string().min(1), z.string().min(1)).optional(),
+    ui_config: z.object({ shared: z.array(z.string()).optional() }).optional(),
     node_version: z.string().optional(),
   })
   .passthrough();
@@ -33,6 +35,8 @@ export type GraphConfig = {
   env: Record<string, string>;
   /** `http.app`: the project's own routes, `"./path/to/file.ts:export"` (a Hono app). */
   httpApp?: string;
+  /** `ui`: generative UI components per graph, `{"<graph id>": "./path/to/ui.tsx"}`, and `ui_config`. */
+  ui?: { components: Record<string, string>; shared?: string[] };
 };
 
 /** Reads and validates a graph config file; throws VALIDATION_FAILED naming every problem. */
@@ -60,7 +64,8 @@ export function readGraphConfig(configPath: string): GraphConfig {
   });
   const env = typeof parsed.data.env === 'string' ? readEnvFile(resolve(root, parsed.data.env)) : (parsed.data.env ?? {});
   const httpApp = typeof parsed.data.http?.app === 'string' ? parsed.data.http.app : undefined;
-  return { path, root, graphs, env, httpApp };
+  const ui = parsed.data.ui ? { components: parsed.data.ui, shared: parsed.data.ui_config?.shared } : undefined;
+  return { path, root, graphs, env, httpApp, ui };
 }
 
 /**
