@@ -72,7 +72,7 @@ describe('GraphQL on the agent server', () => {
       subscribe(`subscription($runId: ID!) { runEvents(runId: $runId) { seq event mode data } }`, { runId: run.runId }),
       collect(server.client.runs.joinStream(thread.threadId, run.runId)),
     ]);
-    expect(viaWs.map((m) => ({ event: m.runEvents.event, data: m.runEvents.data, id: String(m.runEvents.seq) }))).toEqual(
+    expect(viaWs.map((m) => ({ event: m.runEvents.event, data: m.runEvents.data, id: String(m.runEvents.seq - 1) }))).toEqual(
       viaSse.map((part: any) => ({ event: part.event, data: part.data, id: part.id })),
     );
     const names = viaWs.map((m) => m.runEvents.event as string);
