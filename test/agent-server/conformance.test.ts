@@ -242,6 +242,9 @@ describe('10. errors a graph or a request causes', () => {
     await expect(client.threads.updateState(thread.thread_id, { values: { greeting: 'x' }, asNode: 'no_such_node' })).rejects.toThrow(
       'HTTP 400: Node "no_such_node" does not exist',
     );
+    await expect(
+      client.threads.updateState(thread.thread_id, { values: { greeting: 'x' }, asNode: 'greet', checkpoint: { checkpoint_ns: 'nope:1' } as never }),
+    ).rejects.toThrow('HTTP 404: Subgraph "nope" not found');
     // The SDK raises the run's error from `wait`.
     await expect(client.runs.wait(thread.thread_id, 'logged', { input: { fail: true } })).rejects.toThrow('Error: the graph was asked to fail');
     expect((await client.runs.list(thread.thread_id))[0]!.status).toBe('error');

@@ -6,11 +6,15 @@ import { AppError } from '../../errors.js';
 // Matched by name: the graph may use its own copy of @langchain/langgraph (or zod).
 const CLIENT_ERRORS = new Set(['InvalidUpdateError', 'EmptyInputError', 'GraphValueError', 'StateGraphInputError', 'ZodError', '$ZodError']);
 
+// A checkpoint namespace naming a subgraph the graph does not have (a plain Error in LangGraph).
+const UNKNOWN_SUBGRAPH = /^Subgraph ".*" not found$/;
+
 /** The AppError a graph error raised by a request's content stands for, if it is one. */
 export function graphRequestError(error: unknown): AppError | undefined {
-  const name = (error as { name?: unknown } | null)?.name;
+  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+  if (typeof message === 'string' && UNKNOWN_SUBGRAPH.test(message)) return AppError.notFound(message);
   if (typeof name !== 'string' || !CLIENT_ERRORS.has(name)) return undefined;
-  return AppError.badRequest((error as Error).message);
+  return AppError.badRequest(String(message));
 }
 
 /** Runs graph work on behalf of a request: client-caused graph errors become BAD_REQUEST. */

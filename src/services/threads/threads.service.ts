@@ -297,7 +297,7 @@ export async function getThreadState(
   const graph = await ctx.deployment.graphs.resolve(graphOf(thread), graphConfigOf(thread));
   const configurable: Json = { thread_id: threadId };
   for (const [key, value] of Object.entries(options.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
-  const state = await graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false });
+  const state = await asGraphRequest(() => graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false }));
   return presentSnapshot(state);
 }
 
@@ -348,9 +348,11 @@ export async function getThreadHistory(ctx: AgentServerContext, threadId: string
           ? { configurable: body.before }
           : undefined;
   const states: ThreadState[] = [];
-  for await (const state of graph.getStateHistory({ configurable }, { limit: body.limit, before, filter: body.metadata ?? undefined })) {
-    states.push(presentSnapshot(state));
-  }
+  await asGraphRequest(async () => {
+    for await (const state of graph.getStateHistory({ configurable }, { limit: body.limit, before, filter: body.metadata ?? undefined })) {
+      states.push(presentSnapshot(state));
+    }
+  });
   return states;
 }
 
