@@ -83,12 +83,13 @@ describe('2. schemas', () => {
     expect(Object.keys(state.properties).sort()).toEqual(['messages', 'summary', 'turns']);
     expect(state.properties.messages).toMatchObject({ type: 'array', langgraph_type: 'messages' });
     expect(state.properties.turns).toEqual({ type: 'number', default: 0 });
+    expect(schemas.config_schema).toMatchObject({ type: 'object' });
   });
 
-  it('gives each subgraph’s {state, input, output}', async () => {
+  it('gives each subgraph’s {state, input, output, config}', async () => {
     const subgraphs = (await client.assistants.getSubgraphs('nested_ask')) as unknown as Record<string, Record<string, Schema>>;
     expect(Object.keys(subgraphs)).toEqual(['child']);
-    expect(Object.keys(subgraphs.child!).sort()).toEqual(['input', 'output', 'state']);
+    expect(Object.keys(subgraphs.child!).sort()).toEqual(['config', 'input', 'output', 'state']);
     expect(Object.keys(subgraphs.child!.state!.properties)).toEqual(['colour']);
   });
 });

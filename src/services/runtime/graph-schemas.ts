@@ -102,7 +102,9 @@ function annotationSchemas(builder: Builder): GraphSchemas {
   const state = Object.keys(channels).filter((name) => !name.startsWith('__'));
   const keysOf = (definition: unknown) =>
     definition && typeof definition === 'object' ? Object.keys((definition as { spec?: object }).spec ?? definition) : state;
-  return { state: object(state), input: object(keysOf(builder._inputDefinition)), output: object(keysOf(builder._outputDefinition)) };
+  // No runtime config schema either: an open object, as the reference answers for such graphs.
+  const config = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object' };
+  return { state: object(state), input: object(keysOf(builder._inputDefinition)), output: object(keysOf(builder._outputDefinition)), config };
 }
 
 /** What a channel says about its value at runtime: a messages list, or a reducer's default. */
