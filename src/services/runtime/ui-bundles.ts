@@ -2,7 +2,6 @@
 // reference server's own bundler (`@langchain/langgraph-ui`: esbuild, React and the SDK kept external,
 // Tailwind CSS), rebuilt when their files change, and kept in memory for `/ui/{graph_id}`.
 import { basename, dirname, resolve } from 'node:path';
-import { watch } from '@langchain/langgraph-ui';
 import type { Logger } from 'pino';
 import type { GraphConfig } from './graph-config.js';
 
@@ -19,6 +18,8 @@ const FIRST_BUILD_TIMEOUT_MS = 120_000;
 /** Bundles the config's UI components (resolves once each has built or failed); undefined without `ui`. */
 export async function bundleGraphUis(config: Pick<GraphConfig, 'root' | 'ui'>, logger: Logger): Promise<UiBundles | undefined> {
   if (!config.ui) return undefined;
+  // Loaded only for projects with UI: the bundler brings esbuild and Tailwind with it.
+  const { watch } = await import('@langchain/langgraph-ui');
   const bundles = new Map<string, UiFile[]>();
   const pending = new Map<string, () => void>();
   const built = Object.keys(config.ui.components).map((graphId) => new Promise<void>((resolve) => pending.set(graphId, resolve)));
