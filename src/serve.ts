@@ -9,7 +9,10 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import { agentServerRouter } from './rest/agent-server/router.js';
+import { loadCustomApp } from './runtime/custom-app.js';
+import { readGraphConfig } from './runtime/graph-config.js';
 import { startRuntimeRole } from './runtime/role.js';
+import { bundleGraphUis } from './runtime/ui-bundles.js';
 import { registerLocalDeployment } from './services/deployments/deployments.service.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
@@ -51,8 +54,12 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
 
     // Served without credentials, like `langgraph dev`: a GraphQL request without a key may use this
     // deployment but none of the platform's tenants (their data needs an API key, as on the platform).
+    // The project's `http.app` and `ui` are loaded here, in serve's own process (the graphs are not).
+    const graphConfig = readGraphConfig(options.configPath);
+    const customApp = await loadCustomApp(graphConfig, logger);
+    const ui = await bundleGraphUis(graphConfig, logger);
     const app = buildApp(deps, {
-      routers: [agentServerRouter(deps, { deploymentId, anonymous: true, dev: options.dev })],
+      routers: [agentServerRouter(deps, { deploymentId, anonymous: true, dev: options.dev }, { customApp, ui })],
       anonymousViewer: localViewer(deploymentId),
     });
     wiring.onStop(() => app.stop());

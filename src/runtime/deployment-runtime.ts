@@ -46,7 +46,7 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
   try {
     const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize });
     steps.push(() => persistence.close());
-    const graphs = await GraphRegistry.load(readGraphConfig(spec.configPath), persistence);
+    const graphs = await GraphRegistry.load(readGraphConfig(spec.configPath), persistence, deps.logger);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue } };

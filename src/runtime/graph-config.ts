@@ -17,6 +17,8 @@ export const GraphConfigFile = z
     dependencies: z.array(z.string()).optional(),
     store: z.object({}).passthrough().optional(),
     http: z.object({}).passthrough().optional(),
+    ui: z.record(z.string().min(1), z.string().min(1)).optional(),
+    ui_config: z.object({ shared: z.array(z.string()).optional() }).optional(),
     node_version: z.string().optional(),
   })
   .passthrough();
@@ -31,6 +33,10 @@ export type GraphConfig = {
   graphs: GraphEntry[];
   /** Environment variables for graph code (from the `env` object or file). */
   env: Record<string, string>;
+  /** `http.app`: the project's own routes, `"./path/to/file.ts:export"` (a Hono app). */
+  httpApp?: string;
+  /** `ui`: generative UI components per graph, `{"<graph id>": "./path/to/ui.tsx"}`, and `ui_config`. */
+  ui?: { components: Record<string, string>; shared?: string[] };
 };
 
 /** Reads and validates a graph config file; throws VALIDATION_FAILED naming every problem. */
@@ -57,7 +63,17 @@ export function readGraphConfig(configPath: string): GraphConfig {
     };
   });
   const env = typeof parsed.data.env === 'string' ? readEnvFile(resolve(root, parsed.data.env)) : (parsed.data.env ?? {});
-  return { path, root, graphs, env };
+  const httpApp = typeof parsed.data.http?.app === 'string' ? parsed.data.http.app : undefined;
+  const ui = parsed.data.ui ? { components: parsed.data.ui, shared: parsed.data.ui_config?.shared } : undefined;
+  return { path, root, graphs, env, httpApp, ui };
+}
+
+/**
+ * Copies the config's `env` into the process environment, where graph code and the server's own
+ * settings (LANGGRAPH_CONFIG) read it; the operator's own environment wins over the file.
+ */
+export function applyGraphConfigEnv(config: Pick<GraphConfig, 'env'>, env: NodeJS.ProcessEnv = process.env): void {
+  for (const [key, value] of Object.entries(config.env)) if (env[key] === undefined) env[key] = value;
 }
 
 /** A dotenv file: KEY=VALUE lines, `#` comments, optional quotes. */

@@ -8,6 +8,8 @@ import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
 import type { GraphRequest } from '../services/deployments/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import type { RuntimeContext } from './runtime-context.js';
+import { asGraphRequest } from './graph-errors.js';
+import { extractGraphSchemas } from './graph-schemas.js';
 import { serializeError, toPlainJson } from './serialize.js';
 import { checkpointOf } from './stream-modes.js';
 
@@ -29,6 +31,23 @@ export type ThreadState = {
 const isSnapshot = (value: unknown): value is StateSnapshot =>
   typeof value === 'object' && value !== null && 'values' in value && 'next' in value;
 
+/** A task's subgraph checkpoint as the reference sends it: no `checkpoint_map`, `checkpoint_id` only when known. */
+function taskCheckpointOf(config: RunnableConfig): Partial<Checkpoint> | null {
+  const checkpoint = checkpointOf(config);
+  if (!checkpoint) return null;
+  return {
+    checkpoint_ns: checkpoint.checkpoint_ns,
+    thread_id: checkpoint.thread_id,
+    ...(checkpoint.checkpoint_id ? { checkpoint_id: checkpoint.checkpoint_id } : {}),
+  };
+}
+
+/** The config a thread's graph is built with (a factory graph's shape may depend on it): its runs' config. */
+const threadGraphConfig = (config: Json | undefined): RunnableConfig => ({
+  ...(config as RunnableConfig),
+  configurable: { ...(((config ?? {}).configurable as Json | undefined) ?? {}) },
+});
+
 /** A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). */
 export function presentSnapshot(state: StateSnapshot): ThreadState {
   const tasks = state.tasks.map((task) => ({
@@ -37,7 +56,7 @@ export function presentSnapshot(state: StateSnapshot): ThreadState {
     error: task.error != null ? serializeError(task.error).message : null,
     interrupts: task.interrupts ?? [],
     path: task.path,
-    checkpoint: task.state && !isSnapshot(task.state) ? checkpointOf(task.state as RunnableConfig) : null,
+    checkpoint: task.state && !isSnapshot(task.state) ? taskCheckpointOf(task.state as RunnableConfig) : null,
     state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state) : null,
     result: task.result ?? null,
   }));
@@ -64,14 +83,14 @@ type Request<K extends GraphRequest['kind']> = Extract<GraphRequest, { kind: K }
 
 /** The thread's state (at a checkpoint when named); `subgraphs` includes subgraph states in tasks. */
 export async function readThreadState(ctx: RuntimeContext, request: Request<'thread-state'>): Promise<ThreadState> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, { configurable: {} });
-  const state = await graph.getState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, { subgraphs: request.subgraphs });
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
+  const state = await asGraphRequest(() => graph.getState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, { subgraphs: request.subgraphs }));
   return presentSnapshot(state);
 }
 
 /** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). */
 export async function readThreadHistory(ctx: RuntimeContext, request: Request<'thread-history'>): Promise<ThreadState[]> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, { configurable: {} });
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
   const { before: given } = request;
   const before =
     typeof given === 'string'
@@ -86,14 +105,16 @@ export async function readThreadHistory(ctx: RuntimeContext, request: Request<'t
     { configurable: threadConfigurable(request.threadId, request.checkpoint) },
     { limit: request.limit, before, filter: request.metadata ?? undefined },
   );
-  for await (const state of history) states.push(presentSnapshot(state));
+  await asGraphRequest(async () => {
+    for await (const state of history) states.push(presentSnapshot(state));
+  });
   return states;
 }
 
 /** Writes values into the thread's state as if `asNode` had returned them; refreshes the thread's cache. */
 export async function updateThreadState(ctx: RuntimeContext, request: Request<'update-thread-state'>): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, { configurable: {} });
-  const next = await graph.updateState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, request.values ?? null, request.asNode);
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
+  const next = await asGraphRequest(() => graph.updateState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, request.values ?? null, request.asNode));
   await refreshThreadCache(ctx, request.threadId);
   // The official servers answer {checkpoint}; the JS SDK's type reads {configurable}: both are given.
   const checkpoint = checkpointOf(next);
@@ -103,9 +124,11 @@ export async function updateThreadState(ctx: RuntimeContext, request: Request<'u
 /** Seeds a new thread's state from supersteps of updates (thread create); refreshes the thread's cache. */
 export async function seedThreadState(ctx: RuntimeContext, request: Request<'seed-thread-state'>): Promise<null> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, {});
-  await graph.bulkUpdateState(
-    { configurable: { thread_id: request.threadId } },
-    request.supersteps.map((step) => ({ updates: step.updates.map((update) => ({ values: update.values, asNode: update.as_node })) })),
+  await asGraphRequest(() =>
+    graph.bulkUpdateState(
+      { configurable: { thread_id: request.threadId } },
+      request.supersteps.map((step) => ({ updates: step.updates.map((update) => ({ values: update.values, asNode: update.as_node })) })),
+    ),
   );
   await refreshThreadCache(ctx, request.threadId);
   return null;
@@ -118,30 +141,19 @@ export async function drawGraph(ctx: RuntimeContext, request: Request<'graph-dra
   return drawable.toJSON();
 }
 
-type ChannelSchema = { type: 'object'; title: string; properties: Record<string, object> };
-
-/** JSON schemas of a compiled graph's input, output, state and context, from its channels. */
-function graphSchemas(graph: { builder?: unknown; streamChannels?: unknown; inputChannels?: unknown; outputChannels?: unknown; channels?: Record<string, unknown> }, title: string) {
-  const channels = Object.keys(graph.channels ?? {}).filter((name) => !name.startsWith('__') && !name.includes(':') && !name.startsWith('branch:'));
-  const list = (value: unknown) => (Array.isArray(value) ? (value as string[]) : typeof value === 'string' ? [value] : channels);
-  const schema = (names: string[], suffix: string): ChannelSchema => ({
-    type: 'object',
-    title: `${title}${suffix}`,
-    properties: Object.fromEntries(names.filter((name) => channels.includes(name)).map((name) => [name, {}])),
-  });
-  return {
-    input_schema: schema(list(graph.inputChannels), 'Input'),
-    output_schema: schema(list(graph.outputChannels), 'Output'),
-    state_schema: schema(channels, 'State'),
-    config_schema: { type: 'object', title: `${title}Config`, properties: {} },
-    context_schema: { type: 'object', title: `${title}Context`, properties: {} },
-  };
-}
-
 /** The schemas of a graph. */
 export async function readGraphSchemas(ctx: RuntimeContext, request: Request<'graph-schemas'>): Promise<Json> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
-  return { graph_id: request.graphId, ...graphSchemas(graph as never, request.graphId) };
+  const schemas = extractGraphSchemas(graph);
+  // As the reference: a JS graph's context schema is its config schema.
+  return {
+    graph_id: request.graphId,
+    input_schema: schemas.input,
+    output_schema: schemas.output,
+    state_schema: schemas.state,
+    config_schema: schemas.config,
+    context_schema: schemas.config,
+  };
 }
 
 /** The schemas of a graph's subgraphs by namespace (optionally below one namespace, recursively). */
@@ -149,7 +161,7 @@ export async function readSubgraphSchemas(ctx: RuntimeContext, request: Request<
   const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
   const result: Record<string, Json> = {};
   for await (const [namespace, subgraph] of graph.getSubgraphsAsync(request.namespace, request.recurse)) {
-    result[namespace] = graphSchemas(subgraph as never, namespace);
+    result[namespace] = extractGraphSchemas(subgraph);
   }
   return result;
 }
@@ -165,7 +177,7 @@ export async function refreshThreadCache(ctx: RuntimeContext, threadId: string, 
   const interrupts: Json = {};
   let hasNext = false;
   if (thread.graphId) {
-    const graph = await ctx.deployment.graphs.resolve(thread.graphId, { configurable: {} });
+    const graph = await ctx.deployment.graphs.resolve(thread.graphId, threadGraphConfig(thread.config));
     const state = presentSnapshot(await graph.getState({ configurable: { thread_id: threadId } }));
     values = state.values;
     hasNext = state.next.length > 0;

@@ -7,7 +7,9 @@ import type { Pregel } from '@langchain/langgraph/pregel';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { AppError } from '../errors.js';
 import { defaultAssistantId } from '../services/assistants/default-assistant-id.js';
-import type { GraphConfig, GraphEntry } from './graph-config.js';
+import type { Logger } from 'pino';
+import { applyGraphConfigEnv, type GraphConfig, type GraphEntry } from './graph-config.js';
+import { registerSdkLogger } from './sdk-logger.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: graphs are user code of any state shape
 export type RunnableGraph = Pregel<any, any>;
@@ -48,10 +50,11 @@ export class GraphRegistry {
    * the deployment's checkpointer and store now; factories get them per run. Throws naming the graph
    * that failed to load.
    */
-  static async load(config: GraphConfig, persistence: Persistence): Promise<GraphRegistry> {
-    // Graph code reads its settings from the environment; the config's values never override the
-    // operator's own environment.
-    for (const [key, value] of Object.entries(config.env)) if (process.env[key] === undefined) process.env[key] = value;
+  static async load(config: GraphConfig, persistence: Persistence, logger: Logger): Promise<GraphRegistry> {
+    // Graph code reads its settings from the environment (the operator's own environment wins), and
+    // graphs written for LangGraph Platform call the SDK's getLogger() at import.
+    applyGraphConfigEnv(config);
+    registerSdkLogger(logger);
     const graphs = new Map<string, LoadedGraph>();
     for (const entry of config.graphs) {
       let exported: unknown;

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { PreparingClient } from '../database/prepared-statements.js';
 import { CHECKPOINT_SCHEMA } from '../services/threads/checkpoints.store.js';
 import type { Persistence } from './graph-registry.js';
+import { RunMetadataSaver } from './run-checkpointer.js';
 
 export const storeSchema = (deploymentId: string) => `langgraph_store_${deploymentId.replace(/-/g, '')}`;
 
@@ -21,7 +22,8 @@ export type RuntimePersistence = Persistence & {
 export async function openPersistence(databaseUrl: string, deploymentId: string, options: { poolSize: number }): Promise<RuntimePersistence> {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
   pool.on('error', () => undefined);
-  const checkpointer = new PostgresSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA });
+  // Each checkpoint carries its run's metadata, as the reference server's checkpointer does (history filters on it).
+  const checkpointer = new RunMetadataSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA });
   const store = new PostgresStore({
     connectionOptions: { connectionString: databaseUrl, max: 2, application_name: 'agent-platform-store' },
     schema: storeSchema(deploymentId),

@@ -114,6 +114,6 @@ describe('assistants', () => {
     const thread = await server.client.threads.create();
     await server.client.runs.wait(thread.thread_id, assistant.assistant_id, { input: {} });
     await server.client.assistants.delete(assistant.assistant_id, { deleteThreads: true });
-    await expect(server.client.threads.get(thread.thread_id)).rejects.toThrow('HTTP 404: Thread not found');
+    await expect(server.client.threads.get(thread.thread_id)).rejects.toThrow(`HTTP 404: Thread with ID ${thread.thread_id} not found`);
   });
 });

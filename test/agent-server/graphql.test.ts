@@ -72,7 +72,7 @@ describe('GraphQL on the agent server', () => {
       subscribe(`subscription($runId: ID!) { runEvents(runId: $runId) { seq event mode data } }`, { runId: run.runId }),
       collect(server.client.runs.joinStream(thread.threadId, run.runId)),
     ]);
-    expect(viaWs.map((m) => ({ event: m.runEvents.event, data: m.runEvents.data, id: String(m.runEvents.seq) }))).toEqual(
+    expect(viaWs.map((m) => ({ event: m.runEvents.event, data: m.runEvents.data, id: String(m.runEvents.seq - 1) }))).toEqual(
       viaSse.map((part: any) => ({ event: part.event, data: part.data, id: part.id })),
     );
     const names = viaWs.map((m) => m.runEvents.event as string);
@@ -106,11 +106,12 @@ describe('GraphQL on the agent server', () => {
   });
 
   it('returns typed errors for unknown deployments and threads', async () => {
+    const threadId = crypto.randomUUID();
     const result = await gql(
       `query($d: ID!, $t: ID!) { thread(deploymentId: $d, id: $t) { ... on AppError { code message } } }`,
-      { d: server.deploymentId, t: crypto.randomUUID() },
+      { d: server.deploymentId, t: threadId },
     );
-    expect(result.thread).toEqual({ code: 'NOT_FOUND', message: 'Thread not found' });
+    expect(result.thread).toEqual({ code: 'NOT_FOUND', message: `Thread with ID ${threadId} not found` });
     const other = await gql(`query($d: ID!) { assistant(deploymentId: $d, id: "agent") { ... on AppError { code } } }`, { d: crypto.randomUUID() });
     expect(other.assistant).toEqual({ code: 'NOT_FOUND' });
   });

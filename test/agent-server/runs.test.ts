@@ -146,9 +146,11 @@ describe('background runs', () => {
     expect((await server.client.runs.list(thread.thread_id, { limit: 1, offset: 1 })).map((r) => r.run_id)).toEqual([run.run_id]);
     await server.client.runs.delete(thread.thread_id, run.run_id);
     await expect(server.client.runs.get(thread.thread_id, run.run_id)).rejects.toThrow('HTTP 404: Run not found');
-    await expect(server.client.runs.create(crypto.randomUUID(), 'nested', { input: {} })).rejects.toThrow('HTTP 404: Thread not found');
+    const ghostThread = crypto.randomUUID();
+    await expect(server.client.runs.create(ghostThread, 'nested', { input: {} })).rejects.toThrow(`HTTP 404: Thread with ID ${ghostThread} not found`);
     // An unknown assistant on a real thread: 404, and the thread is left as it was (no run, not busy).
-    await expect(server.client.runs.create(thread.thread_id, crypto.randomUUID(), { input: {} })).rejects.toThrow('HTTP 404: Assistant not found');
+    const ghostAssistant = crypto.randomUUID();
+    await expect(server.client.runs.create(thread.thread_id, ghostAssistant, { input: {} })).rejects.toThrow(`HTTP 404: No assistant found for "${ghostAssistant}"`);
     expect((await server.client.threads.get(thread.thread_id)).status).toBe('error');
     expect(await server.client.runs.list(thread.thread_id)).toHaveLength(1);
   });

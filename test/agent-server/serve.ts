@@ -9,15 +9,25 @@ import { Client } from '@langchain/langgraph-sdk';
 import { inject } from 'vitest';
 import { spawnPlatform, type PlatformProcess } from '../processes.js';
 
-const FIXTURES = new URL('../fixtures/graphs/', import.meta.url).pathname;
+const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 
 export type ServeProcess = PlatformProcess & { client: Client; configPath: string; dir: string; deploymentId: string; restart(): Promise<ServeProcess> };
 
-/** Writes a langgraph.json naming the fixture graphs by absolute path, in a fresh folder. */
-export function fixtureConfig(): { dir: string; configPath: string } {
+/**
+ * Writes a fixture project's langgraph.json (`test/fixtures/<project>/`) naming its graphs, `ui`
+ * components and `http.app` by absolute path, in a fresh folder.
+ */
+export function fixtureConfig(project = 'graphs'): { dir: string; configPath: string } {
   const dir = mkdtempSync(join(tmpdir(), 'agent-server-test-'));
-  const config = JSON.parse(readFileSync(join(FIXTURES, 'langgraph.json'), 'utf8')) as { graphs: Record<string, string> };
-  for (const [id, spec] of Object.entries(config.graphs)) config.graphs[id] = resolve(FIXTURES, spec);
+  const folder = join(FIXTURES, project);
+  const config = JSON.parse(readFileSync(join(folder, 'langgraph.json'), 'utf8')) as {
+    graphs: Record<string, string>;
+    http?: { app?: string };
+    ui?: Record<string, string>;
+  };
+  for (const [id, spec] of Object.entries(config.graphs)) config.graphs[id] = resolve(folder, spec);
+  for (const [id, file] of Object.entries(config.ui ?? {})) config.ui![id] = resolve(folder, file);
+  if (config.http?.app) config.http.app = resolve(folder, config.http.app);
   const configPath = join(dir, 'langgraph.json');
   writeFileSync(configPath, JSON.stringify(config, null, 2));
   return { dir, configPath };

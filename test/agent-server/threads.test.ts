@@ -21,7 +21,7 @@ describe('threads', () => {
     const patched = await server.client.threads.update(id, { metadata: { topic: 'x' } });
     expect(patched.metadata).toEqual({ owner: 'ann', topic: 'x' });
     await server.client.threads.delete(id);
-    await expect(server.client.threads.get(id)).rejects.toThrow('HTTP 404: Thread not found');
+    await expect(server.client.threads.get(id)).rejects.toThrow(`HTTP 404: Thread with ID ${id} not found`);
   });
 
   it('searches by metadata, status, values and ids; counts', async () => {

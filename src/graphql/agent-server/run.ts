@@ -35,7 +35,7 @@ export const RunRef = builder.objectRef<Run & { deploymentId: string }>('Run').i
 export const RunEventRef = builder.objectRef<RunEvent>('RunEvent').implement({
   description: 'One event of a run’s stream, exactly as the REST SSE stream sends it.',
   fields: (t) => ({
-    seq: t.exposeInt('seq', { description: 'Position in the stream, from 1 (the SSE id).' }),
+    seq: t.exposeInt('seq', { description: 'Position in the stream, from 1 (the SSE event id is seq - 1: ids count from 0, as the reference server numbers them).' }),
     event: t.exposeString('event', { description: 'SSE event name: metadata, error, or a stream mode (mode|namespace for subgraphs).' }),
     mode: t.string({ description: 'The stream mode the event belongs to.', resolve: (event) => eventMode(event.event) }),
     data: t.field({ type: 'JSON', description: 'The event data.', resolve: (event) => JSON.parse(event.data) }),
@@ -107,7 +107,7 @@ builder.subscriptionField('runEvents', (t) =>
     args: {
       runId: t.arg.id({ required: true, description: 'Run ID.' }),
       streamModes: t.arg.stringList({ required: false, description: 'Only these stream modes (metadata and error always come).' }),
-      afterSeq: t.arg.int({ required: false, description: 'Resume after this event (like Last-Event-ID).' }),
+      afterSeq: t.arg.int({ required: false, description: 'Resume after the event with this seq (Last-Event-ID + 1).' }),
     },
     subscribe: async function* (_root, args, ctx) {
       const runId = String(args.runId);

@@ -9,10 +9,14 @@ import { agentContext } from '../../services/deployments/deployments.service.js'
 import { truncateDeployment } from '../../services/deployments/truncate.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { localViewer } from '../../services/tenancy/viewer.js';
+import type { CustomApp } from '../../runtime/custom-app.js';
+import type { UiBundles } from '../../runtime/ui-bundles.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
 import { assistantsRouter } from './assistants.routes.js';
+import { customRoutes } from './custom-routes.js';
 import { runsRouter } from './runs.routes.js';
 import { threadsRouter } from './threads.routes.js';
+import { uiRouter } from './ui.routes.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -30,8 +34,15 @@ declare global {
  */
 export type AgentServerTarget = { deploymentId: string; anonymous: true; dev: boolean } | { fromPath: 'deploymentId' };
 
-export function agentServerRouter(deps: Deps, target: AgentServerTarget): Router {
+/**
+ * The agent-server API for a target. `customApp` (langgraph.json `http.app`) and `ui` are the
+ * project's own routes and UI bundles; `serve` loads them in its process (TODO for the platform's
+ * /deployments/:id mount: forward them to the deployment's runtime, which alone may run its code).
+ */
+export function agentServerRouter(deps: Deps, target: AgentServerTarget, options: { customApp?: CustomApp; ui?: UiBundles } = {}): Router {
   const router = Router({ mergeParams: true });
+  // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
+  if (options.customApp) router.use(customRoutes(options.customApp));
   router.use(express.json({ limit: deps.config.bodyLimit, strict: false }));
   router.use(async (req, _res, next) => {
     // The deployment is looked up in the database on every request (agentContext), so any api
@@ -61,6 +72,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget): Router
   router.use(assistantsRouter());
   router.use(threadsRouter());
   router.use(runsRouter());
+  if (options.ui) router.use(uiRouter(options.ui, { publicUrl: deps.config.publicUrl }));
 
   if ('dev' in target && target.dev) {
     router.post('/internal/truncate', async (req, res) => {

@@ -20,7 +20,8 @@ async function streamToClient(
   const sse = openSse(req, res, options.headers);
   try {
     for await (const event of runs.streamRun(ctx, run.runId, { afterSeq: options.afterSeq, modes: options.modes, signal: sse.signal })) {
-      await sse.write({ id: String(event.seq), event: event.event, data: event.data });
+      // Event ids count from 0 in each run, as the reference numbers them; `seq` counts from 1.
+      await sse.write({ id: String(event.seq - 1), event: event.event, data: event.data });
     }
   } finally {
     if (sse.signal.aborted && options.cancelOnDisconnect) {
@@ -30,11 +31,12 @@ async function streamToClient(
   }
 }
 
+/** The `seq` of the last event the client received, from the event id it sends back (seq - 1). */
 const lastEventSeq = (req: Request): number | undefined => {
   const header = req.get('last-event-id');
   if (!header) return undefined;
-  const seq = Number(header.split(':').pop());
-  return Number.isFinite(seq) && seq >= 0 ? seq : undefined;
+  const id = Number(header.split(':').pop());
+  return Number.isInteger(id) && id >= 0 ? id + 1 : undefined;
 };
 
 export function runsRouter(): Router {

@@ -204,8 +204,9 @@ export async function countAssistants(ctx: AgentServerContext, input: unknown): 
 }
 
 /**
- * Makes a new version from the supplied configuration (config and context are not merged with the
- * previous version; metadata is) and activates it. NOT_FOUND for an unknown assistant or graph.
+ * Makes a new version from the supplied fields and activates it: `config` and `context` given replace
+ * the previous ones, left out they are kept; `metadata` is merged. NOT_FOUND for an unknown assistant
+ * or graph.
  */
 export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<Assistant> {
   const body = parseInput(AssistantPatch, input, 'body');
@@ -216,8 +217,8 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
     graphId,
     name: body.name ?? current.name,
     description: body.description !== undefined ? body.description : current.description,
-    config: body.config ?? {},
-    context: body.context ?? {},
+    config: body.config ?? current.config,
+    context: body.context ?? current.context,
     metadata: { ...current.metadata, ...(body.metadata ?? {}) },
   };
   return withTransaction(ctx.db, async (client) => {

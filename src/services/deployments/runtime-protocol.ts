@@ -15,17 +15,19 @@ type Json = Record<string, unknown>;
 export type CheckpointSelector = Record<string, unknown>;
 
 export type GraphRequest =
-  | { kind: 'thread-state'; threadId: string; graphId: string; subgraphs: boolean; checkpoint: CheckpointSelector | null }
+  // `config`: the thread's config, which a factory graph is built with (its shape may depend on it).
+  | { kind: 'thread-state'; threadId: string; graphId: string; config: Json; subgraphs: boolean; checkpoint: CheckpointSelector | null }
   | {
       kind: 'thread-history';
       threadId: string;
       graphId: string;
+      config: Json;
       checkpoint: CheckpointSelector | null;
       limit: number;
       before: unknown;
       metadata: Json | null;
     }
-  | { kind: 'update-thread-state'; threadId: string; graphId: string; checkpoint: CheckpointSelector; values: unknown; asNode: string | undefined }
+  | { kind: 'update-thread-state'; threadId: string; graphId: string; config: Json; checkpoint: CheckpointSelector; values: unknown; asNode: string | undefined }
   | { kind: 'seed-thread-state'; threadId: string; graphId: string; supersteps: { updates: { values?: unknown; as_node?: string }[] }[] }
   | { kind: 'graph-drawing'; graphId: string; config: Json; xray: boolean | number | undefined }
   | { kind: 'graph-schemas'; graphId: string; config: Json }

@@ -9,6 +9,7 @@ import { parseInput } from '../validate.js';
 import { defaultAssistantId } from '../assistants/default-assistant-id.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
+import { threadNotFound } from '../threads/threads.service.js';
 import { followRunEvents, isTerminalStatus, type RunEvent, type RunStreamSignal } from './run-stream.js';
 import {
   RunBatchCreate,
@@ -69,7 +70,9 @@ export const toRun = (row: RunRow): Run => ({
 });
 
 const RUN_NOT_FOUND = 'Run not found';
-const THREAD_NOT_FOUND = 'Thread not found';
+// The reference server's text for a run naming an assistant or graph it does not have.
+const noAssistantFor = (assistantId: string) =>
+  `No assistant found for "${assistantId}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`;
 const REJECTED = 'Thread is already running a task. Wait for it to finish or choose a different multitask strategy.';
 
 /**
@@ -91,11 +94,12 @@ async function createParsedRun(
 ): Promise<Run> {
   const runId = options.runId ?? newId();
   const { deploymentId } = ctx.deployment;
+  if (!ctx.deployment.graphIds.includes(body.assistant_id) && !isUuid(body.assistant_id)) throw AppError.notFound(noAssistantFor(body.assistant_id));
   const assistantId = resolveAssistantId(ctx, body.assistant_id);
   const strategy: MultitaskStrategy = body.multitask_strategy ?? 'enqueue';
   const stateless = requestedThreadId === null;
   const temporary = stateless && (body.on_completion ?? 'delete') === 'delete';
-  if (requestedThreadId !== null && !isUuid(requestedThreadId)) throw AppError.notFound(THREAD_NOT_FOUND);
+  if (requestedThreadId !== null && !isUuid(requestedThreadId)) throw AppError.notFound(threadNotFound(requestedThreadId));
   const threadId = requestedThreadId?.toLowerCase() ?? newId();
 
   const configurable: Json = { ...(body.config?.configurable ?? {}) };
@@ -129,10 +133,14 @@ async function createParsedRun(
   const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run> => {
     // One statement: the assistant check (no row: no such assistant here), the thread turning busy
     // with its graph and assistant noted, the run itself, and its job.
-    const values: unknown[] = [runId, deploymentId, threadId, assistantId, body.metadata ?? {}, JSON.stringify(kwargs), strategy, jobId, !temporary];
-    let text = `WITH a AS (SELECT id, graph_id FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
+    const values: unknown[] = [runId, deploymentId, threadId, assistantId, body.metadata ?? {}, JSON.stringify(kwargs), strategy, jobId, !temporary, threadConfigOf(kwargs)];
+    // The thread keeps the config its runs were given (over its assistant's), as the reference does:
+    // state reads and writes build a factory graph with it.
+    let text = `WITH a AS (SELECT id, graph_id, config FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
             t AS (UPDATE agent_threads SET status = 'busy', updated_at = now(),
-                    metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text)
+                    metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text),
+                    config = (SELECT a.config FROM a) || config || $10::jsonb || jsonb_build_object('configurable',
+                      coalesce((SELECT a.config->'configurable' FROM a), '{}') || coalesce(config->'configurable', '{}') || ($10::jsonb->'configurable'))
                   WHERE $9 AND id = $3 AND deployment_id = $2 AND EXISTS (SELECT 1 FROM a) RETURNING id),
             r AS (INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
                   SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a WHERE NOT $9 OR EXISTS (SELECT 1 FROM t)
@@ -153,7 +161,7 @@ async function createParsedRun(
     if (!row) {
       // No run row: no such assistant here, or (created in one statement) no such thread.
       if (!temporary && client === ctx.db.pool) await assertThread(ctx, threadId);
-      throw AppError.notFound('Assistant not found');
+      throw AppError.notFound(noAssistantFor(body.assistant_id));
     }
     if (jobInsert) {
       const { job_rows: jobRows, woken: _, ...runRow } = row;
@@ -182,7 +190,7 @@ async function createParsedRun(
               [threadId, deploymentId],
             );
             if (!threads[0]) {
-              if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(THREAD_NOT_FOUND);
+              if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(threadNotFound(threadId));
               await client.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now())`, [threadId, deploymentId]);
             } else {
               inflight = threads[0].inflight;
@@ -205,6 +213,12 @@ async function createParsedRun(
   return run;
 }
 
+/** What a run leaves in its thread's config: its config, without the checkpoint it started from. */
+function threadConfigOf(kwargs: RunKwargs): string {
+  const { checkpoint_id: _, checkpoint_ns: __, checkpoint_map: ___, thread_id: ____, ...configurable } = kwargs.config.configurable ?? {};
+  return JSON.stringify({ ...kwargs.config, configurable });
+}
+
 /** Creates several stateless runs. */
 export async function createRunBatch(ctx: AgentServerContext, input: unknown): Promise<Run[]> {
   const bodies = parseInput(RunBatchCreate, input, 'body');
@@ -220,9 +234,9 @@ async function findRunRow(ctx: AgentServerContext, runId: string): Promise<RunRo
 }
 
 async function assertThread(ctx: AgentServerContext, threadId: string): Promise<void> {
-  if (!isUuid(threadId)) throw AppError.notFound(THREAD_NOT_FOUND);
+  if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
   const { rows } = await ctx.db.pool.query('SELECT 1 FROM agent_threads WHERE id = $1 AND deployment_id = $2', [threadId, ctx.deployment.deploymentId]);
-  if (!rows[0]) throw AppError.notFound(THREAD_NOT_FOUND);
+  if (!rows[0]) throw AppError.notFound(threadNotFound(threadId));
 }
 
 /** One run; `threadId` null for stateless runs. NOT_FOUND unless it exists in this deployment (on that thread). */

@@ -46,7 +46,8 @@ export const toThread = (row: ThreadRow): Thread => ({
   error: row.error,
 });
 
-const NOT_FOUND = 'Thread not found';
+/** The reference server's text, which clients match on. */
+export const threadNotFound = (threadId: string) => `Thread with ID ${threadId} not found`;
 
 /** Creates a thread; CONFLICT when `thread_id` exists (unless if_exists=do_nothing). `supersteps` seed its state. */
 export async function createThread(ctx: AgentServerContext, input: unknown): Promise<Thread> {
@@ -83,7 +84,7 @@ async function findThread(ctx: AgentServerContext, threadId: string): Promise<Th
 /** One thread; NOT_FOUND otherwise (also for another deployment's thread). */
 export async function getThread(ctx: AgentServerContext, threadId: string): Promise<Thread> {
   const thread = await findThread(ctx, threadId);
-  if (!thread) throw AppError.notFound(NOT_FOUND);
+  if (!thread) throw AppError.notFound(threadNotFound(threadId));
   return thread;
 }
 
@@ -207,7 +208,7 @@ export async function getThreadState(
 ): Promise<ThreadState> {
   const thread = await getThread(ctx, threadId);
   if (typeof thread.metadata.graph_id !== 'string') return emptyState();
-  const request = { kind: 'thread-state', threadId, graphId: graphOf(thread), subgraphs: options.subgraphs ?? false, checkpoint: options.checkpoint ?? null } as const;
+  const request = { kind: 'thread-state', threadId, graphId: graphOf(thread), config: thread.config, subgraphs: options.subgraphs ?? false, checkpoint: options.checkpoint ?? null } as const;
   return (await askRuntime(ctx, request)) as ThreadState;
 }
 
@@ -232,7 +233,7 @@ export async function updateThreadState(
   if (rows.length) throw AppError.conflict('Thread is busy: a run is pending or running');
   const checkpoint: Json = body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {};
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null) checkpoint[key] = value;
-  const request = { kind: 'update-thread-state', threadId, graphId: graphOf(thread), checkpoint, values: body.values ?? null, asNode: body.as_node ?? undefined } as const;
+  const request = { kind: 'update-thread-state', threadId, graphId: graphOf(thread), config: thread.config, checkpoint, values: body.values ?? null, asNode: body.as_node ?? undefined } as const;
   return (await askRuntime(ctx, request)) as { checkpoint: Checkpoint | null; configurable: Json };
 }
 
@@ -245,6 +246,7 @@ export async function getThreadHistory(ctx: AgentServerContext, threadId: string
     kind: 'thread-history',
     threadId,
     graphId: graphOf(thread),
+    config: thread.config,
     checkpoint: (body.checkpoint as Json | undefined) ?? null,
     limit: body.limit,
     before: body.before ?? null,

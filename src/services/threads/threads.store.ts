@@ -18,11 +18,11 @@ export type ThreadRow = {
 };
 
 /** The graph a thread runs (its metadata.graph_id, when set) and its cached values. */
-export async function selectThreadGraph(db: Database, threadId: string): Promise<{ graphId: string | undefined; values: unknown } | undefined> {
-  const { rows } = await db.pool.query<{ metadata: Json; values: unknown }>('SELECT metadata, "values" FROM agent_threads WHERE id = $1', [threadId]);
+export async function selectThreadGraph(db: Database, threadId: string): Promise<{ graphId: string | undefined; values: unknown; config: Json } | undefined> {
+  const { rows } = await db.pool.query<{ metadata: Json; values: unknown; config: Json | null }>('SELECT metadata, "values", config FROM agent_threads WHERE id = $1', [threadId]);
   if (!rows[0]) return undefined;
   const graphId = rows[0].metadata?.graph_id;
-  return { graphId: typeof graphId === 'string' ? graphId : undefined, values: rows[0].values };
+  return { graphId: typeof graphId === 'string' ? graphId : undefined, values: rows[0].values, config: rows[0].config ?? {} };
 }
 
 /**

@@ -1,0 +1,126 @@
+// JSON Schemas of a compiled graph (GET /assistants/{id}/schemas and /subgraphs), read from its state
+// definition the way the reference server reads them at runtime:
+//   1. `StateSchema` states and Zod states registered in LangGraph's schema registry, through
+//      LangGraph's own helpers (`@langchain/langgraph/zod/schema`), which apply `jsonSchemaExtra`;
+//   2. the same registry schemas again when a field has no JSON Schema form (a `z.custom` messages
+//      field, as LangGraph's docs write it): zod renders it as `{}` and its extras still apply;
+//   3. `Annotation` roots, which carry no runtime types: their channels, with messages channels
+//      marked `langgraph_type: "messages"` and reducer defaults. (The reference derives full types
+//      for these from the TypeScript source with a type-checker; see the note in the report.)
+import { toJsonSchema } from '@langchain/core/utils/json_schema';
+import { messagesStateReducer, StateSchema } from '@langchain/langgraph';
+import { META_EXTRAS_DESCRIPTION_PREFIX, schemaMetaRegistry } from '@langchain/langgraph/zod';
+import {
+  getConfigTypeSchema,
+  getInputTypeSchema,
+  getOutputTypeSchema,
+  getStateTypeSchema,
+  getUpdateTypeSchema,
+} from '@langchain/langgraph/zod/schema';
+
+type JsonSchema = Record<string, unknown>;
+
+/** One graph's schemas, keyed as the reference's GraphSchema: `state`, `input`, `output`, `config`. */
+export type GraphSchemas = { state?: JsonSchema; input?: JsonSchema; output?: JsonSchema; config?: JsonSchema };
+
+type Builder = {
+  _schemaRuntimeDefinition?: unknown;
+  _inputRuntimeDefinition?: unknown;
+  _outputRuntimeDefinition?: unknown;
+  _configRuntimeSchema?: unknown;
+  _inputDefinition?: unknown;
+  _outputDefinition?: unknown;
+  channels?: Record<string, unknown>;
+};
+type Effects = Parameters<typeof schemaMetaRegistry.getExtendedChannelSchemas>[1];
+
+// LangGraph marks an input that defaults to the state (made partial) with this symbol.
+const PARTIAL_STATE = Symbol.for('langgraph.state.partial');
+
+/** The JSON Schemas of a compiled graph's state, input, output and config; empty for a non-state graph. */
+export function extractGraphSchemas(graph: unknown): GraphSchemas {
+  const builder = (graph as { builder?: Builder } | null)?.builder;
+  if (!builder || typeof builder !== 'object') return {};
+  if (builder._schemaRuntimeDefinition) return registrySchemas(graph, builder);
+  return annotationSchemas(builder);
+}
+
+function registrySchemas(graph: unknown, builder: Builder): GraphSchemas {
+  const stateIsStateSchema = StateSchema.isInstance(builder._schemaRuntimeDefinition);
+  const inputDefinition = builder._inputRuntimeDefinition === PARTIAL_STATE ? builder._schemaRuntimeDefinition : builder._inputRuntimeDefinition;
+  const asUpdate: Effects = { withReducerSchema: true, asPartial: true };
+  return omitUndefined({
+    // As the reference: a StateSchema's state is its full schema, a Zod state's is its update schema.
+    state: stateIsStateSchema
+      ? orLenient(() => getStateTypeSchema(graph), builder._schemaRuntimeDefinition, {})
+      : orLenient(() => getUpdateTypeSchema(graph), builder._schemaRuntimeDefinition, asUpdate),
+    input: orLenient(() => getInputTypeSchema(graph), inputDefinition, asUpdate),
+    output: orLenient(() => getOutputTypeSchema(graph), builder._outputRuntimeDefinition, {}),
+    config: orLenient(() => getConfigTypeSchema(graph), builder._configRuntimeSchema, {}),
+  });
+}
+
+/**
+ * LangGraph's helper, or, when it throws because a field has no JSON Schema form, the same registry
+ * schema rendered with such fields as `{}` (their `jsonSchemaExtra` kept).
+ */
+function orLenient(helper: () => unknown, definition: unknown, effects: Effects): JsonSchema | undefined {
+  try {
+    return (helper() as JsonSchema | undefined) ?? undefined;
+  } catch {
+    if (!definition || typeof definition !== 'object' || StateSchema.isInstance(definition)) return undefined;
+    try {
+      const extended = schemaMetaRegistry.getExtendedChannelSchemas(definition as never, { ...effects, withJsonSchemaExtrasAsDescription: true });
+      return liftJsonSchemaExtras(toJsonSchema(extended, { unrepresentable: 'any' } as never)) as JsonSchema;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** The registry carries `jsonSchemaExtra` through zod as an `lg:{...}` description; this unfolds it. */
+function liftJsonSchemaExtras(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(liftJsonSchemaExtras);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const result: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) result[key] = liftJsonSchemaExtras(value);
+  const description = result.description;
+  if (typeof description === 'string' && description.startsWith(META_EXTRAS_DESCRIPTION_PREFIX)) {
+    delete result.description;
+    Object.assign(result, JSON.parse(description.slice(META_EXTRAS_DESCRIPTION_PREFIX.length)));
+  }
+  return result;
+}
+
+function annotationSchemas(builder: Builder): GraphSchemas {
+  const channels = builder.channels ?? {};
+  const object = (names: string[]): JsonSchema => ({
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: Object.fromEntries(names.filter((name) => name in channels).map((name) => [name, channelSchema(channels[name])])),
+  });
+  const state = Object.keys(channels).filter((name) => !name.startsWith('__'));
+  const keysOf = (definition: unknown) =>
+    definition && typeof definition === 'object' ? Object.keys((definition as { spec?: object }).spec ?? definition) : state;
+  // No runtime config schema either: an open object, as the reference answers for such graphs.
+  const config = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object' };
+  return { state: object(state), input: object(keysOf(builder._inputDefinition)), output: object(keysOf(builder._outputDefinition)), config };
+}
+
+/** What a channel says about its value at runtime: a messages list, or a reducer's default. */
+function channelSchema(channel: unknown): JsonSchema {
+  const { operator, initialValueFactory } = (channel ?? {}) as { operator?: unknown; initialValueFactory?: () => unknown };
+  if (operator === messagesStateReducer) return { type: 'array', items: { type: 'object' }, langgraph_type: 'messages' };
+  if (typeof initialValueFactory !== 'function') return {};
+  try {
+    const value = initialValueFactory();
+    if (value === undefined) return {};
+    const type = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+    return { ...(['string', 'number', 'boolean', 'array', 'object', 'null'].includes(type) ? { type } : {}), default: JSON.parse(JSON.stringify(value)) };
+  } catch {
+    return {};
+  }
+}
+
+const omitUndefined = (schemas: GraphSchemas): GraphSchemas =>
+  Object.fromEntries(Object.entries(schemas).filter(([, value]) => value !== undefined)) as GraphSchemas;
