@@ -74,7 +74,11 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();
     const [status, detail] =
-      error.code === 'HPE_HEADER_OVERFLOW' ? ['431 Request Header Fields Too Large', 'Request line and headers are too large (16 KiB at most).'] : ['400 Bad Request', 'Malformed HTTP request.'];
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? ['431 Request Header Fields Too Large', 'Request line and headers are too large (16 KiB at most).']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? ['408 Request Timeout', 'The request did not arrive in time.']
+          : ['400 Bad Request', 'Malformed HTTP request.'];
     const body = JSON.stringify({ detail });
     socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
