@@ -94,6 +94,8 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_EXPORT_SWEEP_SECONDS: z.coerce.number().min(0.05).default(60),
   /** A run whose executor has not shown life for this long is handed to another worker. */
   AGENT_PLATFORM_EXPORT_LEASE_SECONDS: z.coerce.number().min(0.5).default(120),
+  /** A storage request that takes longer fails (and the run is retried): a stalled store must not hang a worker. */
+  AGENT_PLATFORM_EXPORT_S3_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
   /** Export runs one worker process executes at once. */
   AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(2),
   /** Delay after a scheduled window ends before its export starts. */
@@ -140,6 +142,7 @@ export type ExportLimits = {
   partSizeBytes: number;
   sweepSeconds: number;
   leaseSeconds: number;
+  s3TimeoutSeconds: number;
   workerConcurrency: number;
   spawnDelaySeconds: number;
 };
@@ -211,6 +214,7 @@ export function loadConfig(
       partSizeBytes: Math.max(5 * 1024 ** 2, toBytes(value.AGENT_PLATFORM_EXPORT_PART_SIZE)),
       sweepSeconds: value.AGENT_PLATFORM_EXPORT_SWEEP_SECONDS,
       leaseSeconds: value.AGENT_PLATFORM_EXPORT_LEASE_SECONDS,
+      s3TimeoutSeconds: value.AGENT_PLATFORM_EXPORT_S3_TIMEOUT_SECONDS,
       workerConcurrency: value.AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY,
       spawnDelaySeconds: value.AGENT_PLATFORM_EXPORT_SPAWN_DELAY_SECONDS,
     },

@@ -39,8 +39,8 @@ export const QUEUES = {
     // sweep hands its run to a new job before that (the run's lease decides who executes).
     // Retry limit and delay are set per job from the configuration.
     policy: 'short',
-    // Workers wake on a new run at once rather than at their next poll.
-    notify: true,
+    // No `notify`: with it, workers poll only as a slow backstop, and a retried run (no NOTIFY)
+    // waited for that backstop rather than its retry delay.
   },
   runsSweep: {
     name: 'runs.sweep',

@@ -79,7 +79,7 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
   const limits = deps.config.exports;
   const exportRow = run.export;
   const config = destinationConfig(run.destination!);
-  const client = destinationClient(config, destinationCredentials(deps, run.destination!));
+  const client = destinationClient(config, destinationCredentials(deps, run.destination!), limits.s3TimeoutSeconds);
   const columns = exportColumns(exportFieldsOf(exportRow), exportRow.formatVersion as FormatVersion);
   const directory = exportDirectory(config, exportRow, run.startTime);
   const checkpoint = store.runResult(run);

@@ -14,8 +14,9 @@ import { newId } from '../../ids.js';
 import type { DestinationConfigValue, DestinationCredentialsValue } from './exports.schemas.js';
 
 /** A client for one destination; without credentials the SDK's default credential chain applies. */
-export function destinationClient(config: DestinationConfigValue, credentials: DestinationCredentialsValue | null): S3Client {
+export function destinationClient(config: DestinationConfigValue, credentials: DestinationCredentialsValue | null, requestTimeoutSeconds = 30): S3Client {
   return new S3Client({
+    requestHandler: { requestTimeout: requestTimeoutSeconds * 1000, connectionTimeout: 10_000 },
     region: config.region ?? 'us-east-1',
     ...(config.endpoint_url ? { endpoint: config.endpoint_url, forcePathStyle: true } : {}),
     ...(credentials

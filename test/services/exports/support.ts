@@ -164,7 +164,7 @@ export async function ingestFixtureTraces(deps: Deps, workspaceId: string, proje
 const finished = (row: { status: string }) => ['Completed', 'Failed', 'Cancelled', 'TimedOut'].includes(row.status);
 
 /** Resolves with the export (and its runs) once `done` holds, woken by exports.progress events (no polling). */
-export async function waitForExport(deps: Deps, exportId: string, done: (row: ExportWithRuns) => boolean = finished, timeoutMs = 90_000) {
+export async function waitForExport(deps: Deps, exportId: string, done: (row: ExportWithRuns) => boolean = finished, timeoutMs = 25_000 /* under vitest's 30 s test timeout, so the runs' state is reported */) {
   const stop = new AbortController();
   const changes = deps.events.subscribe('exports.progress', { key: exportId, signal: stop.signal });
   const timer = setTimeout(() => stop.abort(), timeoutMs);
@@ -173,7 +173,10 @@ export async function waitForExport(deps: Deps, exportId: string, done: (row: Ex
       const row = await deps.db.prisma.bulkExport.findUniqueOrThrow({ where: { id: exportId }, include: { runs: { orderBy: { startTime: 'asc' } } } });
       if (done(row)) return row;
       const next = await changes.next();
-      if (next.done) throw new Error(`export ${exportId} still ${row.status} after ${timeoutMs} ms`);
+      if (next.done) {
+        const runs = row.runs.map((run) => ({ status: run.status, errors: run.errors, retries: run.retryNumber, lease: run.leaseOwner, updated: run.updatedAt }));
+        throw new Error(`export ${exportId} still ${row.status} after ${timeoutMs} ms: ${JSON.stringify(runs)}`);
+      }
     }
   } finally {
     clearTimeout(timer);
