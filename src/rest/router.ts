@@ -1,16 +1,16 @@
 // The REST front door: each surface is a sub-router with its own body parsing and error dialect.
-import express, { Router } from 'express';
+import { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
+import { healthCheck } from './health.js';
+import { jsonBody } from './middleware/json-body.js';
 import { tenancyRouter } from './tenancy.routes.js';
 import { tracesRouter } from './traces.routes.js';
 
 export function restRouter(deps: Deps): Router {
   const router = Router();
 
-  router.get('/ok', (_req, res) => {
-    res.json({ ok: true });
-  });
+  router.get('/ok', healthCheck(deps));
 
   // Trace ingestion and queries (langsmith SDK wire, 'ingest' dialect), at the root and under /api/v1.
   // Mounted before the platform API, whose 404 handler would otherwise answer /api/v1/runs…; the
@@ -21,7 +21,7 @@ export function restRouter(deps: Deps): Router {
 
   // Platform API (FastAPI dialect): tenancy now; usage and bulk export join here.
   const platformApi = Router();
-  platformApi.use(express.json({ limit: deps.config.bodyLimit }));
+  platformApi.use(jsonBody(deps.config));
   platformApi.use(tenancyRouter(deps));
   platformApi.use(notFoundHandler);
   platformApi.use(errorHandler('fastapi', deps.logger));

@@ -6,6 +6,7 @@
 import { type ErrorRequestHandler, type Request, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { assertStorableText } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
 import { FilterError } from '../services/traces/filter.js';
 import { type Ingester, ingestRequest, ingestRunBatch, type RunBatch } from '../services/traces/ingest.service.js';
@@ -21,9 +22,15 @@ import { presentProject, presentRun } from './traces.presenters.js';
 
 const SMALL_BODY_LIMIT = 1024 * 1024;
 
-/** Reads and parses a JSON body (any Content-Encoding, zstd included). */
-async function readJson(req: Request, limit: number): Promise<unknown> {
-  return parseJsonBody(await readBody(req, req.get('content-encoding'), limit));
+/**
+ * Reads and parses a JSON body (any Content-Encoding, zstd included). Run bodies are ingestion, which
+ * cleans the strings PostgreSQL refuses; every other body must not hold them (422 naming the field).
+ */
+async function readJson(req: Request, limit: number, kind: 'runs' | 'other' = 'other'): Promise<unknown> {
+  const { zstdWindowLimitBytes, jsonMaxDepth } = req.ctx.config;
+  const body = parseJsonBody(await readBody(req, req.get('content-encoding'), limit, { zstdWindowBytes: zstdWindowLimitBytes, jsonMaxDepth }), jsonMaxDepth);
+  if (kind === 'other') assertStorableText(body);
+  return body;
 }
 
 const ProjectListQuery = z.object({
@@ -83,7 +90,7 @@ export function tracesRouter(deps: Deps): Router {
   });
 
   router.post('/runs', auth, async (req, res) => {
-    await ingest(req, { post: [asObject(await readJson(req, ingestLimit))] });
+    await ingest(req, { post: [asObject(await readJson(req, ingestLimit, 'runs'))] });
     res.status(202).json({});
   });
 
@@ -127,7 +134,7 @@ export function tracesRouter(deps: Deps): Router {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
       throw new AppError('VALIDATION_FAILED', 'path.id: expected a UUID', [{ loc: ['path', 'id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
     }
-    await ingest(req, { patch: [{ ...asObject(await readJson(req, ingestLimit)), id }] });
+    await ingest(req, { patch: [{ ...asObject(await readJson(req, ingestLimit, 'runs')), id }] });
     res.status(202).json({});
   });
 

@@ -1,7 +1,7 @@
 // The agent server's REST surface for one deployment. `serve` mounts it at the root of its own port;
 // the platform mounts the same router at /deployments/:deployment_id with the deployment's scope.
 // Errors are plain text (the SDK reports them as "HTTP 404: Assistant not found").
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import type { AgentServerContext, DeploymentScope } from '../../services/runtime/deployment-scope.js';
@@ -9,6 +9,8 @@ import { truncateDeployment } from '../../services/runtime/truncate.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../../services/tenancy/viewer.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
+import { healthCheck } from '../health.js';
+import { jsonBody } from '../middleware/json-body.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { runsRouter } from './runs.routes.js';
 import { threadsRouter } from './threads.routes.js';
@@ -25,7 +27,7 @@ declare global {
 
 export function agentServerRouter(deps: Deps, scope: DeploymentScope): Router {
   const router = Router();
-  router.use(express.json({ limit: deps.config.bodyLimit, strict: false }));
+  router.use(jsonBody(deps.config, { strict: false }));
   router.use(async (req, _res, next) => {
     if (scope.auth.kind === 'none') {
       req.agent = { ...deps, viewer: SYSTEM_VIEWER, deployment: scope };
@@ -38,9 +40,7 @@ export function agentServerRouter(deps: Deps, scope: DeploymentScope): Router {
     next();
   });
 
-  router.get('/ok', (_req, res) => {
-    res.json({ ok: true });
-  });
+  router.get('/ok', healthCheck(deps));
   router.get('/info', (_req, res) => {
     res.json({
       version: '0.1.0',

@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
+import { literalTargetProblem } from '../../limits/outbound-url.js';
 import { parseInput } from '../validate.js';
 import { defaultAssistantId } from '../runtime/graph-registry.js';
 import type { AgentServerContext } from '../runtime/deployment-scope.js';
@@ -105,6 +106,10 @@ async function createParsedRun(
 ): Promise<Run> {
   const runId = options.runId ?? newId();
   const { deploymentId } = ctx.deployment;
+  const webhookProblem = body.webhook && !ctx.config.webhookAllowPrivate ? literalTargetProblem(body.webhook) : undefined;
+  if (webhookProblem) {
+    throw new AppError('VALIDATION_FAILED', `body.webhook: ${webhookProblem}`, [{ loc: ['body', 'webhook'], msg: webhookProblem, type: 'url_not_allowed' }]);
+  }
   const assistantId = resolveAssistantId(ctx, body.assistant_id);
   const strategy: MultitaskStrategy = body.multitask_strategy ?? 'enqueue';
   const stateless = requestedThreadId === null;

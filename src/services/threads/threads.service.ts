@@ -265,7 +265,7 @@ const emptyState = (): ThreadState => ({
   interrupts: [],
 });
 
-/** The thread's current state (or at a checkpoint); `subgraphs` includes subgraph states in tasks. */
+/** The thread's current state (or at a checkpoint; NOT_FOUND for an unknown one); `subgraphs` includes subgraph states in tasks. */
 export async function getThreadState(
   ctx: AgentServerContext,
   threadId: string,
@@ -277,6 +277,8 @@ export async function getThreadState(
   const configurable: Json = { thread_id: threadId };
   for (const [key, value] of Object.entries(options.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
   const state = await graph.getState({ configurable }, { subgraphs: options.subgraphs ?? false });
+  // LangGraph answers an empty snapshot (no creation time) for a checkpoint it does not have.
+  if (configurable.checkpoint_id && !state.createdAt) throw AppError.notFound('Checkpoint not found');
   return presentSnapshot(state);
 }
 
@@ -288,7 +290,8 @@ export async function getThreadStateAtCheckpoint(ctx: AgentServerContext, thread
 
 /**
  * Writes values into the thread's state as if `as_node` had returned them (a new checkpoint).
- * CONFLICT while a run is pending or running on the thread.
+ * CONFLICT while a run is pending or running on the thread; BAD_REQUEST when LangGraph refuses the
+ * update (unknown `as_node`, values its channels cannot take).
  */
 export async function updateThreadState(
   ctx: AgentServerContext,
@@ -303,7 +306,11 @@ export async function updateThreadState(
   const configurable: Json = { thread_id: threadId };
   if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null && key !== 'thread_id') configurable[key] = value;
-  const next = await graph.updateState({ configurable }, body.values ?? null, body.as_node ?? undefined);
+  const next = await graph.updateState({ configurable }, body.values ?? null, body.as_node ?? undefined).catch((error: unknown) => {
+    // An unknown as_node or values the graph's channels cannot take: the client's input, in LangGraph's words.
+    if ((error as Error)?.name === 'InvalidUpdateError') throw AppError.badRequest((error as Error).message);
+    throw error;
+  });
   await refreshThreadFromState(ctx, threadId);
   // The official servers answer {checkpoint}; the JS SDK's type reads {configurable}: both are given.
   const checkpoint = checkpointOf(next);

@@ -109,7 +109,7 @@ type NormalizedPatch = {
  */
 export async function ingestRequest(deps: Pick<Deps, 'db' | 'config' | 'ingestThreads'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
   if (deps.ingestThreads) return deps.ingestThreads.ingest(who, request);
-  return ingestRunBatch(deps, who, await requestToBatch(request, deps.config.ingestBodyLimitBytes));
+  return ingestRunBatch(deps, who, await requestToBatch(request, deps.config.ingestBodyLimitBytes, { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth }));
 }
 
 /** Stores a batch of run creates, updates and attachments (see the contract at the top of this file). */
