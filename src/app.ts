@@ -11,6 +11,7 @@ import type { GraphQLContext } from './graphql/builder.js';
 import { createGraphQLServer, GRAPHQL_PATH, graphqlContext, toGraphQLError } from './graphql/yoga.js';
 import { assertStorableText, assertValueDepth } from './limits/json.js';
 import { errorHandler, graphqlBodyErrorHandler } from './rest/middleware/errors.js';
+import { graphqlContentType } from './rest/middleware/graphql-content-type.js';
 import { jsonBody } from './rest/middleware/json-body.js';
 import { restRouter } from './rest/router.js';
 import type { Deps } from './services/context.js';
@@ -64,7 +65,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   );
   // Parsed here so the configured body limit applies to GraphQL too; yoga reads a pre-parsed body.
   // `all`, not `use`: yoga must see the full path, which `use` would strip.
-  app.all(GRAPHQL_PATH, ...jsonBody(deps.config), (req, res) => yoga(req, res));
+  app.all(GRAPHQL_PATH, graphqlContentType, ...jsonBody(deps.config), (req, res) => yoga(req, res));
   app.use(GRAPHQL_PATH, graphqlBodyErrorHandler);
   for (const router of options.routers ?? [restRouter(deps)]) app.use(router);
   app.use((req, res) => {

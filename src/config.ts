@@ -38,7 +38,7 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_WEBHOOK_ALLOW_PRIVATE: z.stringbool().default(false),
   /** GraphQL: deepest selection set and most tokens one document may have (beyond: 400). */
   AGENT_PLATFORM_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).max(100).default(15),
-  AGENT_PLATFORM_GRAPHQL_MAX_TOKENS: z.coerce.number().int().min(100).max(100_000).default(5_000),
+  AGENT_PLATFORM_GRAPHQL_MAX_TOKENS: z.coerce.number().int().min(100).max(100_000).default(2_000),
   AGENT_PLATFORM_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_PRETTY: z.stringbool().default(false),

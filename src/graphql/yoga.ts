@@ -1,11 +1,11 @@
 // graphql-yoga over the Pothos schema: HTTP (GET/POST), SSE subscriptions, GraphiQL (bundled, no CDN),
 // and the context factory that authenticates every operation the same way REST does.
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
-import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
-import { GraphQLError } from 'graphql';
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { GraphQLError, parse } from 'graphql';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import { AppError, isAppError } from '../errors.js';
+import { assertDocumentNesting } from '../limits/graphql-document.js';
 import { unstorableTextFromDatabase } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
 import type { Viewer } from '../services/tenancy/viewer.js';
@@ -14,6 +14,21 @@ import type { GraphQLContext } from './builder.js';
 import { schema } from './schema.js';
 
 export const GRAPHQL_PATH = '/graphql';
+
+/**
+ * Parses with graphql-js's `maxTokens` after checking the document's nesting: a longer or deeper
+ * document is a syntax error (400) before the recursive parser sees it.
+ */
+function limitDocuments(maxTokens: number, maxNesting: number): Plugin {
+  return {
+    onParse({ setParseFn }) {
+      setParseFn((source, options) => {
+        assertDocumentNesting(typeof source === 'string' ? source : source.body, maxNesting);
+        return parse(source, { ...options, maxTokens });
+      });
+    },
+  };
+}
 
 // Longest error message echoed to a client (and so into logs): messages quoting input stay readable.
 const MAX_ECHOED_MESSAGE = 1_000;
@@ -79,11 +94,18 @@ export function createGraphQLServer(deps: Deps, options: { anonymousViewer?: Vie
     },
     renderGraphiQL,
     // graphql-js parses and validates recursively: a document nested thousands deep overflows the
-    // stack. The token limit bounds what the parser sees; the depth limit what validation and
-    // execution see (introspection, GraphiQL's own deep query, is exempt).
+    // stack. Nesting and tokens (graphql-js's own limit) bound what the parser sees; the depth limit
+    // what validation and execution see (introspection, GraphiQL's own deep query, is exempt).
     plugins: [
-      maxTokensPlugin({ n: deps.config.graphqlMaxTokens }),
-      maxDepthPlugin({ n: deps.config.graphqlMaxDepth, ignoreIntrospection: true, flattenFragments: true }),
+      limitDocuments(deps.config.graphqlMaxTokens, deps.config.jsonMaxDepth),
+      // Reported as a validation error (a 400 like any other), not thrown out of validation.
+      maxDepthPlugin({
+        n: deps.config.graphqlMaxDepth,
+        ignoreIntrospection: true,
+        flattenFragments: true,
+        propagateOnRejection: false,
+        onReject: [(context, error) => context?.reportError(error)],
+      }),
     ],
     // graphql-ws operations arrive already authenticated (src/app.ts passes their context in); HTTP
     // requests are authenticated here from their headers.

@@ -126,8 +126,9 @@ const UNSTORABLE_TEXT_STATES = new Set(['22021', '22P05']);
 export function unstorableTextFromDatabase(error: unknown): AppError | undefined {
   let cause = error as { code?: unknown; originalCode?: unknown; meta?: any; cause?: unknown } | undefined;
   for (let hops = 0; cause && typeof cause === 'object' && hops < 5; hops++) {
-    const state = [cause.code, cause.originalCode, cause.meta?.driverAdapterError?.cause?.originalCode].find((code) => typeof code === 'string');
-    if (typeof state === 'string' && UNSTORABLE_TEXT_STATES.has(state)) {
+    // pg puts the SQLSTATE in `code`; Prisma's driver adapter under meta.driverAdapterError.
+    const states = [cause.code, cause.originalCode, cause.meta?.driverAdapterError?.cause?.originalCode];
+    if (states.some((state) => typeof state === 'string' && UNSTORABLE_TEXT_STATES.has(state))) {
       const msg = 'text contains U+0000 or an unpaired UTF-16 surrogate, which cannot be stored';
       return new AppError('VALIDATION_FAILED', msg, [{ loc: ['request'], msg, type: 'string_unstorable' }]);
     }
