@@ -74,8 +74,13 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   app.use(errorHandler('fastapi', deps.logger));
 
   const server = createServer(app);
-  // One message may be as large as one HTTP body (ws's default is 100 MiB).
-  const wsServer = new WebSocketServer({ server, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
+  // One message may be as large as one HTTP body (ws's default is 100 MiB). Upgrades are handed over
+  // here rather than by attaching ws to the server, so a listen error (a busy port) stays the
+  // server's own, reported by start(), instead of reaching graphql-ws as a crash with a stack.
+  const wsServer = new WebSocketServer({ noServer: true, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
+  server.on('upgrade', (request, socket, head) => {
+    wsServer.handleUpgrade(request, socket, head, (client) => wsServer.emit('connection', client, request));
+  });
   // Each connection's authenticated context, settled at connection_init (see onConnect).
   const connectionContexts = new WeakMap<object, GraphQLContext>();
   const graphqlWs = useServer(
