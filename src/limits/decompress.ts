@@ -4,9 +4,8 @@
 // must allocate, and then hold thousands of one-byte blocks, each of which made the previous
 // (JavaScript) decoder shift the whole window; a gzip body of 100 KB can inflate to 100 MB. So: the
 // declared window is read from every frame header before anything is decoded and refused above the
-// cap, output is counted as it is produced and decoding stops at the output limit, and everything
-// beyond a small size is decoded by zlib's streams on libuv's thread pool, never on the event loop.
-import { type Transform, Readable } from 'node:stream';
+// cap, decoding stops at the output limit (zlib's maxOutputLength), and everything beyond a small size
+// is decoded on libuv's thread pool, a few bodies at a time, never on the event loop.
 import zlib from 'node:zlib';
 import { Decompress } from 'fzstd';
 import { AppError } from '../errors.js';
@@ -40,19 +39,20 @@ export async function decompress(body: Buffer, encoding: string, limits: Decompr
     switch (encoding) {
       case 'gzip':
       case 'x-gzip':
-        return await inflate(body, outputLimit, zlib.gunzipSync, () => zlib.createGunzip());
+        return await inflate(body, outputLimit, zlib.gunzipSync, zlib.gunzip);
       case 'deflate':
-        return await inflate(body, outputLimit, zlib.inflateSync, () => zlib.createInflate());
+        return await inflate(body, outputLimit, zlib.inflateSync, zlib.inflate);
       case 'br':
-        return await inflate(body, outputLimit, zlib.brotliDecompressSync, () => zlib.createBrotliDecompress());
+        return await inflate(body, outputLimit, zlib.brotliDecompressSync, zlib.brotliDecompress);
       case 'zstd': {
         const windowLimit = Math.min(limits.zstdWindowBytes, outputLimit);
         assertZstdWindows(body, windowLimit);
         if (!nativeZstd) return unzstdInJs(body, outputLimit);
-        const createZstd = (zlib as unknown as { createZstdDecompress(options: object): Transform }).createZstdDecompress;
         const windowLogMax = Math.max(10, Math.ceil(Math.log2(windowLimit)));
         const constants = zlib.constants as unknown as Record<string, number>;
-        return await streamDecode(body, outputLimit, () => createZstd({ params: { [constants.ZSTD_d_windowLogMax!]: windowLogMax } }));
+        const params = { [constants.ZSTD_d_windowLogMax!]: windowLogMax };
+        const zstdDecompress = (zlib as unknown as { zstdDecompress: AsyncDecoder }).zstdDecompress;
+        return await decodeOffLoop(body, outputLimit, (input, options, done) => zstdDecompress(input, { ...options, params }, done));
       }
       default:
         throw new AppError('BAD_REQUEST', `Unsupported Content-Encoding: ${encoding}.`);
@@ -65,8 +65,10 @@ export async function decompress(body: Buffer, encoding: string, limits: Decompr
 }
 
 type SyncDecoder = (body: Buffer, options: { maxOutputLength: number }) => Buffer;
+type DecodeOptions = { maxOutputLength: number; chunkSize: number; params?: Record<number, number> };
+type AsyncDecoder = (body: Buffer, options: DecodeOptions, done: (error: Error | null, result: Buffer) => void) => void;
 
-async function inflate(body: Buffer, limit: number, decodeSync: SyncDecoder, createStream: () => Transform): Promise<Buffer> {
+async function inflate(body: Buffer, limit: number, decodeSync: SyncDecoder, decodeAsync: AsyncDecoder): Promise<Buffer> {
   if (body.length <= SYNC_INPUT_MAX) {
     try {
       return decodeSync(body, { maxOutputLength: Math.min(limit, SYNC_OUTPUT_MAX) });
@@ -75,30 +77,27 @@ async function inflate(body: Buffer, limit: number, decodeSync: SyncDecoder, cre
       if ((error as { code?: string }).code !== 'ERR_BUFFER_TOO_LARGE' || limit <= SYNC_OUTPUT_MAX) throw error;
     }
   }
-  return streamDecode(body, limit, createStream);
+  return decodeOffLoop(body, limit, decodeAsync);
 }
 
-/** Feeds `body` through a zlib stream, stopping (and freeing what it produced) as soon as output passes `limit`. */
-async function streamDecode(body: Buffer, limit: number, createStream: () => Transform): Promise<Buffer> {
-  const decoder = createStream();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const input = Readable.from([body], { objectMode: false });
-  input.pipe(decoder);
+// Large decodes run a few at a time: each may hold up to the output limit (and its caller the parsed
+// copy), so eight bodies inflating to 95 MB at once would hold a gigabyte.
+const LARGE_DECODES_AT_ONCE = 2;
+let largeDecodesRunning = 0;
+const largeDecodesWaiting: (() => void)[] = [];
+
+/** Decodes on libuv's thread pool in 1 MiB steps (not 16 KiB ones), stopping with an error past `limit`. */
+async function decodeOffLoop(body: Buffer, limit: number, decode: AsyncDecoder): Promise<Buffer> {
+  if (largeDecodesRunning >= LARGE_DECODES_AT_ONCE) await new Promise<void>((resolve) => largeDecodesWaiting.push(resolve));
+  largeDecodesRunning++;
   try {
-    for await (const chunk of decoder) {
-      size += (chunk as Buffer).length;
-      if (size > limit) throw tooLarge(limit);
-      chunks.push(chunk as Buffer);
-    }
-  } catch (error) {
-    chunks.length = 0;
-    throw error;
+    return await new Promise<Buffer>((resolve, reject) => {
+      decode(body, { maxOutputLength: limit, chunkSize: 1024 * 1024 }, (error, result) => (error ? reject(error) : resolve(result)));
+    });
   } finally {
-    input.unpipe(decoder);
-    decoder.destroy();
+    largeDecodesRunning--;
+    largeDecodesWaiting.shift()?.();
   }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }
 
 const ZSTD_MAGIC = 0xfd2fb528;

@@ -23,13 +23,13 @@ import { presentProject, presentRun } from './traces.presenters.js';
 const SMALL_BODY_LIMIT = 1024 * 1024;
 
 /**
- * Reads and parses a JSON body (any Content-Encoding, zstd included). Run bodies are ingestion, which
- * cleans the strings PostgreSQL refuses; every other body must not hold them (422 naming the field).
+ * Reads and parses a small JSON body (any Content-Encoding, zstd included). Unlike runs (ingestion
+ * cleans them), these bodies must not hold strings PostgreSQL refuses (422 naming the field).
  */
-async function readJson(req: Request, limit: number, kind: 'runs' | 'other' = 'other'): Promise<unknown> {
+async function readJson(req: Request, limit: number): Promise<unknown> {
   const { zstdWindowLimitBytes, jsonMaxDepth } = req.ctx.config;
   const body = parseJsonBody(await readBody(req, req.get('content-encoding'), limit, { zstdWindowBytes: zstdWindowLimitBytes, jsonMaxDepth }), jsonMaxDepth);
-  if (kind === 'other') assertStorableText(body);
+  assertStorableText(body);
   return body;
 }
 
@@ -89,8 +89,10 @@ export function tracesRouter(deps: Deps): Router {
     });
   });
 
+  // Run bodies (up to the ingest limit) are decoded and parsed where they are stored, off this thread.
   router.post('/runs', auth, async (req, res) => {
-    await ingest(req, { post: [asObject(await readJson(req, ingestLimit, 'runs'))] });
+    const body = await readRawBody(req, ingestLimit);
+    await ingest(req, { format: 'run', body, contentEncoding: req.get('content-encoding'), contentType: req.get('content-type') });
     res.status(202).json({});
   });
 
@@ -134,7 +136,8 @@ export function tracesRouter(deps: Deps): Router {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
       throw new AppError('VALIDATION_FAILED', 'path.id: expected a UUID', [{ loc: ['path', 'id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
     }
-    await ingest(req, { patch: [{ ...asObject(await readJson(req, ingestLimit, 'runs')), id }] });
+    const body = await readRawBody(req, ingestLimit);
+    await ingest(req, { format: 'patch', runId: id, body, contentEncoding: req.get('content-encoding'), contentType: req.get('content-type') });
     res.status(202).json({});
   });
 

@@ -73,7 +73,14 @@ export function asObject(value: unknown, loc = 'body'): Record<string, unknown> 
 }
 
 /** An ingestion request as received: its encoded body and the headers that say how to read it. */
-export type IngestRequest = { format: 'multipart' | 'batch'; body: Uint8Array; contentEncoding: string | undefined; contentType: string | undefined };
+export type IngestRequest = {
+  /** `run`: one run create (POST /runs); `patch`: one run update (PATCH /runs/{runId}). */
+  format: 'multipart' | 'batch' | 'run' | 'patch';
+  body: Uint8Array;
+  contentEncoding: string | undefined;
+  contentType: string | undefined;
+  runId?: string;
+};
 
 /** Decodes and parses an ingestion request into a RunBatch (`POST /runs/multipart` or `/runs/batch`). */
 export async function requestToBatch(request: IngestRequest, limit: number, guards = DEFAULT_GUARDS): Promise<RunBatch> {
@@ -83,6 +90,8 @@ export async function requestToBatch(request: IngestRequest, limit: number, guar
     return multipartToBatch(parseMultipart(await decodeBody(raw, request.contentEncoding, limit, guards), boundary), guards.jsonMaxDepth);
   }
   const body = asObject(parseJsonBody(await decodeBody(raw, request.contentEncoding, limit, guards), guards.jsonMaxDepth));
+  if (request.format === 'run') return { post: [body], patch: [] };
+  if (request.format === 'patch') return { post: [], patch: [{ ...body, id: request.runId }] };
   for (const key of ['post', 'patch'] as const) {
     if (body[key] !== undefined && body[key] !== null && !Array.isArray(body[key])) {
       throw new AppError('VALIDATION_FAILED', `body.${key}: expected a list`, [{ loc: ['body', key], msg: 'expected a list', type: 'list_type' }]);
