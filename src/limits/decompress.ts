@@ -9,6 +9,7 @@
 import zlib from 'node:zlib';
 import { Decompress } from 'fzstd';
 import { AppError } from '../errors.js';
+import { createGate } from './concurrency.js';
 
 export type DecompressLimits = {
   /** Largest decoded size accepted (PAYLOAD_TOO_LARGE beyond). */
@@ -82,22 +83,16 @@ async function inflate(body: Buffer, limit: number, decodeSync: SyncDecoder, dec
 
 // Large decodes run a few at a time: each may hold up to the output limit (and its caller the parsed
 // copy), so eight bodies inflating to 95 MB at once would hold a gigabyte.
-const LARGE_DECODES_AT_ONCE = 2;
-let largeDecodesRunning = 0;
-const largeDecodesWaiting: (() => void)[] = [];
+const largeDecodes = createGate(2);
 
 /** Decodes on libuv's thread pool in 1 MiB steps (not 16 KiB ones), stopping with an error past `limit`. */
 async function decodeOffLoop(body: Buffer, limit: number, decode: AsyncDecoder): Promise<Buffer> {
-  if (largeDecodesRunning >= LARGE_DECODES_AT_ONCE) await new Promise<void>((resolve) => largeDecodesWaiting.push(resolve));
-  largeDecodesRunning++;
-  try {
-    return await new Promise<Buffer>((resolve, reject) => {
-      decode(body, { maxOutputLength: limit, chunkSize: 1024 * 1024 }, (error, result) => (error ? reject(error) : resolve(result)));
-    });
-  } finally {
-    largeDecodesRunning--;
-    largeDecodesWaiting.shift()?.();
-  }
+  return largeDecodes.run(
+    () =>
+      new Promise<Buffer>((resolve, reject) => {
+        decode(body, { maxOutputLength: limit, chunkSize: 1024 * 1024 }, (error, result) => (error ? reject(error) : resolve(result)));
+      }),
+  );
 }
 
 const ZSTD_MAGIC = 0xfd2fb528;
