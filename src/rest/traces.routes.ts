@@ -23,13 +23,14 @@ import { presentProject, presentRun } from './traces.presenters.js';
 const SMALL_BODY_LIMIT = 1024 * 1024;
 
 /**
- * Reads and parses a small JSON body (any Content-Encoding, zstd included). Unlike runs (ingestion
- * cleans them), these bodies must not hold strings PostgreSQL refuses (422 naming the field).
+ * Reads and parses a small JSON body (any Content-Encoding, zstd included). Bodies that are `stored`
+ * (projects) must not hold strings PostgreSQL refuses (422 naming the field); queries need not (the
+ * filter language answers them itself), and runs are cleaned by ingestion.
  */
-async function readJson(req: Request, limit: number): Promise<unknown> {
+async function readJson(req: Request, limit: number, use: 'stored' | 'query'): Promise<unknown> {
   const { zstdWindowLimitBytes, jsonMaxDepth } = req.ctx.config;
   const body = parseJsonBody(await readBody(req, req.get('content-encoding'), limit, { zstdWindowBytes: zstdWindowLimitBytes, jsonMaxDepth }), jsonMaxDepth);
-  assertStorableText(body);
+  if (use === 'stored') assertStorableText(body);
   return body;
 }
 
@@ -109,7 +110,7 @@ export function tracesRouter(deps: Deps): Router {
 
   router.post('/runs/query/validate', auth, async (req, res) => {
     await traceWorkspace(req.ctx, 'workspaces:read');
-    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'query'));
     const text = (key: string) => {
       const value = body[key];
       if (value === undefined || value === null) return undefined;
@@ -121,7 +122,7 @@ export function tracesRouter(deps: Deps): Router {
   });
 
   router.post('/runs/query', auth, async (req, res) => {
-    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'query'));
     const page = await queryRuns(req.ctx, SnakeCaseBody(body));
     const select = Array.isArray(body.select) ? (body.select as string[]) : null;
     res.json({ runs: page.runs.map((run) => presentRun(run, select)), cursors: { next: page.nextCursor } });
@@ -142,7 +143,7 @@ export function tracesRouter(deps: Deps): Router {
   });
 
   router.post('/sessions', auth, async (req, res) => {
-    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'stored'));
     const project = await projects.createProject(req.ctx, {
       ...(SnakeCaseBody(body) as ProjectCreateInput),
       upsert: req.query.upsert === 'true',
@@ -172,7 +173,7 @@ export function tracesRouter(deps: Deps): Router {
   });
 
   router.patch('/sessions/:id', auth, async (req, res) => {
-    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'stored'));
     res.json(presentProject(await projects.updateProject(req.ctx, String(req.params.id), SnakeCaseBody(body))));
   });
 
