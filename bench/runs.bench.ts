@@ -10,7 +10,7 @@
 //
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -154,7 +154,10 @@ async function main() {
     if (!process.env.BENCH_SKIP_REFERENCE) {
       const referenceDir = join(here, 'reference');
       if (!existsSync(join(referenceDir, 'node_modules/@langchain/langgraph-cli'))) {
-        throw new Error('Install the reference server first: (cd bench/reference && npm install)');
+        // The reference server has its own folder and lockfile (its peer dependencies clash with ours).
+        console.log('Installing the reference server from bench/reference/package-lock.json (npm ci, once)…');
+        const install = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: referenceDir, stdio: 'inherit' });
+        if (install.status !== 0) throw new Error(`npm ci in bench/reference failed (exit ${install.status ?? install.signal})`);
       }
       mkdirSync(join(referenceDir, 'graphs'), { recursive: true });
       copyFileSync(join(here, 'graphs/two-node.ts'), join(referenceDir, 'graphs/two-node.ts'));

@@ -3,11 +3,16 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Router } from 'express';
+import { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { pinoHttp } from 'pino-http';
 import { WebSocketServer } from 'ws';
-import { createGraphQLServer, GRAPHQL_PATH, graphqlContext } from './graphql/yoga.js';
+import type { GraphQLContext } from './graphql/builder.js';
+import { createGraphQLServer, GRAPHQL_PATH, graphqlContext, toGraphQLError } from './graphql/yoga.js';
+import { assertStorableText, assertValueDepth } from './limits/json.js';
 import { errorHandler, graphqlBodyErrorHandler } from './rest/middleware/errors.js';
+import { graphqlContentType } from './rest/middleware/graphql-content-type.js';
+import { jsonBody } from './rest/middleware/json-body.js';
 import { restRouter } from './rest/router.js';
 import type { Deps } from './services/context.js';
 import type { Viewer } from './services/tenancy/viewer.js';
@@ -60,7 +65,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   );
   // Parsed here so the configured body limit applies to GraphQL too; yoga reads a pre-parsed body.
   // `all`, not `use`: yoga must see the full path, which `use` would strip.
-  app.all(GRAPHQL_PATH, express.json({ limit: deps.config.bodyLimit }), (req, res) => yoga(req, res));
+  app.all(GRAPHQL_PATH, graphqlContentType, ...jsonBody(deps.config), (req, res) => yoga(req, res));
   app.use(GRAPHQL_PATH, graphqlBodyErrorHandler);
   for (const router of options.routers ?? [restRouter(deps)]) app.use(router);
   app.use((req, res) => {
@@ -82,32 +87,65 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
     const body = JSON.stringify({ detail });
     socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
-  const wsServer = new WebSocketServer({ server, path: GRAPHQL_PATH });
+  // One message may be as large as one HTTP body (ws's default is 100 MiB). Upgrades are handed over
+  // here rather than by attaching ws to the server, so a listen error (a busy port) stays the
+  // server's own, reported by start(), instead of reaching graphql-ws as a crash with a stack.
+  const wsServer = new WebSocketServer({ noServer: true, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
+  server.on('upgrade', (request, socket, head) => {
+    wsServer.handleUpgrade(request, socket, head, (client) => wsServer.emit('connection', client, request));
+  });
+  // Each connection's authenticated context, settled at connection_init (see onConnect).
+  const connectionContexts = new WeakMap<object, GraphQLContext>();
   const graphqlWs = useServer(
     {
       // onSubscribe puts yoga's enveloped execute/subscribe into rootValue.
       execute: (args) => (args.rootValue as EnvelopedRoot).execute(args),
       subscribe: (args) => (args.rootValue as EnvelopedRoot).subscribe(args),
-      onSubscribe: async (ctx, _id, params) => {
+      // A connection is authenticated once, at connection_init: a missing, unknown or revoked key is
+      // refused there (graphql-ws closes with 4403 Forbidden), never after the acknowledgement.
+      onConnect: async (ctx) => {
         // Credentials may come as connection params (browsers cannot set WebSocket headers) or headers.
         const connectionParams = Object.fromEntries(
           Object.entries(ctx.connectionParams ?? {}).map(([key, value]) => [key.toLowerCase(), typeof value === 'string' ? value : undefined]),
         );
         const headers = ctx.extra.request.headers;
-        const authenticated = await graphqlContext(
-          deps,
-          (name) => connectionParams[name] ?? (headers[name] as string | undefined),
-          options.anonymousViewer,
-        );
+        try {
+          const authenticated = await graphqlContext(
+            deps,
+            (name) => connectionParams[name] ?? (headers[name] as string | undefined),
+            options.anonymousViewer,
+          );
+          connectionContexts.set(ctx, authenticated);
+          return true;
+        } catch (error) {
+          if (error instanceof GraphQLError) return false;
+          throw error;
+        }
+      },
+      onSubscribe: async (ctx, _id, params) => {
+        const authenticated = connectionContexts.get(ctx);
+        if (!authenticated) return [new GraphQLError('Unauthenticated.', { extensions: { code: 'UNAUTHENTICATED' } })];
         // Run graphql-ws operations through yoga's envelop pipeline, so masking and plugins apply.
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...authenticated,
           params,
         });
+        // Syntax errors and limits (tokens, depth, nesting and text of variables) come back as an
+        // `error` message, not a close.
+        let document;
+        try {
+          assertValueDepth(params.variables ?? {}, deps.config.jsonMaxDepth, ['variables']);
+          assertStorableText(params.variables ?? {}, ['variables']);
+          document = parse(params.query);
+        } catch (error) {
+          const shown = error instanceof GraphQLError ? error : toGraphQLError(error);
+          if (shown) return [shown];
+          throw error;
+        }
         const args = {
           schema,
           operationName: params.operationName,
-          document: parse(params.query),
+          document,
           variableValues: params.variables,
           contextValue: await contextFactory(),
           rootValue: { execute, subscribe },

@@ -30,6 +30,15 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_INGEST_BODY_LIMIT: byteSize.default('100mb'),
   /** Trace ingestion: largest run attachment kept in PostgreSQL; larger ones are refused (413). */
   AGENT_PLATFORM_ATTACHMENT_LIMIT: byteSize.default('20mb'),
+  /** Deepest nesting of arrays and objects accepted in any JSON body (deeper: 422/400). */
+  AGENT_PLATFORM_JSON_MAX_DEPTH: z.coerce.number().int().min(16).max(1000).default(128),
+  /** zstd bodies: largest window a frame may declare (memory the decoder must hold); larger: 413. */
+  AGENT_PLATFORM_ZSTD_WINDOW_LIMIT: byteSize.default('8mb'),
+  /** Agent-server webhooks may target loopback, link-local and private addresses (off: refused, SSRF). */
+  AGENT_PLATFORM_WEBHOOK_ALLOW_PRIVATE: z.stringbool().default(false),
+  /** GraphQL: deepest selection set and most tokens one document may have (beyond: 400). */
+  AGENT_PLATFORM_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).max(100).default(15),
+  AGENT_PLATFORM_GRAPHQL_MAX_TOKENS: z.coerce.number().int().min(100).max(100_000).default(2_000),
   AGENT_PLATFORM_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
   /** Connections of a runtime's own pool (runs, events), when it runs apart from the API (its thread or process). */
   AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(16),
@@ -113,6 +122,12 @@ export type Config = {
   bodyLimit: string;
   ingestBodyLimitBytes: number;
   attachmentLimitBytes: number;
+  bodyLimitBytes: number;
+  jsonMaxDepth: number;
+  zstdWindowLimitBytes: number;
+  webhookAllowPrivate: boolean;
+  graphqlMaxDepth: number;
+  graphqlMaxTokens: number;
   dbPoolSize: number;
   runtimeDbPoolSize: number;
   checkpointerPoolSize: number;
@@ -184,6 +199,12 @@ export function loadConfig(
     bodyLimit: value.AGENT_PLATFORM_BODY_LIMIT,
     ingestBodyLimitBytes: toBytes(value.AGENT_PLATFORM_INGEST_BODY_LIMIT),
     attachmentLimitBytes: toBytes(value.AGENT_PLATFORM_ATTACHMENT_LIMIT),
+    bodyLimitBytes: toBytes(value.AGENT_PLATFORM_BODY_LIMIT),
+    jsonMaxDepth: value.AGENT_PLATFORM_JSON_MAX_DEPTH,
+    zstdWindowLimitBytes: toBytes(value.AGENT_PLATFORM_ZSTD_WINDOW_LIMIT),
+    webhookAllowPrivate: value.AGENT_PLATFORM_WEBHOOK_ALLOW_PRIVATE,
+    graphqlMaxDepth: value.AGENT_PLATFORM_GRAPHQL_MAX_DEPTH,
+    graphqlMaxTokens: value.AGENT_PLATFORM_GRAPHQL_MAX_TOKENS,
     dbPoolSize: value.AGENT_PLATFORM_DB_POOL_SIZE,
     runtimeDbPoolSize: value.AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE,
     checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),

@@ -141,6 +141,11 @@ function printWelcome(url: string | undefined, firstApiKey: string | undefined, 
 }
 
 program.parseAsync(process.argv).catch((error: unknown) => {
+  const { code, port } = error as { code?: string; port?: number };
+  if (code === 'EADDRINUSE') {
+    console.error(`agent-platform: port ${port} is in use; choose another with --port or PORT`);
+    process.exit(1);
+  }
   if (error instanceof ConfigError) {
     console.error(error.message);
     process.exit(2);

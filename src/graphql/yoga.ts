@@ -1,9 +1,12 @@
 // graphql-yoga over the Pothos schema: HTTP (GET/POST), SSE subscriptions, GraphiQL (bundled, no CDN),
 // and the context factory that authenticates every operation the same way REST does.
+import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
-import { GraphQLError } from 'graphql';
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { GraphQLError, parse } from 'graphql';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import { AppError, isAppError } from '../errors.js';
+import { assertDocumentNesting } from '../limits/graphql-document.js';
+import { unstorableTextFromDatabase } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
 import type { Viewer } from '../services/tenancy/viewer.js';
 import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
@@ -11,6 +14,33 @@ import type { GraphQLContext } from './builder.js';
 import { schema } from './schema.js';
 
 export const GRAPHQL_PATH = '/graphql';
+
+/**
+ * Parses with graphql-js's `maxTokens` after checking the document's nesting: a longer or deeper
+ * document is a syntax error (400) before the recursive parser sees it.
+ */
+function limitDocuments(maxTokens: number, maxNesting: number): Plugin {
+  return {
+    onParse({ setParseFn }) {
+      setParseFn((source, options) => {
+        assertDocumentNesting(typeof source === 'string' ? source : source.body, maxNesting);
+        return parse(source, { ...options, maxTokens });
+      });
+    },
+  };
+}
+
+// Longest error message echoed to a client (and so into logs): messages quoting input stay readable.
+const MAX_ECHOED_MESSAGE = 1_000;
+
+function capMessage(error: GraphQLError): GraphQLError {
+  if (error.message.length <= MAX_ECHOED_MESSAGE) return error;
+  return new GraphQLError(`${error.message.slice(0, MAX_ECHOED_MESSAGE)}… (${error.message.length} characters, shortened)`, {
+    nodes: error.nodes,
+    path: error.path,
+    extensions: error.extensions,
+  });
+}
 
 const HTTP_STATUS: Partial<Record<AppError['code'], number>> = { UNAUTHENTICATED: 401, FORBIDDEN: 403, BAD_REQUEST: 400 };
 
@@ -28,8 +58,12 @@ export async function graphqlContext(deps: Deps, header: HeaderSource, anonymous
   }
 }
 
-function toGraphQLError(error: unknown): GraphQLError | undefined {
-  const appError = isAppError(error) ? error : isAppError((error as GraphQLError)?.originalError) ? (error as GraphQLError).originalError : undefined;
+export function toGraphQLError(error: unknown): GraphQLError | undefined {
+  const appError = isAppError(error)
+    ? error
+    : isAppError((error as GraphQLError)?.originalError)
+      ? (error as GraphQLError).originalError
+      : unstorableTextFromDatabase((error as GraphQLError)?.originalError ?? error);
   if (!(appError instanceof AppError)) return undefined;
   const status = HTTP_STATUS[appError.code];
   return new GraphQLError(appError.message, {
@@ -59,6 +93,20 @@ export function createGraphQLServer(deps: Deps, options: { anonymousViewer?: Vie
       defaultQuery: '{\n  viewer {\n    user { email }\n    organization { name planTier }\n    workspaces { id name }\n  }\n}\n',
     },
     renderGraphiQL,
+    // graphql-js parses and validates recursively: a document nested thousands deep overflows the
+    // stack. Nesting and tokens (graphql-js's own limit) bound what the parser sees; the depth limit
+    // what validation and execution see (introspection, GraphiQL's own deep query, is exempt).
+    plugins: [
+      limitDocuments(deps.config.graphqlMaxTokens, deps.config.jsonMaxDepth),
+      // Reported as a validation error (a 400 like any other), not thrown out of validation.
+      maxDepthPlugin({
+        n: deps.config.graphqlMaxDepth,
+        ignoreIntrospection: true,
+        flattenFragments: true,
+        propagateOnRejection: false,
+        onReject: [(context, error) => context?.reportError(error)],
+      }),
+    ],
     // graphql-ws operations arrive already authenticated (src/app.ts passes their context in); HTTP
     // requests are authenticated here from their headers.
     context: (initial) =>
@@ -76,8 +124,9 @@ export function createGraphQLServer(deps: Deps, options: { anonymousViewer?: Vie
       maskError(error, message) {
         const shown = toGraphQLError(error);
         if (shown) return shown;
-        // Parse, validation and variable-coercion errors are GraphQL's own: safe to show as they are.
-        if (error instanceof GraphQLError && (!error.originalError || error.originalError instanceof GraphQLError)) return error;
+        // Parse, validation and variable-coercion errors are GraphQL's own: safe to show, but a
+        // coercion error quotes the variable's value, which can be megabytes: shown shortened.
+        if (error instanceof GraphQLError && (!error.originalError || error.originalError instanceof GraphQLError)) return capMessage(error);
         deps.logger.error({ err: (error as GraphQLError)?.originalError ?? error }, 'unexpected GraphQL error');
         return new GraphQLError(message, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
       },

@@ -1,9 +1,11 @@
 // The REST front door: each surface is a sub-router with its own body parsing and error dialect.
-import express, { Router } from 'express';
+import { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import { bulkExportsRouter } from './bulk-exports.routes.js';
 import { agentServerRouter } from './agent-server/router.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
+import { healthCheck } from './health.js';
+import { jsonBody } from './middleware/json-body.js';
 import { tenancyRouter } from './tenancy.routes.js';
 import { tracesRouter } from './traces.routes.js';
 import { usageRouter } from './usage.routes.js';
@@ -11,9 +13,7 @@ import { usageRouter } from './usage.routes.js';
 export function restRouter(deps: Deps): Router {
   const router = Router();
 
-  router.get('/ok', (_req, res) => {
-    res.json({ ok: true });
-  });
+  router.get('/ok', healthCheck(deps));
 
   // Each deployment's agent server (plain-text errors), for keys of the deployment's organization.
   router.use('/deployments/:deploymentId', agentServerRouter(deps, { fromPath: 'deploymentId' }));
@@ -27,7 +27,7 @@ export function restRouter(deps: Deps): Router {
 
   // Platform API (FastAPI dialect): tenancy and usage; bulk export joins here.
   const platformApi = Router();
-  platformApi.use(express.json({ limit: deps.config.bodyLimit }));
+  platformApi.use(jsonBody(deps.config));
   platformApi.use(usageRouter(deps));
   platformApi.use(bulkExportsRouter(deps));
   platformApi.use(tenancyRouter(deps));

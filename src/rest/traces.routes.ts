@@ -6,6 +6,7 @@
 import { type ErrorRequestHandler, type Request, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { assertStorableText } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
 import { FilterError } from '../services/traces/filter.js';
 import { type Ingester, ingestRequest, ingestRunBatch, type RunBatch } from '../services/traces/ingest.service.js';
@@ -21,9 +22,16 @@ import { presentProject, presentRun } from './traces.presenters.js';
 
 const SMALL_BODY_LIMIT = 1024 * 1024;
 
-/** Reads and parses a JSON body (any Content-Encoding, zstd included). */
-async function readJson(req: Request, limit: number): Promise<unknown> {
-  return parseJsonBody(await readBody(req, req.get('content-encoding'), limit));
+/**
+ * Reads and parses a small JSON body (any Content-Encoding, zstd included). Bodies that are `stored`
+ * (projects) must not hold strings PostgreSQL refuses (422 naming the field); queries need not (the
+ * filter language answers them itself), and runs are cleaned by ingestion.
+ */
+async function readJson(req: Request, limit: number, use: 'stored' | 'query'): Promise<unknown> {
+  const { zstdWindowLimitBytes, jsonMaxDepth } = req.ctx.config;
+  const body = parseJsonBody(await readBody(req, req.get('content-encoding'), limit, { zstdWindowBytes: zstdWindowLimitBytes, jsonMaxDepth }), jsonMaxDepth);
+  if (use === 'stored') assertStorableText(body);
+  return body;
 }
 
 const ProjectListQuery = z.object({
@@ -82,8 +90,10 @@ export function tracesRouter(deps: Deps): Router {
     });
   });
 
+  // Run bodies (up to the ingest limit) are decoded and parsed where they are stored, off this thread.
   router.post('/runs', auth, async (req, res) => {
-    await ingest(req, { post: [asObject(await readJson(req, ingestLimit))] });
+    const body = await readRawBody(req, ingestLimit);
+    await ingest(req, { format: 'run', body, contentEncoding: req.get('content-encoding'), contentType: req.get('content-type') });
     res.status(202).json({});
   });
 
@@ -100,7 +110,7 @@ export function tracesRouter(deps: Deps): Router {
 
   router.post('/runs/query/validate', auth, async (req, res) => {
     await traceWorkspace(req.ctx, 'workspaces:read');
-    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'query'));
     const text = (key: string) => {
       const value = body[key];
       if (value === undefined || value === null) return undefined;
@@ -112,7 +122,7 @@ export function tracesRouter(deps: Deps): Router {
   });
 
   router.post('/runs/query', auth, async (req, res) => {
-    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'query'));
     const page = await queryRuns(req.ctx, SnakeCaseBody(body));
     const select = Array.isArray(body.select) ? (body.select as string[]) : null;
     res.json({ runs: page.runs.map((run) => presentRun(run, select)), cursors: { next: page.nextCursor } });
@@ -127,12 +137,13 @@ export function tracesRouter(deps: Deps): Router {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
       throw new AppError('VALIDATION_FAILED', 'path.id: expected a UUID', [{ loc: ['path', 'id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
     }
-    await ingest(req, { patch: [{ ...asObject(await readJson(req, ingestLimit)), id }] });
+    const body = await readRawBody(req, ingestLimit);
+    await ingest(req, { format: 'patch', runId: id, body, contentEncoding: req.get('content-encoding'), contentType: req.get('content-type') });
     res.status(202).json({});
   });
 
   router.post('/sessions', auth, async (req, res) => {
-    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'stored'));
     const project = await projects.createProject(req.ctx, {
       ...(SnakeCaseBody(body) as ProjectCreateInput),
       upsert: req.query.upsert === 'true',
@@ -162,7 +173,7 @@ export function tracesRouter(deps: Deps): Router {
   });
 
   router.patch('/sessions/:id', auth, async (req, res) => {
-    const body = asObject(await readJson(req, SMALL_BODY_LIMIT));
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'stored'));
     res.json(presentProject(await projects.updateProject(req.ctx, String(req.params.id), SnakeCaseBody(body))));
   });
 

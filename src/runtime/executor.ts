@@ -1,6 +1,7 @@
 // Executes one run: claims its row, runs the graph with the deployment's checkpointer and store,
 // appends every stream event, then records the outcome on the run and its thread. Cancellation comes
 // in as an AbortSignal (from `runs.cancel`); the outcome is always written, so no run stays `running`.
+import { resolvedTargetProblem } from '../limits/outbound-url.js';
 import { Command } from '@langchain/langgraph';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import { RunEventWriter } from '../services/runs/run-stream.js';
@@ -219,6 +220,12 @@ async function sendWebhook(ctx: RuntimeContext, url: string, run: RunRow & { val
     ...(run.error ? { error: run.error } : {}),
     webhook_sent_at: new Date().toISOString(),
   });
+  // Checked again when sending: the name may resolve somewhere else than when the run was created.
+  const problem = ctx.config.webhookAllowPrivate ? undefined : await resolvedTargetProblem(url);
+  if (problem) {
+    ctx.logger.warn({ runId: run.id, url, problem }, 'webhook not sent: target refused');
+    return;
+  }
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {
       const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(10_000) });

@@ -5,6 +5,7 @@
 import type { StateSnapshot } from '@langchain/langgraph';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
+import { AppError } from '../errors.js';
 import type { GraphRequest } from '../services/deployments/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -84,7 +85,10 @@ type Request<K extends GraphRequest['kind']> = Extract<GraphRequest, { kind: K }
 /** The thread's state (at a checkpoint when named); `subgraphs` includes subgraph states in tasks. */
 export async function readThreadState(ctx: RuntimeContext, request: Request<'thread-state'>): Promise<ThreadState> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
-  const state = await asGraphRequest(() => graph.getState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, { subgraphs: request.subgraphs }));
+  const configurable = threadConfigurable(request.threadId, request.checkpoint);
+  const state = await asGraphRequest(() => graph.getState({ configurable }, { subgraphs: request.subgraphs }));
+  // LangGraph answers an empty snapshot (no creation time) for a checkpoint it does not have.
+  if (configurable.checkpoint_id && !state.createdAt) throw AppError.notFound('Checkpoint not found');
   return presentSnapshot(state);
 }
 

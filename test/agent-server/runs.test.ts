@@ -7,7 +7,8 @@ import { collect, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
 beforeAll(async () => {
-  server = await startServe();
+  // The webhook test's receiver listens on loopback, which webhooks may only target when allowed.
+  server = await startServe({ env: { AGENT_PLATFORM_WEBHOOK_ALLOW_PRIVATE: 'true' } });
 });
 afterAll(async () => {
   await server?.stop();

@@ -52,6 +52,24 @@ describe('request logs', () => {
     expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('expected errors stay below error level; a 5 MB variable is neither logged nor echoed whole', async () => {
+    const from = lines.length;
+    const gql = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'query ($n: Int) { viewer { user { email } } }', variables: { n: 'x'.repeat(5 * 1024 * 1024) } }),
+    });
+    expect((await gql.text()).length).toBeLessThan(10_000);
+    expect((await fetch(`${url}/sessions/${crypto.randomUUID()}`, { headers: { 'x-api-key': key } })).status).toBe(404);
+    const post = (body: string) => fetch(`${url}/api/v1/workspaces`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body });
+    expect((await post('{}')).status).toBe(422);
+    expect((await post('['.repeat(5_000))).status).toBe(422);
+    const logged = lines.slice(from);
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.filter((line) => line.level >= 50)).toEqual([]);
+    expect(Math.max(...logged.map((line) => JSON.stringify(line).length))).toBeLessThan(20_000);
+  });
+
   it('an unexpected failure is a 500 that shows no stack, SQL or connection detail, and is logged', async () => {
     // The same app over a database that cannot be reached: every request fails unexpectedly.
     const broken = connectDatabase('postgresql://agent:secret-password@127.0.0.1:1/nowhere', { poolSize: 2 });

@@ -1,7 +1,7 @@
 // The agent server's REST surface for one deployment. `serve` mounts it at the root of its own port;
 // the platform mounts the same router at /deployments/:deployment_id with the deployment's scope.
 // Errors are plain text (the SDK reports them as "HTTP 404: Assistant not found").
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
@@ -12,6 +12,8 @@ import { localViewer } from '../../services/tenancy/viewer.js';
 import type { CustomApp } from '../../runtime/custom-app.js';
 import type { UiBundles } from '../../runtime/ui-bundles.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
+import { healthCheck } from '../health.js';
+import { jsonBody } from '../middleware/json-body.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { customRoutes } from './custom-routes.js';
 import { runsRouter } from './runs.routes.js';
@@ -43,7 +45,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   const router = Router({ mergeParams: true });
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp));
-  router.use(express.json({ limit: deps.config.bodyLimit, strict: false }));
+  router.use(jsonBody(deps.config, { strict: false }));
   router.use(async (req, _res, next) => {
     // The deployment is looked up in the database on every request (agentContext), so any api
     // process serves any deployment, wherever its runtime runs.
@@ -57,9 +59,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
     next();
   });
 
-  router.get('/ok', (_req, res) => {
-    res.json({ ok: true });
-  });
+  router.get('/ok', healthCheck(deps));
   router.get('/info', (_req, res) => {
     res.json({
       version: '0.1.0',

@@ -5,7 +5,7 @@ import { type Request, type Response, Router } from 'express';
 import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
 import * as runs from '../../services/runs/runs.service.js';
 import { presentRun, sendJson } from './presenters.js';
-import { queryFlag, queryList } from './query.js';
+import { queryFlag, queryStreamModes } from './query.js';
 import { openSse } from './sse.js';
 
 const runPath = (threadId: string | null, runId: string) => (threadId ? `/threads/${threadId}/runs/${runId}` : `/runs/${runId}`);
@@ -90,7 +90,7 @@ export function runsRouter(): Router {
     const run = await runs.getRun(req.agent, null, req.params.runId);
     await streamToClient(req.agent, req, res, { runId: run.runId, threadId: null }, {
       afterSeq: lastEventSeq(req),
-      modes: queryList(req.query.stream_mode),
+      modes: queryStreamModes(req.query.stream_mode),
       cancelOnDisconnect: queryFlag(req.query.cancel_on_disconnect),
     });
   });
@@ -122,7 +122,7 @@ export function runsRouter(): Router {
     const run = await runs.getRun(req.agent, req.params.threadId, req.params.runId);
     await streamToClient(req.agent, req, res, { runId: run.runId, threadId: run.threadId }, {
       afterSeq: lastEventSeq(req),
-      modes: queryList(req.query.stream_mode),
+      modes: queryStreamModes(req.query.stream_mode),
       cancelOnDisconnect: queryFlag(req.query.cancel_on_disconnect),
     });
   });

@@ -4,7 +4,7 @@ import { THREAD_FIELDS } from '../../services/threads/threads.schemas.js';
 import * as threads from '../../services/threads/threads.service.js';
 import { streamThread } from '../../services/runs/runs.service.js';
 import { presentThread, selectFields, sendJson } from './presenters.js';
-import { queryFlag, queryList } from './query.js';
+import { queryFlag, queryStreamModes } from './query.js';
 import { openSse } from './sse.js';
 
 export function threadsRouter(): Router {
@@ -78,12 +78,13 @@ export function threadsRouter(): Router {
 
   router.get('/threads/:threadId/stream', async (req, res) => {
     const lastEventId = req.get('last-event-id') ?? undefined;
-    // Validates the thread before the response turns into a stream.
+    // Validates the thread and the modes before the response turns into a stream.
+    const modes = queryStreamModes(req.query.stream_mode);
     await threads.getThread(req.agent, req.params.threadId);
     const sse = openSse(req, res);
     try {
       for await (const event of streamThread(req.agent, req.params.threadId, {
-        modes: queryList(req.query.stream_mode),
+        modes,
         signal: sse.signal,
         lastEventId,
       })) {

@@ -7,6 +7,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type {} from 'pino-http';
 import type { Logger } from 'pino';
 import { AppError, type ErrorCode, isAppError } from '../../errors.js';
+import { unstorableTextFromDatabase } from '../../limits/json.js';
 
 export type ErrorDialect = 'fastapi' | 'ingest' | 'plain';
 
@@ -33,7 +34,7 @@ function fromHttpError(error: unknown): AppError | undefined {
   if (type === 'entity.too.large' || status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large.');
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') return AppError.badRequest('Unsupported content encoding.');
   if (typeof status === 'number' && status >= 400 && status < 500) return new AppError('BAD_REQUEST', 'Bad request.');
-  return undefined;
+  return unstorableTextFromDatabase(error);
 }
 
 export function errorHandler(dialect: ErrorDialect, logger: Logger): ErrorRequestHandler {
@@ -51,6 +52,7 @@ export function errorHandler(dialect: ErrorDialect, logger: Logger): ErrorReques
 
 function send(res: Parameters<ErrorRequestHandler>[2], dialect: ErrorDialect, status: number, message: string, details: AppError['details']) {
   res.status(status);
+  if (status === 413) closeAfterResponse(res);
   switch (dialect) {
     case 'fastapi':
       res.json({ detail: status === 422 && Array.isArray(details) ? details : message });
@@ -69,10 +71,20 @@ export const notFoundHandler: RequestHandler = (req) => {
   throw AppError.notFound(`Not found: ${req.method} ${req.originalUrl.split('?')[0]}`);
 };
 
-/** Body errors on /graphql (malformed JSON, too large) answer in GraphQL's own shape. */
+/**
+ * A refused body may still be arriving: rather than read (and discard) up to its declared length, the
+ * connection closes after the answer, so the client's next request opens a fresh one instead of
+ * being read as the rest of this body.
+ */
+function closeAfterResponse(res: Parameters<ErrorRequestHandler>[2]) {
+  res.set('Connection', 'close');
+}
+
+/** Body errors on /graphql (malformed JSON, too deep, too large) answer in GraphQL's own shape. */
 export const graphqlBodyErrorHandler: ErrorRequestHandler = (error, _req, res, next) => {
-  const appError = fromHttpError(error);
+  const appError = isAppError(error) ? error : fromHttpError(error);
   if (!appError || res.headersSent) return next(error);
+  if (appError.code === 'PAYLOAD_TOO_LARGE') closeAfterResponse(res);
   res.status(STATUS[appError.code] === 422 ? 400 : STATUS[appError.code]).json({
     errors: [{ message: appError.message, extensions: { code: appError.code } }],
   });

@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { withTransaction } from '../../db.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
+import { literalTargetProblem } from '../../limits/outbound-url.js';
 import { parseInput } from '../validate.js';
 import { defaultAssistantId } from '../assistants/default-assistant-id.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
@@ -95,6 +96,10 @@ async function createParsedRun(
   const runId = options.runId ?? newId();
   const { deploymentId } = ctx.deployment;
   if (!ctx.deployment.graphIds.includes(body.assistant_id) && !isUuid(body.assistant_id)) throw AppError.notFound(noAssistantFor(body.assistant_id));
+  const webhookProblem = body.webhook && !ctx.config.webhookAllowPrivate ? literalTargetProblem(body.webhook) : undefined;
+  if (webhookProblem) {
+    throw new AppError('VALIDATION_FAILED', `body.webhook: ${webhookProblem}`, [{ loc: ['body', 'webhook'], msg: webhookProblem, type: 'url_not_allowed' }]);
+  }
   const assistantId = resolveAssistantId(ctx, body.assistant_id);
   const strategy: MultitaskStrategy = body.multitask_strategy ?? 'enqueue';
   const stateless = requestedThreadId === null;

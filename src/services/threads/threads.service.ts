@@ -200,7 +200,7 @@ const emptyState = (): ThreadState => ({
   interrupts: [],
 });
 
-/** The thread's current state (or at a checkpoint); `subgraphs` includes subgraph states in tasks. Asked of the runtime. */
+/** The thread's current state (or at a checkpoint; NOT_FOUND for an unknown one); `subgraphs` includes subgraph states in tasks. Asked of the runtime. */
 export async function getThreadState(
   ctx: AgentServerContext,
   threadId: string,
@@ -220,7 +220,8 @@ export async function getThreadStateAtCheckpoint(ctx: AgentServerContext, thread
 
 /**
  * Writes values into the thread's state as if `as_node` had returned them (a new checkpoint), through
- * the runtime. CONFLICT while a run is pending or running on the thread.
+ * the runtime. CONFLICT while a run is pending or running on the thread; BAD_REQUEST when LangGraph
+ * refuses the update (unknown `as_node`, values its channels cannot take).
  */
 export async function updateThreadState(
   ctx: AgentServerContext,

@@ -44,6 +44,11 @@ import { afterRunsStored, countTraces } from './ingest-hooks.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
 import { RUN_TYPES } from './traces.schemas.js';
 import { type IngestRequest, requestToBatch } from './wire.js';
+import { createGate } from '../../limits/concurrency.js';
+
+// One body at a time per thread: each may hold about three times the ingest limit while it is
+// decoded and parsed (measured with npm run bench:bombs); the writes that follow still overlap.
+const bodyParsing = createGate(1);
 
 /** A run create as the langsmith SDK sends it (unknown fields are ignored). */
 export type RunCreate = Record<string, unknown>;
@@ -109,7 +114,9 @@ type NormalizedPatch = {
  */
 export async function ingestRequest(deps: Pick<Deps, 'db' | 'config' | 'ingestThreads'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
   if (deps.ingestThreads) return deps.ingestThreads.ingest(who, request);
-  return ingestRunBatch(deps, who, await requestToBatch(request, deps.config.ingestBodyLimitBytes));
+  const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
+  const batch = await bodyParsing.run(() => requestToBatch(request, deps.config.ingestBodyLimitBytes, guards));
+  return ingestRunBatch(deps, who, batch);
 }
 
 /** Stores a batch of run creates, updates and attachments (see the contract at the top of this file). */

@@ -6,16 +6,15 @@
 // wire gives each part's length (`Content-Length` part header or `length=N` content-type parameter),
 // which lets us jump over a part instead of scanning it for the boundary.
 import type { Readable } from 'node:stream';
-import { promisify } from 'node:util';
-import zlib from 'node:zlib';
-import { Decompress } from 'fzstd';
 import { AppError } from '../../errors.js';
+import { DEFAULT_ZSTD_WINDOW_BYTES, decompress } from '../../limits/decompress.js';
+import { assertJsonDepth, DEFAULT_JSON_MAX_DEPTH } from '../../limits/json.js';
 import { invalid, isUuid, RawJson } from './derive.js';
 import type { RunAttachment, RunBatch } from './ingest.service.js';
 
-const gunzip = promisify(zlib.gunzip);
-const inflate = promisify(zlib.inflate);
-const brotli = promisify(zlib.brotliDecompress);
+/** Limits on what a body may decode to (config.ts: AGENT_PLATFORM_ZSTD_WINDOW_LIMIT, AGENT_PLATFORM_JSON_MAX_DEPTH). */
+export type WireGuards = { zstdWindowBytes: number; jsonMaxDepth: number };
+const DEFAULT_GUARDS: WireGuards = { zstdWindowBytes: DEFAULT_ZSTD_WINDOW_BYTES, jsonMaxDepth: DEFAULT_JSON_MAX_DEPTH };
 
 const tooLarge = (limit: number) => new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes.`);
 
@@ -38,25 +37,26 @@ export async function readRawBody(stream: Readable, limit: number): Promise<Buff
  * Undoes a body's Content-Encoding. `limit` bounds the decompressed size (a small gzip body can
  * expand enormously). Throws PAYLOAD_TOO_LARGE or BAD_REQUEST (unknown encoding, corrupt data).
  */
-export async function decodeBody(raw: Buffer, contentEncoding: string | undefined, limit: number): Promise<Buffer> {
+export async function decodeBody(raw: Buffer, contentEncoding: string | undefined, limit: number, guards = DEFAULT_GUARDS): Promise<Buffer> {
   const encodings = (contentEncoding ?? '')
     .split(',')
     .map((value) => value.trim().toLowerCase())
     .filter((value) => value && value !== 'identity');
   let body = raw;
   // Encodings are listed in the order they were applied.
-  for (const encoding of encodings.reverse()) body = await decode(body, encoding, limit);
+  for (const encoding of encodings.reverse()) body = await decompress(body, encoding, { outputBytes: limit, zstdWindowBytes: guards.zstdWindowBytes });
   return body;
 }
 
 /** Reads a request body and undoes its Content-Encoding (see readRawBody and decodeBody). */
-export async function readBody(stream: Readable, contentEncoding: string | undefined, limit: number): Promise<Buffer> {
-  return decodeBody(await readRawBody(stream, limit), contentEncoding, limit);
+export async function readBody(stream: Readable, contentEncoding: string | undefined, limit: number, guards = DEFAULT_GUARDS): Promise<Buffer> {
+  return decodeBody(await readRawBody(stream, limit), contentEncoding, limit, guards);
 }
 
-/** Parses a JSON body; VALIDATION_FAILED when it is not JSON. An empty body is `{}`. */
-export function parseJsonBody(body: Buffer): unknown {
+/** Parses a JSON body; VALIDATION_FAILED when it is not JSON or nests deeper than the limit. An empty body is `{}`. */
+export function parseJsonBody(body: Buffer, maxDepth = DEFAULT_JSON_MAX_DEPTH): unknown {
   if (body.length === 0) return {};
+  assertJsonDepth(body, maxDepth);
   try {
     return JSON.parse(body.toString('utf8'));
   } catch {
@@ -73,70 +73,31 @@ export function asObject(value: unknown, loc = 'body'): Record<string, unknown> 
 }
 
 /** An ingestion request as received: its encoded body and the headers that say how to read it. */
-export type IngestRequest = { format: 'multipart' | 'batch'; body: Uint8Array; contentEncoding: string | undefined; contentType: string | undefined };
+export type IngestRequest = {
+  /** `run`: one run create (POST /runs); `patch`: one run update (PATCH /runs/{runId}). */
+  format: 'multipart' | 'batch' | 'run' | 'patch';
+  body: Uint8Array;
+  contentEncoding: string | undefined;
+  contentType: string | undefined;
+  runId?: string;
+};
 
 /** Decodes and parses an ingestion request into a RunBatch (`POST /runs/multipart` or `/runs/batch`). */
-export async function requestToBatch(request: IngestRequest, limit: number): Promise<RunBatch> {
+export async function requestToBatch(request: IngestRequest, limit: number, guards = DEFAULT_GUARDS): Promise<RunBatch> {
   const raw = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
   if (request.format === 'multipart') {
     const boundary = multipartBoundary(request.contentType);
-    return multipartToBatch(parseMultipart(await decodeBody(raw, request.contentEncoding, limit), boundary));
+    return multipartToBatch(parseMultipart(await decodeBody(raw, request.contentEncoding, limit, guards), boundary), guards.jsonMaxDepth);
   }
-  const body = asObject(parseJsonBody(await decodeBody(raw, request.contentEncoding, limit)));
+  const body = asObject(parseJsonBody(await decodeBody(raw, request.contentEncoding, limit, guards), guards.jsonMaxDepth));
+  if (request.format === 'run') return { post: [body], patch: [] };
+  if (request.format === 'patch') return { post: [], patch: [{ ...body, id: request.runId }] };
   for (const key of ['post', 'patch'] as const) {
     if (body[key] !== undefined && body[key] !== null && !Array.isArray(body[key])) {
       throw new AppError('VALIDATION_FAILED', `body.${key}: expected a list`, [{ loc: ['body', key], msg: 'expected a list', type: 'list_type' }]);
     }
   }
   return { post: (body.post as RunBatch['post']) ?? [], patch: (body.patch as RunBatch['patch']) ?? [] };
-}
-
-// Below this compressed size, inflating on the event loop (well under a millisecond for an SDK batch)
-// beats the thread pool: async zlib hands every 16 KiB of output back to the event loop, and under
-// load each of those hops waits in line (measured: ~200 ms per 250 KiB body at 32 concurrent posts).
-const SYNC_DECODE_MAX = 256 * 1024;
-
-async function decode(body: Buffer, encoding: string, limit: number): Promise<Buffer> {
-  const sync = body.length <= SYNC_DECODE_MAX;
-  // Larger bodies: still off the event loop, in 1 MiB steps rather than 16 KiB ones.
-  const options = { maxOutputLength: limit, chunkSize: 1024 * 1024 };
-  try {
-    switch (encoding) {
-      case 'gzip':
-      case 'x-gzip':
-        return sync ? zlib.gunzipSync(body, { maxOutputLength: limit }) : await gunzip(body, options);
-      case 'deflate':
-        return sync ? zlib.inflateSync(body, { maxOutputLength: limit }) : await inflate(body, options);
-      case 'br':
-        return sync ? zlib.brotliDecompressSync(body, { maxOutputLength: limit }) : await brotli(body, options);
-      case 'zstd':
-        return unzstd(body, limit);
-      default:
-        throw new AppError('BAD_REQUEST', `Unsupported Content-Encoding: ${encoding}.`);
-    }
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError) throw tooLarge(limit);
-    throw new AppError('BAD_REQUEST', `Request body is not valid ${encoding} data.`);
-  }
-}
-
-/** zstd through fzstd's streaming decoder (Node 20's zlib has no zstd), stopping at `limit` bytes. */
-function unzstd(body: Buffer, limit: number): Buffer {
-  const out: Uint8Array[] = [];
-  let size = 0;
-  const decoder = new Decompress((data) => {
-    size += data.length;
-    if (size > limit) throw tooLarge(limit);
-    out.push(data);
-  });
-  // Feed in slices so the size check runs before a bomb is fully inflated.
-  const step = 1 << 20;
-  for (let offset = 0; offset < body.length; offset += step) {
-    decoder.push(body.subarray(offset, offset + step), offset + step >= body.length);
-  }
-  if (body.length === 0) throw new AppError('BAD_REQUEST', 'Request body is not valid zstd data.');
-  return Buffer.concat(out, size);
 }
 
 export type MultipartPart = { name: string; contentType: string; headers: Record<string, string>; data: Buffer };
@@ -242,7 +203,7 @@ const partLoc = (part: MultipartPart) => ['body', part.name];
  * (inputs, outputs, events, extra, error, serialized) its large fields, `attachment.<id>.<name>` files.
  * `feedback.<id>` parts are accepted and ignored (feedback is not stored yet).
  */
-export function multipartToBatch(parts: MultipartPart[]): RunBatch {
+export function multipartToBatch(parts: MultipartPart[], maxDepth = DEFAULT_JSON_MAX_DEPTH): RunBatch {
   const runs = { post: new Map<string, Record<string, unknown>>(), patch: new Map<string, Record<string, unknown>>() };
   const fields: { method: 'post' | 'patch'; id: string; field: string; value: unknown; part: string }[] = [];
   const attachments: RunAttachment[] = [];
@@ -258,6 +219,7 @@ export function multipartToBatch(parts: MultipartPart[]): RunBatch {
       throw invalid(partLoc(part), 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
     }
     const id = rawId.toLowerCase();
+    assertJsonDepth(part.data, maxDepth, partLoc(part));
     let value: unknown;
     if (rest.length === 1 && LAZY_FIELDS.has(rest[0]!)) {
       // Stored as sent; parsed later only if a derived field needs it.
