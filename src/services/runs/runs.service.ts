@@ -240,8 +240,7 @@ export async function listRunsOfThreads(ctx: AgentServerContext, threadIds: read
 export async function deleteRun(ctx: AgentServerContext, threadId: string, runId: string): Promise<void> {
   const run = await getRun(ctx, threadId, runId);
   if (run.status === 'running') throw AppError.conflict('Run is running; cancel it first');
-  await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [run.runId]);
-  await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = $1', [run.runId]);
+  await store.deleteRunAndEvents(ctx.db, run.runId);
   if (run.status === 'pending') await ctx.events.publish('runs.stream', { runId: run.runId, status: 'interrupted' }, run.runId);
 }
 

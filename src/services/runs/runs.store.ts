@@ -1,5 +1,6 @@
 // SQL of agent_runs and run_events: the runs service orchestrates and checks permissions, this file
 // talks SQL.
+import type pg from 'pg';
 import type { Database } from '../../db.js';
 import type { MultitaskStrategy, RunKwargs, RunStatus } from './runs.schemas.js';
 
@@ -47,4 +48,53 @@ export async function selectRunsOfThreads(db: Pick<Database, 'pool'>, deployment
     [deploymentId, threadIds, limit],
   );
   return rows.map(({ position: _position, ...row }) => row);
+}
+
+/** A run's events after `afterSeq`, in order. */
+export async function selectEventsAfter(pool: pg.Pool, runId: string, afterSeq: number): Promise<{ seq: number; event: string; data: string }[]> {
+  const { rows } = await pool.query<{ seq: number; event: string; data: string }>(
+    'SELECT seq, event, data FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq',
+    [runId, afterSeq],
+  );
+  return rows;
+}
+
+/**
+ * One statement for a batch of stream writes: the runs' outcomes (status, output, ended), their new
+ * events, and the NOTIFY signals that tell readers, so readers never see a signal before its event.
+ */
+export async function writeStreamBatch(
+  pool: pg.Pool,
+  batch: {
+    outcomes: { runId: string; status: string; output: string }[];
+    events: { runId: string; seq: number; event: string; data: string }[];
+    signals: [channel: string, payload: string][];
+  },
+): Promise<void> {
+  const { outcomes, events, signals } = batch;
+  await pool.query(
+    `WITH outcome AS (
+       UPDATE agent_runs r SET status = o.status, output = o.output::jsonb, updated_at = now(), ended_at = now()
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) AS o(id, status, output) WHERE r.id = o.id),
+     events AS (
+       INSERT INTO run_events (run_id, seq, event, data) SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[]))
+     SELECT count(pg_notify(channel, payload)) FROM unnest($8::text[], $9::text[]) AS s(channel, payload)`,
+    [
+      outcomes.map((outcome) => outcome.runId),
+      outcomes.map((outcome) => outcome.status),
+      outcomes.map((outcome) => outcome.output),
+      events.map((event) => event.runId),
+      events.map((event) => event.seq),
+      events.map((event) => event.event),
+      events.map((event) => event.data),
+      signals.map(([channel]) => channel),
+      signals.map(([, payload]) => payload),
+    ],
+  );
+}
+
+/** Deletes a run and its stream. */
+export async function deleteRunAndEvents(db: Pick<Database, 'pool'>, runId: string): Promise<void> {
+  await db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
+  await db.pool.query('DELETE FROM run_events WHERE run_id = $1', [runId]);
 }
