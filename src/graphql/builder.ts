@@ -1,5 +1,6 @@
 // The Pothos builder: plugins and scalars only. Types live in one file per type under src/graphql/<area>/.
 import SchemaBuilder from '@pothos/core';
+import DataloaderPlugin from '@pothos/plugin-dataloader';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
@@ -20,7 +21,7 @@ export const builder = new SchemaBuilder<{
     JSON: { Input: unknown; Output: unknown };
   };
 }>({
-  plugins: [ErrorsPlugin, PrismaPlugin, RelayPlugin],
+  plugins: [ErrorsPlugin, PrismaPlugin, RelayPlugin, DataloaderPlugin],
   defaultFieldNullability: false,
   prisma: {
     client: (ctx) => ctx.db.prisma,

@@ -1,9 +1,16 @@
 // An N+1 guard: the number of SQL statements a GraphQL request issues must not grow with the number of
-// rows it returns (Pothos's Prisma plugin folds relations into the parent query).
+// rows it returns (Pothos's Prisma plugin folds relations into the parent query; fields that load per
+// parent go through dataloaders). Every statement the app's pool runs is counted, Prisma's and raw SQL.
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
+import { PreparingClient } from '../../src/database/prepared-statements.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { newId } from '../../src/ids.js';
+import { registerLocalDeployment } from '../../src/services/deployments/deployments.service.js';
+import { ingestRunBatch } from '../../src/services/traces/ingest.service.js';
+import { fixtureConfig } from '../agent-server/serve.js';
 import { buildApiKey, buildTenant, buildWorkspace } from '../factories.js';
 import { graphql, startTestPlatform, type TestPlatform } from '../helpers.js';
 
@@ -11,32 +18,114 @@ let platform: TestPlatform;
 let app: App;
 let url: string;
 let statements = 0;
+let countingPool: pg.Pool;
 let counting: PrismaClient;
+
+/** A pool client that counts each statement it sends. */
+class CountingClient extends PreparingClient {
+  override query(...args: Parameters<PreparingClient['query']>): ReturnType<PreparingClient['query']> {
+    statements++;
+    return (super.query as (...rest: unknown[]) => ReturnType<PreparingClient['query']>)(...args);
+  }
+}
 
 beforeAll(async () => {
   platform = await startTestPlatform();
-  const logging = new PrismaClient({ adapter: new PrismaPg(platform.deps.db.pool), log: [{ emit: 'event', level: 'query' }] });
-  logging.$on('query', () => statements++);
-  counting = logging as unknown as PrismaClient;
-  app = buildApp({ ...platform.deps, db: { ...platform.deps.db, prisma: counting } });
+  countingPool = new pg.Pool({ connectionString: platform.deps.db.url, max: 4, Client: CountingClient });
+  counting = new PrismaClient({ adapter: new PrismaPg(countingPool) });
+  app = buildApp({ ...platform.deps, db: { ...platform.deps.db, pool: countingPool, prisma: counting } });
   url = await app.start(0, '127.0.0.1');
 });
 afterAll(async () => {
   await app?.stop();
   await counting?.$disconnect();
+  await countingPool?.end();
   await platform?.stop();
 });
 
-const QUERY = `{
+async function countFor(query: string, key: string, options: { tenant?: string; variables?: Record<string, unknown> } = {}) {
+  statements = 0;
+  const { body } = await graphql(url, query, { key, ...options });
+  expect(body.errors).toBeUndefined();
+  return { statements, body };
+}
+
+const TENANCY = `{
   viewer { user { email } organization { name workspaces { id name organization { id } } } workspaces { id organization { name } } }
   apiKeys { shortKey user { email } workspace { name } }
 }`;
 
-async function countFor(key: string) {
-  statements = 0;
-  const { body } = await graphql(url, QUERY, { key });
-  expect(body.errors).toBeUndefined();
-  return { statements, body };
+const TRACES = `query($projectId: ID!) {
+  tracingProjects { id runCount lastRunStartTime workspace { name } }
+  runs(projectId: $projectId, isRoot: true) { edges { node { id project { name } children { name children { name } } } } }
+  bulkExports { id runs { id status } }
+}`;
+
+const THREADS = `query($deploymentId: ID!) { threads(deploymentId: $deploymentId) { threadId runs(limit: 5) { runId status } } }`;
+
+/**
+ * A tenant with `size` tracing projects, `size` traces (a root, two children, a grandchild) in the
+ * first, `size` finished bulk exports of two day runs, and a deployment with `size` threads of two runs.
+ */
+async function tenantOfSize(size: number) {
+  const tenant = await buildTenant(platform.system, { planTier: 'plus' });
+  const t0 = Date.parse('2026-03-01T12:00:00Z');
+  const at = (ms: number) => new Date(t0 + ms).toISOString();
+  const post = [];
+  for (let i = 0; i < size; i++) {
+    const root = newId();
+    const child = newId();
+    post.push(
+      { id: root, name: `trace-${i}`, run_type: 'chain', start_time: at(i * 1000), end_time: at(i * 1000 + 900), session_name: 'main' },
+      { id: child, name: 'node-a', run_type: 'chain', parent_run_id: root, start_time: at(i * 1000 + 10), session_name: 'main' },
+      { id: newId(), name: 'node-b', run_type: 'tool', parent_run_id: root, start_time: at(i * 1000 + 20), session_name: 'main' },
+      { id: newId(), name: 'model', run_type: 'llm', parent_run_id: child, start_time: at(i * 1000 + 30), session_name: 'main' },
+    );
+  }
+  await ingestRunBatch(platform.deps, { workspaceId: tenant.workspace.id }, { post });
+  const main = await platform.deps.db.prisma.tracingProject.findFirstOrThrow({ where: { workspaceId: tenant.workspace.id, name: 'main' } });
+  for (let i = 1; i < size; i++) {
+    await platform.deps.db.prisma.tracingProject.create({ data: { id: newId(), workspaceId: tenant.workspace.id, name: `empty-${i}` } });
+  }
+  for (let i = 0; i < size; i++) {
+    // Finished already, so no export worker of another test file picks the runs up.
+    await platform.deps.db.prisma.bulkExport.create({
+      data: {
+        id: newId(),
+        workspaceId: tenant.workspace.id,
+        sessionId: main.id,
+        startTime: new Date('2026-03-01T00:00:00Z'),
+        endTime: new Date('2026-03-03T00:00:00Z'),
+        formatVersion: 'v1',
+        compression: 'gzip',
+        status: 'Completed',
+        runs: {
+          create: [1, 2].map((day) => ({
+            id: newId(),
+            status: 'Completed',
+            startTime: new Date(`2026-03-0${day}T00:00:00Z`),
+            endTime: new Date(`2026-03-0${day + 1}T00:00:00Z`),
+          })),
+        },
+      },
+    });
+  }
+  const { configPath } = fixtureConfig();
+  const deployment = await registerLocalDeployment(platform.system, { configPath, workspaceId: tenant.workspace.id, deploymentId: newId() });
+  const { rows } = await platform.deps.db.pool.query<{ assistant_id: string }>('SELECT id AS assistant_id FROM agent_assistants WHERE deployment_id = $1 LIMIT 1', [
+    deployment.deploymentId,
+  ]);
+  for (let i = 0; i < size; i++) {
+    const threadId = newId();
+    await platform.deps.db.pool.query(`INSERT INTO agent_threads (id, deployment_id, updated_at) VALUES ($1, $2, now())`, [threadId, deployment.deploymentId]);
+    for (const status of ['success', 'error']) {
+      await platform.deps.db.pool.query(
+        `INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, updated_at) VALUES ($1, $2, $3, $4, $5, now())`,
+        [newId(), deployment.deploymentId, threadId, rows[0]!.assistant_id, status],
+      );
+    }
+  }
+  return { tenant, projectId: main.id, deploymentId: deployment.deploymentId };
 }
 
 describe('GraphQL query count', () => {
@@ -47,10 +136,39 @@ describe('GraphQL query count', () => {
       const workspace = await buildWorkspace(platform.system, large.organization.id);
       await buildApiKey(platform.system, large.organization.id, large.admin.id, workspace.id);
     }
-    const one = await countFor(small.adminKey);
-    const six = await countFor(large.adminKey);
+    const one = await countFor(TENANCY, small.adminKey);
+    const six = await countFor(TENANCY, large.adminKey);
     expect(six.body.data.viewer.workspaces).toHaveLength(6);
     expect(six.body.data.apiKeys).toHaveLength(7); // the admin and member keys, plus five
     expect(six.statements).toBe(one.statements);
+  });
+
+  it('is the same for one project, trace and export as for four: run counts, projects, children, export runs', async () => {
+    const small = await tenantOfSize(1);
+    const large = await tenantOfSize(4);
+    const one = await countFor(TRACES, small.tenant.adminKey, { tenant: small.tenant.workspace.id, variables: { projectId: small.projectId } });
+    const four = await countFor(TRACES, large.tenant.adminKey, { tenant: large.tenant.workspace.id, variables: { projectId: large.projectId } });
+    const { tracingProjects, runs, bulkExports } = four.body.data;
+    expect(tracingProjects).toHaveLength(4);
+    expect(tracingProjects.find((project: { id: string }) => project.id === large.projectId).runCount).toBe(16);
+    expect(runs.edges).toHaveLength(4);
+    for (const { node } of runs.edges) {
+      expect(node.project.name).toBe('main');
+      expect(node.children.map((child: { name: string }) => child.name)).toEqual(['node-a', 'node-b']);
+      expect(node.children[0].children).toEqual([{ name: 'model' }]);
+    }
+    expect(bulkExports).toHaveLength(4);
+    expect(bulkExports.every((found: { runs: unknown[] }) => found.runs.length === 2)).toBe(true);
+    expect(four.statements).toBe(one.statements);
+  });
+
+  it('is the same for one thread as for four: each thread’s runs', async () => {
+    const small = await tenantOfSize(1);
+    const large = await tenantOfSize(4);
+    const one = await countFor(THREADS, small.tenant.adminKey, { variables: { deploymentId: small.deploymentId } });
+    const four = await countFor(THREADS, large.tenant.adminKey, { variables: { deploymentId: large.deploymentId } });
+    expect(four.body.data.threads).toHaveLength(4);
+    for (const thread of four.body.data.threads) expect(thread.runs.map((run: { status: string }) => run.status).sort()).toEqual(['error', 'success']);
+    expect(four.statements).toBe(one.statements);
   });
 });

@@ -2,7 +2,7 @@
 import { builder } from '../builder.js';
 import { createThread, getThread, getThreadState, listThreads, type Thread } from '../../services/threads/threads.service.js';
 import { THREAD_STATUSES } from '../../services/threads/threads.schemas.js';
-import { listRuns } from '../../services/runs/runs.service.js';
+import { listRunsOfThreads, type Run } from '../../services/runs/runs.service.js';
 import { agentContext } from '../../services/deployments/deployments.service.js';
 import { RunRef } from './run.js';
 
@@ -23,7 +23,10 @@ const ThreadStateRef = builder.objectRef<Awaited<ReturnType<typeof getThreadStat
   }),
 });
 
-export const ThreadRef = builder.objectRef<Thread & { deploymentId: string }>('Thread').implement({
+type ThreadWithDeployment = Thread & { deploymentId: string };
+type RunWithDeployment = Run & { deploymentId: string };
+
+export const ThreadRef = builder.objectRef<ThreadWithDeployment>('Thread').implement({
   description: 'A conversation: the state accumulated by its runs.',
   fields: (t) => ({
     threadId: t.exposeID('threadId', { description: 'Thread ID (UUID).' }),
@@ -39,15 +42,23 @@ export const ThreadRef = builder.objectRef<Thread & { deploymentId: string }>('T
       description: 'The state read from the latest checkpoint (needs the graph, so only where the deployment runs).',
       resolve: async (thread, _args, ctx) => getThreadState(await agentContext(ctx, thread.deploymentId), thread.threadId),
     }),
-    runs: t.field({
-      type: [RunRef],
+    // One read for the runs of all the threads of a response (dataloader; byPath: they share `limit`).
+    runs: t.loadableList({
+      type: RunRef,
       description: 'Runs of the thread, newest first.',
+      byPath: true,
       args: { limit: t.arg.int({ required: false, description: 'At most this many (default 10).' }) },
-      resolve: async (thread, args, ctx) =>
-        (await listRuns(await agentContext(ctx, thread.deploymentId), thread.threadId, { limit: args.limit ?? 10 })).map((run) => ({
-          ...run,
-          deploymentId: thread.deploymentId,
-        })),
+      load: async (threads: ThreadWithDeployment[], ctx, args) => {
+        const runs = new Map<ThreadWithDeployment, RunWithDeployment[]>();
+        for (const deploymentId of new Set(threads.map((thread) => thread.deploymentId))) {
+          const ofDeployment = threads.filter((thread) => thread.deploymentId === deploymentId);
+          const lists = await listRunsOfThreads(await agentContext(ctx, deploymentId), ofDeployment.map((thread) => thread.threadId), { limit: args.limit ?? 10 });
+          ofDeployment.forEach((thread, index) => runs.set(thread, lists[index]!.map((run) => ({ ...run, deploymentId }))));
+        }
+        return threads.map((thread) => runs.get(thread)!);
+      },
+      loaderOptions: { cacheKeyFn: (thread) => `${thread.deploymentId}/${thread.threadId}` },
+      resolve: (thread) => thread,
     }),
   }),
 });

@@ -76,18 +76,18 @@ builder.queryFields((t) => ({
   exportDestinations: t.prismaField({
     type: ['ExportDestination'],
     description: 'Export destinations of the workspace (X-Tenant-Id), newest first.',
-    resolve: (_query, _root, _args, ctx) => destinations.listDestinations(ctx),
+    resolve: (query, _root, _args, ctx) => destinations.listDestinations(ctx, query),
   }),
   bulkExports: t.prismaField({
     type: ['BulkExport'],
     description: 'Bulk exports of the workspace (X-Tenant-Id), newest first.',
-    resolve: (_query, _root, _args, ctx) => exportsService.listExports(ctx),
+    resolve: (query, _root, _args, ctx) => exportsService.listExports(ctx, query),
   }),
   bulkExport: t.prismaField({
     type: 'BulkExport',
     description: 'One bulk export by ID.',
     args: { id: t.arg.id({ required: true, description: 'Export ID.' }) },
-    resolve: (_query, _root, args, ctx) => exportsService.getExport(ctx, String(args.id)),
+    resolve: (query, _root, args, ctx) => exportsService.getExport(ctx, String(args.id), query),
   }),
 }));
 
@@ -189,7 +189,7 @@ builder.mutationFields((t) => ({
     description: 'Cancels a bulk export; a cancelled export cannot be restarted. Cancelling a schedule leaves its spawned exports alone.',
     errors: {},
     args: { id: t.arg.id({ required: true, description: 'Export ID.' }) },
-    resolve: (_query, _root, args, ctx) => exportsService.updateExport(ctx, String(args.id), { status: 'Cancelled' }),
+    resolve: (query, _root, args, ctx) => exportsService.updateExport(ctx, String(args.id), { status: 'Cancelled' }, query),
   }),
 }));
 

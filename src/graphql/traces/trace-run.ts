@@ -1,7 +1,8 @@
 import { AppError } from '../../errors.js';
-import { getProject } from '../../services/traces/projects.service.js';
-import { encodeCursor, getRun, listChildRuns, queryRuns, type TraceRunRow } from '../../services/traces/queries.service.js';
+import { getProject, getProjects } from '../../services/traces/projects.service.js';
+import { encodeCursor, getRun, listChildRunsOf, queryRuns, type TraceRunRow } from '../../services/traces/queries.service.js';
 import { builder } from '../builder.js';
+import { TracingProjectRef } from './tracing-project.js';
 
 const date = (value: string | null) => (value === null ? null : new Date(value));
 
@@ -32,10 +33,13 @@ TraceRunRef.implement({
     dottedOrder: t.exposeString('dottedOrder', { description: 'Hierarchical ordering key: start time and id of each ancestor.' }),
     isRoot: t.exposeBoolean('isRoot', { description: 'Whether it is the root of its trace.' }),
     projectId: t.exposeID('sessionId', { description: 'ID of its tracing project.' }),
-    project: t.prismaField({
-      type: 'TracingProject',
+    // Per-parent fields load through dataloaders: one read for all the runs of a response.
+    project: t.loadable({
+      type: TracingProjectRef,
       description: 'Its tracing project.',
-      resolve: (_query, run, _args, ctx) => getProject(ctx, run.sessionId),
+      load: async (ids: string[], ctx) =>
+        (await getProjects(ctx, ids)).map((project, index) => project ?? AppError.notFound(`Project ${ids[index]} not found.`)),
+      resolve: (run) => run.sessionId,
     }),
     threadId: t.exposeString('threadId', { nullable: true, description: 'Conversation thread, from metadata thread_id/session_id/conversation_id.' }),
     totalTokens: t.exposeInt('totalTokens', { nullable: true, description: 'Tokens used (LLM runs).' }),
@@ -45,10 +49,12 @@ TraceRunRef.implement({
     promptCost: t.exposeFloat('promptCost', { nullable: true, description: 'Prompt cost.' }),
     completionCost: t.exposeFloat('completionCost', { nullable: true, description: 'Completion cost.' }),
     firstTokenTime: t.field({ type: 'DateTime', nullable: true, description: 'When the first streamed token arrived.', resolve: (run) => date(run.firstTokenTime) }),
-    children: t.field({
-      type: [TraceRunRef],
+    children: t.loadableList({
+      type: TraceRunRef,
       description: 'Direct child runs, in execution order.',
-      resolve: (run, _args, ctx) => listChildRuns(ctx, run),
+      load: (parents: TraceRunRow[], ctx) => listChildRunsOf(ctx, parents),
+      loaderOptions: { cacheKeyFn: (parent) => parent.id },
+      resolve: (run) => run,
     }),
   }),
 });

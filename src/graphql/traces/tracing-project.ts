@@ -1,14 +1,15 @@
+import type { TracingProject } from '../../generated/prisma/client.js';
 import { builder } from '../builder.js';
 import {
   createProject,
   deleteProject,
   getProject,
   listProjects,
-  projectStats,
+  projectStatsOf,
   updateProject,
 } from '../../services/traces/projects.service.js';
 
-builder.prismaObject('TracingProject', {
+export const TracingProjectRef = builder.prismaObject('TracingProject', {
   description: 'A tracing project (a “session” to the langsmith SDK): runs are recorded into one. Each deployment traces into the project of its name.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'Project ID (UUID); the session_id of the ingestion API.' }),
@@ -19,15 +20,21 @@ builder.prismaObject('TracingProject', {
     startTime: t.expose('startTime', { type: 'DateTime', description: 'When the project started.' }),
     endTime: t.expose('endTime', { type: 'DateTime', nullable: true, description: 'When the project was closed, if it was.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was created.' }),
-    runCount: t.int({
+    // One statistics read per workspace for all the projects of a response (dataloader), not one per project.
+    runCount: t.loadable({
+      type: 'Int',
       description: 'Number of runs (spans) recorded in the project.',
-      resolve: async (project, _args, ctx) => (await projectStats(ctx, project.workspaceId, [project.id])).get(project.id)!.runCount,
+      load: (projects: TracingProject[], ctx) => projectStatsOf(ctx, projects).then((stats) => stats.map((stat) => stat.runCount)),
+      loaderOptions: { cacheKeyFn: (project) => project.id },
+      resolve: (project) => project,
     }),
-    lastRunStartTime: t.field({
+    lastRunStartTime: t.loadable({
       type: 'DateTime',
       nullable: true,
       description: 'Start of the most recent run.',
-      resolve: async (project, _args, ctx) => (await projectStats(ctx, project.workspaceId, [project.id])).get(project.id)!.lastRunStartTime,
+      load: (projects: TracingProject[], ctx) => projectStatsOf(ctx, projects).then((stats) => stats.map((stat) => stat.lastRunStartTime)),
+      loaderOptions: { cacheKeyFn: (project) => project.id },
+      resolve: (project) => project,
     }),
   }),
 });
@@ -41,14 +48,14 @@ builder.queryFields((t) => ({
       limit: t.arg.int({ description: 'At most this many (1–1000, default 100).' }),
       offset: t.arg.int({ description: 'Skip this many.' }),
     },
-    resolve: (_query, _root, args, ctx) =>
-      listProjects(ctx, { nameContains: args.nameContains ?? undefined, limit: args.limit ?? undefined, offset: args.offset ?? undefined }),
+    resolve: (query, _root, args, ctx) =>
+      listProjects(ctx, { nameContains: args.nameContains ?? undefined, limit: args.limit ?? undefined, offset: args.offset ?? undefined }, query),
   }),
   tracingProject: t.prismaField({
     type: 'TracingProject',
     description: 'One tracing project by ID.',
     args: { id: t.arg.id({ required: true, description: 'Project ID.' }) },
-    resolve: (_query, _root, args, ctx) => getProject(ctx, String(args.id)),
+    resolve: (query, _root, args, ctx) => getProject(ctx, String(args.id), query),
   }),
 }));
 

@@ -1,5 +1,6 @@
 // Export destinations: S3-compatible buckets checked by a real test write, with credentials sealed at rest.
 import { AppError } from '../../errors.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 import { isUuid } from '../../ids.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { parseInput } from '../validate.js';
@@ -38,10 +39,13 @@ export async function createDestination(ctx: ServiceContext, input: DestinationC
   });
 }
 
-/** The destinations of the viewer's workspace, newest first. */
-export async function listDestinations(ctx: ServiceContext): Promise<store.ExportDestination[]> {
+/** The destinations of the viewer's workspace, newest first; `selection` folds relations (GraphQL) into the read. */
+export async function listDestinations(
+  ctx: ServiceContext,
+  selection: Prisma.ExportDestinationFindManyArgs = {},
+): Promise<store.ExportDestination[]> {
   const { workspaceId } = await exportWorkspace(ctx, 'workspaces:read');
-  return store.listDestinations(ctx.db, workspaceId);
+  return store.listDestinations(ctx.db, workspaceId, selection);
 }
 
 /** One destination of the viewer's workspace; NOT_FOUND otherwise (never another workspace's row). */

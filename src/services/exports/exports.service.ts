@@ -1,6 +1,7 @@
 // Bulk exports: one-off exports split into one run per UTC day, scheduled exports spawning a child
 // export per window, cancellation, and the progress stream. Execution is in export-runner.ts.
 import { AppError } from '../../errors.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 import { isUuid } from '../../ids.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { validateFilter } from '../traces/filter.js';
@@ -63,16 +64,16 @@ export async function createExport(ctx: ServiceContext, input: BulkExportCreateI
   return created;
 }
 
-/** The exports of the viewer's workspace, newest first. */
-export async function listExports(ctx: ServiceContext): Promise<store.BulkExport[]> {
+/** The exports of the viewer's workspace, newest first; `selection` folds relations (GraphQL) into the read. */
+export async function listExports(ctx: ServiceContext, selection: Prisma.BulkExportFindManyArgs = {}): Promise<store.BulkExport[]> {
   const { workspaceId } = await exportWorkspace(ctx, 'workspaces:read');
-  return store.listExports(ctx.db, workspaceId);
+  return store.listExports(ctx.db, workspaceId, selection);
 }
 
-/** One export of the viewer's workspace; NOT_FOUND otherwise. */
-export async function getExport(ctx: ServiceContext, id: string): Promise<store.BulkExport> {
+/** One export of the viewer's workspace; NOT_FOUND otherwise. `selection` folds relations (GraphQL) into the read. */
+export async function getExport(ctx: ServiceContext, id: string, selection: Prisma.BulkExportFindManyArgs = {}): Promise<store.BulkExport> {
   const { workspaceId } = await exportWorkspace(ctx, 'workspaces:read');
-  const found = isUuid(id) ? await store.findExport(ctx.db, workspaceId, id) : null;
+  const found = isUuid(id) ? await store.findExport(ctx.db, workspaceId, id, selection) : null;
   if (!found) throw AppError.notFound(`Bulk export ${id} not found.`);
   return found;
 }
@@ -96,7 +97,12 @@ export async function getExportRun(ctx: ServiceContext, exportId: string, runId:
  * next batch; a scheduled export stops spawning (its spawned exports are left alone). Cancelling a
  * finished export is BAD_REQUEST. Publishes exports.progress.
  */
-export async function updateExport(ctx: ServiceContext, id: string, input: BulkExportUpdateInput): Promise<store.BulkExport> {
+export async function updateExport(
+  ctx: ServiceContext,
+  id: string,
+  input: BulkExportUpdateInput,
+  selection: Prisma.BulkExportFindManyArgs = {},
+): Promise<store.BulkExport> {
   await exportWorkspace(ctx, 'workspaces:write');
   parseInput(BulkExportUpdate, input);
   const found = await getExport(ctx, id);
@@ -104,7 +110,7 @@ export async function updateExport(ctx: ServiceContext, id: string, input: BulkE
     throw AppError.badRequest(`Bulk export ${id} is ${found.status} and cannot be cancelled.`);
   }
   await ctx.events.publish('exports.progress', { exportId: found.id }, found.id);
-  return getExport(ctx, id);
+  return getExport(ctx, id, selection);
 }
 
 export type ExportProgress = { export: store.BulkExport; runs: store.BulkExportRun[] };

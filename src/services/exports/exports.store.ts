@@ -32,8 +32,8 @@ export function findDestination(db: Database, workspaceId: string, id: string) {
   return db.prisma.exportDestination.findFirst({ where: { id, workspaceId } });
 }
 
-export function listDestinations(db: Database, workspaceId: string) {
-  return db.prisma.exportDestination.findMany({ where: { workspaceId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
+export function listDestinations(db: Database, workspaceId: string, selection: Prisma.ExportDestinationFindManyArgs = {}) {
+  return db.prisma.exportDestination.findMany({ ...selection, where: { workspaceId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
 }
 
 export function updateDestination(db: Database, id: string, data: Prisma.ExportDestinationUpdateInput) {
@@ -56,12 +56,12 @@ export async function insertExport(db: Database, data: Omit<Prisma.BulkExportUnc
   });
 }
 
-export function findExport(db: Database, workspaceId: string, id: string) {
-  return db.prisma.bulkExport.findFirst({ where: { id, workspaceId } });
+export function findExport(db: Database, workspaceId: string, id: string, selection: Prisma.BulkExportFindFirstArgs = {}) {
+  return db.prisma.bulkExport.findFirst({ ...selection, where: { id, workspaceId } });
 }
 
-export function listExports(db: Database, workspaceId: string) {
-  return db.prisma.bulkExport.findMany({ where: { workspaceId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
+export function listExports(db: Database, workspaceId: string, selection: Prisma.BulkExportFindManyArgs = {}) {
+  return db.prisma.bulkExport.findMany({ ...selection, where: { workspaceId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
 }
 
 export function listRuns(db: Database, exportId: string) {

@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import type { Deps } from '../context.js';
+import { selectEventsAfter, writeStreamBatch } from './runs.store.js';
 
 export type RunEvent = {
   /** Position in the run's stream, from 1; the SSE `id`. */
@@ -34,12 +35,6 @@ const INLINE_SIGNAL_BYTES = 6000;
 /** The stream mode an event belongs to (`updates|sub:1` → `updates`, `messages/partial` → `messages`). */
 export const eventMode = (event: string): string => event.split('|')[0]!.split('/')[0]!;
 
-/** Reads events after `afterSeq`, in order. */
-async function readEvents(pool: pg.Pool, runId: string, afterSeq: number): Promise<RunEvent[]> {
-  const { rows } = await pool.query<RunEvent>('SELECT seq, event, data FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq', [runId, afterSeq]);
-  return rows;
-}
-
 /**
  * A run's events after `afterSeq` (0: from the start), live until the run ends or `signal` aborts.
  * `modes` keeps only events of those stream modes (metadata and error events always pass).
@@ -60,7 +55,7 @@ export async function* followRunEvents(
   let last = options.afterSeq ?? 0;
   try {
     const catchUp = async function* () {
-      for (const event of await readEvents(deps.db.pool, runId, last)) {
+      for (const event of await selectEventsAfter(deps.db.pool, runId, last)) {
         last = event.seq;
         if (pass(event)) yield event;
       }
@@ -108,28 +103,11 @@ function streamWrites(pool: pg.Pool): Coalescer<StreamWrite> {
   let writer = writers.get(pool);
   if (!writer) {
     writer = new Coalescer<StreamWrite>(async (writes) => {
-      const events = writes.flatMap((write) => write.events.map((event) => ({ runId: write.runId, ...event })));
-      const outcomes = writes.filter((write) => write.outcome);
-      const signals = writes.flatMap((write) => (write.notify ? [write.notify] : []));
-      await pool.query(
-        `WITH outcome AS (
-           UPDATE agent_runs r SET status = o.status, output = o.output::jsonb, updated_at = now(), ended_at = now()
-           FROM unnest($1::uuid[], $2::text[], $3::text[]) AS o(id, status, output) WHERE r.id = o.id),
-         events AS (
-           INSERT INTO run_events (run_id, seq, event, data) SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[]))
-         SELECT count(pg_notify(channel, payload)) FROM unnest($8::text[], $9::text[]) AS s(channel, payload)`,
-        [
-          outcomes.map((write) => write.runId),
-          outcomes.map((write) => write.outcome!.status),
-          outcomes.map((write) => write.outcome!.output),
-          events.map((event) => event.runId),
-          events.map((event) => event.seq),
-          events.map((event) => event.event),
-          events.map((event) => event.data),
-          signals.map(([channel]) => channel),
-          signals.map(([, payload]) => payload),
-        ],
-      );
+      await writeStreamBatch(pool, {
+        outcomes: writes.flatMap((write) => (write.outcome ? [{ runId: write.runId, ...write.outcome }] : [])),
+        events: writes.flatMap((write) => write.events.map((event) => ({ runId: write.runId, ...event }))),
+        signals: writes.flatMap((write) => (write.notify ? [write.notify] : [])),
+      });
     }, { maxBatch: 256 });
     writers.set(pool, writer);
   }

@@ -22,6 +22,10 @@ import {
   type RunKwargs,
   type RunStatus,
 } from './runs.schemas.js';
+import * as store from './runs.store.js';
+import type { RunRow } from './runs.store.js';
+
+export type { RunRow } from './runs.store.js';
 
 type Json = Record<string, unknown>;
 
@@ -37,23 +41,6 @@ export type Run = {
   attempt: number;
   createdAt: Date;
   updatedAt: Date;
-};
-
-export type RunRow = {
-  id: string;
-  deployment_id: string;
-  thread_id: string;
-  assistant_id: string;
-  status: RunStatus;
-  metadata: Json;
-  kwargs: RunKwargs;
-  multitask_strategy: MultitaskStrategy;
-  output: unknown;
-  attempt: number;
-  worker_id: string | null;
-  job_id: string | null;
-  created_at: Date;
-  updated_at: Date;
 };
 
 export const toRun = (row: RunRow): Run => ({
@@ -255,25 +242,24 @@ export async function getRun(ctx: AgentServerContext, threadId: string | null, r
 export async function listRuns(ctx: AgentServerContext, threadId: string, input: unknown): Promise<Run[]> {
   const query = parseInput(RunListQuery, input, 'query');
   await assertThread(ctx, threadId);
-  const params: unknown[] = [threadId];
-  let where = 'thread_id = $1';
-  if (query.status) {
-    params.push(query.status);
-    where += ' AND status = $2';
-  }
-  const { rows } = await ctx.db.pool.query<RunRow>(
-    `SELECT * FROM agent_runs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${query.limit} OFFSET ${query.offset}`,
-    params,
-  );
-  return rows.map(toRun);
+  return (await store.selectThreadRuns(ctx.db, threadId, query)).map(toRun);
+}
+
+/**
+ * The newest runs of each of the deployment's threads, a list per thread in the order given, in one
+ * statement (a GraphQL dataloader's batch); threads of other deployments get none.
+ */
+export async function listRunsOfThreads(ctx: AgentServerContext, threadIds: readonly string[], input: unknown): Promise<Run[][]> {
+  const query = parseInput(RunListQuery.pick({ limit: true }), input, 'query');
+  const rows = await store.selectRunsOfThreads(ctx.db, ctx.deployment.deploymentId, threadIds.filter(isUuid), query.limit);
+  return threadIds.map((threadId) => rows.filter((row) => row.thread_id === threadId.toLowerCase()).map(toRun));
 }
 
 /** Deletes a finished or pending run and its stream. CONFLICT while it runs. */
 export async function deleteRun(ctx: AgentServerContext, threadId: string, runId: string): Promise<void> {
   const run = await getRun(ctx, threadId, runId);
   if (run.status === 'running') throw AppError.conflict('Run is running; cancel it first');
-  await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [run.runId]);
-  await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = $1', [run.runId]);
+  await store.deleteRunAndEvents(ctx.db, run.runId);
   if (run.status === 'pending') await ctx.events.publish('runs.stream', { runId: run.runId, status: 'interrupted' }, run.runId);
 }
 

@@ -22,6 +22,7 @@ export const DEFAULT_PROJECT_NAME = 'default';
 
 export type ProjectStats = { runCount: number; lastRunStartTime: Date | null };
 
+
 /**
  * Creates a tracing project in the viewer's trace workspace. Needs workspaces:write. Throws CONFLICT
  * when the name is taken, unless `upsert`, which returns the existing project with the given fields
@@ -74,10 +75,15 @@ export async function ensureProject(ctx: ServiceContext, name: string, options: 
 }
 
 /** Projects of the trace workspace, by name or id filters, oldest first. Needs workspaces:read. */
-export async function listProjects(ctx: ServiceContext, input: ProjectListInput = {}): Promise<TracingProject[]> {
+export async function listProjects(
+  ctx: ServiceContext,
+  input: ProjectListInput = {},
+  selection: Prisma.TracingProjectFindManyArgs = {},
+): Promise<TracingProject[]> {
   const query = parseInput(ProjectList, input, 'query');
   const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
   return ctx.db.prisma.tracingProject.findMany({
+    ...selection,
     where: {
       workspaceId,
       ...(query.ids ? { id: { in: query.ids } } : {}),
@@ -90,12 +96,36 @@ export async function listProjects(ctx: ServiceContext, input: ProjectListInput 
   });
 }
 
-/** One project of the viewer's trace workspace; NOT_FOUND otherwise (never another tenant's row). */
-export async function getProject(ctx: ServiceContext, id: string): Promise<TracingProject> {
+/**
+ * One project of the viewer's trace workspace; NOT_FOUND otherwise (never another tenant's row).
+ * `selection` folds relations (a GraphQL field's Prisma query) into the same read.
+ */
+export async function getProject(ctx: ServiceContext, id: string, selection: Prisma.TracingProjectFindManyArgs = {}): Promise<TracingProject> {
   const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
-  const project = isUuid(id) ? await ctx.db.prisma.tracingProject.findFirst({ where: { id, workspaceId } }) : null;
+  const project = isUuid(id) ? await ctx.db.prisma.tracingProject.findFirst({ ...selection, where: { id, workspaceId } }) : null;
   if (!project) throw AppError.notFound(`Project ${id} not found.`);
   return project;
+}
+
+/**
+ * Projects by ID, in the order asked, for GraphQL fields that load one per parent (a dataloader
+ * batches them into one read): null where the ID is not a project of the viewer's trace workspace.
+ */
+export async function getProjects(ctx: ServiceContext, ids: readonly string[]): Promise<(TracingProject | null)[]> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  const found = await ctx.db.prisma.tracingProject.findMany({ where: { id: { in: ids.filter(isUuid) }, workspaceId } });
+  const byId = new Map(found.map((project) => [project.id, project]));
+  return ids.map((id) => byId.get(id) ?? null);
+}
+
+/** Run statistics of projects, in the order given, in one query per workspace (a GraphQL dataloader's batch). */
+export async function projectStatsOf(deps: Deps, projects: readonly Pick<TracingProject, 'id' | 'workspaceId'>[]): Promise<ProjectStats[]> {
+  const stats = new Map<string, ProjectStats>();
+  for (const workspaceId of new Set(projects.map((project) => project.workspaceId))) {
+    const ids = projects.filter((project) => project.workspaceId === workspaceId).map((project) => project.id);
+    for (const [id, stat] of await projectStats(deps, workspaceId, ids)) stats.set(id, stat);
+  }
+  return projects.map((project) => stats.get(project.id)!);
 }
 
 /** Run count and latest run start of projects, in one query. */

@@ -106,16 +106,27 @@ export async function getRun(ctx: ServiceContext, id: string): Promise<TraceRunR
   return rows[0];
 }
 
-/** Direct children of a run, in execution (dotted) order. */
-export async function listChildRuns(ctx: ServiceContext, parent: { id: string; traceId: string; tenantId: string }): Promise<TraceRunRow[]> {
+/**
+ * The direct children of each parent run, in execution order, in one query: a list per parent, in the
+ * order given (a GraphQL dataloader's batch). Parents outside the viewer's trace workspace get none.
+ */
+export async function listChildRunsOf(
+  ctx: ServiceContext,
+  parents: readonly { id: string; traceId: string; tenantId: string }[],
+): Promise<TraceRunRow[][]> {
   const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
-  if (workspaceId !== parent.tenantId) return [];
-  const { rows } = await ctx.db.pool.query<TraceRunRow>(
-    `SELECT ${selectList(null)} FROM trace_runs r
-      WHERE r.tenant_id = $1 AND r.trace_id = $2 AND r.parent_run_id = $3 ORDER BY r.dotted_order`,
-    [workspaceId, parent.traceId, parent.id],
-  );
-  return rows;
+  const own = parents.filter((parent) => parent.tenantId === workspaceId);
+  const children = new Map<string, TraceRunRow[]>(parents.map((parent) => [parent.id, []]));
+  if (own.length > 0) {
+    // trace_id narrows the scan to the traces' partitions of the index; parent_run_id picks the children.
+    const { rows } = await ctx.db.pool.query<TraceRunRow>(
+      `SELECT ${selectList(null)} FROM trace_runs r
+        WHERE r.tenant_id = $1 AND r.trace_id = ANY($2::uuid[]) AND r.parent_run_id = ANY($3::uuid[]) ORDER BY r.dotted_order`,
+      [workspaceId, [...new Set(own.map((parent) => parent.traceId))], own.map((parent) => parent.id)],
+    );
+    for (const row of rows) children.get(row.parentRunId!)?.push(row);
+  }
+  return parents.map((parent) => children.get(parent.id)!);
 }
 
 /** Checks a filter (and optional trace/tree filters) without running it. Throws FilterError (BAD_REQUEST). */
