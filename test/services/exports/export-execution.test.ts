@@ -1,4 +1,4 @@
-// Export execution under shrunken limits, against s3rver: a bucket deleted mid-export fails the export
+// Export execution under shrunken limits, against s3rver: a destination whose bucket was deleted fails the export
 // without retry; run timeouts are retried with the configured delay until the retries run out; the
 // export timeout ends in TimedOut; concurrency stays within the limits per export and per workspace;
 // scheduled exports spawn one child per window under a controlled clock, and cancelling one stops it.
@@ -71,12 +71,21 @@ describe('storage failures', () => {
   });
 
   it('fails an export whose bucket was deleted after its destination was created, without retrying, with the error recorded', async () => {
-    // The bucket goes away before the export starts. (Deleting it while files are being written raced
-    // with the export on a quiet machine, and s3rver itself fails on a multipart upload whose bucket
-    // vanished under it, so the deterministic form of the storage error is tested.)
-    for (const key of await listKeys(s3.client, env.bucket)) await s3.client.send(new DeleteObjectCommand({ Bucket: env.bucket, Key: key }));
-    await s3.client.send(new DeleteBucketCommand({ Bucket: env.bucket }));
-    const created = await env.exportRange('2026-03-01T00:00:00Z', '2026-03-03T00:00:00Z');
+    // The bucket goes away before the export starts. It is a bucket of its own: the cancelled export of the
+    // test before may still be finishing a write to the shared one. (Deleting it while files are being
+    // written races with the export, and s3rver itself fails on a multipart upload whose bucket vanished
+    // under it, so the deterministic form of the storage error is tested.)
+    const bucket = `${env.bucket}-gone`;
+    await s3.createBucket(bucket);
+    const destination = await createDestination(env.ctx, {
+      destination_type: 's3',
+      display_name: 'soon gone',
+      config: { bucket_name: bucket, endpoint_url: s3.endpoint, prefix: 'p' },
+      credentials: { access_key_id: 'S3RVER', secret_access_key: 'S3RVER' },
+    });
+    for (const key of await listKeys(s3.client, bucket)) await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    await s3.client.send(new DeleteBucketCommand({ Bucket: bucket }));
+    const created = await env.exportRange('2026-03-01T00:00:00Z', '2026-03-03T00:00:00Z', { bulk_export_destination_id: destination.id });
     const finished = await waitForExport(env.platform.deps, created.id);
     expect(finished.status).toBe('Failed');
     const failed = finished.runs.filter((run) => run.status === 'Failed');
