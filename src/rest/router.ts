@@ -2,6 +2,7 @@
 import { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import { bulkExportsRouter } from './bulk-exports.routes.js';
+import { authIntegrationsListenersRouter } from './control-plane/auth-integrations-listeners.routes.js';
 import { agentServerRouter } from './agent-server/router.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { healthCheck } from './health.js';
@@ -17,6 +18,9 @@ export function restRouter(deps: Deps): Router {
 
   // Each deployment's agent server (plain-text errors), for keys of the deployment's organization.
   router.use('/deployments/:deploymentId', agentServerRouter(deps, { fromPath: 'deploymentId' }));
+
+  // Control plane (FastAPI dialect) at the root and, for self-hosted clients, under /api-host.
+  router.use(['/', '/api-host'], authIntegrationsListenersRouter(deps));
 
   // Trace ingestion and queries (langsmith SDK wire, 'ingest' dialect), at the root and under /api/v1.
   // Mounted before the platform API, whose 404 handler would otherwise answer /api/v1/runs…; the
