@@ -20,7 +20,10 @@ export function restRouter(deps: Deps): Router {
   router.use('/deployments/:deploymentId', agentServerRouter(deps, { fromPath: 'deploymentId' }));
 
   // Control plane (FastAPI dialect) at the root and, for self-hosted clients, under /api-host.
-  router.use(['/', '/api-host'], authIntegrationsListenersRouter(deps));
+  // (Two mounts: Express 5 does not match '/' inside an array of paths.)
+  const controlPlane = authIntegrationsListenersRouter(deps);
+  router.use(controlPlane);
+  router.use('/api-host', controlPlane);
 
   // Trace ingestion and queries (langsmith SDK wire, 'ingest' dialect), at the root and under /api/v1.
   // Mounted before the platform API, whose 404 handler would otherwise answer /api/v1/runs…; the
