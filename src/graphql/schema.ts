@@ -14,6 +14,9 @@ import './agent-server/assistant.js';
 import './agent-server/thread.js';
 import './agent-server/run.js';
 import './exports/bulk-export.js';
+import './control-plane/oauth-provider.js';
+import './control-plane/integration.js';
+import './control-plane/listener.js';
 
 export const schema = builder.toSchema();
 
