@@ -107,6 +107,12 @@ describe('Integration', () => {
     const bad = await gql('mutation { createIntegration(name: "x", host: "https://nope/", accessToken: "t") { __typename ... on AppError { code } } }');
     expect(bad.body.data.createIntegration).toEqual({ __typename: 'AppError', code: 'VALIDATION_FAILED' });
 
+    const nul = await gql('mutation($n: String!) { createIntegration(name: $n, host: "github.com", accessToken: "t") { __typename ... on AppError { code } } }', {
+      n: 'a\u0000b',
+    });
+    expect(nul.status).toBe(400);
+    expect(nul.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_FAILED');
+
     const foreignDelete = await gql('mutation($id: ID!) { deleteIntegration(id: $id) { __typename ... on AppError { code } } }', { id: integration.id }, other);
     expect(foreignDelete.body.data.deleteIntegration).toEqual({ __typename: 'AppError', code: 'NOT_FOUND' });
     const deleted = await gql('mutation($id: ID!) { deleteIntegration(id: $id) { __typename } }', { id: integration.id });

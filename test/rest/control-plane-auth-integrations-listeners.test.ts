@@ -288,6 +288,13 @@ describe('OAuth providers', () => {
     expect((await api('GET', `/v2/auth/providers/${created.body.provider_id}`)).body.name).toBe('Self-hosted');
     expect((await api('GET', '/v2/auth/providers/unknown-provider', { prefix: '/api-host' })).status).toBe(404);
   });
+
+  it('a provider_id no provider can have is 404, never 5xx', async () => {
+    for (const providerId of ['%00', 'a%00b', 'x'.repeat(5000), '%E2%9C%93', '..']) {
+      expect((await api('GET', `/v2/auth/providers/${providerId}`)).status, providerId.slice(0, 20)).toBe(404);
+      expect((await api('PATCH', `/v2/auth/providers/${providerId}`, { body: { name: 'n' } })).status, providerId.slice(0, 20)).toBe(404);
+    }
+  });
 });
 
 describe('integrations (v1)', () => {
@@ -354,6 +361,7 @@ describe('integrations (v1)', () => {
       expect(Array.isArray(response.body.detail)).toBe(true);
     }
     expect((await api('GET', '/v1/integrations/not-a-uuid')).status).toBe(404);
+    expect((await api('POST', '/v1/integrations', { rawBody: '{"name":"nul\\u0000","host":"github.com","access_token":"t"}' })).status).toBeLessThan(500);
   });
 });
 

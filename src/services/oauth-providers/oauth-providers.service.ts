@@ -6,7 +6,7 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import type { ServiceContext } from '../context.js';
 import { assertCan, organizationOf } from '../tenancy/viewer.js';
 import { parseInput } from '../validate.js';
-import { OAuthProviderCreate, type OAuthProviderCreateInput, OAuthProviderUpdate, type OAuthProviderUpdateInput } from './oauth-providers.schemas.js';
+import { OAuthProviderCreate, ProviderId, type OAuthProviderCreateInput, OAuthProviderUpdate, type OAuthProviderUpdateInput } from './oauth-providers.schemas.js';
 import * as store from './oauth-providers.store.js';
 
 export type { OAuthProvider } from './oauth-providers.store.js';
@@ -87,7 +87,8 @@ export async function providerClientSecret(ctx: ServiceContext, providerId: stri
 }
 
 async function findOwnProvider(ctx: ServiceContext, organizationId: string, providerId: string, selection: Prisma.OAuthProviderFindFirstArgs = {}) {
-  const provider = await store.findProvider(ctx.db, organizationId, providerId, selection);
+  // An ID no provider could have (e.g. a NUL byte PostgreSQL refuses) is simply not found.
+  const provider = ProviderId.safeParse(providerId).success ? await store.findProvider(ctx.db, organizationId, providerId, selection) : null;
   if (!provider) throw AppError.notFound(`OAuth provider ${providerId} not found.`);
   return provider;
 }
