@@ -361,6 +361,15 @@ describe('integrations (v1)', () => {
       expect(Array.isArray(response.body.detail)).toBe(true);
     }
     expect((await api('GET', '/v1/integrations/not-a-uuid')).status).toBe(404);
+    // Unknown fields are ignored (DECISIONS), never stored or echoed.
+    const extra = await api('POST', '/v1/integrations', { body: { ...good, repo_url: 'x', tenant_id: other.workspace.id } });
+    expect(extra.status).toBe(201);
+    expect(extra.body.tenant_id).toBe(tenant.workspace.id);
+    expect(extra.body).not.toHaveProperty('repo_url');
+    // Integrations live in a workspace: an organization-wide key must name one.
+    const noTenant = await api('GET', '/v1/integrations', { tenant: null });
+    expect(noTenant).toEqual({ status: 400, body: { detail: 'Select a workspace with the X-Tenant-Id header.' } });
+    expect((await api('GET', '/v1/integrations', { tenant: 'not-a-uuid' })).status).toBe(400);
     expect((await api('POST', '/v1/integrations', { rawBody: '{"name":"nul\\u0000","host":"github.com","access_token":"t"}' })).status).toBeLessThan(500);
   });
 });
