@@ -80,12 +80,6 @@ export async function deleteProvider(ctx: ServiceContext, providerId: string): P
   return provider;
 }
 
-/** A provider's client secret, unsealed, for the platform's own OAuth flows (null: a public client). */
-export async function providerClientSecret(ctx: ServiceContext, providerId: string): Promise<string | null> {
-  const provider = await getProvider(ctx, providerId);
-  return provider.clientSecret ? ctx.secrets.decrypt(provider.clientSecret) : null;
-}
-
 async function findOwnProvider(ctx: ServiceContext, organizationId: string, providerId: string, selection: Prisma.OAuthProviderFindFirstArgs = {}) {
   // An ID no provider could have (e.g. a NUL byte PostgreSQL refuses) is simply not found.
   const provider = ProviderId.safeParse(providerId).success ? await store.findProvider(ctx.db, organizationId, providerId, selection) : null;
