@@ -12,10 +12,11 @@ let workerA: TestPlatform;
 let workerB: TestPlatform;
 let pool: pg.Pool;
 beforeAll(async () => {
-  server = await startServe();
+  // Room for a loaded machine: serve loads the runtime and the fixture graphs before it answers.
+  server = await startServe({ readyTimeoutMs: 170_000 });
   [workerA, workerB] = await Promise.all([startTestPlatform(), startTestPlatform()]);
   pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-}, 180_000);
+}, 240_000);
 afterAll(async () => {
   await server?.stop();
   removeDir(server?.dir);
@@ -125,6 +126,44 @@ describe('crons', () => {
     await server.client.crons.delete(a.cron_id);
     expect(await server.client.crons.count({ threadId: thread.thread_id })).toBe(1);
     await expect(server.client.crons.delete(a.cron_id)).rejects.toThrow(/HTTP 404/);
+  });
+});
+
+async function gql(query: string, variables: Record<string, unknown> = {}) {
+  const response = await fetch(`${server.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+  const body = (await response.json()) as { data?: any; errors?: unknown[] };
+  expect(body.errors).toBeUndefined();
+  return body.data;
+}
+
+describe('crons in GraphQL', () => {
+  it('creates, reads, lists, counts, updates and deletes the crons the SDK sees', async () => {
+    const thread = await server.client.threads.create();
+    const created = await gql(
+      `mutation($input: CreateCronInput!) { createCron(input: $input) { ... on MutationCreateCronSuccess { data { cronId threadId schedule enabled nextRunDate } } ... on AppError { code message } } }`,
+      { input: { deploymentId: server.deploymentId, assistantId: 'nested', threadId: thread.thread_id, schedule: YEARLY, input: {} } },
+    );
+    const cron = created.createCron.data;
+    expect(cron).toMatchObject({ threadId: thread.thread_id, schedule: YEARLY, enabled: true });
+    expect((await server.client.crons.search({ threadId: thread.thread_id })).map((c) => c.cron_id)).toEqual([cron.cronId]);
+    const read = await gql(
+      `query($d: ID!, $id: ID!, $t: ID!) { cron(deploymentId: $d, id: $id) { ... on QueryCronSuccess { data { cronId } } } crons(deploymentId: $d, threadId: $t) { cronId } cronCount(deploymentId: $d, threadId: $t) }`,
+      { d: server.deploymentId, id: cron.cronId, t: thread.thread_id },
+    );
+    expect(read).toEqual({ cron: { data: { cronId: cron.cronId } }, crons: [{ cronId: cron.cronId }], cronCount: 1 });
+    const updated = await gql(
+      `mutation($input: UpdateCronInput!) { updateCron(input: $input) { ... on MutationUpdateCronSuccess { data { enabled } } } }`,
+      { input: { deploymentId: server.deploymentId, cronId: cron.cronId, enabled: false } },
+    );
+    expect(updated.updateCron.data).toEqual({ enabled: false });
+    expect(await bossSchedule(cron.cronId)).toBeUndefined();
+    const garbage = await gql(
+      `mutation($input: CreateCronInput!) { createCron(input: $input) { ... on AppError { code message } } }`,
+      { input: { deploymentId: server.deploymentId, assistantId: 'nested', schedule: 'garbage' } },
+    );
+    expect(garbage.createCron).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringMatching(/schedule/) });
+    await gql(`mutation($d: ID!, $id: ID!) { deleteCron(deploymentId: $d, id: $id) { ... on MutationDeleteCronSuccess { data } } }`, { d: server.deploymentId, id: cron.cronId });
+    expect(await server.client.crons.count({ threadId: thread.thread_id })).toBe(0);
   });
 });
 

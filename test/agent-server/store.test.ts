@@ -13,9 +13,10 @@ import { removeDir, startServe, type ServeProcess } from './serve.js';
 let server: ServeProcess;
 let pool: pg.Pool;
 beforeAll(async () => {
-  server = await startServe();
+  // Room for a loaded machine: serve loads the runtime and the fixture graphs before it answers.
+  server = await startServe({ readyTimeoutMs: 170_000 });
   pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-}, 180_000);
+}, 240_000);
 afterAll(async () => {
   await server?.stop();
   removeDir(server?.dir);
@@ -138,6 +139,40 @@ describe('store items', () => {
     } finally {
       await db.close();
     }
+  });
+});
+
+async function gql(query: string, variables: Record<string, unknown> = {}) {
+  const response = await fetch(`${server.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+  const body = (await response.json()) as { data?: any; errors?: unknown[] };
+  expect(body.errors).toBeUndefined();
+  return body.data;
+}
+
+describe('store in GraphQL', () => {
+  it('puts, reads, searches, lists namespaces and deletes: the items the SDK sees', async () => {
+    const user = crypto.randomUUID();
+    const put = await gql(
+      `mutation($input: PutStoreItemInput!) { putStoreItem(input: $input) { ... on MutationPutStoreItemSuccess { data { namespace key value } } ... on AppError { code message } } }`,
+      { input: { deploymentId: server.deploymentId, namespace: ['gql', user], key: 'k', value: { color: 'teal' } } },
+    );
+    expect(put.putStoreItem.data).toEqual({ namespace: ['gql', user], key: 'k', value: { color: 'teal' } });
+    expect((await server.client.store.getItem(['gql', user], 'k'))?.value).toEqual({ color: 'teal' });
+    const read = await gql(
+      `query($d: ID!, $ns: [String!]!) { storeItem(deploymentId: $d, namespace: $ns, key: "k") { key value } storeItems(deploymentId: $d, namespacePrefix: $ns, query: "teal") { key } storeNamespaces(deploymentId: $d, prefix: $ns) { labels } }`,
+      { d: server.deploymentId, ns: ['gql', user] },
+    );
+    expect(read).toEqual({ storeItem: { key: 'k', value: { color: 'teal' } }, storeItems: [{ key: 'k' }], storeNamespaces: [{ labels: ['gql', user] }] });
+    const bad = await gql(
+      `mutation($input: PutStoreItemInput!) { putStoreItem(input: $input) { ... on AppError { code message } } }`,
+      { input: { deploymentId: server.deploymentId, namespace: ['a.b'], key: 'k', value: {} } },
+    );
+    expect(bad.putStoreItem).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringMatching(/cannot contain/) });
+    await gql(`mutation($d: ID!, $ns: [String!]!) { deleteStoreItem(deploymentId: $d, namespace: $ns, key: "k") { ... on MutationDeleteStoreItemSuccess { data } } }`, {
+      d: server.deploymentId,
+      ns: ['gql', user],
+    });
+    expect(await server.client.store.getItem(['gql', user], 'k')).toBeNull();
   });
 });
 
