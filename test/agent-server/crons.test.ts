@@ -100,7 +100,10 @@ describe('crons', () => {
   });
 
   it('disabling removes its schedule and stops it firing; enabling brings both back', async () => {
-    const cron = await server.client.crons.create('nested', { schedule: '30 6 * * 1', timezone: 'Europe/Paris', input: {} } as never);
+    // The SDK's create sends no timezone; the API takes one.
+    const created = await raw('POST', '/runs/crons', { assistant_id: 'nested', schedule: '30 6 * * 1', timezone: 'Europe/Paris', input: {} });
+    expect(created.status).toBe(200);
+    const cron = (await created.json()) as { cron_id: string; next_run_date: string };
     expect(cron).toMatchObject({ timezone: 'Europe/Paris', enabled: true });
     expect(await bossSchedule(cron.cron_id)).toEqual({ cron: '30 6 * * 1', timezone: 'Europe/Paris' });
     await server.client.crons.update(cron.cron_id, { enabled: false });
@@ -135,6 +138,33 @@ async function gql(query: string, variables: Record<string, unknown> = {}) {
   expect(body.errors).toBeUndefined();
   return body.data;
 }
+
+describe('crons on pg-boss’s own clock', () => {
+  // The real path, once: pg-boss's cron clock (a minute's grain, a pass every 30 s) sends the tick, and
+  // two worker processes (the serve process and a second one here) both work the crons.fire queue.
+  it('fires a `* * * * *` cron on its thread, one run per tick with two workers', async () => {
+    const secondWorker = await startTestPlatform({ jobs: true });
+    try {
+      const thread = await server.client.threads.create();
+      const cron = await server.client.crons.createForThread(thread.thread_id, 'nested', { schedule: '* * * * *', input: {} });
+      let runs: Awaited<ReturnType<typeof server.client.runs.list>> = [];
+      const deadline = Date.now() + 150_000;
+      while (!runs.length && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        runs = await server.client.runs.list(thread.thread_id);
+      }
+      expect(runs).toHaveLength(1);
+      // A duplicate of the same tick would come within seconds of the first.
+      await new Promise((resolve) => setTimeout(resolve, 15_000));
+      const minutes = (await server.client.runs.list(thread.thread_id)).map((run) => run.created_at.slice(0, 16));
+      expect(new Set(minutes).size).toBe(minutes.length);
+      expect(runs[0]!.metadata).toMatchObject({ cron_id: cron.cron_id });
+      await server.client.crons.delete(cron.cron_id);
+    } finally {
+      await secondWorker.stop();
+    }
+  }, 240_000);
+});
 
 describe('crons in GraphQL', () => {
   it('creates, reads, lists, counts, updates and deletes the crons the SDK sees', async () => {
