@@ -207,6 +207,7 @@ describe('crons bad input', () => {
       ['POST', '/runs/crons', { assistant_id: 'nested', schedule: '0 * * * *', timezone: 'Mars/Olympus' }, 422, /time zone/],
       ['POST', '/runs/crons', { assistant_id: 'nested', schedule: '0 * * * *', end_time: 'tomorrow' }, 422, /end_time/],
       ['POST', '/runs/crons', { assistant_id: 'nested' }, 422, /schedule/],
+      ['POST', '/runs/crons', { assistant_id: 'nested', schedule: '0 * * * *', webhook: 'http://169.254.169.254/latest/meta-data' }, 422, /body\.webhook/],
       ['POST', '/runs/crons', { assistant_id: 'no-such-graph', schedule: '0 * * * *' }, 404, /not found/],
       ['POST', `/threads/${crypto.randomUUID()}/runs/crons`, { assistant_id: 'nested', schedule: '0 * * * *' }, 404, /Thread/],
       ['POST', `/threads/${thread.thread_id}/runs/crons`, { assistant_id: 'nested', schedule: '*/0 * * * *' }, 422, /schedule/],

@@ -8,7 +8,7 @@ import type { Deps } from '../context.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { agentContext } from '../deployments/deployments.service.js';
-import { createRun, type Run } from '../runs/runs.service.js';
+import { assertWebhookAllowed, createRun, type Run } from '../runs/runs.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
 import { parseInput } from '../validate.js';
 import { assertSchedule, CRON_FIRE_QUEUE, nextOccurrence, syncSchedule } from './cron-schedule.js';
@@ -88,6 +88,8 @@ export async function createCron(ctx: AgentServerContext, threadId: string | nul
   const { schedule, timezone: requestedZone, end_time: endTimeText, enabled: requestedEnabled, on_run_completed: onRunCompleted, ...runBody } = body;
   const timezone = requestedZone ?? 'UTC';
   assertSchedule(schedule, timezone);
+  // Checked now rather than at each firing, where it would fail every tick.
+  assertWebhookAllowed(ctx, body.webhook);
   const assistantId = await assistantOf(ctx, body.assistant_id);
   const thread = threadId === null ? null : await ensureThread(ctx, threadId, body.if_not_exists === 'create');
   const endTime = endTimeText ? new Date(endTimeText) : null;
@@ -132,6 +134,7 @@ export async function updateCron(ctx: AgentServerContext, cronId: string, input:
   const schedule = patch.schedule ?? cron.schedule;
   const timezone = patch.timezone ?? cron.timezone;
   if (patch.schedule !== undefined || patch.timezone != null) assertSchedule(schedule, timezone);
+  assertWebhookAllowed(ctx, patch.webhook);
   const endTime = patch.end_time === undefined ? cron.endTime : patch.end_time === null ? null : new Date(patch.end_time);
   const enabled = patch.enabled ?? cron.enabled;
   const runFields = dropUndefined({
@@ -228,6 +231,11 @@ export async function fireCron(deps: Deps, cronId: string, now: Date = new Date(
       ? await createRun(ctx, cron.threadId, payload)
       : await createRun(ctx, null, { ...payload, on_completion: cron.onRunCompleted });
   } catch (error) {
+    if (error instanceof AppError && error.code !== 'NOT_FOUND') {
+      // A run the runs service refuses (e.g. `reject` while the thread is busy) skips this tick only.
+      deps.logger.warn({ cronId: cron.cronId, err: error }, 'cron tick skipped: its run was refused');
+      return undefined;
+    }
     if (error instanceof AppError && error.code === 'NOT_FOUND') {
       // Its thread or assistant is gone: the cron can never fire again.
       deps.logger.warn({ cronId: cron.cronId, err: error }, 'cron disabled: its thread or assistant no longer exists');
