@@ -130,6 +130,15 @@ describe('crons', () => {
     expect(await server.client.crons.count({ threadId: thread.thread_id })).toBe(1);
     await expect(server.client.crons.delete(a.cron_id)).rejects.toThrow(/HTTP 404/);
   });
+
+  it('deleting a thread deletes its crons and their schedules', async () => {
+    const thread = await server.client.threads.create();
+    const cron = await server.client.crons.createForThread(thread.thread_id, 'nested', { schedule: YEARLY, input: {} });
+    expect(await bossSchedule(cron.cron_id)).toBeDefined();
+    await server.client.threads.delete(thread.thread_id);
+    expect(await server.client.crons.count({ threadId: thread.thread_id })).toBe(0);
+    expect(await bossSchedule(cron.cron_id)).toBeUndefined();
+  });
 });
 
 async function gql(query: string, variables: Record<string, unknown> = {}) {

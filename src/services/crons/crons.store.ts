@@ -79,6 +79,12 @@ export async function claimOccurrence(db: Database, cronId: string, due: Date, n
   return (rowCount ?? 0) > 0;
 }
 
+/** Deletes the crons of deleted threads; returns their ids. */
+export async function deleteThreadCrons(db: Database, threadIds: string[]): Promise<string[]> {
+  const { rows } = await db.pool.query<{ id: string }>('DELETE FROM agent_crons WHERE thread_id = ANY($1::uuid[]) RETURNING id', [threadIds]);
+  return rows.map((row) => row.id);
+}
+
 export async function disableCron(db: Database, cronId: string): Promise<void> {
   await db.pool.query('UPDATE agent_crons SET enabled = false, next_run_date = NULL, updated_at = now() WHERE id = $1', [cronId]);
 }
