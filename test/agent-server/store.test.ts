@@ -122,6 +122,12 @@ describe('store items', () => {
     expect(refreshed.getTime()).toBeGreaterThan(first.getTime());
     // Still ten minutes from now, not more.
     expect(refreshed.getTime() - Date.now()).toBeLessThanOrEqual(10 * 60_000 + 1000);
+    // Searching refreshes only when asked to.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await server.client.store.searchItems(['ttl', user]);
+    expect(await expiresAt(['ttl', user], 'k')).toEqual(refreshed);
+    await server.client.store.searchItems(['ttl', user], { refreshTtl: true });
+    expect((await expiresAt(['ttl', user], 'k'))!.getTime()).toBeGreaterThan(refreshed.getTime());
   });
 
   it('keeps each deployment’s items to itself', async () => {
