@@ -13,6 +13,8 @@ import './usage/usage.js';
 import './agent-server/assistant.js';
 import './agent-server/thread.js';
 import './agent-server/run.js';
+import './agent-server/cron.js';
+import './agent-server/store-item.js';
 import './exports/bulk-export.js';
 import './control-plane/oauth-provider.js';
 import './control-plane/integration.js';

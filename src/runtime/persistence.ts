@@ -6,11 +6,11 @@ import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
 import pg from 'pg';
 import { PreparingClient } from '../database/prepared-statements.js';
+import { storeSchema } from '../services/store/store-items.store.js';
 import { CHECKPOINT_SCHEMA } from '../services/threads/checkpoints.store.js';
 import type { Persistence } from './graph-registry.js';
 import { RunMetadataSaver } from './run-checkpointer.js';
 
-export const storeSchema = (deploymentId: string) => `langgraph_store_${deploymentId.replace(/-/g, '')}`;
 
 export type RuntimePersistence = Persistence & {
   checkpointer: PostgresSaver;

@@ -9,6 +9,9 @@ import { pruneEventPayloads } from './events-prune.job.js';
 import { foldUsage } from './usage-fold.job.js';
 import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
+import { sweepStoreJob } from './store-sweep.job.js';
+import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
+import { fireCronJob } from './cron-fire.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -56,6 +59,23 @@ export const QUEUES = {
     retryDelay: 60,
     expireInSeconds: 300,
   },
+  cronsFire: {
+    name: CRON_FIRE_QUEUE,
+    // Each cron's own schedule (keyed by the cron id, see services/crons/cron-schedule.ts) sends its
+    // ticks here. A failed tick is not retried: the next tick is the next run.
+    policy: 'standard',
+    retryLimit: 0,
+    expireInSeconds: 120,
+    deleteAfterSeconds: 3600,
+  },
+  storeSweep: {
+    name: 'store.sweep',
+    // Deletes expired store items (reads skip them already); one sweep at a time.
+    policy: 'singleton',
+    retryLimit: 1,
+    retryDelay: 60,
+    expireInSeconds: 300,
+  },
 } satisfies Record<string, QueueDefinition>;
 
 /**
@@ -81,6 +101,7 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.runsPruneStateless.name, cron: '*/10 * * * *' },
   // Every minute (cron's finest grain): the unfolded tail a usage read adds stays a minute of deltas.
   { queue: QUEUES.usageFold.name, cron: '* * * * *' },
+  { queue: QUEUES.storeSweep.name, cron: '*/5 * * * *' },
 ];
 
 export type Boss = PgBoss;
@@ -122,6 +143,8 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     await workExports(deps, boss);
     await boss.work(QUEUES.runsSweep.name, async () => sweepOrphanedRunsJob(deps, boss));
     await boss.work(QUEUES.runsPruneStateless.name, async () => pruneStatelessRunsJob(deps));
+    await boss.work(QUEUES.storeSweep.name, async () => sweepStoreJob(deps));
+    await boss.work(QUEUES.cronsFire.name, async (jobs) => fireCronJob(deps, jobs));
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
   }
   return boss;

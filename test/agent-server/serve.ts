@@ -36,7 +36,7 @@ export function fixtureConfig(project = 'graphs'): { dir: string; configPath: st
 const secretKey = randomBytes(32).toString('base64');
 
 /** Spawns `serve --config … --port 0 --dev` and returns an SDK client for it. */
-export async function startServe(options: { configPath?: string; dir?: string; env?: Record<string, string> } = {}): Promise<ServeProcess> {
+export async function startServe(options: { configPath?: string; dir?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<ServeProcess> {
   const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig();
   const child = await spawnPlatform(['serve', '--config', configPath, '--port', '0', '--dev'], {
     DATABASE_URL: inject('databaseUrl'),
@@ -46,7 +46,7 @@ export async function startServe(options: { configPath?: string; dir?: string; e
     // Tracing has its own test (tracing.test.ts); elsewhere it would only add load.
     AGENT_SERVER_TRACING: 'false',
     ...options.env,
-  });
+  }, options.readyTimeoutMs);
   const deploymentId = /deployment ([0-9a-f-]{36})/.exec(child.output())![1]!;
   const client = new Client({ apiUrl: child.url, callerOptions: { maxRetries: 0 } });
   const serve: ServeProcess = {

@@ -1,8 +1,10 @@
 // Agent-server JSON, exactly as the official server (and so the langgraph SDK) names its fields.
 import type { Response } from 'express';
 import type { Assistant, AssistantVersion } from '../../services/assistants/assistants.service.js';
+import type { Cron } from '../../services/crons/crons.service.js';
 import type { Run } from '../../services/runs/runs.service.js';
 import { serializeJson } from '../../runtime/serialize.js';
+import type { StoreItem } from '../../services/store/store.service.js';
 import type { Thread } from '../../services/threads/threads.service.js';
 
 export const presentAssistant = (assistant: Assistant) => ({
@@ -46,6 +48,32 @@ export const presentRun = (run: Run) => ({
   metadata: run.metadata,
   kwargs: run.kwargs,
   multitask_strategy: run.multitaskStrategy,
+});
+
+export const presentCron = (cron: Cron) => ({
+  cron_id: cron.cronId,
+  assistant_id: cron.assistantId,
+  thread_id: cron.threadId,
+  on_run_completed: cron.onRunCompleted,
+  end_time: cron.endTime?.toISOString() ?? null,
+  schedule: cron.schedule,
+  timezone: cron.timezone,
+  created_at: cron.createdAt.toISOString(),
+  updated_at: cron.updatedAt.toISOString(),
+  payload: cron.payload,
+  user_id: cron.userId,
+  next_run_date: cron.nextRunDate?.toISOString() ?? null,
+  metadata: cron.metadata,
+  enabled: cron.enabled,
+});
+
+export const presentStoreItem = (item: StoreItem) => ({
+  namespace: item.namespace,
+  key: item.key,
+  value: item.value,
+  created_at: item.createdAt.toISOString(),
+  updated_at: item.updatedAt.toISOString(),
+  ...(item.score !== undefined ? { score: item.score } : {}),
 });
 
 /** Keeps only the `select`ed fields (all when none are named). */

@@ -83,10 +83,7 @@ async function createParsedRun(
   const runId = options.runId ?? newId();
   const { deploymentId } = ctx.deployment;
   if (!ctx.deployment.graphIds.includes(body.assistant_id) && !isUuid(body.assistant_id)) throw AppError.notFound(noAssistantFor(body.assistant_id));
-  const webhookProblem = body.webhook && !ctx.config.webhookAllowPrivate ? literalTargetProblem(body.webhook) : undefined;
-  if (webhookProblem) {
-    throw new AppError('VALIDATION_FAILED', `body.webhook: ${webhookProblem}`, [{ loc: ['body', 'webhook'], msg: webhookProblem, type: 'url_not_allowed' }]);
-  }
+  assertWebhookAllowed(ctx, body.webhook);
   const assistantId = resolveAssistantId(ctx, body.assistant_id);
   const strategy: MultitaskStrategy = body.multitask_strategy ?? 'enqueue';
   const stateless = requestedThreadId === null;
@@ -203,6 +200,12 @@ async function createParsedRun(
   }
   if (!temporary) void ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId).catch(log);
   return run;
+}
+
+/** VALIDATION_FAILED for a webhook naming a private or loopback address (unless the installation allows them). */
+export function assertWebhookAllowed(ctx: AgentServerContext, webhook: string | null | undefined): void {
+  const problem = webhook && !ctx.config.webhookAllowPrivate ? literalTargetProblem(webhook) : undefined;
+  if (problem) throw new AppError('VALIDATION_FAILED', `body.webhook: ${problem}`, [{ loc: ['body', 'webhook'], msg: problem, type: 'url_not_allowed' }]);
 }
 
 /** What a run leaves in its thread's config: its config, without the checkpoint it started from. */

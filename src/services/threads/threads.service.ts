@@ -5,6 +5,8 @@ import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import type { Checkpoint, ThreadState } from '../../runtime/graph-reads.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { CRON_FIRE_QUEUE } from '../crons/cron-schedule.js';
+import { deleteThreadCrons } from '../crons/crons.store.js';
 import { askRuntime } from '../deployments/runtime-client.js';
 import { parseInput } from '../validate.js';
 import { copyThreadCheckpoints, deleteThreadCheckpoints } from './checkpoints.store.js';
@@ -159,6 +161,8 @@ export async function deleteThreadsWhere(ctx: AgentServerContext, where: { ids?:
   for (const runId of runIds) await ctx.events.publish('runs.cancel', { runId, action: 'interrupt' }, runId);
   await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = ANY($1::uuid[])', [runIds]);
   await deleteThreadCheckpoints(ctx.db.pool, ids);
+  // A thread's crons go with it, as on the reference server (their pg-boss schedules too).
+  for (const cronId of await deleteThreadCrons(ctx.db, ids)) await ctx.boss?.unschedule(CRON_FIRE_QUEUE, cronId);
   return ids.length;
 }
 

@@ -1,0 +1,85 @@
+// The long-term store of a deployment (LangGraph's BaseStore, as graphs see it through `store`):
+// namespaced JSON items with optional time to live. Every call acts in the request's deployment, so
+// deployments never see each other's items.
+import { AppError } from '../../errors.js';
+import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { parseInput } from '../validate.js';
+import { StoreItemDelete, StoreItemGetQuery, StoreItemPut, StoreNamespacesRequest, StoreSearchRequest } from './store.schemas.js';
+import * as sql from './store-items.store.js';
+
+export type StoreItem = {
+  namespace: string[];
+  key: string;
+  value: Record<string, unknown>;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Search relevance, when searched with a query. */
+  score?: number;
+};
+
+const toItem = (row: sql.StoreItemRow): StoreItem => ({
+  namespace: row.namespace_path.split(':'),
+  key: row.key,
+  value: row.value,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  ...(row.score != null ? { score: row.score } : {}),
+});
+
+async function scope(ctx: AgentServerContext): Promise<string> {
+  await sql.ensureStoreTables(ctx.db, ctx.deployment.deploymentId);
+  return ctx.deployment.deploymentId;
+}
+
+/**
+ * Creates or replaces an item. `ttl` in minutes (none: it never expires). VALIDATION_FAILED for an
+ * empty namespace or labels that are empty or hold '.'; PAYLOAD_TOO_LARGE for a value over the body limit.
+ */
+export async function putItem(ctx: AgentServerContext, input: unknown): Promise<void> {
+  const body = parseInput(StoreItemPut, input, 'body');
+  // REST bodies are bounded by the body parser already; this bounds GraphQL's and in-process callers'.
+  if (Buffer.byteLength(JSON.stringify(body.value)) > ctx.config.bodyLimitBytes) throw new AppError('PAYLOAD_TOO_LARGE', 'The item value is too large.');
+  await sql.upsertItem(ctx.db, await scope(ctx), { namespace: body.namespace, key: body.key, value: body.value, ttlMinutes: body.ttl ?? null });
+}
+
+/**
+ * One live item, or null. Reading restarts its time to live unless `refresh_ttl` is false (as
+ * LangGraph's `refresh_on_read` defaults to).
+ */
+export async function getItem(ctx: AgentServerContext, input: unknown): Promise<StoreItem | null> {
+  const query = parseInput(StoreItemGetQuery, input, 'query');
+  const row = await sql.selectItem(ctx.db, await scope(ctx), query.namespace, query.key, query.refresh_ttl ?? true);
+  return row ? toItem(row) : null;
+}
+
+/** Deletes an item; deleting one that does not exist is not an error. */
+export async function deleteItem(ctx: AgentServerContext, input: unknown): Promise<void> {
+  const body = parseInput(StoreItemDelete, input, 'body');
+  await sql.deleteItem(ctx.db, await scope(ctx), body.namespace, body.key);
+}
+
+/** Live items under a namespace prefix, filtered by value fields and, with `query`, by text match. */
+export async function searchItems(ctx: AgentServerContext, input: unknown): Promise<StoreItem[]> {
+  const body = parseInput(StoreSearchRequest, input ?? {}, 'body');
+  const rows = await sql.searchItems(ctx.db, await scope(ctx), {
+    namespacePrefix: body.namespace_prefix,
+    filter: body.filter ?? {},
+    query: body.query || null,
+    limit: body.limit,
+    offset: body.offset,
+    refresh: body.refresh_ttl ?? false,
+  });
+  return rows.map(toItem);
+}
+
+/** The namespaces that hold live items, matching a prefix and suffix, cut to `max_depth` labels. */
+export async function listNamespaces(ctx: AgentServerContext, input: unknown): Promise<string[][]> {
+  const body = parseInput(StoreNamespacesRequest, input ?? {}, 'body');
+  return sql.selectNamespaces(ctx.db, await scope(ctx), {
+    prefix: body.prefix ?? [],
+    suffix: body.suffix ?? [],
+    maxDepth: body.max_depth ?? null,
+    limit: body.limit,
+    offset: body.offset,
+  });
+}
