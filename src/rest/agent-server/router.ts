@@ -16,6 +16,7 @@ import { healthCheck } from '../health.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { customRoutes } from './custom-routes.js';
+import { mcpRouter } from './mcp.routes.js';
 import { runsRouter } from './runs.routes.js';
 import { threadsRouter } from './threads.routes.js';
 import { uiRouter } from './ui.routes.js';
@@ -64,7 +65,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
     res.json({
       version: '0.1.0',
       langgraph_js_version: '1.7.3',
-      flags: { assistants: true, crons: false, langsmith: false, langsmith_tracing_replicas: false },
+      flags: { assistants: true, crons: false, mcp: true, langsmith: false, langsmith_tracing_replicas: false },
       host: { kind: 'agent-platform', project_id: null, host_revision_id: null, revision_id: null, tenant_id: null },
     });
   });
@@ -72,6 +73,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   router.use(assistantsRouter());
   router.use(threadsRouter());
   router.use(runsRouter());
+  router.use(mcpRouter());
   if (options.ui) router.use(uiRouter(options.ui, { publicUrl: deps.config.publicUrl }));
 
   if ('dev' in target && target.dev) {
