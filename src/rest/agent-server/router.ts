@@ -14,6 +14,7 @@ import type { UiBundles } from '../../runtime/ui-bundles.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
 import { healthCheck } from '../health.js';
 import { jsonBody } from '../middleware/json-body.js';
+import { a2aErrorHandler, a2aRouter } from './a2a.routes.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { customRoutes } from './custom-routes.js';
 import { mcpRouter } from './mcp.routes.js';
@@ -65,7 +66,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
     res.json({
       version: '0.1.0',
       langgraph_js_version: '1.7.3',
-      flags: { assistants: true, crons: false, mcp: true, langsmith: false, langsmith_tracing_replicas: false },
+      flags: { assistants: true, crons: false, a2a: true, mcp: true, langsmith: false, langsmith_tracing_replicas: false },
       host: { kind: 'agent-platform', project_id: null, host_revision_id: null, revision_id: null, tenant_id: null },
     });
   });
@@ -74,6 +75,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   router.use(threadsRouter());
   router.use(runsRouter());
   router.use(mcpRouter());
+  router.use(a2aRouter());
   if (options.ui) router.use(uiRouter(options.ui, { publicUrl: deps.config.publicUrl }));
 
   if ('dev' in target && target.dev) {
@@ -84,6 +86,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   }
 
   router.use(notFoundHandler);
+  router.use('/a2a', a2aErrorHandler);
   router.use(errorHandler('plain', deps.logger));
   return router;
 }
