@@ -9,9 +9,12 @@ import { agentContext } from '../../services/deployments/deployments.service.js'
 import { truncateDeployment } from '../../services/deployments/truncate.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { localViewer } from '../../services/tenancy/viewer.js';
+import { deploymentMetrics } from '../../services/system/metrics.service.js';
 import type { CustomApp } from '../../runtime/custom-app.js';
 import type { UiBundles } from '../../runtime/ui-bundles.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
+import { agentServerSurface } from '../openapi/agent-server.operations.js';
+import { apiReferenceRouter } from '../openapi/reference.routes.js';
 import { healthCheck } from '../health.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { a2aErrorHandler, a2aRouter } from './a2a.routes.js';
@@ -47,6 +50,8 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   const router = Router({ mergeParams: true });
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp));
+  // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.
+  router.use(apiReferenceRouter(agentServerSurface({ apiKey: !('anonymous' in target) })));
   router.use(jsonBody(deps.config, { strict: false }));
   router.use(async (req, _res, next) => {
     // The deployment is looked up in the database on every request (agentContext), so any api
@@ -69,6 +74,11 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
       flags: { assistants: true, crons: false, a2a: true, mcp: true, langsmith: false, langsmith_tracing_replicas: false },
       host: { kind: 'agent-platform', project_id: null, host_revision_id: null, revision_id: null, tenant_id: null },
     });
+  });
+
+  router.get('/metrics', async (req, res) => {
+    const { contentType, text } = await deploymentMetrics(req.agent);
+    res.type(contentType).send(text);
   });
 
   router.use(assistantsRouter());

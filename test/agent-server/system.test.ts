@@ -1,0 +1,52 @@
+// System endpoints of the agent server against a real `serve` process: /info flags and /metrics in
+// Prometheus text.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { removeDir, startServe, type ServeProcess } from './serve.js';
+
+let server: ServeProcess;
+beforeAll(async () => {
+  server = await startServe();
+});
+afterAll(async () => {
+  await server?.stop();
+  removeDir(server?.dir);
+});
+
+/** One sample's value from Prometheus text (`name{labels} value`). */
+function sample(text: string, name: string, labels = ''): number | undefined {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}${labels} `));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+describe('system endpoints', () => {
+  it('/info flags A2A and MCP', async () => {
+    const info = (await (await fetch(`${server.url}/info`)).json()) as { flags: Record<string, boolean> };
+    expect(info.flags).toMatchObject({ assistants: true, a2a: true, mcp: true });
+  });
+
+  it('/metrics reports runs by status, queue depth, run latency and ingested traces in Prometheus text', async () => {
+    const before = await fetch(`${server.url}/metrics`);
+    expect(before.status).toBe(200);
+    expect(before.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const beforeText = await before.text();
+    expect(beforeText).toContain('# TYPE agent_server_runs gauge');
+    expect(beforeText).toContain('# TYPE agent_server_run_duration_seconds histogram');
+    expect(beforeText).toContain('# TYPE agent_platform_traces_ingested_total counter');
+    expect(sample(beforeText, 'agent_server_run_queue_depth')).toBe(0);
+    const successBefore = sample(beforeText, 'agent_server_runs', '{status="success"}')!;
+    const observedBefore = sample(beforeText, 'agent_server_run_duration_seconds_count') ?? 0;
+
+    const thread = await server.client.threads.create();
+    await server.client.runs.wait(thread.thread_id, 'slow', { input: { label: 'metrics', delay_ms: 1 } });
+    await server.client.runs.wait(null, 'failing', { input: {} }).catch(() => undefined);
+
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(sample(text, 'agent_server_runs', '{status="success"}')).toBe(successBefore + 1);
+    expect(sample(text, 'agent_server_runs', '{status="error"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'agent_server_run_duration_seconds_count')).toBeGreaterThanOrEqual(observedBefore + 2);
+    expect(sample(text, 'agent_server_run_duration_seconds_bucket', '{le="+Inf"}')).toBe(sample(text, 'agent_server_run_duration_seconds_count'));
+    // A second scrape does not count the same runs again.
+    const again = await (await fetch(`${server.url}/metrics`)).text();
+    expect(sample(again, 'agent_server_run_duration_seconds_count')).toBe(sample(text, 'agent_server_run_duration_seconds_count'));
+  });
+});
