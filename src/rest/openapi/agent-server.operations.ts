@@ -21,6 +21,7 @@ import {
   ThreadStateUpdate,
 } from '../../services/threads/threads.schemas.js';
 import type { Operation, Surface } from './document.js';
+import { referenceOperations } from './reference.routes.js';
 
 const sse = { kind: 'sse', description: 'Server-sent events: one event per stream part, then the end.' } as const;
 const empty = { status: 204, kind: 'empty', description: 'Done.' } as const;
@@ -99,11 +100,6 @@ export const protocolOperations: Operation[] = [
 export const uiOperations: Operation[] = [
   { method: 'post', path: '/ui/:graphId', tag: 'UI', summary: "A graph's generative UI components (when the graph config has `ui`)", response: { kind: 'html' } },
   { method: 'get', path: '/ui/:graphId/:basename', tag: 'UI', summary: 'A UI bundle file' },
-];
-
-export const referenceOperations: Operation[] = [
-  { method: 'get', path: '/openapi.json', tag: 'System', summary: 'This OpenAPI document' },
-  { method: 'get', path: '/docs', tag: 'System', summary: 'Interactive API reference', response: { kind: 'html' } },
 ];
 
 const OPERATIONS: Operation[] = [

@@ -9,6 +9,7 @@ import { ApiKeyCreateBody, WorkspaceCreateBody } from '../tenancy.routes.js';
 import { ProjectListQuery } from '../traces.routes.js';
 import { GranularUsageQuery } from '../usage.routes.js';
 import type { Operation, Surface } from './document.js';
+import { referenceOperations } from './reference.routes.js';
 
 const accepted = { status: 202, description: 'Accepted: stored, or queued to be.' } as const;
 const empty = { status: 204, kind: 'empty', description: 'Done.' } as const;
@@ -66,12 +67,11 @@ export const tenancyOperations: Operation[] = [
 
 export const platformSystemOperations: Operation[] = [
   { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and its database answer, 503 otherwise' },
-  { method: 'get', path: '/openapi.json', tag: 'System', summary: 'This OpenAPI document' },
-  { method: 'get', path: '/docs', tag: 'System', summary: 'Interactive API reference', response: { kind: 'html' } },
 ];
 
 const OPERATIONS: Operation[] = [
   ...platformSystemOperations,
+  ...referenceOperations,
   ...tracesOperations(''),
   ...tracesOperations('/api/v1'),
   ...usageOperations,

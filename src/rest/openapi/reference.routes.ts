@@ -5,7 +5,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { type Request, Router } from 'express';
-import { openApiDocument, type Surface } from './document.js';
+import { openApiDocument, type Operation, type Surface } from './document.js';
 
 const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 // Only these files of the package are served.
@@ -39,6 +39,14 @@ function page(title: string, base: string): string {
 
 // The mount path the client reached (`''` at the root, `/deployments/<id>`), for absolute asset urls.
 const mountPath = (req: Request) => req.baseUrl.replace(/\/$/, '');
+
+/** The operations of this router, which every surface that mounts it lists. */
+export const referenceOperations: Operation[] = [
+  { method: 'get', path: '/openapi.json', tag: 'System', summary: 'This OpenAPI document (public)' },
+  { method: 'get', path: '/docs', tag: 'System', summary: 'Interactive API reference (public)', response: { kind: 'html' } },
+  { method: 'get', path: '/docs/init.js', tag: 'System', summary: 'Script of the reference page', response: { kind: 'text' } },
+  { method: 'get', path: '/docs/assets/:file', tag: 'System', summary: "The reference page's bundled assets (swagger-ui-dist)", response: { kind: 'text' } },
+];
 
 /** /openapi.json, /docs and its assets for `surface`, at wherever the router is mounted. */
 export function apiReferenceRouter(surface: Surface): Router {
