@@ -125,5 +125,8 @@ describe('A2A', () => {
     expect(unknownAgent.body.error!.message).toMatch(/Assistant not found/);
     const badTask = await rpc(path, { jsonrpc: '2.0', id: 11, method: 'tasks/get', params: { id: 'x' } });
     expect(badTask.status).toBe(400);
+    const huge = await rpc(path, { jsonrpc: '2.0', id: 12, method: 'message/send', params: { message: { messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x'.repeat(12 * 1024 * 1024) }] } } });
+    expect(huge.status).toBe(413);
+    expect(huge.body.error!.message).toMatch(/too large/);
   });
 });

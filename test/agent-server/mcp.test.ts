@@ -53,7 +53,9 @@ describe('MCP', () => {
     const notJsonRpc = await post(JSON.stringify({ hello: 'world' }));
     expect(notJsonRpc.status).toBe(400);
     expect(((await notJsonRpc.json()) as { error: { code: number } }).error.code).toBeLessThan(0);
-    expect((await post('{not json')).status).toBeLessThan(500);
+    const notJson = await post('{not json');
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
     expect((await post('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { accept: 'text/html' })).status).toBe(406);
     expect((await fetch(`${server.url}/mcp`)).status).toBe(405);
   });

@@ -132,10 +132,11 @@ export function a2aRouter(): Router {
 }
 
 /**
- * Errors of requests under /a2a that never reached the route (a body that is not JSON, too large,
- * a missing key) in JSON-RPC's shape; the rest go on to the agent server's plain-text handler.
+ * Errors of JSON-RPC requests (A2A, MCP) that never reached their route (a body that is not JSON,
+ * too large or too deep, a missing key) in JSON-RPC's shape; the rest go on to the agent server's
+ * plain-text handler.
  */
-export const a2aErrorHandler: ErrorRequestHandler = (error, _req, res, next) => {
+export const jsonRpcErrorHandler: ErrorRequestHandler = (error, _req, res, next) => {
   if (res.headersSent) return next(error);
   const { type, status } = (error ?? {}) as { type?: string; status?: number };
   if (type === 'entity.parse.failed') return sendRpcError(res, null, new RpcError(PARSE_ERROR, 'Parse error: the body is not valid JSON.', 400));

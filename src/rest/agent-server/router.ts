@@ -17,7 +17,7 @@ import { agentServerSurface } from '../openapi/agent-server.operations.js';
 import { apiReferenceRouter } from '../openapi/reference.routes.js';
 import { healthCheck } from '../health.js';
 import { jsonBody } from '../middleware/json-body.js';
-import { a2aErrorHandler, a2aRouter } from './a2a.routes.js';
+import { jsonRpcErrorHandler, a2aRouter } from './a2a.routes.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { customRoutes } from './custom-routes.js';
 import { mcpRouter } from './mcp.routes.js';
@@ -96,7 +96,8 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   }
 
   router.use(notFoundHandler);
-  router.use('/a2a', a2aErrorHandler);
+  // A2A and MCP speak JSON-RPC: their bodies that are not JSON, too large or too deep answer in its shape.
+  router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);
   router.use(errorHandler('plain', deps.logger));
   return router;
 }
