@@ -1,14 +1,19 @@
 // System endpoints of the agent server against a real `serve` process: /info flags and /metrics in
-// Prometheus text.
+// Prometheus text; and the new routes (metrics, MCP, A2A) at /deployments/<id> on the platform keep
+// the deployment to its own organization's keys.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTenant } from '../factories.js';
+import { startTestPlatform, type TestPlatform } from '../helpers.js';
 import { removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
+let platform: TestPlatform;
 beforeAll(async () => {
-  server = await startServe();
+  [server, platform] = await Promise.all([startServe(), startTestPlatform()]);
 });
 afterAll(async () => {
   await server?.stop();
+  await platform?.stop();
   removeDir(server?.dir);
 });
 
@@ -48,5 +53,21 @@ describe('system endpoints', () => {
     // A second scrape does not count the same runs again.
     const again = await (await fetch(`${server.url}/metrics`)).text();
     expect(sample(again, 'agent_server_run_duration_seconds_count')).toBe(sample(text, 'agent_server_run_duration_seconds_count'));
+  });
+
+  it("at /deployments/<id>, another organization's key sees 404 on /metrics, /mcp and /a2a; the reference stays public", async () => {
+    // The serve deployment belongs to the installation's first workspace; this tenant is a new organization.
+    const stranger = await buildTenant(platform.system);
+    const base = `${platform.url}/deployments/${server.deploymentId}`;
+    const headers = { 'x-api-key': stranger.adminKey, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    expect((await fetch(`${base}/metrics`, { headers })).status).toBe(404);
+    const mcp = await fetch(`${base}/mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    expect(mcp.status).toBe(404);
+    const a2a = await fetch(`${base}/a2a/agent`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: crypto.randomUUID() } }) });
+    expect(a2a.status).toBe(404);
+    expect(await a2a.json()).toMatchObject({ jsonrpc: '2.0', error: { message: 'Deployment not found' } });
+    expect((await fetch(`${base}/.well-known/agent-card.json?assistant_id=agent`, { headers })).status).toBe(404);
+    expect((await fetch(`${base}/metrics`)).status).toBe(401);
+    expect((await fetch(`${base}/openapi.json`)).status).toBe(200);
   });
 });
