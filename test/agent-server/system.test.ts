@@ -2,9 +2,10 @@
 // Prometheus text; and the new routes (metrics, MCP, A2A) at /deployments/<id> on the platform keep
 // the deployment to its own organization's keys.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerLocalDeployment } from '../../src/services/deployments/deployments.service.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
-import { removeDir, startServe, type ServeProcess } from './serve.js';
+import { fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
 let platform: TestPlatform;
@@ -69,5 +70,24 @@ describe('system endpoints', () => {
     expect((await fetch(`${base}/.well-known/agent-card.json?assistant_id=agent`, { headers })).status).toBe(404);
     expect((await fetch(`${base}/metrics`)).status).toBe(401);
     expect((await fetch(`${base}/openapi.json`)).status).toBe(200);
+  });
+
+  it("an A2A contextId (or a run's if_not_exists thread) that is another deployment's thread is a 409, not a 500", async () => {
+    const stranger = await buildTenant(platform.system);
+    const { dir, configPath } = fixtureConfig();
+    try {
+      const other = await registerLocalDeployment(platform.system, { configPath, workspaceId: stranger.workspace.id });
+      const taken = (await server.client.threads.create()).thread_id;
+      const headers = { 'x-api-key': stranger.adminKey, 'content-type': 'application/json' };
+      const base = `${platform.url}/deployments/${other.deploymentId}`;
+      const message = { messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }], contextId: taken };
+      const a2a = await fetch(`${base}/a2a/agent`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message } }) });
+      expect(a2a.status).toBe(409);
+      expect(((await a2a.json()) as { error: { message: string } }).error.message).toMatch(/the id is taken/);
+      const run = await fetch(`${base}/threads/${taken}/runs`, { method: 'POST', headers, body: JSON.stringify({ assistant_id: 'agent', if_not_exists: 'create' }) });
+      expect(run.status).toBe(409);
+    } finally {
+      removeDir(dir);
+    }
   });
 });
