@@ -51,8 +51,10 @@ export const referenceOperations: Operation[] = [
 /** /openapi.json, /docs and its assets for `surface`, at wherever the router is mounted. */
 export function apiReferenceRouter(surface: Surface): Router {
   const router = Router();
+  // Built once: only `servers` differs between mounts (/, /deployments/<id>).
+  const document = openApiDocument(surface, '/');
   router.get('/openapi.json', (req, res) => {
-    res.json(openApiDocument(surface, mountPath(req) || '/'));
+    res.json({ ...document, servers: [{ url: mountPath(req) || '/' }] });
   });
   router.get('/docs', (req, res) => {
     res.type('html').send(page(surface.title, mountPath(req)));
