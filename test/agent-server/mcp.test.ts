@@ -3,12 +3,18 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeDir, startServe, type ServeProcess } from './serve.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
 let mcp: Client;
 beforeAll(async () => {
-  server = await startServe();
+  // The config describes one graph ({"path", "description"}): that description becomes its tool's.
+  const { dir, configPath } = fixtureConfig();
+  const config = JSON.parse(readFileSync(configPath, 'utf8')) as { graphs: Record<string, unknown> };
+  config.graphs.slow = { path: config.graphs.slow, description: 'Appends a label to a log, slowly.' };
+  writeFileSync(configPath, JSON.stringify(config));
+  server = await startServe({ configPath, dir });
   mcp = new Client({ name: 'mcp-test', version: '1.0.0' });
   await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
 });
@@ -28,6 +34,7 @@ describe('MCP', () => {
     expect(agent.inputSchema.type).toBe('object');
     expect(Object.keys(agent.inputSchema.properties ?? {})).toContain('messages');
     expect(agent.description).toBe('Runs the "agent" graph and returns its output.');
+    expect(byName.get('slow')!.description).toBe('Appends a label to a log, slowly.');
     // A created assistant's name becomes a valid tool name; its description is its own.
     expect(byName.get('weather_helper')?.description).toBe('Tells the weather.');
   });
