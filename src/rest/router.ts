@@ -6,6 +6,8 @@ import { authIntegrationsListenersRouter } from './control-plane/auth-integratio
 import { agentServerRouter } from './agent-server/router.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { healthCheck } from './health.js';
+import { platformSurface } from './openapi/platform.operations.js';
+import { apiReferenceRouter } from './openapi/reference.routes.js';
 import { jsonBody } from './middleware/json-body.js';
 import { tenancyRouter } from './tenancy.routes.js';
 import { tracesRouter } from './traces.routes.js';
@@ -15,6 +17,8 @@ export function restRouter(deps: Deps): Router {
   const router = Router();
 
   router.get('/ok', healthCheck(deps));
+  // The platform's own reference (/openapi.json, /docs), public like the page a browser opens.
+  router.use(apiReferenceRouter(platformSurface));
 
   // Each deployment's agent server (plain-text errors), for keys of the deployment's organization.
   router.use('/deployments/:deploymentId', agentServerRouter(deps, { fromPath: 'deploymentId' }));

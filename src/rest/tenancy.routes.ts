@@ -7,8 +7,8 @@ import { authenticate } from './middleware/auth.js';
 import { parseBody } from './middleware/validate.js';
 import { presentApiKey, presentOrganization, presentWorkspace } from './tenancy.presenters.js';
 
-const WorkspaceCreateBody = z.object({ display_name: z.string() });
-const ApiKeyCreateBody = z.object({ description: z.string().optional(), workspace_id: z.uuid().nullish() });
+export const WorkspaceCreateBody = z.object({ display_name: z.string() });
+export const ApiKeyCreateBody = z.object({ description: z.string().optional(), workspace_id: z.uuid().nullish() });
 
 export function tenancyRouter(deps: Deps): Router {
   const router = Router();

@@ -34,7 +34,7 @@ async function readJson(req: Request, limit: number, use: 'stored' | 'query'): P
   return body;
 }
 
-const ProjectListQuery = z.object({
+export const ProjectListQuery = z.object({
   name: z.string().optional(),
   name_contains: z.string().optional(),
   id: z.union([z.string(), z.array(z.string())]).optional(),

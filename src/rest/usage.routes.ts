@@ -10,7 +10,7 @@ import { parseInput } from '../services/validate.js';
 import { authenticate } from './middleware/auth.js';
 import { csvLine, presentUsageReport, USAGE_CSV_HEADER, usageCsvLine } from './usage.presenters.js';
 
-const GranularUsageQuery = z.object({
+export const GranularUsageQuery = z.object({
   start_time: UsageInstant,
   end_time: UsageInstant,
   workspace_ids: UsageWorkspaceIds,

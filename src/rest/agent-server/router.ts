@@ -9,14 +9,19 @@ import { agentContext } from '../../services/deployments/deployments.service.js'
 import { truncateDeployment } from '../../services/deployments/truncate.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { localViewer } from '../../services/tenancy/viewer.js';
+import { deploymentMetrics } from '../../services/system/metrics.service.js';
 import type { CustomApp } from '../../runtime/custom-app.js';
 import type { UiBundles } from '../../runtime/ui-bundles.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
+import { agentServerSurface } from '../openapi/agent-server.operations.js';
+import { apiReferenceRouter } from '../openapi/reference.routes.js';
 import { healthCheck } from '../health.js';
 import { jsonBody } from '../middleware/json-body.js';
+import { jsonRpcErrorHandler, a2aRouter } from './a2a.routes.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
 import { customRoutes } from './custom-routes.js';
+import { mcpRouter } from './mcp.routes.js';
 import { runsRouter } from './runs.routes.js';
 import { storeRouter } from './store.routes.js';
 import { threadsRouter } from './threads.routes.js';
@@ -47,6 +52,8 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   const router = Router({ mergeParams: true });
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp));
+  // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.
+  router.use(apiReferenceRouter(agentServerSurface({ apiKey: !('anonymous' in target) })));
   router.use(jsonBody(deps.config, { strict: false }));
   router.use(async (req, _res, next) => {
     // The deployment is looked up in the database on every request (agentContext), so any api
@@ -66,9 +73,14 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
     res.json({
       version: '0.1.0',
       langgraph_js_version: '1.7.3',
-      flags: { assistants: true, crons: true, store: true, langsmith: false, langsmith_tracing_replicas: false },
+      flags: { assistants: true, crons: true, store: true, a2a: true, mcp: true, langsmith: false, langsmith_tracing_replicas: false },
       host: { kind: 'agent-platform', project_id: null, host_revision_id: null, revision_id: null, tenant_id: null },
     });
+  });
+
+  router.get('/metrics', async (req, res) => {
+    const { contentType, text } = await deploymentMetrics(req.agent);
+    res.type(contentType).send(text);
   });
 
   router.use(assistantsRouter());
@@ -76,6 +88,8 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   router.use(cronsRouter());
   router.use(runsRouter());
   router.use(storeRouter());
+  router.use(mcpRouter());
+  router.use(a2aRouter());
   if (options.ui) router.use(uiRouter(options.ui, { publicUrl: deps.config.publicUrl }));
 
   if ('dev' in target && target.dev) {
@@ -86,6 +100,8 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   }
 
   router.use(notFoundHandler);
+  // A2A and MCP speak JSON-RPC: their bodies that are not JSON, too large or too deep answer in its shape.
+  router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);
   router.use(errorHandler('plain', deps.logger));
   return router;
 }

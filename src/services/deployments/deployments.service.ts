@@ -97,3 +97,21 @@ export async function localDeploymentConfig(deps: Deps, deploymentId: string): P
   if (!row || typeof configPath !== 'string') throw AppError.notFound(`Deployment ${deploymentId} not found (or not a local graph config).`);
   return { configPath, tenantId: row.tenant_id, name: row.name };
 }
+
+/**
+ * The graph config's description of each graph (`"graphs": {"id": {"path", "description"}}`), for a
+ * local deployment whose config this machine can read; empty otherwise. Read from the file, never by
+ * loading graph code.
+ */
+export async function graphDescriptions(deps: Deps, deploymentId: string): Promise<Record<string, string>> {
+  const row = await deploymentRow(deps, deploymentId);
+  const configPath = row?.source === 'local' ? row.source_config.config_path : undefined;
+  if (typeof configPath !== 'string') return {};
+  try {
+    const config = readGraphConfig(configPath);
+    return Object.fromEntries(config.graphs.flatMap((graph) => (graph.description ? [[graph.graphId, graph.description]] : [])));
+  } catch {
+    // The file moved or broke after the deployment was recorded: tools fall back to generic descriptions.
+    return {};
+  }
+}

@@ -180,7 +180,12 @@ async function createParsedRun(
             );
             if (!threads[0]) {
               if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(threadNotFound(threadId));
-              await client.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now())`, [threadId, deploymentId]);
+              // The id may already be a thread of another deployment (or one created at this instant): a conflict, not a 500.
+              const created = await client.query(
+                `INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now()) ON CONFLICT (id) DO NOTHING`,
+                [threadId, deploymentId],
+              );
+              if (!created.rowCount) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
             } else {
               inflight = threads[0].inflight;
             }
