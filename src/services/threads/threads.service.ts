@@ -7,6 +7,7 @@ import type { Checkpoint, ThreadState } from '../../runtime/graph-reads.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { askRuntime } from '../deployments/runtime-client.js';
 import { parseInput } from '../validate.js';
+import { deleteRunsEvents, deleteThreadsRuns, threadHasRunInFlight } from '../runs/runs.store.js';
 import { copyThreadCheckpoints, deleteThreadCheckpoints } from './checkpoints.store.js';
 import type { ThreadRow } from './threads.store.js';
 import {
@@ -151,13 +152,9 @@ export async function deleteThreadsWhere(ctx: AgentServerContext, where: { ids?:
   const { rows } = await ctx.db.pool.query<{ id: string }>(`DELETE FROM agent_threads WHERE deployment_id = $1 AND ${clause} RETURNING id`, params);
   const ids = rows.map((row) => row.id);
   if (!ids.length) return 0;
-  const { rows: active } = await ctx.db.pool.query<{ id: string }>(
-    `DELETE FROM agent_runs WHERE thread_id = ANY($1::uuid[]) RETURNING id, status`,
-    [ids],
-  );
-  const runIds = active.map((row) => row.id);
+  const runIds = await deleteThreadsRuns(ctx.db, ids);
   for (const runId of runIds) await ctx.events.publish('runs.cancel', { runId, action: 'interrupt' }, runId);
-  await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = ANY($1::uuid[])', [runIds]);
+  await deleteRunsEvents(ctx.db, runIds);
   await deleteThreadCheckpoints(ctx.db.pool, ids);
   return ids.length;
 }
@@ -230,8 +227,7 @@ export async function updateThreadState(
 ): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
   const body = parseInput(ThreadStateUpdate, input, 'body');
   const thread = await getThread(ctx, threadId);
-  const { rows } = await ctx.db.pool.query(`SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`, [threadId]);
-  if (rows.length) throw AppError.conflict('Thread is busy: a run is pending or running');
+  if (await threadHasRunInFlight(ctx.db, threadId)) throw AppError.conflict('Thread is busy: a run is pending or running');
   const checkpoint: Json = body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {};
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null) checkpoint[key] = value;
   const request = { kind: 'update-thread-state', threadId, graphId: graphOf(thread), config: thread.config, checkpoint, values: body.values ?? null, asNode: body.as_node ?? undefined } as const;
