@@ -5,7 +5,7 @@
 // its deployment's runs once when it starts, so a restarted `serve` picks up where it died.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
-import { runQueueName } from '../services/runs/run-queue.js';
+import { runQueueName } from '../services/runs/run-queue-name.js';
 import * as store from '../services/runs/runs.store.js';
 
 /** The advisory lock a runtime holds while it lives. */

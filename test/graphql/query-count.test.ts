@@ -57,7 +57,7 @@ const TENANCY = `{
 
 const TRACES = `query($projectId: ID!) {
   tracingProjects { id runCount lastRunStartTime workspace { name } }
-  runs(projectId: $projectId, isRoot: true) { edges { node { id project { name } children { name children { name } } } } }
+  runs(projectId: $projectId, isRoot: true) { edges { node { id project { name workspace { name } } children { name project { workspace { id } } children { name } } } } }
   bulkExports { id runs { id status } }
 }`;
 
@@ -143,7 +143,7 @@ describe('GraphQL query count', () => {
     expect(six.statements).toBe(one.statements);
   });
 
-  it('is the same for one project, trace and export as for four: run counts, projects, children, export runs', async () => {
+  it('is the same for one project, trace and export as for four: run counts, projects and their workspaces, children, export runs', async () => {
     const small = await tenantOfSize(1);
     const large = await tenantOfSize(4);
     const one = await countFor(TRACES, small.tenant.adminKey, { tenant: small.tenant.workspace.id, variables: { projectId: small.projectId } });
@@ -154,6 +154,8 @@ describe('GraphQL query count', () => {
     expect(runs.edges).toHaveLength(4);
     for (const { node } of runs.edges) {
       expect(node.project.name).toBe('main');
+      expect(node.project.workspace.name).toBe(large.tenant.workspace.name);
+      expect(node.children.every((child: { project: { workspace: { id: string } } }) => child.project.workspace.id === large.tenant.workspace.id)).toBe(true);
       expect(node.children.map((child: { name: string }) => child.name)).toEqual(['node-a', 'node-b']);
       expect(node.children[0].children).toEqual([{ name: 'model' }]);
     }

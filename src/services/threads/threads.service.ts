@@ -7,6 +7,7 @@ import type { Checkpoint, ThreadState } from '../../runtime/graph-reads.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { askRuntime } from '../deployments/runtime-client.js';
 import { parseInput } from '../validate.js';
+import { type SearchPage, searchPage } from '../search-page.js';
 import { deleteRunsEvents, deleteThreadsRuns, threadHasRunInFlight } from '../runs/runs.store.js';
 import { copyThreadCheckpoints, deleteThreadCheckpoints } from './checkpoints.store.js';
 import type { ThreadRow } from './threads.store.js';
@@ -104,7 +105,7 @@ function filters(ctx: AgentServerContext, query: { metadata?: Json | null; value
 }
 
 /** Threads matching metadata/values (containment), status and ids; with the total count. */
-export async function searchThreads(ctx: AgentServerContext, input: unknown): Promise<{ items: Thread[]; total: number }> {
+export async function searchThreads(ctx: AgentServerContext, input: unknown): Promise<SearchPage<Thread>> {
   const query = parseInput(ThreadSearchRequest, input, 'body');
   const { where, params } = filters(ctx, query);
   const column = query.sort_by === 'thread_id' ? 'id' : (query.sort_by ?? 'created_at');
@@ -113,7 +114,7 @@ export async function searchThreads(ctx: AgentServerContext, input: unknown): Pr
     `SELECT *, count(*) OVER () AS total FROM agent_threads WHERE ${where} ORDER BY ${column} ${order}, id ${order} LIMIT ${query.limit} OFFSET ${query.offset}`,
     params,
   );
-  return { items: rows.map(toThread), total: rows[0] ? Number(rows[0].total) : 0 };
+  return searchPage(rows.map(toThread), rows[0] ? Number(rows[0].total) : 0, query);
 }
 
 /** How many threads match. */
