@@ -75,6 +75,34 @@ export async function createRun(ctx: AgentServerContext, threadId: string | null
   return createParsedRun(ctx, threadId, parseInput(RunCreate, input, 'body'));
 }
 
+/** A new run as typed callers (GraphQL) give it; validated as the REST body is. */
+export type NewRunInput = {
+  assistantId: string;
+  input?: unknown;
+  command?: unknown;
+  config?: unknown;
+  context?: unknown;
+  metadata?: unknown;
+  streamModes?: string[];
+  streamSubgraphs?: boolean;
+  multitaskStrategy?: MultitaskStrategy;
+};
+
+/** Creates a run from typed input (see createRun). */
+export async function startRun(ctx: AgentServerContext, threadId: string | null, run: NewRunInput): Promise<Run> {
+  return createRun(ctx, threadId, {
+    assistant_id: run.assistantId,
+    input: run.input,
+    command: run.command,
+    config: run.config,
+    context: run.context,
+    metadata: run.metadata,
+    stream_mode: run.streamModes,
+    stream_subgraphs: run.streamSubgraphs,
+    multitask_strategy: run.multitaskStrategy,
+  });
+}
+
 async function createParsedRun(
   ctx: AgentServerContext,
   requestedThreadId: string | null,

@@ -51,6 +51,11 @@ export const toThread = (row: ThreadRow): Thread => ({
 /** The reference server's text, which clients match on. */
 export const threadNotFound = (threadId: string) => `Thread with ID ${threadId} not found`;
 
+/** Creates a thread from typed input (see createThread). */
+export async function startThread(ctx: AgentServerContext, thread: { threadId?: string; metadata?: unknown }): Promise<Thread> {
+  return createThread(ctx, { thread_id: thread.threadId, metadata: thread.metadata });
+}
+
 /** Creates a thread; CONFLICT when `thread_id` exists (unless if_exists=do_nothing). `supersteps` seed its state. */
 export async function createThread(ctx: AgentServerContext, input: unknown): Promise<Thread> {
   const body = parseInput(ThreadCreate, input, 'body');
