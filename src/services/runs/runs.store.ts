@@ -253,11 +253,10 @@ export async function threadHasAnotherPendingRun(db: Pick<Database, 'pool'>, run
   return rows[0]?.waiting ?? false;
 }
 
-/** Deletes threads' runs and their streams; returns the deleted runs' ids. */
+/** Deletes threads' runs (their streams go with deleteRunsEvents); returns the deleted runs' ids. */
 export async function deleteThreadsRuns(db: Pick<Database, 'pool'>, threadIds: string[]): Promise<string[]> {
   const { rows } = await db.pool.query<{ id: string }>(`DELETE FROM agent_runs WHERE thread_id = ANY($1::uuid[]) RETURNING id, status`, [threadIds]);
-  const runIds = rows.map((row) => row.id);
-  return runIds;
+  return rows.map((row) => row.id);
 }
 
 /** Deletes the stream events of runs. */
