@@ -12,7 +12,7 @@ export interface EventMap {
   /** Diagnostics: lets operators and tests check that events cross processes. */
   'system.ping': { message: string; sentAt: string };
   /** Agent server: a run's stream grew (events inline when small, else read from run_events up to lastSeq), or its status changed. Key: run id. */
-  'runs.stream': import('./services/runs/run-stream.js').RunStreamSignal;
+  'runs.stream': RunStreamSignal;
   /** Agent server: a run changed status. Key: thread id (thread streams follow the runs of a thread). */
   'runs.status': { runId: string; threadId: string; status: string };
   /** Agent server: stop a pending or running run. Key: run id; runtimes listen to all. */
@@ -25,6 +25,16 @@ export interface EventMap {
   'exports.dispatch': { exportId: string };
 }
 export type EventName = keyof EventMap;
+
+/** A run's stream grew (its new events inline when small, else up to `lastSeq`), or its status changed. */
+export type RunStreamSignal = {
+  runId: string;
+  events?: { seq: number; event: string; data: string }[];
+  lastSeq?: number;
+  status?: string;
+  /** On the final status signal, the run's result as JSON text when it is small. */
+  output?: string;
+};
 
 const PG_CHANNEL = 'agent_platform_events';
 // Leave headroom under PostgreSQL's 8000-byte NOTIFY limit for the envelope.

@@ -9,15 +9,15 @@ import { AppError } from '../errors.js';
 import { assertStorableText } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
 import { FilterError } from '../services/traces/filter.js';
-import { type Ingester, ingestRequest, ingestRunBatch, type RunBatch } from '../services/traces/ingest.service.js';
+import { ingestAsViewer } from '../services/traces/ingest-as-viewer.js';
 import * as projects from '../services/traces/projects.service.js';
 import { getRun, queryRuns, validateRunFilters } from '../services/traces/queries.service.js';
 import type { ProjectCreateInput } from '../services/traces/traces.schemas.js';
-import { asObject, type IngestRequest, multipartBoundary, parseJsonBody, readBody, readRawBody } from '../services/traces/wire.js';
 import { traceWorkspace } from '../services/traces/workspace.js';
 import { authenticate } from './middleware/auth.js';
 import { errorHandler } from './middleware/errors.js';
 import { parseQuery } from './middleware/validate.js';
+import { asObject, type IngestRequest, ingestEncoded, multipartBoundary, parseJsonBody, readBody, readRawBody } from './ingest-wire.js';
 import { presentProject, presentRun } from './traces.presenters.js';
 
 const SMALL_BODY_LIMIT = 1024 * 1024;
@@ -51,20 +51,8 @@ export function tracesRouter(deps: Deps): Router {
   const auth = authenticate(deps);
   const ingestLimit = deps.config.ingestBodyLimitBytes;
 
-  /** Ingests a batch, or a request body still to decode and parse, as the viewer; 409 names duplicate posts (everything else was stored). */
-  async function ingest(req: Request, input: RunBatch | IngestRequest) {
-    const workspaceId = await traceWorkspace(req.ctx, 'workspaces:write');
-    const viewer = req.ctx.viewer;
-    const who: Ingester = {
-      workspaceId,
-      apiKeyId: viewer.kind === 'api-key' ? viewer.apiKeyId : null,
-      userId: viewer.kind === 'api-key' ? viewer.userId : null,
-    };
-    const result = 'format' in input ? await ingestRequest(deps, who, input) : await ingestRunBatch(deps, who, input);
-    if (result.duplicates.length) {
-      throw AppError.conflict(`Run${result.duplicates.length > 1 ? 's' : ''} already received: ${result.duplicates.slice(0, 20).join(', ')}.`);
-    }
-  }
+  /** Ingests a request body still to decode and parse, as the viewer (409 for runs already received). */
+  const ingest = (req: Request, request: IngestRequest) => ingestAsViewer(req.ctx, (who) => ingestEncoded(deps, who, request));
 
   // What the SDK reads first: batching limits and which encodings it may use. Public, as in LangSmith.
   router.get('/info', (_req, res) => {

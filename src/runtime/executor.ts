@@ -6,7 +6,8 @@ import { Command } from '@langchain/langgraph';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import { RunEventWriter } from '../services/runs/run-stream.js';
 import type { RunKwargs, RunStatus } from '../services/runs/runs.schemas.js';
-import type { RunRow } from '../services/runs/runs.service.js';
+import * as store from '../services/runs/runs.store.js';
+import type { ClaimedRun, RunRow } from '../services/runs/runs.store.js';
 import { deleteCheckpointsAfter, latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { refreshThreadCache } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -35,7 +36,7 @@ export type ExecuteOptions = {
   startCheckpoint?: string | null;
 };
 
-export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json; context: Json } | null; metadata_seq: number };
+export type { ClaimedRun } from '../services/runs/runs.store.js';
 
 /**
  * Claims pending runs (pending → running) and reads each one's assistant's active version in the same
@@ -44,32 +45,18 @@ export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json;
  * result were cancelled, deleted or taken by another runtime.
  */
 export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
-  const { rows } = await ctx.db.pool.query<ClaimedRun & { signalled: unknown; started: unknown; started_thread: unknown }>(
-    `WITH claimed AS (
-       UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
-       WHERE r.id = ANY($1::uuid[]) AND r.status = 'pending'
-       RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
-                       FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant),
-     metadata AS (
-       SELECT c.id, coalesce((SELECT max(e.seq) FROM run_events e WHERE e.run_id = c.id), 0) + 1 AS seq,
-              '{"run_id":"' || c.id || '","attempt":' || c.attempt || '}' AS data
-       FROM claimed c),
-     appended AS (INSERT INTO run_events (run_id, seq, event, data) SELECT id, seq, 'metadata', data FROM metadata)
-     SELECT claimed.*, metadata.seq AS metadata_seq,
-            ${ctx.events.notifySql(
-              'runs.stream',
-              'claimed.id',
-              `json_build_object('runId', claimed.id, 'lastSeq', metadata.seq, 'events', json_build_array(json_build_object('seq', metadata.seq, 'event', 'metadata', 'data', metadata.data)))`,
-            )} AS signalled,
-            -- Streams of a kept thread learn here that its run started.
-            CASE WHEN NOT coalesce((claimed.kwargs->>'temporary')::boolean, false) THEN
-              ${ctx.events.notifySql('runs.stream', 'claimed.id', `json_build_object('runId', claimed.id, 'status', 'running')`)}::text END AS started,
-            CASE WHEN NOT coalesce((claimed.kwargs->>'temporary')::boolean, false) THEN
-              ${ctx.events.notifySql('runs.status', 'claimed.thread_id', `json_build_object('runId', claimed.id, 'threadId', claimed.thread_id, 'status', 'running')`)}::text END AS started_thread
-     FROM claimed JOIN metadata ON metadata.id = claimed.id`,
-    [runIds, workerId],
-  );
-  return new Map(rows.map(({ signalled: _, started: __, started_thread: ___, ...row }) => [row.id, row]));
+  const kept = `NOT coalesce((claimed.kwargs->>'temporary')::boolean, false)`;
+  const rows = await store.claimRuns(ctx.db, runIds, workerId, [
+    ctx.events.notifySql(
+      'runs.stream',
+      'claimed.id',
+      `json_build_object('runId', claimed.id, 'lastSeq', metadata.seq, 'events', json_build_array(json_build_object('seq', metadata.seq, 'event', 'metadata', 'data', metadata.data)))`,
+    ),
+    // Streams of a kept thread learn here that its run started.
+    `CASE WHEN ${kept} THEN ${ctx.events.notifySql('runs.stream', 'claimed.id', `json_build_object('runId', claimed.id, 'status', 'running')`)}::text END`,
+    `CASE WHEN ${kept} THEN ${ctx.events.notifySql('runs.status', 'claimed.thread_id', `json_build_object('runId', claimed.id, 'threadId', claimed.thread_id, 'status', 'running')`)}::text END`,
+  ]);
+  return new Map(rows.map((row) => [row.id, row]));
 }
 
 function graphInput(kwargs: RunKwargs): unknown {
@@ -163,8 +150,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
   if (status === 'interrupted' && reason === 'rollback') {
     // Rollback: the run never happened. Remove it, its events and the checkpoints it wrote.
     await writer.flush().catch(eventsLost);
-    await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
-    await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = $1', [runId]);
+    await store.deleteRunAndEvents(ctx.db, runId);
     if (!kwargs.temporary) await deleteCheckpointsAfter(ctx.deployment.persistence.pool, threadId, startCheckpoint);
   } else {
     if (status === 'interrupted' && reason === 'shutdown') {
@@ -174,8 +160,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
     const result = failure ? { __error__: serializeError(failure) } : output;
     resultJson = serializeJson(result);
     const outcome = { status, output: resultJson };
-    const recordOutcome = () =>
-      ctx.db.pool.query(`UPDATE agent_runs SET status = $2, output = $3, updated_at = now(), ended_at = now() WHERE id = $1`, [runId, status, resultJson]);
+    const recordOutcome = () => store.updateRunOutcome(ctx.db, runId, status, resultJson);
     // The stream's last events are stored with the outcome.
     if (kwargs.temporary) {
       // No thread to update first: record the outcome and tell the readers in the same write.

@@ -12,11 +12,11 @@ import type { RuntimeContext } from './runtime-context.js';
 import { asGraphRequest } from './graph-errors.js';
 import { extractGraphSchemas } from './graph-schemas.js';
 import { serializeError, toPlainJson } from './serialize.js';
-import { checkpointOf } from './stream-modes.js';
+import { type Checkpoint, checkpointOf } from './stream-modes.js';
 
 type Json = Record<string, unknown>;
 
-export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Json | null };
+export type { Checkpoint };
 
 export type ThreadState = {
   values: unknown;

@@ -5,7 +5,8 @@
 // its deployment's runs once when it starts, so a restarted `serve` picks up where it died.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
-import { runQueueName } from '../services/runs/run-queue.js';
+import { runQueueName } from '../services/runs/run-queue-name.js';
+import * as store from '../services/runs/runs.store.js';
 
 /** The advisory lock a runtime holds while it lives. */
 export const runtimeLockKey = (workerId: string) => `agent-platform:runtime:${workerId}`;
@@ -16,11 +17,7 @@ export const runtimeLockKey = (workerId: string) => `agent-platform:runtime:${wo
  */
 export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { deploymentId?: string; exceptWorkerId?: string } = {}): Promise<number> {
   const { db, events, logger } = deps;
-  const { rows } = await db.pool.query<{ id: string; thread_id: string; worker_id: string; job_id: string | null; deployment_id: string }>(
-    `SELECT id, thread_id, worker_id, job_id, deployment_id FROM agent_runs
-     WHERE status = 'running' AND ($1::uuid IS NULL OR deployment_id = $1) AND worker_id IS DISTINCT FROM $2`,
-    [options.deploymentId ?? null, options.exceptWorkerId ?? null],
-  );
+  const rows = await store.selectRunningRuns(db, options);
   if (!rows.length) return 0;
   const dead = new Set<string>();
   // Try-lock and unlock must happen on one session.
@@ -38,23 +35,10 @@ export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { d
   }
   let recovered = 0;
   for (const row of rows.filter((r) => dead.has(r.worker_id))) {
-    const error = { __error__: { error: 'RuntimeError', message: 'The runtime executing this run exited before it finished' } };
-    const { rowCount } = await db.pool.query(
-      `UPDATE agent_runs SET status = 'error', output = $2, updated_at = now(), ended_at = now() WHERE id = $1 AND status = 'running'`,
-      [row.id, JSON.stringify(error)],
-    );
-    if (!rowCount) continue;
+    const error = { error: 'RuntimeError', message: 'The runtime executing this run exited before it finished' };
+    if (!(await store.failRunningRun(db, row.id, error))) continue;
     recovered++;
-    await db.pool.query(
-      `INSERT INTO run_events (run_id, seq, event, data)
-       SELECT $1, coalesce(max(seq), 0) + 1, 'error', $2 FROM run_events WHERE run_id = $1`,
-      [row.id, JSON.stringify(error.__error__)],
-    );
-    await db.pool.query(
-      `UPDATE agent_threads t SET status = CASE WHEN EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.status = 'pending') THEN 'busy' ELSE 'error' END,
-         error = $2, updated_at = now() WHERE id = $1`,
-      [row.thread_id, JSON.stringify(error.__error__)],
-    );
+    await store.markThreadFailed(db, row.thread_id, error);
     if (row.job_id) await boss.complete(runQueueName(row.deployment_id), row.job_id).catch(() => undefined);
     await wakeIfThreadHasMore(deps, row.deployment_id, row.id);
     await events.publish('runs.stream', { runId: row.id, status: 'error' }, row.id);
@@ -86,12 +70,7 @@ export async function pruneDeadRuntimes(deps: Deps, deploymentId?: string): Prom
  * back by per-thread order until this one completed). Returns whether it did.
  */
 export async function wakeIfThreadHasMore(deps: Deps, deploymentId: string, runId: string, origin?: string): Promise<boolean> {
-  const { rows } = await deps.db.pool.query<{ waiting: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM agent_runs n JOIN agent_runs r ON r.thread_id = n.thread_id
-       WHERE r.id = $1 AND n.status = 'pending' AND n.id <> r.id) AS waiting`,
-    [runId],
-  );
-  if (!rows[0]?.waiting) return false;
+  if (!(await store.threadHasAnotherPendingRun(deps.db, runId))) return false;
   await deps.events.publish('runs.queued', { deploymentId, origin }, deploymentId);
   return true;
 }
@@ -101,9 +80,5 @@ export async function wakeIfThreadHasMore(deps: Deps, deploymentId: string, runI
  * their rows and stream events are dropped.
  */
 export async function pruneStatelessRuns(deps: Deps): Promise<void> {
-  await deps.db.pool.query(
-    `WITH gone AS (DELETE FROM agent_runs WHERE (kwargs->>'temporary')::boolean
-       AND status IN ('success', 'error', 'timeout', 'interrupted') AND ended_at < now() - interval '1 hour' RETURNING id)
-     DELETE FROM run_events WHERE run_id IN (SELECT id FROM gone)`,
-  );
+  await store.deleteEndedStatelessRuns(deps.db);
 }

@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Job } from 'pg-boss';
 import { newId } from '../ids.js';
 import type { RunJob } from '../services/runs/run-queue.js';
+import { failUnendedRun } from '../services/runs/runs.store.js';
 import { latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { type CancelReason, type ClaimedRun, claimRuns, executeRun, type RunTracer } from './executor.js';
 import { pruneDeadRuntimes, recoverOrphanedRuns, runtimeLockKey, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
@@ -50,9 +51,7 @@ export async function startRuntime(
       // Never fail the job: a failed job would hold back the thread's later runs. A run whose claim
       // failed is still pending, with its job about to complete: it ends too rather than wait forever.
       ctx.logger.error({ err: error, runId }, 'run execution failed');
-      await ctx.db.pool
-        .query(`UPDATE agent_runs SET status = 'error', updated_at = now(), ended_at = now() WHERE id = $1 AND status IN ('pending', 'running')`, [runId])
-        .catch(() => undefined);
+      await failUnendedRun(ctx.db, runId).catch(() => undefined);
       await ctx.events.publish('runs.stream', { runId, status: 'error' }, runId).catch(() => undefined);
     } finally {
       active.delete(runId);

@@ -5,8 +5,10 @@
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { isBaseMessage } from '@langchain/core/messages';
 import type { StreamMode } from '../services/runs/runs.schemas.js';
-import type { Checkpoint } from './graph-reads.js';
 import type { RunnableGraph } from './graph-registry.js';
+
+/** A checkpoint's address, as the agent server's API names it. */
+export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Record<string, unknown> | null };
 
 export type { StreamMode };
 

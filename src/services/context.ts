@@ -4,8 +4,8 @@ import type { Config } from '../config.js';
 import type { SecretBox } from '../crypto.js';
 import type { Database } from '../db.js';
 import type { EventBus } from '../events.js';
-import type { Boss } from '../workers/boss.js';
-import type { IngestThreads } from '../workers/ingest-threads.js';
+import type { PgBoss } from 'pg-boss';
+import type { IngestRequest, Ingester, IngestResult } from './traces/ingest-types.js';
 import type { Viewer } from './tenancy/viewer.js';
 
 /** Process-wide dependencies, built once at start-up. */
@@ -16,9 +16,9 @@ export type Deps = {
   secrets: SecretBox;
   logger: Logger;
   /** Where trace ingestion does its CPU work; absent: in the request's thread. */
-  ingestThreads?: IngestThreads;
+  ingestThreads?: { ingest(who: Ingester, request: IngestRequest): Promise<IngestResult> };
   /** The process's job queue, once started (agent-server requests enqueue runs on it). */
-  boss?: Boss;
+  boss?: PgBoss;
 };
 
 /** A service call: dependencies plus the authenticated viewer (or the system, for the admin CLI). */

@@ -4,7 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { isAppError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { configInThread, createDeps } from '../process.js';
-import { ingestRequest } from '../services/traces/ingest.service.js';
+import { decodeAndIngest } from '../rest/ingest-wire.js';
 import type { IngestJob, IngestReply, IngestThreadData } from './ingest-threads.js';
 
 const data = workerData as IngestThreadData;
@@ -20,7 +20,7 @@ const { deps } = await createDeps(config, logger, {
 });
 
 port.on('message', (job: IngestJob) => {
-  void ingestRequest(deps, job.who, job.request).then(
+  void decodeAndIngest(deps, job.who, job.request).then(
     (result) => port.postMessage({ id: job.id, result } satisfies IngestReply),
     (error: unknown) => {
       if (isAppError(error)) {

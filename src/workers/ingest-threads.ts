@@ -7,8 +7,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { type AppError as AppErrorType, AppError } from '../errors.js';
-import type { Ingester, IngestResult } from '../services/traces/ingest.service.js';
-import type { IngestRequest } from '../services/traces/wire.js';
+import type { IngestRequest, Ingester, IngestResult } from '../services/traces/ingest-types.js';
 
 export type IngestThreadData = { config: Config; databaseUrl: string };
 export type IngestJob = { id: number; who: Ingester; request: IngestRequest };

@@ -18,6 +18,8 @@ let platform: TestPlatform;
 let app: App;
 let url: string;
 let statements = 0;
+/** Statements that read the workspaces table. */
+let workspaceReads = 0;
 let countingPool: pg.Pool;
 let counting: PrismaClient;
 
@@ -25,6 +27,8 @@ let counting: PrismaClient;
 class CountingClient extends PreparingClient {
   override query(...args: Parameters<PreparingClient['query']>): ReturnType<PreparingClient['query']> {
     statements++;
+    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+    if (text?.includes('FROM "public"."workspaces"')) workspaceReads++;
     return (super.query as (...rest: unknown[]) => ReturnType<PreparingClient['query']>)(...args);
   }
 }
@@ -45,9 +49,10 @@ afterAll(async () => {
 
 async function countFor(query: string, key: string, options: { tenant?: string; variables?: Record<string, unknown> } = {}) {
   statements = 0;
+  workspaceReads = 0;
   const { body } = await graphql(url, query, { key, ...options });
   expect(body.errors).toBeUndefined();
-  return { statements, body };
+  return { statements, workspaceReads, body };
 }
 
 const TENANCY = `{
@@ -57,15 +62,15 @@ const TENANCY = `{
 
 const TRACES = `query($projectId: ID!) {
   tracingProjects { id runCount lastRunStartTime workspace { name } }
-  runs(projectId: $projectId, isRoot: true) { edges { node { id project { name } children { name children { name } } } } }
+  runs(projectId: $projectId, isRoot: true) { edges { node { id project { name workspace { name } } children { name project { workspace { id } } children { name project { name workspace { name } } } } } } }
   bulkExports { id runs { id status } }
 }`;
 
 const THREADS = `query($deploymentId: ID!) { threads(deploymentId: $deploymentId) { threadId runs(limit: 5) { runId status } } }`;
 
 /**
- * A tenant with `size` tracing projects, `size` traces (a root, two children, a grandchild) in the
- * first, `size` finished bulk exports of two day runs, and a deployment with `size` threads of two runs.
+ * A tenant with `size` traces (a root, two children, a grandchild) in a project `main`, each grandchild
+ * in a project of its own, `size` finished bulk exports of two day runs, and a deployment with `size` threads of two runs.
  */
 async function tenantOfSize(size: number) {
   const tenant = await buildTenant(platform.system, { planTier: 'plus' });
@@ -79,14 +84,12 @@ async function tenantOfSize(size: number) {
       { id: root, name: `trace-${i}`, run_type: 'chain', start_time: at(i * 1000), end_time: at(i * 1000 + 900), session_name: 'main' },
       { id: child, name: 'node-a', run_type: 'chain', parent_run_id: root, start_time: at(i * 1000 + 10), session_name: 'main' },
       { id: newId(), name: 'node-b', run_type: 'tool', parent_run_id: root, start_time: at(i * 1000 + 20), session_name: 'main' },
-      { id: newId(), name: 'model', run_type: 'llm', parent_run_id: child, start_time: at(i * 1000 + 30), session_name: 'main' },
+      // Each trace's grandchild in a project of its own, so a response holds runs of `size` + 1 projects.
+      { id: newId(), name: 'model', run_type: 'llm', parent_run_id: child, start_time: at(i * 1000 + 30), session_name: `side-${i}` },
     );
   }
   await ingestRunBatch(platform.deps, { workspaceId: tenant.workspace.id }, { post });
   const main = await platform.deps.db.prisma.tracingProject.findFirstOrThrow({ where: { workspaceId: tenant.workspace.id, name: 'main' } });
-  for (let i = 1; i < size; i++) {
-    await platform.deps.db.prisma.tracingProject.create({ data: { id: newId(), workspaceId: tenant.workspace.id, name: `empty-${i}` } });
-  }
   for (let i = 0; i < size; i++) {
     // Finished already, so no export worker of another test file picks the runs up.
     await platform.deps.db.prisma.bulkExport.create({
@@ -143,23 +146,30 @@ describe('GraphQL query count', () => {
     expect(six.statements).toBe(one.statements);
   });
 
-  it('is the same for one project, trace and export as for four: run counts, projects, children, export runs', async () => {
+  it('is the same for one project, trace and export as for four: run counts, projects and their workspaces, children, export runs', async () => {
     const small = await tenantOfSize(1);
     const large = await tenantOfSize(4);
     const one = await countFor(TRACES, small.tenant.adminKey, { tenant: small.tenant.workspace.id, variables: { projectId: small.projectId } });
     const four = await countFor(TRACES, large.tenant.adminKey, { tenant: large.tenant.workspace.id, variables: { projectId: large.projectId } });
     const { tracingProjects, runs, bulkExports } = four.body.data;
-    expect(tracingProjects).toHaveLength(4);
-    expect(tracingProjects.find((project: { id: string }) => project.id === large.projectId).runCount).toBe(16);
+    expect(tracingProjects).toHaveLength(5);
+    expect(tracingProjects.find((project: { id: string }) => project.id === large.projectId).runCount).toBe(12);
     expect(runs.edges).toHaveLength(4);
     for (const { node } of runs.edges) {
       expect(node.project.name).toBe('main');
+      expect(node.project.workspace.name).toBe(large.tenant.workspace.name);
+      expect(node.children.every((child: { project: { workspace: { id: string } } }) => child.project.workspace.id === large.tenant.workspace.id)).toBe(true);
       expect(node.children.map((child: { name: string }) => child.name)).toEqual(['node-a', 'node-b']);
-      expect(node.children[0].children).toEqual([{ name: 'model' }]);
+      expect(node.children[0].children).toMatchObject([{ name: 'model', project: { workspace: { name: large.tenant.workspace.name } } }]);
     }
+    const grandchildProjects = runs.edges.map(({ node }: { node: { children: { children: { project: { name: string } }[] }[] } }) => node.children[0]!.children[0]!.project.name);
+    expect(new Set(grandchildProjects).size).toBe(4);
     expect(bulkExports).toHaveLength(4);
     expect(bulkExports.every((found: { runs: unknown[] }) => found.runs.length === 2)).toBe(true);
     expect(four.statements).toBe(one.statements);
+    // Workspaces are read once for the key's trace workspace and once for every project's (runs'
+    // projects come from a dataloader, whose rows a Prisma relation would re-read per field path).
+    expect(four.workspaceReads).toBeLessThanOrEqual(2);
   });
 
   it('is the same for one thread as for four: each thread’s runs', async () => {

@@ -1,7 +1,7 @@
 // Agent-server runs in GraphQL, and `runEvents`: the same event stream the REST SSE endpoints send
 // (the runs service's iterable over run_events + NOTIFY), over graphql-ws or GraphQL SSE.
 import { builder } from '../builder.js';
-import { createRun, getRun, runDeploymentId, streamRun, type Run } from '../../services/runs/runs.service.js';
+import { getRun, runDeploymentId, startRun, streamRun, type Run } from '../../services/runs/runs.service.js';
 import { MULTITASK_STRATEGIES, RUN_STATUSES } from '../../services/runs/runs.schemas.js';
 import { eventMode, type RunEvent } from '../../services/runs/run-stream.js';
 import { agentContext } from '../../services/deployments/deployments.service.js';
@@ -84,16 +84,16 @@ builder.mutationField('createRun', (t) =>
     args: { input: t.arg({ type: CreateRunInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const run = await createRun(await agentContext(ctx, deploymentId), input.threadId ? String(input.threadId) : null, {
-        assistant_id: input.assistantId,
+      const run = await startRun(await agentContext(ctx, deploymentId), input.threadId ? String(input.threadId) : null, {
+        assistantId: input.assistantId,
         input: input.input ?? undefined,
         command: input.command ?? undefined,
         config: input.config ?? undefined,
         context: input.context ?? undefined,
         metadata: input.metadata ?? undefined,
-        stream_mode: input.streamModes ?? undefined,
-        stream_subgraphs: input.streamSubgraphs ?? undefined,
-        multitask_strategy: input.multitaskStrategy ?? undefined,
+        streamModes: input.streamModes ?? undefined,
+        streamSubgraphs: input.streamSubgraphs ?? undefined,
+        multitaskStrategy: input.multitaskStrategy ?? undefined,
       });
       return { ...run, deploymentId };
     },

@@ -1,6 +1,6 @@
 // Agent-server threads in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
-import { createThread, getThread, getThreadState, listThreads, type Thread } from '../../services/threads/threads.service.js';
+import { getThread, getThreadState, listThreads, startThread, type Thread } from '../../services/threads/threads.service.js';
 import { THREAD_STATUSES } from '../../services/threads/threads.schemas.js';
 import { listRunsOfThreads, type Run } from '../../services/runs/runs.service.js';
 import { agentContext } from '../../services/deployments/deployments.service.js';
@@ -116,7 +116,7 @@ builder.mutationField('createThread', (t) =>
     args: { input: t.arg({ type: CreateThreadInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const thread = await createThread(await agentContext(ctx, deploymentId), { thread_id: input.threadId ?? undefined, metadata: input.metadata ?? undefined });
+      const thread = await startThread(await agentContext(ctx, deploymentId), { threadId: input.threadId ?? undefined, metadata: input.metadata ?? undefined });
       return { ...thread, deploymentId };
     },
   }),

@@ -1,7 +1,7 @@
 import { builder } from '../builder.js';
 import { createWorkspace, getWorkspace, listWorkspaces } from '../../services/tenancy/tenancy.service.js';
 
-builder.prismaObject('Workspace', {
+export const WorkspaceRef = builder.prismaObject('Workspace', {
   description: 'A tenant: deployments, traces and exports belong to one workspace. Its ID is the X-Tenant-Id.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'Workspace ID (UUID); the tenant ID of the REST APIs.' }),

@@ -1,5 +1,8 @@
 import type { TracingProject } from '../../generated/prisma/client.js';
+import { AppError } from '../../errors.js';
+import { getWorkspaces } from '../../services/tenancy/tenancy.service.js';
 import { builder } from '../builder.js';
+import { WorkspaceRef } from '../tenancy/workspace.js';
 import {
   createProject,
   deleteProject,
@@ -16,7 +19,14 @@ export const TracingProjectRef = builder.prismaObject('TracingProject', {
     name: t.exposeString('name', { description: 'Name, unique in the workspace; the session_name of the ingestion API.' }),
     description: t.exposeString('description', { nullable: true, description: 'Free-text description.' }),
     extra: t.expose('extra', { type: 'JSON', nullable: true, description: 'Client-defined extra data (metadata lives in extra.metadata).' }),
-    workspace: t.relation('workspace', { description: 'The workspace (tenant) it belongs to.' }),
+    // Through a dataloader rather than a Prisma relation: projects also come from loaders (a run's
+    // project), whose rows carry no Prisma selection, and the relation would read once per project.
+    workspace: t.loadable({
+      type: WorkspaceRef,
+      description: 'The workspace (tenant) it belongs to.',
+      load: async (ids: string[], ctx) => (await getWorkspaces(ctx, ids)).map((workspace, index) => workspace ?? AppError.notFound(`Workspace ${ids[index]} not found.`)),
+      resolve: (project) => project.workspaceId,
+    }),
     startTime: t.expose('startTime', { type: 'DateTime', description: 'When the project started.' }),
     endTime: t.expose('endTime', { type: 'DateTime', nullable: true, description: 'When the project was closed, if it was.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was created.' }),

@@ -1,7 +1,6 @@
 // Assistants, as the langgraph SDK calls them.
 import { Router } from 'express';
 import * as assistants from '../../services/assistants/assistants.service.js';
-import { ASSISTANT_FIELDS } from '../../services/assistants/assistants.schemas.js';
 import { presentAssistant, presentAssistantVersion, selectFields, sendJson } from './presenters.js';
 import { queryFlag } from './query.js';
 
@@ -13,13 +12,10 @@ export function assistantsRouter(): Router {
   });
 
   router.post('/assistants/search', async (req, res) => {
-    const body = req.body ?? {};
-    const { items, total } = await assistants.searchAssistants(req.agent, body);
-    const select = Array.isArray(body.select) ? (body.select as string[]).filter((f) => (ASSISTANT_FIELDS as readonly string[]).includes(f)) : undefined;
-    const offset = Number(body.offset ?? 0) || 0;
-    res.set('X-Pagination-Total', String(total));
-    if (offset + items.length < total) res.set('X-Pagination-Next', String(offset + items.length));
-    sendJson(res, items.map((item) => selectFields(presentAssistant(item), select)));
+    const page = await assistants.searchAssistants(req.agent, req.body ?? {});
+    res.set('X-Pagination-Total', String(page.total));
+    if (page.nextOffset !== null) res.set('X-Pagination-Next', String(page.nextOffset));
+    sendJson(res, page.items.map((item) => selectFields(presentAssistant(item), page.select)));
   });
 
   router.post('/assistants/count', async (req, res) => {

@@ -1,6 +1,5 @@
 // Threads, as the langgraph SDK calls them.
 import { Router } from 'express';
-import { THREAD_FIELDS } from '../../services/threads/threads.schemas.js';
 import * as threads from '../../services/threads/threads.service.js';
 import { streamThread } from '../../services/runs/runs.service.js';
 import { presentThread, selectFields, sendJson } from './presenters.js';
@@ -15,13 +14,10 @@ export function threadsRouter(): Router {
   });
 
   router.post('/threads/search', async (req, res) => {
-    const body = req.body ?? {};
-    const { items, total } = await threads.searchThreads(req.agent, body);
-    const select = Array.isArray(body.select) ? (body.select as string[]).filter((f) => (THREAD_FIELDS as readonly string[]).includes(f)) : undefined;
-    const offset = Number(body.offset ?? 0) || 0;
-    res.set('X-Pagination-Total', String(total));
-    if (offset + items.length < total) res.set('X-Pagination-Next', String(offset + items.length));
-    sendJson(res, items.map((item) => selectFields(presentThread(item), select)));
+    const page = await threads.searchThreads(req.agent, req.body ?? {});
+    res.set('X-Pagination-Total', String(page.total));
+    if (page.nextOffset !== null) res.set('X-Pagination-Next', String(page.nextOffset));
+    sendJson(res, page.items.map((item) => selectFields(presentThread(item), page.select)));
   });
 
   router.post('/threads/count', async (req, res) => {

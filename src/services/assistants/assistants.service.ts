@@ -5,6 +5,7 @@ import { AppError } from '../../errors.js';
 import { isUuid } from '../../ids.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
+import { type SearchPage, searchPage } from '../search-page.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { askRuntime } from '../deployments/runtime-client.js';
 import { defaultAssistantId } from './default-assistant-id.js';
@@ -181,7 +182,7 @@ function filters(ctx: AgentServerContext, query: { metadata?: Json | null; graph
 }
 
 /** Assistants matching metadata (containment), graph id and a name substring; with the total count. */
-export async function searchAssistants(ctx: AgentServerContext, input: unknown): Promise<{ items: Assistant[]; total: number }> {
+export async function searchAssistants(ctx: AgentServerContext, input: unknown): Promise<SearchPage<Assistant>> {
   const query = parseInput(AssistantSearchRequest, input, 'body');
   const { where, params } = filters(ctx, query);
   const column = query.sort_by === 'assistant_id' ? 'id' : (query.sort_by ?? 'created_at');
@@ -192,7 +193,7 @@ export async function searchAssistants(ctx: AgentServerContext, input: unknown):
     params,
   );
   const total = rows[0] ? Number(rows[0].total) : query.offset > 0 ? await countAssistants(ctx, query) : 0;
-  return { items: rows.map(toAssistant), total };
+  return searchPage(rows.map(toAssistant), total, query);
 }
 
 /** How many assistants match the filters. */

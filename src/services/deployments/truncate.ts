@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { parseInput } from '../validate.js';
 import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import { storeSchema } from '../store/store-items.store.js';
+import { deleteDeploymentRuns } from '../runs/runs.store.js';
 import { deleteThreadCheckpoints } from '../threads/checkpoints.store.js';
 import type { AgentServerContext } from './deployment-scope.js';
 
@@ -21,8 +22,7 @@ export async function truncateDeployment(ctx: AgentServerContext, input: unknown
   const { deploymentId } = ctx.deployment;
   const pool = ctx.db.pool;
   if (flags.runs || flags.threads) {
-    await pool.query('DELETE FROM run_events WHERE run_id IN (SELECT id FROM agent_runs WHERE deployment_id = $1)', [deploymentId]);
-    await pool.query('DELETE FROM agent_runs WHERE deployment_id = $1', [deploymentId]);
+    await deleteDeploymentRuns(ctx.db, deploymentId);
   }
   if (flags.threads || flags.checkpoint) {
     const { rows } = await pool.query<{ id: string }>('SELECT id FROM agent_threads WHERE deployment_id = $1', [deploymentId]);

@@ -5,11 +5,12 @@ import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import { newId } from '../../ids.js';
 import { RUN_QUEUE_OPTIONS } from '../../workers/boss.js';
+import { runQueueName } from './run-queue-name.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
 export type RunJob = { runId: string; threadId?: string };
 
-export const runQueueName = (deploymentId: string) => `runs.execute.${deploymentId}`;
+export { runQueueName };
 
 export class RunQueue {
   private ready: Promise<void> | undefined;

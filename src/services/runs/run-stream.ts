@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import type { Deps } from '../context.js';
+import type { RunStreamSignal } from '../../events.js';
 import { selectEventsAfter, writeStreamBatch } from './runs.store.js';
 
 export type RunEvent = {
@@ -19,15 +20,8 @@ export type RunEvent = {
 export const TERMINAL_RUN_STATUSES = ['success', 'error', 'timeout', 'interrupted'] as const;
 export const isTerminalStatus = (status: string) => (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
 
-/** What the `runs.stream` NOTIFY carries. */
-export type RunStreamSignal = {
-  runId: string;
-  events?: RunEvent[];
-  lastSeq?: number;
-  status?: string;
-  /** On the final status signal, the run's result as JSON text when it is small. */
-  output?: string;
-};
+/** What the `runs.stream` NOTIFY carries (declared with the event map). */
+export type { RunStreamSignal };
 
 // Signals stay well under the NOTIFY limit so the event bus never has to store them by reference.
 const INLINE_SIGNAL_BYTES = 6000;

@@ -11,6 +11,7 @@ import { defaultAssistantId } from '../assistants/default-assistant-id.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
+import { insertEmptyThread, selectThreadValues, threadExists } from '../threads/threads.store.js';
 import { followRunEvents, isTerminalStatus, type RunEvent, type RunStreamSignal } from './run-stream.js';
 import {
   RunBatchCreate,
@@ -74,6 +75,34 @@ export async function createRun(ctx: AgentServerContext, threadId: string | null
   return createParsedRun(ctx, threadId, parseInput(RunCreate, input, 'body'));
 }
 
+/** A new run as typed callers (GraphQL) give it; validated as the REST body is. */
+export type NewRunInput = {
+  assistantId: string;
+  input?: unknown;
+  command?: unknown;
+  config?: unknown;
+  context?: unknown;
+  metadata?: unknown;
+  streamModes?: string[];
+  streamSubgraphs?: boolean;
+  multitaskStrategy?: MultitaskStrategy;
+};
+
+/** Creates a run from typed input (see createRun). */
+export async function startRun(ctx: AgentServerContext, threadId: string | null, run: NewRunInput): Promise<Run> {
+  return createRun(ctx, threadId, {
+    assistant_id: run.assistantId,
+    input: run.input,
+    command: run.command,
+    config: run.config,
+    context: run.context,
+    metadata: run.metadata,
+    stream_mode: run.streamModes,
+    stream_subgraphs: run.streamSubgraphs,
+    multitask_strategy: run.multitaskStrategy,
+  });
+}
+
 async function createParsedRun(
   ctx: AgentServerContext,
   requestedThreadId: string | null,
@@ -119,50 +148,35 @@ async function createParsedRun(
   const inOneStatement = !!jobInsert && (temporary || (!stateless && strategy === 'enqueue' && body.if_not_exists !== 'create'));
   const wake = body.after_seconds ? undefined : ctx.events.notifyArguments('runs.queued', { deploymentId, origin: ctx.deployment.queue.origin }, deploymentId);
   let woken = false;
+  const newRun: store.NewRun = {
+    runId,
+    deploymentId,
+    threadId,
+    assistantId,
+    metadata: body.metadata ?? {},
+    kwargs: JSON.stringify(kwargs),
+    strategy,
+    jobId,
+    stateful: !temporary,
+    threadConfig: threadConfigOf(kwargs),
+  };
   const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run> => {
-    // One statement: the assistant check (no row: no such assistant here), the thread turning busy
-    // with its graph and assistant noted, the run itself, and its job.
-    const values: unknown[] = [runId, deploymentId, threadId, assistantId, body.metadata ?? {}, JSON.stringify(kwargs), strategy, jobId, !temporary, threadConfigOf(kwargs)];
-    // The thread keeps the config its runs were given (over its assistant's), as the reference does:
-    // state reads and writes build a factory graph with it.
-    let text = `WITH a AS (SELECT id, graph_id, config FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
-            t AS (UPDATE agent_threads SET status = 'busy', updated_at = now(),
-                    metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text),
-                    config = (SELECT a.config FROM a) || config || $10::jsonb || jsonb_build_object('configurable',
-                      coalesce((SELECT a.config->'configurable' FROM a), '{}') || coalesce(config->'configurable', '{}') || ($10::jsonb->'configurable'))
-                  WHERE $9 AND id = $3 AND deployment_id = $2 AND EXISTS (SELECT 1 FROM a) RETURNING id),
-            r AS (INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
-                  SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a WHERE NOT $9 OR EXISTS (SELECT 1 FROM t)
-                  RETURNING *)`;
-    let select = 'SELECT r.*';
-    if (jobInsert) {
-      values.push(jobInsert.payload);
-      // No run row (unknown assistant): no job either.
-      text += `, j AS (${jobInsert.text.replaceAll('$1::text::json', `(SELECT $${values.length}::text FROM r)::text::json`)})`;
-      select += ', (SELECT count(*) FROM j)::int AS job_rows';
-      if (wake) {
-        values.push(...wake);
-        select += `, pg_notify($${values.length - 1}, $${values.length}) AS woken`;
-      }
-    }
-    const { rows } = await client.query<RunRow & { job_rows?: number; woken?: unknown }>(`${text} ${select} FROM r`, values);
-    const row = rows[0];
-    if (!row) {
+    const inserted = await store.insertRun(client, newRun, { jobInsert, wake });
+    if (!inserted) {
       // No run row: no such assistant here, or (created in one statement) no such thread.
       if (!temporary && client === ctx.db.pool) await assertThread(ctx, threadId);
       throw AppError.notFound(noAssistantFor(body.assistant_id));
     }
     if (jobInsert) {
-      const { job_rows: jobRows, woken: _, ...runRow } = row;
-      if (jobRows !== 1) {
-        if (client === ctx.db.pool) await ctx.db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
+      if (inserted.jobRows !== 1) {
+        if (client === ctx.db.pool) await store.deleteRun(ctx.db, runId);
         throw new Error(`The job of run ${runId} was not enqueued`);
       }
       woken = wake !== undefined;
-      return toRun(runRow as RunRow);
+      return toRun(inserted.row);
     }
     await ctx.deployment.queue.send(client as pg.PoolClient, job);
-    return toRun(row);
+    return toRun(inserted.row);
   };
 
   const { run, inflight } =
@@ -172,22 +186,13 @@ async function createParsedRun(
           let inflight: { id: string; status: RunStatus }[] = [];
           if (!temporary) {
             // Locking the thread row serialises run creation per thread (what `reject` relies on).
-            const { rows: threads } = await client.query<{ inflight: { id: string; status: RunStatus }[] }>(
-              `SELECT coalesce((SELECT json_agg(json_build_object('id', r.id, 'status', r.status) ORDER BY r.created_at)
-                                 FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running')), '[]') AS inflight
-               FROM agent_threads t WHERE t.id = $1 AND t.deployment_id = $2 FOR UPDATE OF t`,
-              [threadId, deploymentId],
-            );
-            if (!threads[0]) {
+            const threadInflight = await store.lockThreadRunsInFlight(client, threadId, deploymentId);
+            if (!threadInflight) {
               if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(threadNotFound(threadId));
               // The id may already be a thread of another deployment (or one created at this instant): a conflict, not a 500.
-              const created = await client.query(
-                `INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now()) ON CONFLICT (id) DO NOTHING`,
-                [threadId, deploymentId],
-              );
-              if (!created.rowCount) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
+              if (!(await insertEmptyThread(client, threadId, deploymentId))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
             } else {
-              inflight = threads[0].inflight;
+              inflight = threadInflight;
             }
             if (strategy === 'reject' && inflight.length) throw AppError.conflict(REJECTED);
           }
@@ -229,14 +234,12 @@ export async function createRunBatch(ctx: AgentServerContext, input: unknown): P
 
 async function findRunRow(ctx: AgentServerContext, runId: string): Promise<RunRow | undefined> {
   if (!isUuid(runId)) return undefined;
-  const { rows } = await ctx.db.pool.query<RunRow>('SELECT * FROM agent_runs WHERE id = $1 AND deployment_id = $2', [runId, ctx.deployment.deploymentId]);
-  return rows[0];
+  return store.selectRun(ctx.db, runId, ctx.deployment.deploymentId);
 }
 
 async function assertThread(ctx: AgentServerContext, threadId: string): Promise<void> {
   if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
-  const { rows } = await ctx.db.pool.query('SELECT 1 FROM agent_threads WHERE id = $1 AND deployment_id = $2', [threadId, ctx.deployment.deploymentId]);
-  if (!rows[0]) throw AppError.notFound(threadNotFound(threadId));
+  if (!(await threadExists(ctx.db, threadId, ctx.deployment.deploymentId))) throw AppError.notFound(threadNotFound(threadId));
 }
 
 /** One run; `threadId` null for stateless runs. NOT_FOUND unless it exists in this deployment (on that thread). */
@@ -277,25 +280,15 @@ export async function deleteRun(ctx: AgentServerContext, threadId: string, runId
  */
 export async function cancelRunIds(ctx: AgentServerContext, runIds: string[], action: 'interrupt' | 'rollback'): Promise<void> {
   if (!runIds.length) return;
-  const ended =
-    action === 'rollback'
-      ? await ctx.db.pool.query<{ id: string; thread_id: string }>(`DELETE FROM agent_runs WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`, [runIds])
-      : await ctx.db.pool.query<{ id: string; thread_id: string }>(
-          `UPDATE agent_runs SET status = 'interrupted', updated_at = now(), ended_at = now() WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`,
-          [runIds],
-        );
-  const endedIds = new Set(ended.rows.map((row) => row.id));
-  for (const row of ended.rows) {
+  const ended = await store.endPendingRuns(ctx.db, runIds, action);
+  const endedIds = new Set(ended.map((row) => row.id));
+  for (const row of ended) {
     await ctx.events.publish('runs.stream', { runId: row.id, status: 'interrupted' }, row.id);
     await ctx.events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'interrupted' }, row.thread_id);
   }
-  const threads = [...new Set(ended.rows.map((row) => row.thread_id))];
+  const threads = [...new Set(ended.map((row) => row.thread_id))];
   if (threads.length) {
-    await ctx.db.pool.query(
-      `UPDATE agent_threads t SET status = 'idle', updated_at = now() WHERE id = ANY($1::uuid[]) AND status = 'busy'
-       AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running'))`,
-      [threads],
-    );
+    await store.idleThreadsWithoutRunsInFlight(ctx.db, threads);
   }
   for (const runId of runIds) if (!endedIds.has(runId)) await ctx.events.publish('runs.cancel', { runId, action }, runId);
 }
@@ -315,27 +308,16 @@ export async function cancelRuns(ctx: AgentServerContext, input: unknown, option
   const body = parseInput(RunsCancelRequest, input, 'body');
   const { action } = parseInput(RunCancelQuery, { action: options.action ?? undefined }, 'query');
   let ids: string[];
+  const { deploymentId } = ctx.deployment;
   if (body.run_ids?.length) {
-    const { rows } = await ctx.db.pool.query<{ id: string }>(
-      `SELECT id FROM agent_runs WHERE id = ANY($1::uuid[]) AND deployment_id = $2 ${body.thread_id ? 'AND thread_id = $3' : ''}`,
-      body.thread_id ? [body.run_ids, ctx.deployment.deploymentId, body.thread_id] : [body.run_ids, ctx.deployment.deploymentId],
-    );
-    if (rows.length !== body.run_ids.length) throw AppError.notFound(RUN_NOT_FOUND);
-    ids = rows.map((row) => row.id);
+    ids = await store.selectRunIds(ctx.db, deploymentId, { runIds: body.run_ids, threadId: body.thread_id ?? undefined });
+    if (ids.length !== body.run_ids.length) throw AppError.notFound(RUN_NOT_FOUND);
   } else if (body.thread_id) {
     const statuses = body.status && body.status !== 'all' ? [body.status] : ['pending', 'running'];
-    const { rows } = await ctx.db.pool.query<{ id: string }>(
-      'SELECT id FROM agent_runs WHERE thread_id = $1 AND deployment_id = $2 AND status = ANY($3::text[])',
-      [body.thread_id, ctx.deployment.deploymentId, statuses],
-    );
-    ids = rows.map((row) => row.id);
+    ids = await store.selectRunIds(ctx.db, deploymentId, { threadId: body.thread_id, statuses });
   } else if (body.status) {
     const statuses = body.status !== 'all' ? [body.status] : ['pending', 'running'];
-    const { rows } = await ctx.db.pool.query<{ id: string }>('SELECT id FROM agent_runs WHERE deployment_id = $1 AND status = ANY($2::text[])', [
-      ctx.deployment.deploymentId,
-      statuses,
-    ]);
-    ids = rows.map((row) => row.id);
+    ids = await store.selectRunIds(ctx.db, deploymentId, { statuses });
   } else {
     throw new AppError('VALIDATION_FAILED', 'Name run_ids, a thread_id or a status.', [{ loc: ['body'], msg: 'run_ids, thread_id or status required', type: 'missing' }]);
   }
@@ -407,8 +389,7 @@ async function followToEnd(ctx: AgentServerContext, run: Run, signals: AsyncGene
 export async function runResult(ctx: AgentServerContext, run: Run | undefined, threadId: string | null): Promise<unknown> {
   if (run?.output != null) return run.output;
   if (!threadId) return null;
-  const { rows } = await ctx.db.pool.query<{ values: unknown }>('SELECT "values" FROM agent_threads WHERE id = $1', [threadId]);
-  return rows[0]?.values ?? null;
+  return selectThreadValues(ctx.db, threadId);
 }
 
 /** Waits for a thread's run to end and returns its result (GET …/runs/{id}/join). */
@@ -455,13 +436,10 @@ export async function* streamThread(
     if (resumeRun && isUuid(resumeRun)) yield* follow(resumeRun, Number(resumeSeq) || 0);
     // Runs not finished yet, oldest first; then whichever start later.
     for (;;) {
-      const { rows } = await ctx.db.pool.query<{ id: string }>(
-        `SELECT id FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at`,
-        [threadId],
-      );
-      const next = rows.find((row) => !seen.has(row.id));
+      const inflight = await store.selectThreadRunIdsInFlight(ctx.db, threadId);
+      const next = inflight.find((id) => !seen.has(id));
       if (next) {
-        yield* follow(next.id);
+        yield* follow(next);
         continue;
       }
       const { value, done } = await statuses.next();
@@ -479,7 +457,7 @@ export const assistantIdForGraph = defaultAssistantId;
 /** The deployment a run belongs to (GraphQL names runs by id alone); NOT_FOUND if there is no such run. */
 export async function runDeploymentId(deps: Pick<AgentServerContext, 'db'>, runId: string): Promise<string> {
   if (!isUuid(runId)) throw AppError.notFound(RUN_NOT_FOUND);
-  const { rows } = await deps.db.pool.query<{ deployment_id: string }>('SELECT deployment_id FROM agent_runs WHERE id = $1', [runId]);
-  if (!rows[0]) throw AppError.notFound(RUN_NOT_FOUND);
-  return rows[0].deployment_id;
+  const deploymentId = await store.selectRunDeploymentId(deps.db, runId);
+  if (!deploymentId) throw AppError.notFound(RUN_NOT_FOUND);
+  return deploymentId;
 }

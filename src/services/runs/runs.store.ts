@@ -98,3 +98,267 @@ export async function deleteRunAndEvents(db: Pick<Database, 'pool'>, runId: stri
   await db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
   await db.pool.query('DELETE FROM run_events WHERE run_id = $1', [runId]);
 }
+
+/** One run of a deployment. */
+export async function selectRun(db: Pick<Database, 'pool'>, runId: string, deploymentId: string): Promise<RunRow | undefined> {
+  const { rows } = await db.pool.query<RunRow>('SELECT * FROM agent_runs WHERE id = $1 AND deployment_id = $2', [runId, deploymentId]);
+  return rows[0];
+}
+
+/** The deployment a run belongs to, whichever it is. */
+export async function selectRunDeploymentId(db: Pick<Database, 'pool'>, runId: string): Promise<string | undefined> {
+  const { rows } = await db.pool.query<{ deployment_id: string }>('SELECT deployment_id FROM agent_runs WHERE id = $1', [runId]);
+  return rows[0]?.deployment_id;
+}
+
+export type NewRun = {
+  runId: string;
+  deploymentId: string;
+  threadId: string;
+  assistantId: string;
+  metadata: Json;
+  /** The run's kwargs, serialised. */
+  kwargs: string;
+  strategy: MultitaskStrategy;
+  jobId: string;
+  /** The run keeps its thread: the thread turns busy and keeps the run's config. */
+  stateful: boolean;
+  /** What the run leaves in its thread's config, serialised. */
+  threadConfig: string;
+};
+
+/**
+ * Inserts a run in one statement: the assistant check (no row: no such assistant here), the thread
+ * turning busy with its graph and assistant noted, the run itself, and (given `jobInsert`, pg-boss's
+ * insert with the job's payload as `$1`) its job and (given `wake`) the runtimes' wake-up.
+ * Undefined when no run was written (unknown assistant, or for a stateful run, unknown thread).
+ */
+export async function insertRun(
+  client: pg.Pool | pg.PoolClient,
+  run: NewRun,
+  options: { jobInsert?: { text: string; payload: string }; wake?: [channel: string, payload: string] } = {},
+): Promise<{ row: RunRow; jobRows?: number } | undefined> {
+  const values: unknown[] = [run.runId, run.deploymentId, run.threadId, run.assistantId, run.metadata, run.kwargs, run.strategy, run.jobId, run.stateful, run.threadConfig];
+  // The thread keeps the config its runs were given (over its assistant's), as the reference does:
+  // state reads and writes build a factory graph with it.
+  let text = `WITH a AS (SELECT id, graph_id, config FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
+            t AS (UPDATE agent_threads SET status = 'busy', updated_at = now(),
+                    metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text),
+                    config = (SELECT a.config FROM a) || config || $10::jsonb || jsonb_build_object('configurable',
+                      coalesce((SELECT a.config->'configurable' FROM a), '{}') || coalesce(config->'configurable', '{}') || ($10::jsonb->'configurable'))
+                  WHERE $9 AND id = $3 AND deployment_id = $2 AND EXISTS (SELECT 1 FROM a) RETURNING id),
+            r AS (INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
+                  SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a WHERE NOT $9 OR EXISTS (SELECT 1 FROM t)
+                  RETURNING *)`;
+  let select = 'SELECT r.*';
+  const { jobInsert, wake } = options;
+  if (jobInsert) {
+    values.push(jobInsert.payload);
+    // No run row (unknown assistant): no job either.
+    text += `, j AS (${jobInsert.text.replaceAll('$1::text::json', `(SELECT $${values.length}::text FROM r)::text::json`)})`;
+    select += ', (SELECT count(*) FROM j)::int AS job_rows';
+    if (wake) {
+      values.push(...wake);
+      select += `, pg_notify($${values.length - 1}, $${values.length}) AS woken`;
+    }
+  }
+  const { rows } = await client.query<RunRow & { job_rows?: number; woken?: unknown }>(`${text} ${select} FROM r`, values);
+  if (!rows[0]) return undefined;
+  const { job_rows: jobRows, woken: _woken, ...row } = rows[0];
+  return { row: row as RunRow, jobRows };
+}
+
+/**
+ * Locks a thread's row (serialising run creation on it) and reads its runs pending or running,
+ * oldest first. Undefined when the deployment has no such thread.
+ */
+export async function lockThreadRunsInFlight(
+  client: pg.PoolClient,
+  threadId: string,
+  deploymentId: string,
+): Promise<{ id: string; status: RunStatus }[] | undefined> {
+  const { rows } = await client.query<{ inflight: { id: string; status: RunStatus }[] }>(
+    `SELECT coalesce((SELECT json_agg(json_build_object('id', r.id, 'status', r.status) ORDER BY r.created_at)
+                       FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running')), '[]') AS inflight
+     FROM agent_threads t WHERE t.id = $1 AND t.deployment_id = $2 FOR UPDATE OF t`,
+    [threadId, deploymentId],
+  );
+  return rows[0]?.inflight;
+}
+
+/** Ends the pending ones of these runs: deleted (rollback) or `interrupted`. Returns those it ended. */
+export async function endPendingRuns(db: Pick<Database, 'pool'>, runIds: string[], action: 'interrupt' | 'rollback'): Promise<{ id: string; thread_id: string }[]> {
+  const { rows } =
+    action === 'rollback'
+      ? await db.pool.query<{ id: string; thread_id: string }>(`DELETE FROM agent_runs WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`, [runIds])
+      : await db.pool.query<{ id: string; thread_id: string }>(
+          `UPDATE agent_runs SET status = 'interrupted', updated_at = now(), ended_at = now() WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`,
+          [runIds],
+        );
+  return rows;
+}
+
+/** Turns busy threads idle once none of their runs is pending or running. */
+export async function idleThreadsWithoutRunsInFlight(db: Pick<Database, 'pool'>, threadIds: string[]): Promise<void> {
+  await db.pool.query(
+    `UPDATE agent_threads t SET status = 'idle', updated_at = now() WHERE id = ANY($1::uuid[]) AND status = 'busy'
+     AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running'))`,
+    [threadIds],
+  );
+}
+
+/** Ids of runs of a deployment, by ids (optionally on one thread), by thread and status, or by status alone. */
+export async function selectRunIds(
+  db: Pick<Database, 'pool'>,
+  deploymentId: string,
+  where: { runIds: string[]; threadId?: string } | { threadId: string; statuses: string[] } | { statuses: string[] },
+): Promise<string[]> {
+  let result: pg.QueryResult<{ id: string }>;
+  if ('runIds' in where) {
+    result = await db.pool.query<{ id: string }>(
+      `SELECT id FROM agent_runs WHERE id = ANY($1::uuid[]) AND deployment_id = $2 ${where.threadId ? 'AND thread_id = $3' : ''}`,
+      where.threadId ? [where.runIds, deploymentId, where.threadId] : [where.runIds, deploymentId],
+    );
+  } else if ('threadId' in where) {
+    result = await db.pool.query<{ id: string }>('SELECT id FROM agent_runs WHERE thread_id = $1 AND deployment_id = $2 AND status = ANY($3::text[])', [
+      where.threadId,
+      deploymentId,
+      where.statuses,
+    ]);
+  } else {
+    result = await db.pool.query<{ id: string }>('SELECT id FROM agent_runs WHERE deployment_id = $1 AND status = ANY($2::text[])', [deploymentId, where.statuses]);
+  }
+  return result.rows.map((row) => row.id);
+}
+
+/** A thread's runs pending or running, oldest first. */
+export async function selectThreadRunIdsInFlight(db: Pick<Database, 'pool'>, threadId: string): Promise<string[]> {
+  const { rows } = await db.pool.query<{ id: string }>(`SELECT id FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at`, [threadId]);
+  return rows.map((row) => row.id);
+}
+
+/** Whether a thread has a run pending or running. */
+export async function threadHasRunInFlight(db: Pick<Database, 'pool'>, threadId: string): Promise<boolean> {
+  const { rows } = await db.pool.query(`SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`, [threadId]);
+  return rows.length > 0;
+}
+
+/** Whether another run is pending on the run's thread. */
+export async function threadHasAnotherPendingRun(db: Pick<Database, 'pool'>, runId: string): Promise<boolean> {
+  const { rows } = await db.pool.query<{ waiting: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM agent_runs n JOIN agent_runs r ON r.thread_id = n.thread_id
+       WHERE r.id = $1 AND n.status = 'pending' AND n.id <> r.id) AS waiting`,
+    [runId],
+  );
+  return rows[0]?.waiting ?? false;
+}
+
+/** Deletes threads' runs (their streams go with deleteRunsEvents); returns the deleted runs' ids. */
+export async function deleteThreadsRuns(db: Pick<Database, 'pool'>, threadIds: string[]): Promise<string[]> {
+  const { rows } = await db.pool.query<{ id: string }>(`DELETE FROM agent_runs WHERE thread_id = ANY($1::uuid[]) RETURNING id, status`, [threadIds]);
+  return rows.map((row) => row.id);
+}
+
+/** Deletes the stream events of runs. */
+export async function deleteRunsEvents(db: Pick<Database, 'pool'>, runIds: string[]): Promise<void> {
+  await db.pool.query('DELETE FROM run_events WHERE run_id = ANY($1::uuid[])', [runIds]);
+}
+
+/** Deletes every run of a deployment and their streams. */
+export async function deleteDeploymentRuns(db: Pick<Database, 'pool'>, deploymentId: string): Promise<void> {
+  await db.pool.query('DELETE FROM run_events WHERE run_id IN (SELECT id FROM agent_runs WHERE deployment_id = $1)', [deploymentId]);
+  await db.pool.query('DELETE FROM agent_runs WHERE deployment_id = $1', [deploymentId]);
+}
+
+export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json; context: Json } | null; metadata_seq: number };
+
+/**
+ * Claims pending runs (pending → running) and reads each one's assistant in the same statement,
+ * which also appends each run's `metadata` event and runs `notify` (the caller's NOTIFY expressions
+ * over the `claimed` and `metadata` rows, e.g. the run's stream signal).
+ */
+export async function claimRuns(db: Pick<Database, 'pool'>, runIds: string[], workerId: string, notify: string[]): Promise<ClaimedRun[]> {
+  const { rows } = await db.pool.query<ClaimedRun & Record<string, unknown>>(
+    `WITH claimed AS (
+       UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
+       WHERE r.id = ANY($1::uuid[]) AND r.status = 'pending'
+       RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
+                       FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant),
+     metadata AS (
+       SELECT c.id, coalesce((SELECT max(e.seq) FROM run_events e WHERE e.run_id = c.id), 0) + 1 AS seq,
+              '{"run_id":"' || c.id || '","attempt":' || c.attempt || '}' AS data
+       FROM claimed c),
+     appended AS (INSERT INTO run_events (run_id, seq, event, data) SELECT id, seq, 'metadata', data FROM metadata)
+     SELECT claimed.*, metadata.seq AS metadata_seq${notify.map((expression, index) => `, ${expression} AS notified_${index}`).join('')}
+     FROM claimed JOIN metadata ON metadata.id = claimed.id`,
+    [runIds, workerId],
+  );
+  return rows.map((row) => {
+    const claimed = { ...row };
+    for (let index = 0; index < notify.length; index++) delete claimed[`notified_${index}`];
+    return claimed as ClaimedRun;
+  });
+}
+
+/** Records a run's outcome. */
+export async function updateRunOutcome(db: Pick<Database, 'pool'>, runId: string, status: string, output: string | undefined): Promise<void> {
+  await db.pool.query(`UPDATE agent_runs SET status = $2, output = $3, updated_at = now(), ended_at = now() WHERE id = $1`, [runId, status, output]);
+}
+
+/** Ends a run not yet ended as `error` (without output). */
+export async function failUnendedRun(db: Pick<Database, 'pool'>, runId: string): Promise<void> {
+  await db.pool.query(`UPDATE agent_runs SET status = 'error', updated_at = now(), ended_at = now() WHERE id = $1 AND status IN ('pending', 'running')`, [runId]);
+}
+
+export type RunningRun = { id: string; thread_id: string; worker_id: string; job_id: string | null; deployment_id: string };
+
+/** Running runs (of one deployment, or all), except those of one worker. */
+export async function selectRunningRuns(db: Pick<Database, 'pool'>, where: { deploymentId?: string; exceptWorkerId?: string }): Promise<RunningRun[]> {
+  const { rows } = await db.pool.query<RunningRun>(
+    `SELECT id, thread_id, worker_id, job_id, deployment_id FROM agent_runs
+     WHERE status = 'running' AND ($1::uuid IS NULL OR deployment_id = $1) AND worker_id IS DISTINCT FROM $2`,
+    [where.deploymentId ?? null, where.exceptWorkerId ?? null],
+  );
+  return rows;
+}
+
+/**
+ * Ends a running run as `error` with this output and appends the error as its last stream event.
+ * Whether it did (false: it had ended meanwhile).
+ */
+export async function failRunningRun(db: Pick<Database, 'pool'>, runId: string, error: Json): Promise<boolean> {
+  const { rowCount } = await db.pool.query(
+    `UPDATE agent_runs SET status = 'error', output = $2, updated_at = now(), ended_at = now() WHERE id = $1 AND status = 'running'`,
+    [runId, JSON.stringify({ __error__: error })],
+  );
+  if (!rowCount) return false;
+  await db.pool.query(
+    `INSERT INTO run_events (run_id, seq, event, data)
+     SELECT $1, coalesce(max(seq), 0) + 1, 'error', $2 FROM run_events WHERE run_id = $1`,
+    [runId, JSON.stringify(error)],
+  );
+  return true;
+}
+
+/** Marks a thread whose run failed: busy if it has runs pending, else `error`, with the error. */
+export async function markThreadFailed(db: Pick<Database, 'pool'>, threadId: string, error: Json): Promise<void> {
+  await db.pool.query(
+    `UPDATE agent_threads t SET status = CASE WHEN EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.status = 'pending') THEN 'busy' ELSE 'error' END,
+       error = $2, updated_at = now() WHERE id = $1`,
+    [threadId, JSON.stringify(error)],
+  );
+}
+
+/** Drops stateless runs (and their streams) that ended over an hour ago. */
+export async function deleteEndedStatelessRuns(db: Pick<Database, 'pool'>): Promise<void> {
+  await db.pool.query(
+    `WITH gone AS (DELETE FROM agent_runs WHERE (kwargs->>'temporary')::boolean
+       AND status IN ('success', 'error', 'timeout', 'interrupted') AND ended_at < now() - interval '1 hour' RETURNING id)
+     DELETE FROM run_events WHERE run_id IN (SELECT id FROM gone)`,
+  );
+}
+
+/** Deletes a run (its stream, if any, stays: callers that may have written one use deleteRunAndEvents). */
+export async function deleteRun(db: Pick<Database, 'pool'>, runId: string): Promise<void> {
+  await db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
+}

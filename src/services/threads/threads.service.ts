@@ -9,6 +9,8 @@ import { CRON_FIRE_QUEUE } from '../crons/cron-schedule.js';
 import { deleteThreadCrons } from '../crons/crons.store.js';
 import { askRuntime } from '../deployments/runtime-client.js';
 import { parseInput } from '../validate.js';
+import { type SearchPage, searchPage } from '../search-page.js';
+import { deleteRunsEvents, deleteThreadsRuns, threadHasRunInFlight } from '../runs/runs.store.js';
 import { copyThreadCheckpoints, deleteThreadCheckpoints } from './checkpoints.store.js';
 import type { ThreadRow } from './threads.store.js';
 import {
@@ -50,6 +52,11 @@ export const toThread = (row: ThreadRow): Thread => ({
 
 /** The reference server's text, which clients match on. */
 export const threadNotFound = (threadId: string) => `Thread with ID ${threadId} not found`;
+
+/** Creates a thread from typed input (see createThread). */
+export async function startThread(ctx: AgentServerContext, thread: { threadId?: string; metadata?: unknown }): Promise<Thread> {
+  return createThread(ctx, { thread_id: thread.threadId, metadata: thread.metadata });
+}
 
 /** Creates a thread; CONFLICT when `thread_id` exists (unless if_exists=do_nothing). `supersteps` seed its state. */
 export async function createThread(ctx: AgentServerContext, input: unknown): Promise<Thread> {
@@ -105,7 +112,7 @@ function filters(ctx: AgentServerContext, query: { metadata?: Json | null; value
 }
 
 /** Threads matching metadata/values (containment), status and ids; with the total count. */
-export async function searchThreads(ctx: AgentServerContext, input: unknown): Promise<{ items: Thread[]; total: number }> {
+export async function searchThreads(ctx: AgentServerContext, input: unknown): Promise<SearchPage<Thread>> {
   const query = parseInput(ThreadSearchRequest, input, 'body');
   const { where, params } = filters(ctx, query);
   const column = query.sort_by === 'thread_id' ? 'id' : (query.sort_by ?? 'created_at');
@@ -114,7 +121,7 @@ export async function searchThreads(ctx: AgentServerContext, input: unknown): Pr
     `SELECT *, count(*) OVER () AS total FROM agent_threads WHERE ${where} ORDER BY ${column} ${order}, id ${order} LIMIT ${query.limit} OFFSET ${query.offset}`,
     params,
   );
-  return { items: rows.map(toThread), total: rows[0] ? Number(rows[0].total) : 0 };
+  return searchPage(rows.map(toThread), rows[0] ? Number(rows[0].total) : 0, query);
 }
 
 /** How many threads match. */
@@ -153,13 +160,9 @@ export async function deleteThreadsWhere(ctx: AgentServerContext, where: { ids?:
   const { rows } = await ctx.db.pool.query<{ id: string }>(`DELETE FROM agent_threads WHERE deployment_id = $1 AND ${clause} RETURNING id`, params);
   const ids = rows.map((row) => row.id);
   if (!ids.length) return 0;
-  const { rows: active } = await ctx.db.pool.query<{ id: string }>(
-    `DELETE FROM agent_runs WHERE thread_id = ANY($1::uuid[]) RETURNING id, status`,
-    [ids],
-  );
-  const runIds = active.map((row) => row.id);
+  const runIds = await deleteThreadsRuns(ctx.db, ids);
   for (const runId of runIds) await ctx.events.publish('runs.cancel', { runId, action: 'interrupt' }, runId);
-  await ctx.db.pool.query('DELETE FROM run_events WHERE run_id = ANY($1::uuid[])', [runIds]);
+  await deleteRunsEvents(ctx.db, runIds);
   await deleteThreadCheckpoints(ctx.db.pool, ids);
   // A thread's crons go with it, as on the reference server (their pg-boss schedules too).
   for (const cronId of await deleteThreadCrons(ctx.db, ids)) await ctx.boss?.unschedule(CRON_FIRE_QUEUE, cronId);
@@ -234,8 +237,7 @@ export async function updateThreadState(
 ): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
   const body = parseInput(ThreadStateUpdate, input, 'body');
   const thread = await getThread(ctx, threadId);
-  const { rows } = await ctx.db.pool.query(`SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') LIMIT 1`, [threadId]);
-  if (rows.length) throw AppError.conflict('Thread is busy: a run is pending or running');
+  if (await threadHasRunInFlight(ctx.db, threadId)) throw AppError.conflict('Thread is busy: a run is pending or running');
   const checkpoint: Json = body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {};
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null) checkpoint[key] = value;
   const request = { kind: 'update-thread-state', threadId, graphId: graphOf(thread), config: thread.config, checkpoint, values: body.values ?? null, asNode: body.as_node ?? undefined } as const;

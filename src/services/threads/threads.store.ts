@@ -1,5 +1,6 @@
-// SQL of agent_threads that the runtime shares with the threads service: the cached copy of a
+// SQL of agent_threads shared by the threads and runs services and the runtime: the cached copy of a
 // thread's latest checkpoint (values, interrupts, status), which lists and GraphQL read without the graph.
+import type pg from 'pg';
 import type { Database } from '../../db.js';
 import type { ThreadStatus } from './threads.schemas.js';
 
@@ -43,4 +44,26 @@ export async function writeThreadCache(
     [threadId, JSON.stringify(cache.values ?? null), cache.interrupts, cache.error ? JSON.stringify(cache.error) : null, cache.hasNext],
   );
   return rows[0];
+}
+
+/** Whether the deployment has this thread. */
+export async function threadExists(db: Pick<Database, 'pool'>, threadId: string, deploymentId: string): Promise<boolean> {
+  const { rows } = await db.pool.query('SELECT 1 FROM agent_threads WHERE id = $1 AND deployment_id = $2', [threadId, deploymentId]);
+  return rows.length > 0;
+}
+
+/** A thread's cached values (null for an unknown thread). */
+export async function selectThreadValues(db: Pick<Database, 'pool'>, threadId: string): Promise<unknown> {
+  const { rows } = await db.pool.query<{ values: unknown }>('SELECT "values" FROM agent_threads WHERE id = $1', [threadId]);
+  return rows[0]?.values ?? null;
+}
+
+/** Creates an empty thread (a run's `if_not_exists: create`). */
+/** Inserts an empty thread; false when the id is already taken (by another deployment's thread, or one created at this instant). */
+export async function insertEmptyThread(client: pg.PoolClient, threadId: string, deploymentId: string): Promise<boolean> {
+  const created = await client.query(
+    `INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now()) ON CONFLICT (id) DO NOTHING`,
+    [threadId, deploymentId],
+  );
+  return created.rowCount === 1;
 }

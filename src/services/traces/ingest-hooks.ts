@@ -7,16 +7,9 @@
 import type pg from 'pg';
 import { recordStoredTraces } from '../usage/usage.service.js';
 
-export type TraceCount = {
-  /** Start of the UTC hour of the root runs' start_time. */
-  hour: Date;
-  workspaceId: string;
-  projectId: string;
-  userId: string | null;
-  apiKeyId: string | null;
-  /** Root runs (= traces) newly stored in this request. */
-  traces: number;
-};
+import type { TraceCount } from './ingest-types.js';
+
+export type { TraceCount };
 
 /** Called inside the ingest transaction with the traces stored by one request. */
 export async function afterRunsStored(client: pg.PoolClient, traces: TraceCount[]): Promise<void> {

@@ -43,12 +43,9 @@ import {
 import { afterRunsStored, countTraces } from './ingest-hooks.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
 import { RUN_TYPES } from './traces.schemas.js';
-import { type IngestRequest, requestToBatch } from './wire.js';
-import { createGate } from '../../limits/concurrency.js';
+import type { Ingester, IngestResult } from './ingest-types.js';
 
-// One body at a time per thread: each may hold about three times the ingest limit while it is
-// decoded and parsed (measured with npm run bench:bombs); the writes that follow still overlap.
-const bodyParsing = createGate(1);
+export type { Ingester, IngestResult } from './ingest-types.js';
 
 /** A run create as the langsmith SDK sends it (unknown fields are ignored). */
 export type RunCreate = Record<string, unknown>;
@@ -56,8 +53,6 @@ export type RunCreate = Record<string, unknown>;
 export type RunUpdate = Record<string, unknown>;
 export type RunAttachment = { runId: string; name: string; contentType: string; data: Buffer };
 export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[] };
-export type Ingester = { workspaceId: string; apiKeyId?: string | null; userId?: string | null };
-export type IngestResult = { accepted: number; duplicates: string[]; patched: number; deferredPatches: number };
 
 const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
 // 33 columns × 1500 rows stays under PostgreSQL's 65535 bind parameters.
@@ -107,17 +102,6 @@ type NormalizedPatch = {
 };
 
 // ───────────────────────────── entry point ─────────────────────────────
-
-/**
- * Decodes, parses and stores an ingestion request: in one of the process's ingest threads when it has
- * them (see IngestThreads), else here (as the threads themselves do).
- */
-export async function ingestRequest(deps: Pick<Deps, 'db' | 'config' | 'ingestThreads'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
-  if (deps.ingestThreads) return deps.ingestThreads.ingest(who, request);
-  const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
-  const batch = await bodyParsing.run(() => requestToBatch(request, deps.config.ingestBodyLimitBytes, guards));
-  return ingestRunBatch(deps, who, batch);
-}
 
 /** Stores a batch of run creates, updates and attachments (see the contract at the top of this file). */
 export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, batch: RunBatch): Promise<IngestResult> {

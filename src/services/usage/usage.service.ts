@@ -4,7 +4,7 @@
 import type pg from 'pg';
 import { AppError } from '../../errors.js';
 import type { Deps, ServiceContext } from '../context.js';
-import type { TraceCount } from '../traces/ingest-hooks.js';
+import type { TraceCount } from '../traces/ingest-types.js';
 import { assertCan, can } from '../tenancy/viewer.js';
 import { parseInput } from '../validate.js';
 import { type UsageDimension, UsageQuery, type UsageQueryInput } from './usage.schemas.js';

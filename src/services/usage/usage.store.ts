@@ -4,7 +4,7 @@
 // Raw SQL throughout: the append rides the ingest transaction as one prepared statement, and the read
 // is one aggregate whose p99 `npm run bench:usage` measures.
 import type pg from 'pg';
-import type { TraceCount } from '../traces/ingest-hooks.js';
+import type { TraceCount } from '../traces/ingest-types.js';
 import type { UsageDimension } from './usage.schemas.js';
 
 /** Stands for "no user" or "no API key" in rollup keys (primary key columns cannot be NULL). */

@@ -1,16 +1,22 @@
 // The ingestion wire: request bodies (gzip, deflate, brotli or zstd; chunked or not) and the langsmith
-// SDK's multipart format, turned into a RunBatch.
+// SDK's multipart format, turned into a RunBatch for the ingest service. Decoding runs in an ingest
+// thread when the process has them (workers/ingest-threads.ts), else in the request's thread.
 //
 // Multipart is parsed here rather than with busboy: busboy decodes every part without a filename as
 // text (the SDK's attachments are binary parts without a filename) and hides part headers, and the
 // wire gives each part's length (`Content-Length` part header or `length=N` content-type parameter),
 // which lets us jump over a part instead of scanning it for the boundary.
 import type { Readable } from 'node:stream';
-import { AppError } from '../../errors.js';
-import { DEFAULT_ZSTD_WINDOW_BYTES, decompress } from '../../limits/decompress.js';
-import { assertJsonDepth, DEFAULT_JSON_MAX_DEPTH } from '../../limits/json.js';
-import { invalid, isUuid, RawJson } from './derive.js';
-import type { RunAttachment, RunBatch } from './ingest.service.js';
+import { AppError } from '../errors.js';
+import { createGate } from '../limits/concurrency.js';
+import { DEFAULT_ZSTD_WINDOW_BYTES, decompress } from '../limits/decompress.js';
+import { assertJsonDepth, DEFAULT_JSON_MAX_DEPTH } from '../limits/json.js';
+import type { Deps } from '../services/context.js';
+import { invalid, isUuid, RawJson } from '../services/traces/derive.js';
+import type { IngestRequest } from '../services/traces/ingest-types.js';
+import { type Ingester, type IngestResult, ingestRunBatch, type RunAttachment, type RunBatch } from '../services/traces/ingest.service.js';
+
+export type { IngestRequest } from '../services/traces/ingest-types.js';
 
 /** Limits on what a body may decode to (config.ts: AGENT_PLATFORM_ZSTD_WINDOW_LIMIT, AGENT_PLATFORM_JSON_MAX_DEPTH). */
 export type WireGuards = { zstdWindowBytes: number; jsonMaxDepth: number };
@@ -72,16 +78,6 @@ export function asObject(value: unknown, loc = 'body'): Record<string, unknown> 
   return value as Record<string, unknown>;
 }
 
-/** An ingestion request as received: its encoded body and the headers that say how to read it. */
-export type IngestRequest = {
-  /** `run`: one run create (POST /runs); `patch`: one run update (PATCH /runs/{runId}). */
-  format: 'multipart' | 'batch' | 'run' | 'patch';
-  body: Uint8Array;
-  contentEncoding: string | undefined;
-  contentType: string | undefined;
-  runId?: string;
-};
-
 /** Decodes and parses an ingestion request into a RunBatch (`POST /runs/multipart` or `/runs/batch`). */
 export async function requestToBatch(request: IngestRequest, limit: number, guards = DEFAULT_GUARDS): Promise<RunBatch> {
   const raw = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
@@ -98,6 +94,22 @@ export async function requestToBatch(request: IngestRequest, limit: number, guar
     }
   }
   return { post: (body.post as RunBatch['post']) ?? [], patch: (body.patch as RunBatch['patch']) ?? [] };
+}
+
+// One body at a time per thread: each may hold about three times the ingest limit while it is
+// decoded and parsed (measured with npm run bench:bombs); the writes that follow still overlap.
+const bodyParsing = createGate(1);
+
+/** Decodes and parses an ingestion request here, then stores it (what an ingest thread does). */
+export async function decodeAndIngest(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
+  const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
+  const batch = await bodyParsing.run(() => requestToBatch(request, deps.config.ingestBodyLimitBytes, guards));
+  return ingestRunBatch(deps, who, batch);
+}
+
+/** Ingests a request in one of the process's ingest threads when it has them, else here. */
+export function ingestEncoded(deps: Pick<Deps, 'db' | 'config' | 'ingestThreads'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
+  return deps.ingestThreads ? deps.ingestThreads.ingest(who, request) : decodeAndIngest(deps, who, request);
 }
 
 export type MultipartPart = { name: string; contentType: string; headers: Record<string, string>; data: Buffer };

@@ -1,0 +1,24 @@
+// Ingestion on behalf of the viewer (the REST surface's caller): who the runs are stored as, and the
+// rule that a batch naming runs already received is a conflict although everything else was stored.
+import { AppError } from '../../errors.js';
+import type { ServiceContext } from '../context.js';
+import type { Ingester, IngestResult } from './ingest-types.js';
+import { traceWorkspace } from './workspace.js';
+
+/**
+ * Stores runs as the viewer: `store` gets the viewer's trace workspace (checked for
+ * workspaces:write) and key. CONFLICT names the posts already received (the rest was stored).
+ */
+export async function ingestAsViewer(ctx: ServiceContext, store: (who: Ingester) => Promise<IngestResult>): Promise<IngestResult> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  const { viewer } = ctx;
+  const result = await store({
+    workspaceId,
+    apiKeyId: viewer.kind === 'api-key' ? viewer.apiKeyId : null,
+    userId: viewer.kind === 'api-key' ? viewer.userId : null,
+  });
+  if (result.duplicates.length) {
+    throw AppError.conflict(`Run${result.duplicates.length > 1 ? 's' : ''} already received: ${result.duplicates.slice(0, 20).join(', ')}.`);
+  }
+  return result;
+}

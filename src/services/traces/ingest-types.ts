@@ -1,0 +1,29 @@
+// The shapes trace ingestion is called with, shared by the REST adapter, the ingest threads and the
+// service (a leaf module, so none of them imports another for its types).
+
+/** Who ingests: the workspace the runs are stored in, and the key and user stored on every run. */
+export type Ingester = { workspaceId: string; apiKeyId?: string | null; userId?: string | null };
+/** What a batch stored: posts accepted, posts already stored (`duplicates`), patches applied or kept for later. */
+export type IngestResult = { accepted: number; duplicates: string[]; patched: number; deferredPatches: number };
+
+/** An ingestion request as received: its encoded body and the headers that say how to read it (decoded by rest/ingest-wire.ts). */
+export type IngestRequest = {
+  /** `run`: one run create (POST /runs); `patch`: one run update (PATCH /runs/{runId}). */
+  format: 'multipart' | 'batch' | 'run' | 'patch';
+  body: Uint8Array;
+  contentEncoding: string | undefined;
+  contentType: string | undefined;
+  runId?: string;
+};
+
+/** Traces newly stored by one request, per hour, project and caller (what usage counts). */
+export type TraceCount = {
+  /** Start of the UTC hour of the root runs' start_time. */
+  hour: Date;
+  workspaceId: string;
+  projectId: string;
+  userId: string | null;
+  apiKeyId: string | null;
+  /** Root runs (= traces) newly stored in this request. */
+  traces: number;
+};
