@@ -5,8 +5,8 @@
 // checkpoints written through the runtime's checkpointer, timing history (list, limit 10) and get
 // state (getTuple). Prints figures; asserts nothing.
 //
-//   --runs 10000,100000,1000000     trace-run sizes, ascending (default 10000,100000,1000000)
-//   --checkpoints 1,1000,10000      checkpoint counts, ascending (default 1,1000,10000)
+//   --runs 10000,100000,1000000     trace-run sizes (default 10000,100000,1000000; 0 skips)
+//   --checkpoints 1,1000,10000      checkpoint counts (default 1,1000,10000; 0 skips)
 //   --samples 40                    timed calls per query, after 3 warm-ups
 //   DATABASE_URL                    use that database instead of a fresh embedded one
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -33,7 +33,7 @@ const { values: args } = parseArgs({
     samples: { type: 'string', default: '40' },
   },
 });
-const sizes = (text: string) => text.split(',').map((part) => Number(part.trim())).filter((n) => n >= 0).sort((a, b) => a - b);
+const sizes = (text: string) => text.split(',').map((part) => Number(part.trim())).filter((n) => n > 0).sort((a, b) => a - b);
 const RUN_SIZES = sizes(args.runs!);
 const CHECKPOINT_SIZES = sizes(args.checkpoints!);
 const SAMPLES = Number(args.samples);
@@ -152,12 +152,15 @@ async function main() {
       }
     }
 
-    console.log('\n| query | ' + RUN_SIZES.map((size) => `${size.toLocaleString('en')} p50 / p99 ms`).join(' | ') + ` | p99 ${RUN_SIZES.at(-1)!.toLocaleString('en')} ÷ ${RUN_SIZES[0]!.toLocaleString('en')} | plan at ${RUN_SIZES.at(-1)!.toLocaleString('en')} |`);
-    console.log('|---|' + RUN_SIZES.map(() => '---|').join('') + '---|---|');
-    for (const query of queries) {
-      const row = results.filter((result) => result.query === query.name);
-      const ratio = row.at(-1)!.p99 / row[0]!.p99;
-      console.log(`| ${query.name} | ${row.map((r) => `${ms(r.p50)} / ${ms(r.p99)}`).join(' | ')} | ${ratio.toFixed(1)}× | ${row.at(-1)!.plan} |`);
+    if (RUN_SIZES.length) {
+      console.log('\n| query | ' + RUN_SIZES.map((size) => `${size.toLocaleString('en')} p50 / p99 ms`).join(' | ') + ` | p99 ${RUN_SIZES.at(-1)!.toLocaleString('en')} ÷ ${RUN_SIZES[0]!.toLocaleString('en')} | plan at ${RUN_SIZES.at(-1)!.toLocaleString('en')} |`);
+      console.log('|---|' + RUN_SIZES.map(() => '---|').join('') + '---|---|');
+      for (const query of queries) {
+        const row = results.filter((result) => result.query === query.name);
+        const ratio = row.at(-1)!.p99 / row[0]!.p99;
+        console.log(`| ${query.name} | ${row.map((r) => `${ms(r.p50)} / ${ms(r.p99)}`).join(' | ')} | ${ratio.toFixed(1)}× | ${row.at(-1)!.plan} |`);
+      }
+
     }
 
     await benchCheckpoints(deps.db.url);

@@ -9,6 +9,7 @@ import { pruneEventPayloads } from './events-prune.job.js';
 import { foldUsage } from './usage-fold.job.js';
 import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
+import { sweepExpiredThreads } from './threads-sweep.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -56,6 +57,14 @@ export const QUEUES = {
     retryDelay: 60,
     expireInSeconds: 300,
   },
+  threadsSweep: {
+    name: 'threads.sweep',
+    // Deletes threads whose TTL ran out; one sweep at a time.
+    policy: 'singleton',
+    retryLimit: 2,
+    retryDelay: 60,
+    expireInSeconds: 600,
+  },
 } satisfies Record<string, QueueDefinition>;
 
 /**
@@ -81,6 +90,8 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.runsPruneStateless.name, cron: '*/10 * * * *' },
   // Every minute (cron's finest grain): the unfolded tail a usage read adds stays a minute of deltas.
   { queue: QUEUES.usageFold.name, cron: '* * * * *' },
+  // Every minute: a TTL is in minutes.
+  { queue: QUEUES.threadsSweep.name, cron: '* * * * *' },
 ];
 
 export type Boss = PgBoss;
@@ -122,6 +133,7 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     await workExports(deps, boss);
     await boss.work(QUEUES.runsSweep.name, async () => sweepOrphanedRunsJob(deps, boss));
     await boss.work(QUEUES.runsPruneStateless.name, async () => pruneStatelessRunsJob(deps));
+    await boss.work(QUEUES.threadsSweep.name, async () => sweepExpiredThreads(deps));
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
   }
   return boss;
