@@ -10,6 +10,7 @@ import { foldUsage } from './usage-fold.job.js';
 import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
 import { sweepExpiredThreads } from './threads-sweep.job.js';
+import { deleteExpiredTraceRuns } from './traces-retention.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -65,6 +66,14 @@ export const QUEUES = {
     retryDelay: 60,
     expireInSeconds: 600,
   },
+  tracesRetention: {
+    name: 'traces.retention',
+    // Deletes trace runs past their workspace's retention; one pass at a time.
+    policy: 'singleton',
+    retryLimit: 2,
+    retryDelay: 300,
+    expireInSeconds: 3600,
+  },
 } satisfies Record<string, QueueDefinition>;
 
 /**
@@ -92,6 +101,8 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.usageFold.name, cron: '* * * * *' },
   // Every minute: a TTL is in minutes.
   { queue: QUEUES.threadsSweep.name, cron: '* * * * *' },
+  // Retention is in days; hourly keeps each pass small.
+  { queue: QUEUES.tracesRetention.name, cron: '17 * * * *' },
 ];
 
 export type Boss = PgBoss;
@@ -134,6 +145,7 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     await boss.work(QUEUES.runsSweep.name, async () => sweepOrphanedRunsJob(deps, boss));
     await boss.work(QUEUES.runsPruneStateless.name, async () => pruneStatelessRunsJob(deps));
     await boss.work(QUEUES.threadsSweep.name, async () => sweepExpiredThreads(deps));
+    await boss.work(QUEUES.tracesRetention.name, async () => deleteExpiredTraceRuns(deps));
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
   }
   return boss;

@@ -12,7 +12,7 @@ let pool: pg.Pool;
 beforeAll(async () => {
   server = await startServe();
   pool = new pg.Pool({ connectionString: databaseUrl(), max: 3 });
-});
+}, 180_000);
 afterAll(async () => {
   await pool?.end();
   await server?.stop();
@@ -65,7 +65,7 @@ describe('thread TTL', () => {
       await server.client.runs.wait(thread.thread_id, 'interrupt', { input: { topic: 'tea' } });
     }
     const before = await owned(expired.thread_id);
-    expect(before).toMatchObject({ threads: 1, runs: 1 });
+    expect(before).toMatchObject({ threads: 1, runs: 1, jobs: 1 });
     expect(before.events).toBeGreaterThan(0);
     expect(before.checkpoints).toBeGreaterThan(0);
     for (const thread of [expired, alive, forever]) await age(thread.thread_id, 2);
