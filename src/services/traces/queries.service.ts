@@ -52,7 +52,8 @@ export function validateRunFilters(input: { filter?: string | null; traceFilter?
 
 /**
  * Runs matching a query, newest first (or oldest with order "asc"), a page at a time: `nextCursor` is
- * set when more follow. `filter` applies to each run, `traceFilter` to the root of its trace and
+ * set when more may follow. A filter no index serves pages by a bounded walk, so a page may hold fewer
+ * runs than the limit (even none) and still have a `nextCursor`. `filter` applies to each run, `traceFilter` to the root of its trace and
  * `treeFilter` to any run of its trace. Needs workspaces:read. Throws VALIDATION_FAILED for bad input,
  * BAD_REQUEST (FilterError) for a malformed filter or cursor.
  */
@@ -62,7 +63,7 @@ export async function queryRuns(ctx: ServiceContext, input: RunQueryInput): Prom
   const isRoot = query.isRoot ?? (query.executionOrder === 1 ? true : undefined);
   const after = query.cursor ? decodeCursor(query.cursor) : null;
   const limit = query.limit ?? 100;
-  const rows = await searchRuns(ctx.db.pool, workspaceId, {
+  const { rows, walkedTo } = await searchRuns(ctx.db.pool, workspaceId, {
     sessions: query.session,
     ids: query.id,
     trace: query.trace,
@@ -90,7 +91,10 @@ export async function queryRuns(ctx: ServiceContext, input: RunQueryInput): Prom
   const more = rows.length > limit;
   const runs = more ? rows.slice(0, limit) : rows;
   const last = runs[runs.length - 1];
-  return { runs, nextCursor: more && last ? encodeCursor(last.startTime, last.id) : null };
+  if (more && last) return { runs, nextCursor: encodeCursor(last.startTime, last.id) };
+  // A bounded walk stopped short of the project's end: a shorter (even empty) page, and the cursor
+  // carries on from where it stopped.
+  return { runs, nextCursor: walkedTo ? encodeCursor(walkedTo.startTime, walkedTo.id) : null };
 }
 
 export const encodeCursor = (startTime: string, id: string) => Buffer.from(JSON.stringify([startTime, id])).toString('base64url');

@@ -6,7 +6,7 @@
 // merged by the outer ORDER BY. The indexes are declared on TraceRun in schema.prisma.
 import type pg from 'pg';
 import { deriveStatus, toJsonb, toText } from './derive.js';
-import { compileFilter, SqlParams } from './filter.js';
+import { compileFilter, type FilterNode, parseFilter, SqlParams } from './filter.js';
 import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest.service.js';
 
 /** A stored run as services return it (timestamps as ISO strings with microseconds, UTC). */
@@ -132,6 +132,8 @@ export type RunSearch = {
   ascending: boolean;
   /** Keyset position: rows strictly after (start time, id) in the query's order. */
   after?: { startTime: string; id: string } | null;
+  /** Keyset position: rows up to and including (start time, id) in the query's order (a walk's window). */
+  until?: { startTime: string; id: string } | null;
   /** Rows to read (the caller asks one more than a page to know whether more follow). */
   limit: number;
 };
@@ -171,6 +173,10 @@ export function runSearchSql(tenantId: string, search: RunSearch): { text: strin
     const { startTime, id } = search.after;
     where.push(`(r.start_time, r.id) ${search.ascending ? '>' : '<'} (${params.add(startTime, 'timestamptz')}, ${params.add(id, 'uuid')})`);
   }
+  if (search.until) {
+    const { startTime, id } = search.until;
+    where.push(`(r.start_time, r.id) ${search.ascending ? '<=' : '>='} (${params.add(startTime, 'timestamptz')}, ${params.add(id, 'uuid')})`);
+  }
   const direction = search.ascending ? 'ASC' : 'DESC';
   const limit = Math.floor(search.limit);
   const sessions = [...new Set(search.sessions ?? [])];
@@ -196,10 +202,75 @@ export function runSearchSql(tenantId: string, search: RunSearch): { text: strin
   };
 }
 
-/** Runs matching a search, in its order, at most `limit`. */
-export async function searchRuns(pool: pg.Pool, tenantId: string, search: RunSearch): Promise<TraceRunRow[]> {
-  const { rows } = await pool.query<TraceRunRow>(runSearchSql(tenantId, search));
-  return rows;
+export type RunKey = { startTime: string; id: string };
+
+/**
+ * Runs matching a search, in its order, at most `limit`. A search of one project that no index serves
+ * in order (a filter on latency, tokens, error text, inputs, a search, a trace or tree filter, not/or …)
+ * walks the project's index in windows of rows, newest first, and stops once it has the page or its
+ * time budget is spent: then `walkedTo` is the last key it looked at, where the next page carries on
+ * (so a filter that matches nothing answers an empty page quickly instead of reading the project).
+ */
+export async function searchRuns(
+  pool: pg.Pool,
+  tenantId: string,
+  search: RunSearch,
+  walk: { firstWindow?: number; budgetMs?: number } = {},
+): Promise<{ rows: TraceRunRow[]; walkedTo?: RunKey }> {
+  if (search.sessions?.length !== 1 || indexServes(search)) {
+    const { rows } = await pool.query<TraceRunRow>(runSearchSql(tenantId, search));
+    return { rows };
+  }
+  const started = performance.now();
+  const direction = search.ascending ? 'ASC' : 'DESC';
+  const rows: TraceRunRow[] = [];
+  let after = search.after ?? null;
+  for (let window = walk.firstWindow ?? WALK_FIRST_WINDOW; ; window = Math.min(window * 2, WALK_MAX_WINDOW)) {
+    // The window's far edge: `window` rows on along the project's index (an index-only scan).
+    const edgeParams = [tenantId, search.sessions[0], ...(after ? [after.startTime, after.id] : [])];
+    const { rows: edges } = await pool.query<RunKey>(
+      `SELECT ${isoSql('r.start_time')} AS "startTime", r.id FROM trace_runs r
+        WHERE r.tenant_id = $1 AND r.session_id = $2::uuid
+          ${after ? `AND (r.start_time, r.id) ${search.ascending ? '>' : '<'} ($3::timestamptz, $4::uuid)` : ''}
+        ORDER BY r.start_time ${direction}, r.id ${direction} OFFSET ${window - 1} LIMIT 1`,
+      edgeParams,
+    );
+    const until = edges[0] ?? null;
+    const { rows: found } = await pool.query<TraceRunRow>(runSearchSql(tenantId, { ...search, after, until, limit: search.limit - rows.length }));
+    rows.push(...found);
+    // Done: the page is full, or the window reached the end of the project.
+    if (rows.length >= search.limit || !until) return { rows };
+    after = until;
+    if (performance.now() - started >= (walk.budgetMs ?? WALK_BUDGET_MS)) return { rows, walkedTo: until };
+  }
+}
+
+// Windows grow from 20,000 rows (a few milliseconds of index) to 320,000; a walk stops after about
+// 150 ms, so an unindexable filter that matches little answers in about that, a page at a time.
+const WALK_FIRST_WINDOW = 20_000;
+const WALK_MAX_WINDOW = 320_000;
+const WALK_BUDGET_MS = 150;
+
+// Filter fields whose eq/has/in an index serves together with the project's time order.
+const INDEXED_FIELDS = new Set(['name', 'status', 'run_type', 'is_root', 'tags', 'id', 'trace_id', 'session_id', 'start_time']);
+
+/** Whether the search's conditions are all ones an index serves in order (no walk needed). */
+function indexServes(search: RunSearch): boolean {
+  if (search.text || search.traceFilter || search.treeFilter || (search.error !== undefined && search.error !== null)) return false;
+  if (!search.filter) return true;
+  try {
+    return filterIndexServed(parseFilter(search.filter));
+  } catch {
+    return true; // a malformed filter fails in compileFilter with its own error
+  }
+}
+
+function filterIndexServed(node: FilterNode): boolean {
+  if (node.type === 'and') return node.args.every(filterIndexServed);
+  if (node.type !== 'cmp') return false;
+  if (node.field.name === 'metadata_key' || node.field.name === 'metadata_value') return node.op === 'eq';
+  if (!INDEXED_FIELDS.has(node.field.name)) return false;
+  return node.field.name === 'start_time' || node.op === 'eq' || node.op === 'has' || node.op === 'in';
 }
 
 // ───────────────────────────── the exporter's read ─────────────────────────────

@@ -80,7 +80,7 @@ describe('newest runs of a project', () => {
   it('of several projects merges per-project index scans and answers the newest across them', async () => {
     const search: RunSearch = { sessions: projects.slice(0, 3), ascending: false, limit: 50 };
     expect(await scans(search)).toEqual(['Index Scan trace_runs_tenant_id_session_id_start_time_id_idx']);
-    const got = await searchRuns(pool, tenantId, search);
+    const { rows: got } = await searchRuns(pool, tenantId, search);
     const { rows: expected } = await pool.query<{ id: string }>(
       `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = ANY($2::uuid[]) ORDER BY start_time DESC, id DESC LIMIT 50`,
       [tenantId, projects.slice(0, 3)],
@@ -94,7 +94,7 @@ describe('newest runs of a project', () => {
       const seen: string[] = [];
       let after: RunSearch['after'] = null;
       for (let page = 0; page < 3; page++) {
-        const runs = await searchRuns(pool, tenantId, { sessions: projects.slice(1, 4), ascending, limit: 30, after, filter: 'eq(run_type, "llm")' });
+        const { rows: runs } = await searchRuns(pool, tenantId, { sessions: projects.slice(1, 4), ascending, limit: 30, after, filter: 'eq(run_type, "llm")' });
         seen.push(...runs.map((run) => run.id));
         const last = runs.at(-1)!;
         after = { startTime: last.startTime, id: last.id };
@@ -106,5 +106,39 @@ describe('newest runs of a project', () => {
       );
       expect(seen).toEqual(rows.map((row) => row.id));
     }
+  });
+
+  it('walks a filter no index serves in windows: short pages whose cursor carries on, together all the matches', async () => {
+    const filter = 'gt(latency, 4.9)';
+    const { rows: expected } = await pool.query<{ id: string }>(
+      `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = $2 AND end_time - start_time > interval '4.9 seconds'
+        ORDER BY start_time DESC, id DESC`,
+      [tenantId, projects[0]],
+    );
+    expect(expected.length).toBeGreaterThan(10);
+    const seen: string[] = [];
+    let after: RunSearch['after'] = null;
+    let pages = 0;
+    let shortPages = 0;
+    for (;;) {
+      // One 200-row window per call (no time budget): a page holds what that window held, up to the limit.
+      const { rows, walkedTo } = await searchRuns(pool, tenantId, { ...base, filter, limit: 11, after }, { firstWindow: 200, budgetMs: 0 });
+      pages++;
+      seen.push(...rows.slice(0, 10).map((run) => run.id));
+      if (rows.length > 10) after = { startTime: rows[9]!.startTime, id: rows[9]!.id };
+      else if (walkedTo) {
+        shortPages++;
+        after = walkedTo;
+      } else break;
+    }
+    expect(seen).toEqual(expected.map((row) => row.id));
+    expect(shortPages).toBeGreaterThan(0);
+    expect(pages).toBeGreaterThan(2);
+  });
+
+  it('answers a filter no index serves that matches nothing with an empty first page and a cursor', async () => {
+    const { rows, walkedTo } = await searchRuns(pool, tenantId, { ...base, filter: 'gt(latency, 100000)' }, { firstWindow: 1_000, budgetMs: 0 });
+    expect(rows).toEqual([]);
+    expect(walkedTo).toBeDefined();
   });
 });
