@@ -123,6 +123,8 @@ async function main() {
         call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'and(eq(metadata_key, "user_id"), eq(metadata_value, "user-7"))' }),
       },
       { name: '+ gt(latency, 4.9)', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'gt(latency, 4.9)' }) },
+      // No index serves latency: the first (empty) page of a walk that finds nothing.
+      { name: '+ gt(latency, 1000), no hits', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'gt(latency, 1000)' }) },
       { name: 'one trace', call: () => queryRuns(ctx, { trace: traceOf(0), limit: 100 }) },
       { name: 'GET /runs/{id}', call: () => getRun(ctx, traceOf(0)) },
     ];
