@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createDestination } from '../src/services/exports/destinations.service.js';
 import { createExport, exportFieldsOf } from '../src/services/exports/exports.service.js';
-import { readRunBatch } from '../src/services/exports/exports.store.js';
+import { readRunBatch } from '../src/services/traces/trace-runs.store.js';
 import { exportColumns, toRecordBatch, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { startPlatform } from '../src/platform.js';

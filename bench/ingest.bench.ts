@@ -172,6 +172,7 @@ async function main() {
   const RAW_CONNECTIONS = Number(args['raw-connections']);
 
   const ingest = await import('../src/services/traces/ingest.service.js');
+  const traceRuns = await import('../src/services/traces/trace-runs.store.js');
   const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
 
   const platform = await startBenchPlatform({ AGENT_PLATFORM_DB_POOL_SIZE: args.pool, AGENT_PLATFORM_INGEST_THREADS: args['ingest-threads'] });
@@ -203,13 +204,13 @@ async function main() {
         (run as { sessionId: string | null }).sessionId = projects.byName.get(`${session}-raw`)!;
         return run;
       });
-      return { values: runs.flatMap((run) => ingest.runRowValues(run, who)), columns: ingest.runColumnArrays(runs, who) };
+      return { values: runs.flatMap((run) => traceRuns.runRowValues(run, who)), columns: traceRuns.runColumnArrays(runs, who) };
     });
     // Both statement forms: VALUES lists (3,200 parameters) and the per-column arrays ingest uses.
     const rawSeconds: Record<'values' | 'unnest', number> = { values: 0, unnest: 0 };
     for (const form of ['values', 'unnest'] as const) {
       const half = form === 'values' ? statements.slice(0, statements.length / 2) : statements.slice(statements.length / 2);
-      const sql = form === 'values' ? ingest.insertRunsSql(RUNS_PER_REQUEST, 'ON CONFLICT (tenant_id, id) DO NOTHING') : ingest.insertRunsUnnestSql('ON CONFLICT (tenant_id, id) DO NOTHING');
+      const sql = form === 'values' ? traceRuns.insertRunsSql(RUNS_PER_REQUEST, 'ON CONFLICT (tenant_id, id) DO NOTHING') : traceRuns.insertRunsUnnestSql('ON CONFLICT (tenant_id, id) DO NOTHING');
       let nextStatement = 0;
       const started = performance.now();
       await Promise.all(

@@ -44,6 +44,8 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(16),
   /** Connections of a runtime's checkpointer (default: one per concurrent run plus four, at most 40). */
   AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE: z.coerce.number().int().min(2).max(200).optional(),
+  /** Days trace runs are kept (by start time) in a workspace that sets no retention of its own. */
+  AGENT_PLATFORM_TRACE_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
   /** Connections of a process's job queue (pg-boss), plus its one listener. */
   AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -132,6 +134,7 @@ export type Config = {
   runtimeDbPoolSize: number;
   checkpointerPoolSize: number;
   jobsPoolSize: number;
+  traceRetentionDays: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   logPretty: boolean;
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
@@ -209,6 +212,7 @@ export function loadConfig(
     runtimeDbPoolSize: value.AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE,
     checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),
     jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
+    traceRetentionDays: value.AGENT_PLATFORM_TRACE_RETENTION_DAYS,
     logLevel: value.LOG_LEVEL,
     logPretty: value.LOG_PRETTY,
     langgraphConfig: value.LANGGRAPH_CONFIG,

@@ -12,8 +12,11 @@ import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js
 import { sweepStoreJob } from './store-sweep.job.js';
 import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
 import { fireCronJob } from './cron-fire.job.js';
+import { sweepExpiredThreads } from './threads-sweep.job.js';
+import { deleteExpiredTraceRuns } from './traces-retention.job.js';
 
-export const BOSS_SCHEMA = 'pgboss';
+export { BOSS_SCHEMA } from './boss-schema.js';
+import { BOSS_SCHEMA } from './boss-schema.js';
 
 type QueueDefinition = Omit<Queue, 'name'> & { name: string };
 
@@ -76,6 +79,22 @@ export const QUEUES = {
     retryDelay: 60,
     expireInSeconds: 300,
   },
+  threadsSweep: {
+    name: 'threads.sweep',
+    // Deletes threads whose TTL ran out; one sweep at a time.
+    policy: 'singleton',
+    retryLimit: 2,
+    retryDelay: 60,
+    expireInSeconds: 600,
+  },
+  tracesRetention: {
+    name: 'traces.retention',
+    // Deletes trace runs past their workspace's retention; one pass at a time.
+    policy: 'singleton',
+    retryLimit: 2,
+    retryDelay: 300,
+    expireInSeconds: 3600,
+  },
 } satisfies Record<string, QueueDefinition>;
 
 /**
@@ -102,6 +121,10 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   // Every minute (cron's finest grain): the unfolded tail a usage read adds stays a minute of deltas.
   { queue: QUEUES.usageFold.name, cron: '* * * * *' },
   { queue: QUEUES.storeSweep.name, cron: '*/5 * * * *' },
+  // Every minute: a TTL is in minutes.
+  { queue: QUEUES.threadsSweep.name, cron: '* * * * *' },
+  // Retention is in days; hourly keeps each pass small.
+  { queue: QUEUES.tracesRetention.name, cron: '17 * * * *' },
 ];
 
 export type Boss = PgBoss;
@@ -145,6 +168,8 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     await boss.work(QUEUES.runsPruneStateless.name, async () => pruneStatelessRunsJob(deps));
     await boss.work(QUEUES.storeSweep.name, async () => sweepStoreJob(deps));
     await boss.work(QUEUES.cronsFire.name, async (jobs) => fireCronJob(deps, jobs));
+    await boss.work(QUEUES.threadsSweep.name, async () => sweepExpiredThreads(deps));
+    await boss.work(QUEUES.tracesRetention.name, async () => deleteExpiredTraceRuns(deps));
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
   }
   return boss;

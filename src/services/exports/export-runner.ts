@@ -6,6 +6,7 @@ import { destinationConfig, destinationCredentials } from './destinations.servic
 import { exportFieldsOf } from './exports.service.js';
 import type { DestinationConfigValue, FormatVersion } from './exports.schemas.js';
 import * as store from './exports.store.js';
+import { readRunBatch } from '../traces/trace-runs.store.js';
 import { exportColumns, ParquetStreamWriter, toRecordBatch } from './parquet.js';
 import { destinationClient, destinationRoot, MultipartObject, storageErrorReason } from './s3.js';
 
@@ -102,7 +103,7 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
     await progress();
   };
 
-  const read = (after: store.RunResult['latest_cursor']) => store.readRunBatch(deps.db.pool, scope, columns, after, limits.batchRows);
+  const read = (after: store.RunResult['latest_cursor']) => readRunBatch(deps.db.pool, scope, columns, after, limits.batchRows);
   const cursorOf = (row: unknown[]) => ({ start_time: row[columns.length] as string, id: row[columns.length + 1] as string });
   try {
     // The next batch is read while this one is encoded and uploaded: PostgreSQL works meanwhile.

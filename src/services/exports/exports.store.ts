@@ -5,8 +5,6 @@ import type { Database } from '../../db.js';
 import type { BulkExport, BulkExportRun, ExportDestination, Prisma } from '../../generated/prisma/client.js';
 import type { ExportLimits } from '../../config.js';
 import { newId } from '../../ids.js';
-import { compileFilter, SqlParams } from '../traces/filter.js';
-import type { ExportColumn } from './parquet.js';
 import type { ExportStatus } from './exports.schemas.js';
 
 export type { BulkExport, BulkExportRun, ExportDestination };
@@ -280,37 +278,4 @@ export function findDueSchedules(db: Database, now: Date, delaySeconds: number) 
     SELECT id FROM bulk_exports
      WHERE status = 'IntervalScheduled'
        AND next_window_start + make_interval(hours => interval_hours) + make_interval(secs => ${delaySeconds}) <= ${now}`;
-}
-
-// ───────────────────────────── reading trace runs ─────────────────────────────
-
-/**
- * One batch of an export run's trace runs after `cursor`, in (start_time, id) order: keyset paging on
- * the (tenant_id, session_id, start_time) index. Each row is the columns' values followed by the
- * cursor (ISO start time, id) of that row.
- */
-export async function readRunBatch(
-  pool: pg.Pool,
-  scope: { tenantId: string; sessionId: string; start: Date; end: Date; filter: string | null },
-  columns: ExportColumn[],
-  cursor: RunResult['latest_cursor'],
-  limit: number,
-): Promise<unknown[][]> {
-  const params = new SqlParams();
-  const conditions = [
-    `r.tenant_id = ${params.add(scope.tenantId)}::uuid`,
-    `r.session_id = ${params.add(scope.sessionId)}::uuid`,
-    `r.start_time >= ${params.add(scope.start.toISOString())}::timestamptz`,
-    `r.start_time < ${params.add(scope.end.toISOString())}::timestamptz`,
-  ];
-  if (cursor) conditions.push(`(r.start_time, r.id) > (${params.add(cursor.start_time)}::timestamptz, ${params.add(cursor.id)}::uuid)`);
-  if (scope.filter) conditions.push(`(${compileFilter(scope.filter, 'r', params)})`);
-  const text = `SELECT ${columns.map((column) => column.sql).join(', ')},
-                       to_char(r.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), r.id::text
-                  FROM trace_runs r
-                 WHERE ${conditions.join(' AND ')}
-                 ORDER BY r.start_time, r.id
-                 LIMIT ${Number(limit)}`;
-  const { rows } = await pool.query({ text, values: params.values, rowMode: 'array' });
-  return rows as unknown[][];
 }

@@ -44,3 +44,35 @@ export async function latestCheckpointId(pool: pg.Pool, threadId: string): Promi
   );
   return rows[0]?.checkpoint_id ?? null;
 }
+
+/**
+ * The checkpoint read of the runtime's saver (list and getTuple append WHERE/ORDER BY/LIMIT): the
+ * columns LangGraph's PostgresSaver selects, but each channel value is looked up by its primary key
+ * (thread, namespace, channel, version) in a LATERAL that cannot be flattened (LIMIT 1). The saver's
+ * own join lets the planner hash the thread's whole checkpoint_blobs (every version ever written) for
+ * each returned checkpoint, so history and get state grew with the thread's length.
+ */
+export function checkpointSelectSql(schema: string): string {
+  return `select
+    thread_id,
+    checkpoint,
+    checkpoint_ns,
+    checkpoint_id,
+    parent_checkpoint_id,
+    metadata,
+    (
+      select array_agg(array[bl.channel::bytea, bl.type::bytea, bl.blob])
+        from jsonb_each_text(cp.checkpoint -> 'channel_versions') as version(channel, value)
+       cross join lateral (
+         select b.channel, b.type, b.blob from "${schema}".checkpoint_blobs b
+          where b.thread_id = cp.thread_id and b.checkpoint_ns = cp.checkpoint_ns and b.channel = version.channel and b.version = version.value
+          limit 1
+       ) bl
+    ) as channel_values,
+    (
+      select array_agg(array[cw.task_id::text::bytea, cw.channel::bytea, cw.type::bytea, cw.blob] order by cw.task_id, cw.idx)
+        from "${schema}".checkpoint_writes cw
+       where cw.thread_id = cp.thread_id and cw.checkpoint_ns = cp.checkpoint_ns and cw.checkpoint_id = cp.checkpoint_id
+    ) as pending_writes
+  from "${schema}".checkpoints cp `;
+}

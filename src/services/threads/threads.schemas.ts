@@ -12,6 +12,14 @@ const CheckpointRef = z.object({
   checkpoint_map: JsonObject.nullish(),
 });
 
+/**
+ * A thread's time to live as the SDKs send it: minutes, or `{ttl: minutes, strategy: "delete"}`
+ * (the only strategy). Normalised to minutes.
+ */
+export const ThreadTtl = z
+  .union([z.number().positive().max(525_600_00), z.object({ ttl: z.number().positive().max(525_600_00), strategy: z.literal('delete').optional() })])
+  .transform((ttl) => (typeof ttl === 'number' ? ttl : ttl.ttl));
+
 export const ThreadCreate = z.object({
   thread_id: z.uuid().nullish(),
   metadata: JsonObject.nullish(),
@@ -19,10 +27,10 @@ export const ThreadCreate = z.object({
   supersteps: z
     .array(z.object({ updates: z.array(z.object({ values: z.unknown().optional(), command: z.unknown().optional(), as_node: z.string() })) }))
     .nullish(),
-  ttl: z.unknown().optional(),
+  ttl: ThreadTtl.nullish(),
 });
 
-export const ThreadPatch = z.object({ metadata: JsonObject.nullish(), ttl: z.unknown().optional() });
+export const ThreadPatch = z.object({ metadata: JsonObject.nullish(), ttl: ThreadTtl.nullish() });
 
 export const THREAD_SORT_FIELDS = ['thread_id', 'status', 'created_at', 'updated_at'] as const;
 export const THREAD_FIELDS = ['thread_id', 'created_at', 'updated_at', 'metadata', 'config', 'status', 'values', 'interrupts'] as const;

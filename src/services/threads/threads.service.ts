@@ -64,9 +64,9 @@ export async function createThread(ctx: AgentServerContext, input: unknown): Pro
   const id = body.thread_id?.toLowerCase() ?? newId();
   const metadata = Object.fromEntries(Object.entries(body.metadata ?? {}).filter(([, value]) => value !== undefined));
   const { rows } = await ctx.db.pool.query<ThreadRow>(
-    `INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, $3, now())
+    `INSERT INTO agent_threads (id, deployment_id, metadata, ttl_minutes, updated_at) VALUES ($1, $2, $3, $4, now())
      ON CONFLICT (id) DO NOTHING RETURNING *`,
-    [id, ctx.deployment.deploymentId, metadata],
+    [id, ctx.deployment.deploymentId, metadata, body.ttl ?? null],
   );
   if (!rows[0]) {
     const existing = await findThread(ctx, id);
@@ -132,13 +132,13 @@ export async function countThreads(ctx: AgentServerContext, input: unknown): Pro
   return Number(rows[0]!.count);
 }
 
-/** Merges metadata into a thread. */
+/** Merges metadata into a thread and sets its TTL when given (the TTL counts from now, as from any update). */
 export async function updateThread(ctx: AgentServerContext, threadId: string, input: unknown): Promise<Thread> {
   const body = parseInput(ThreadPatch, input, 'body');
   await getThread(ctx, threadId);
   const { rows } = await ctx.db.pool.query<ThreadRow>(
-    'UPDATE agent_threads SET metadata = metadata || $2::jsonb, updated_at = now() WHERE id = $1 RETURNING *',
-    [threadId, JSON.stringify(body.metadata ?? {})],
+    'UPDATE agent_threads SET metadata = metadata || $2::jsonb, ttl_minutes = COALESCE($3, ttl_minutes), updated_at = now() WHERE id = $1 RETURNING *',
+    [threadId, JSON.stringify(body.metadata ?? {}), body.ttl ?? null],
   );
   return toThread(rows[0]!);
 }

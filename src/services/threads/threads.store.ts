@@ -1,7 +1,9 @@
 // SQL of agent_threads shared by the threads and runs services and the runtime: the cached copy of a
 // thread's latest checkpoint (values, interrupts, status), which lists and GraphQL read without the graph.
 import type pg from 'pg';
-import type { Database } from '../../db.js';
+import { type Database, withTransaction } from '../../db.js';
+import { BOSS_SCHEMA } from '../../workers/boss-schema.js';
+import { CHECKPOINT_SCHEMA } from './checkpoints.store.js';
 import type { ThreadStatus } from './threads.schemas.js';
 
 type Json = Record<string, unknown>;
@@ -58,7 +60,6 @@ export async function selectThreadValues(db: Pick<Database, 'pool'>, threadId: s
   return rows[0]?.values ?? null;
 }
 
-/** Creates an empty thread (a run's `if_not_exists: create`). */
 /** Inserts an empty thread; false when the id is already taken (by another deployment's thread, or one created at this instant). */
 export async function insertEmptyThread(client: pg.PoolClient, threadId: string, deploymentId: string): Promise<boolean> {
   const created = await client.query(
@@ -66,4 +67,34 @@ export async function insertEmptyThread(client: pg.PoolClient, threadId: string,
     [threadId, deploymentId],
   );
   return created.rowCount === 1;
+}
+
+/**
+ * Deletes up to `limit` threads whose TTL has run out (minutes since their last update), with their
+ * runs, stream events, checkpoints and run-queue jobs, in one transaction; returns their ids. A thread
+ * with a pending or running run is kept (its run updates it when it ends, which restarts the TTL). The
+ * thread rows are locked first and locked ones skipped: creating a run locks its thread, so a run
+ * started during a sweep either committed first (and is seen here) or waits and finds no thread.
+ */
+export async function deleteExpiredThreads(db: Pick<Database, 'pool'>, limit: number): Promise<string[]> {
+  return withTransaction(db, async (client) => {
+    const { rows } = await client.query<{ id: string }>(
+      `SELECT t.id FROM agent_threads t
+        WHERE t.ttl_minutes IS NOT NULL AND t.updated_at + make_interval(secs => t.ttl_minutes * 60) <= now()
+          AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running'))
+        ORDER BY t.updated_at LIMIT $1 FOR UPDATE OF t SKIP LOCKED`,
+      [limit],
+    );
+    const ids = rows.map((row) => row.id);
+    if (!ids.length) return ids;
+    const { rows: runs } = await client.query<{ id: string; job_id: string | null }>('DELETE FROM agent_runs WHERE thread_id = ANY($1::uuid[]) RETURNING id, job_id', [ids]);
+    await client.query('DELETE FROM run_events WHERE run_id = ANY($1::uuid[])', [runs.map((run) => run.id)]);
+    const jobIds = runs.flatMap((run) => (run.job_id ? [run.job_id] : []));
+    if (jobIds.length) await client.query(`DELETE FROM ${BOSS_SCHEMA}.job WHERE id = ANY($1::uuid[])`, [jobIds]);
+    for (const table of ['checkpoint_writes', 'checkpoint_blobs', 'checkpoints']) {
+      await client.query(`DELETE FROM ${CHECKPOINT_SCHEMA}.${table} WHERE thread_id = ANY($1::text[])`, [ids]);
+    }
+    await client.query('DELETE FROM agent_threads WHERE id = ANY($1::uuid[])', [ids]);
+    return ids;
+  });
 }

@@ -283,7 +283,8 @@ function compileComparison(node: Extract<FilterNode, { type: 'cmp' }>, alias: st
   if (def.kind === 'tags') {
     const tag = params.add(scalarText(value));
     if (op === 'like') return `EXISTS (SELECT 1 FROM unnest(${column}) AS tag WHERE tag LIKE ${tag})`;
-    return op === 'neq' ? `(NOT (${tag} = ANY(${column})))` : `(${tag} = ANY(${column}))`;
+    // Containment (@>) rather than = ANY, so the GIN index on tags serves it.
+    return op === 'neq' ? `(NOT (${column} @> ARRAY[${tag}]))` : `(${column} @> ARRAY[${tag}])`;
   }
 
   if (value.kind === 'null') {
@@ -399,7 +400,30 @@ function compilePair(
   }
   const entries = `jsonb_each(CASE WHEN jsonb_typeof(${source}) = 'object' THEN ${source} END) AS kv(key, value)`;
   const exists = `EXISTS (SELECT 1 FROM ${entries} WHERE ${conditions.join(' AND ')})`;
-  return negate ? `(NOT ${exists})` : `(${exists})`;
+  if (negate) return `(NOT ${exists})`;
+  const contained = family === 'metadata' && key && value ? metadataContainment(alias, key, value, params) : undefined;
+  return contained ? `(${contained} AND ${exists})` : `(${exists})`;
+}
+
+/**
+ * eq(metadata_key, k) with eq(metadata_value, v) as `extra @> {"metadata": {k: v}}`, which the GIN index
+ * on extra serves; the EXISTS beside it keeps the exact semantics. Only when v cannot be the text of a
+ * non-string JSON value (a number, true, an object …): then the entry must be the JSON string v, and
+ * containment matches exactly those rows.
+ */
+function metadataContainment(
+  alias: string,
+  key: Extract<FilterNode, { type: 'cmp' }>,
+  value: Extract<FilterNode, { type: 'cmp' }>,
+  params: SqlParams,
+): string | undefined {
+  if (key.op !== 'eq' || value.op !== 'eq' || key.value.kind !== 'string' || value.value.kind !== 'string') return undefined;
+  try {
+    JSON.parse(value.value.value);
+    return undefined; // "7", "true", "[1]": a number, boolean or structure could match too
+  } catch {
+    return `${alias}.extra @> ${params.add(JSON.stringify({ metadata: { [key.value.value]: value.value.value } }), 'jsonb')}`;
+  }
 }
 
 function textCondition(expression: string, node: Extract<FilterNode, { type: 'cmp' }>, params: SqlParams): string {

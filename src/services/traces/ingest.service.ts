@@ -44,6 +44,14 @@ import { afterRunsStored, countTraces } from './ingest-hooks.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
 import { RUN_TYPES } from './traces.schemas.js';
 import type { Ingester, IngestResult } from './ingest-types.js';
+import {
+  applyPatches,
+  deferPatches,
+  hasPendingPatches,
+  insertAttachments,
+  insertRuns,
+  takePendingPatchesOfStoredRuns,
+} from './trace-runs.store.js';
 
 export type { Ingester, IngestResult } from './ingest-types.js';
 
@@ -55,10 +63,8 @@ export type RunAttachment = { runId: string; name: string; contentType: string; 
 export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[] };
 
 const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
-// 33 columns × 1500 rows stays under PostgreSQL's 65535 bind parameters.
-const INSERT_CHUNK = 1500;
 
-type NormalizedRun = {
+export type NormalizedRun = {
   id: string;
   sessionId: string | null;
   sessionName: string | null;
@@ -84,7 +90,7 @@ type NormalizedRun = {
   threadId: string | null;
 };
 
-type NormalizedPatch = {
+export type NormalizedPatch = {
   id: string;
   endTime: string | null;
   inputs: string | null;
@@ -346,172 +352,6 @@ async function deriveHierarchy(db: pg.PoolClient, tenantId: string, runs: Normal
   }
 }
 
-// ───────────────────────────── SQL ─────────────────────────────
-
-const RUN_COLUMNS = [
-  ['tenant_id', 'uuid'],
-  ['id', 'uuid'],
-  ['session_id', 'uuid'],
-  ['trace_id', 'uuid'],
-  ['parent_run_id', 'uuid'],
-  ['parent_run_ids', 'uuid[]'],
-  ['reference_example_id', 'uuid'],
-  ['name', 'text'],
-  ['run_type', 'text'],
-  ['start_time', 'timestamptz'],
-  ['end_time', 'timestamptz'],
-  ['status', 'text'],
-  ['is_root', 'boolean'],
-  ['dotted_order', 'text'],
-  ['trace_tier', 'text'],
-  ['thread_id', 'text'],
-  ['inputs', 'jsonb'],
-  ['outputs', 'jsonb'],
-  ['error', 'text'],
-  ['extra', 'jsonb'],
-  ['events', 'jsonb'],
-  ['serialized', 'jsonb'],
-  ['tags', 'text[]'],
-  ['total_tokens', 'integer'],
-  ['prompt_tokens', 'integer'],
-  ['completion_tokens', 'integer'],
-  ['total_cost', 'float8'],
-  ['prompt_cost', 'float8'],
-  ['completion_cost', 'float8'],
-  ['first_token_time', 'timestamptz'],
-  ['api_key_id', 'uuid'],
-  ['user_id', 'uuid'],
-] as const;
-
-/** The column values of one run, in RUN_COLUMNS order (also used by the ingest benchmark's raw ceiling). */
-export function runRowValues(run: NormalizedRun, who: Ingester): unknown[] {
-  return [
-    who.workspaceId,
-    run.id,
-    run.sessionId,
-    run.traceId,
-    run.parentRunId,
-    run.parentRunIds,
-    run.referenceExampleId,
-    run.name,
-    run.runType,
-    run.startTime,
-    run.endTime,
-    deriveStatus(run.error, run.endTime),
-    run.parentRunId === null,
-    run.dottedOrder,
-    run.traceTier,
-    run.threadId,
-    run.inputs,
-    run.outputs,
-    run.error,
-    run.extra,
-    run.events,
-    run.serialized,
-    run.tags,
-    run.usage.totalTokens,
-    run.usage.promptTokens,
-    run.usage.completionTokens,
-    run.usage.totalCost,
-    run.usage.promptCost,
-    run.usage.completionCost,
-    run.firstTokenTime,
-    who.apiKeyId ?? null,
-    who.userId ?? null,
-  ];
-}
-
-const valuesClause = (rows: number, columns: readonly (readonly [string, string])[]) => {
-  const width = columns.length;
-  const parts: string[] = [];
-  for (let row = 0; row < rows; row++) {
-    parts.push(`(${columns.map(([, type], column) => `$${row * width + column + 1}::${type}`).join(',')})`);
-  }
-  return parts.join(',');
-};
-
-/** The multi-row INSERT of runs as VALUES lists, for `rows` rows (the benchmark compares it). */
-export function insertRunsSql(rows: number, onConflict = 'ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id'): string {
-  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')}) VALUES ${valuesClause(rows, RUN_COLUMNS)} ${onConflict}`;
-}
-
-// The ingest INSERT: one parameter per column, zipped into rows by ROWS FROM. PostgreSQL plans it once
-// per connection (a named prepared statement) whatever the batch size, where a VALUES list of 100
-// rows × 32 columns is 3,200 parameters to parse and plan on every request (measured here: about
-// 1.5× the rows/s). JSON columns travel as one JSON array each (no array-literal escaping of JSON
-// text); list columns as array literals.
-const PER_REQUEST = new Set(['tenant_id', 'api_key_id', 'user_id']);
-const ARRAY_COLUMNS = new Set(['parent_run_ids', 'tags']);
-const PER_ROW = RUN_COLUMNS.filter(([name]) => !PER_REQUEST.has(name));
-
-export function insertRunsUnnestSql(onConflict = 'ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id'): string {
-  const select = RUN_COLUMNS.map(([name, type]) => {
-    if (name === 'tenant_id') return '$1::uuid';
-    if (name === 'api_key_id') return '$2::uuid';
-    if (name === 'user_id') return '$3::uuid';
-    if (type === 'jsonb') return `NULLIF(u.${name}, 'null'::jsonb)`;
-    return ARRAY_COLUMNS.has(name) ? `u.${name}::${type}` : `u.${name}`;
-  });
-  const sources = PER_ROW.map(([name, type], i) => {
-    const param = `$${i + 4}`;
-    if (type === 'jsonb') return `jsonb_array_elements(${param}::jsonb)`;
-    return `unnest(${param}::${ARRAY_COLUMNS.has(name) ? 'text' : type}[])`;
-  });
-  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')})
-    SELECT ${select.join(',')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')}) ${onConflict}`;
-}
-
-const INSERT_RUNS_UNNEST_SQL = insertRunsUnnestSql();
-
-/** An element of a PostgreSQL array literal: NULL, or the text quoted (backslash and quote escaped). */
-function arrayElement(value: unknown): string {
-  if (value === null || value === undefined) return 'NULL';
-  const text = typeof value === 'string' ? value : typeof value === 'boolean' ? (value ? 't' : 'f') : String(value);
-  return text.includes('"') || text.includes('\\') ? `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"` : `"${text}"`;
-}
-
-/** A PostgreSQL array literal of text values (for array columns sent through unnest). */
-function arrayLiteral(values: string[]): string {
-  let out = '{';
-  for (let i = 0; i < values.length; i++) out += (i ? ',' : '') + arrayElement(values[i]);
-  return `${out}}`;
-}
-
-/**
- * Parameters of insertRunsUnnestSql for these runs: three per-request values, then one per column.
- * Every column goes as one string (an array literal, or a JSON array for jsonb) built here in one pass:
- * handing node-postgres JS arrays makes it escape every element with two regular expressions, and
- * these are 29 columns × every run of every request.
- */
-export function runColumnArrays(runs: NormalizedRun[], who: Ingester): unknown[] {
-  const rows = runs.map((run) => runRowValues(run, who));
-  const params: unknown[] = [who.workspaceId, who.apiKeyId ?? null, who.userId ?? null];
-  for (let index = 0; index < RUN_COLUMNS.length; index++) {
-    const [name, type] = RUN_COLUMNS[index]!;
-    if (PER_REQUEST.has(name)) continue;
-    let out = type === 'jsonb' ? '[' : '{';
-    for (let r = 0; r < rows.length; r++) {
-      const value = rows[r]![index];
-      if (r) out += ',';
-      if (type === 'jsonb') out += (value as string | null) ?? 'null';
-      else if (ARRAY_COLUMNS.has(name)) out += arrayElement(arrayLiteral(value as string[]));
-      else out += arrayElement(value);
-    }
-    params.push(type === 'jsonb' ? `${out}]` : `${out}}`);
-  }
-  return params;
-}
-
-async function insertRuns(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
-  const inserted = new Set<string>();
-  for (let start = 0; start < runs.length; start += INSERT_CHUNK) {
-    const chunk = runs.slice(start, start + INSERT_CHUNK);
-    const { rows } = await client.query<{ id: string }>({ name: 'traces.insert_runs', text: INSERT_RUNS_UNNEST_SQL, values: runColumnArrays(chunk, who) });
-    for (const row of rows) inserted.add(row.id);
-  }
-  return inserted;
-}
-
 /** Folds several patches of one run into one, in arrival order (later fields win; extra is merged). */
 function mergePatches(patches: NormalizedPatch[]): NormalizedPatch[] {
   const byId = new Map<string, NormalizedPatch>();
@@ -541,105 +381,15 @@ function mergePatches(patches: NormalizedPatch[]): NormalizedPatch[] {
   return [...byId.values()];
 }
 
-const PATCH_COLUMNS = [
-  ['id', 'uuid'],
-  ['end_time', 'timestamptz'],
-  ['inputs', 'jsonb'],
-  ['outputs', 'jsonb'],
-  ['error', 'text'],
-  ['extra', 'jsonb'],
-  ['events', 'jsonb'],
-  ['serialized', 'jsonb'],
-  ['tags', 'text[]'],
-  ['total_tokens', 'integer'],
-  ['prompt_tokens', 'integer'],
-  ['completion_tokens', 'integer'],
-  ['total_cost', 'float8'],
-  ['prompt_cost', 'float8'],
-  ['completion_cost', 'float8'],
-  ['first_token_time', 'timestamptz'],
-  ['thread_id', 'text'],
-] as const;
-
-/** Applies (merged) patches to stored runs in one statement; returns the ids it found. */
-async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[]): Promise<Set<string>> {
-  if (!patches.length) return new Set();
-  const values = patches.flatMap((p) => [
-    p.id,
-    p.endTime,
-    p.inputs,
-    p.outputs,
-    p.error,
-    p.extra,
-    p.events,
-    p.serialized,
-    p.tags,
-    p.usage.totalTokens,
-    p.usage.promptTokens,
-    p.usage.completionTokens,
-    p.usage.totalCost,
-    p.usage.promptCost,
-    p.usage.completionCost,
-    p.firstTokenTime,
-    p.threadId,
-  ]);
-  const tenantParam = `$${values.length + 1}`;
-  // Usage is per LLM run; a patch does not carry the run type, so the row decides.
-  const usage = (column: string) => `${column} = CASE WHEN t.run_type = 'llm' AND p.total_tokens IS NOT NULL THEN p.${column} ELSE t.${column} END`;
-  const { rows } = await client.query<{ id: string }>(
-    `UPDATE trace_runs AS t SET
-       end_time = COALESCE(p.end_time, t.end_time),
-       inputs = COALESCE(p.inputs, t.inputs),
-       outputs = COALESCE(p.outputs, t.outputs),
-       error = COALESCE(p.error, t.error),
-       extra = CASE WHEN p.extra IS NULL THEN t.extra ELSE COALESCE(t.extra, '{}'::jsonb) || p.extra END,
-       events = COALESCE(p.events, t.events),
-       serialized = COALESCE(p.serialized, t.serialized),
-       tags = COALESCE(p.tags, t.tags),
-       ${usage('total_tokens')}, ${usage('prompt_tokens')}, ${usage('completion_tokens')},
-       ${usage('total_cost')}, ${usage('prompt_cost')}, ${usage('completion_cost')},
-       first_token_time = COALESCE(t.first_token_time, p.first_token_time),
-       thread_id = COALESCE(p.thread_id, t.thread_id),
-       status = CASE WHEN COALESCE(p.error, t.error) IS NOT NULL THEN 'error'
-                     WHEN COALESCE(p.end_time, t.end_time) IS NOT NULL THEN 'success' ELSE 'pending' END,
-       updated_at = now()
-     FROM (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}) AS p(${PATCH_COLUMNS.map(([name]) => name).join(',')})
-     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id
-     RETURNING t.id`,
-    [...values, tenantId],
-  );
-  return new Set(rows.map((row) => row.id));
-}
-
-async function deferPatches(client: pg.PoolClient, tenantId: string, patches: NormalizedPatch[]): Promise<void> {
-  const values = patches.map((_, i) => `($1::uuid, $${i * 2 + 2}::uuid, $${i * 2 + 3}::jsonb)`).join(',');
-  await client.query(`INSERT INTO trace_run_pending_patches (tenant_id, run_id, payload) VALUES ${values}`, [
-    tenantId,
-    ...patches.flatMap((patch) => [patch.id, toJsonb(patch.raw)]),
-  ]);
-}
-
 /** Merges kept patches into runs that are now stored (in arrival order) and drops them. */
 async function applyPendingPatches(client: pg.PoolClient, tenantId: string, runIds: string[]): Promise<void> {
   // Almost always nothing waits: one cheap indexed probe instead of a transaction.
-  const probe = await client.query({
-    name: 'traces.pending_probe',
-    text: 'SELECT 1 FROM trace_run_pending_patches WHERE tenant_id = $1 AND run_id = ANY($2::uuid[]) LIMIT 1',
-    values: [tenantId, runIds],
-  });
-  if (!probe.rowCount) return;
+  if (!(await hasPendingPatches(client, tenantId, runIds))) return;
   try {
     await client.query('BEGIN');
     // Only patches whose run exists: the others keep waiting for their post.
-    const { rows } = await client.query<{ id: string; run_id: string; payload: Record<string, unknown> }>(
-      `DELETE FROM trace_run_pending_patches AS p
-        WHERE p.tenant_id = $1 AND p.run_id = ANY($2::uuid[])
-          AND EXISTS (SELECT 1 FROM trace_runs AS t WHERE t.tenant_id = p.tenant_id AND t.id = p.run_id)
-        RETURNING p.id, p.run_id, p.payload`,
-      [tenantId, runIds],
-    );
+    const rows = await takePendingPatchesOfStoredRuns(client, tenantId, runIds);
     if (rows.length) {
-      rows.sort((a, b) => Number(a.id) - Number(b.id));
       await applyPatches(client, tenantId, mergePatches(rows.map((row) => normalizePatch(row.payload, ['patch'], row.run_id))));
     }
     await client.query('COMMIT');
@@ -647,18 +397,6 @@ async function applyPendingPatches(client: pg.PoolClient, tenantId: string, runI
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   }
-}
-
-async function insertAttachments(client: pg.PoolClient, tenantId: string, attachments: RunAttachment[]): Promise<void> {
-  // Last one wins for a repeated name (the SDK re-sends attachments on retries).
-  const byKey = new Map(attachments.map((a) => [`${a.runId}/${a.name}`, a]));
-  const list = [...byKey.values()];
-  const sqlValues = list.map((_, i) => `($1::uuid, $${i * 4 + 2}::uuid, $${i * 4 + 3}, $${i * 4 + 4}, $${i * 4 + 5}::bytea, length($${i * 4 + 5}::bytea))`).join(',');
-  await client.query(
-    `INSERT INTO trace_run_attachments (tenant_id, run_id, name, content_type, data, size) VALUES ${sqlValues}
-     ON CONFLICT (tenant_id, run_id, name) DO UPDATE SET content_type = EXCLUDED.content_type, data = EXCLUDED.data, size = EXCLUDED.size, created_at = now()`,
-    [tenantId, ...list.flatMap((a) => [a.runId.toLowerCase(), toText(a.name, 500), toText(a.contentType, 200), a.data])],
-  );
 }
 
 /**

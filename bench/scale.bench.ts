@@ -1,0 +1,220 @@
+// npm run bench:scale — does the cost of a read stay flat as the data grows? Fills trace runs (straight
+// into the table with multi-row INSERT … SELECT, a realistic spread over projects, run types, statuses,
+// names, tags and metadata) up to each size, then times the runs queries through the traces service
+// and prints p50/p99 and the plan's scan node of the service's own SQL. Then a thread with N
+// checkpoints written through the runtime's checkpointer, timing history (list, limit 10) and get
+// state (getTuple). Prints figures; asserts nothing.
+//
+//   --runs 10000,100000,1000000     trace-run sizes (default 10000,100000,1000000; 0 skips)
+//   --checkpoints 1,1000,10000      checkpoint counts (default 1,1000,10000; 0 skips)
+//   --samples 40                    timed calls per query, after 3 warm-ups
+//   DATABASE_URL                    use that database instead of a fresh embedded one
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { emptyCheckpoint } from '@langchain/langgraph-checkpoint';
+import type pg from 'pg';
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.js';
+import { createDeps } from '../src/process.js';
+import { openPersistence } from '../src/runtime/persistence.js';
+import type { ServiceContext } from '../src/services/context.js';
+import * as tenancy from '../src/services/tenancy/tenancy.service.js';
+import { getRun, queryRuns } from '../src/services/traces/queries.service.js';
+import { createBenchTenant } from './tenant.js';
+import { fillTraceRuns, uuidOf } from './trace-run-fill.js';
+
+const { values: args } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '10000,100000,1000000' },
+    checkpoints: { type: 'string', default: '1,1000,10000' },
+    samples: { type: 'string', default: '40' },
+  },
+});
+const sizes = (text: string) => text.split(',').map((part) => Number(part.trim())).filter((n) => n > 0).sort((a, b) => a - b);
+const RUN_SIZES = sizes(args.runs!);
+const CHECKPOINT_SIZES = sizes(args.checkpoints!);
+const SAMPLES = Number(args.samples);
+const PROJECTS = 20;
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+const ms = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(0));
+
+async function time(call: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 3; i++) await call();
+  const samples: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const start = performance.now();
+    await call();
+    samples.push(performance.now() - start);
+  }
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+/** Records the SQL the service sends, so the benchmark can EXPLAIN exactly that. */
+function recordingPool(pool: pg.Pool): { pool: pg.Pool; last: () => { text: string; values: unknown[] } } {
+  let last = { text: '', values: [] as unknown[] };
+  const proxy = new Proxy(pool, {
+    get(target, property, receiver) {
+      if (property === 'query') {
+        return (text: string | { text: string; values?: unknown[] }, values?: unknown[]) => {
+          last = typeof text === 'string' ? { text, values: values ?? [] } : { text: text.text, values: text.values ?? values ?? [] };
+          return target.query(text as string, values);
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  return { pool: proxy, last: () => last };
+}
+
+type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+
+/** The plan's scan nodes of trace_runs, e.g. "Index Scan trace_runs_… ×3" or "Seq Scan". */
+function scanSummary(node: PlanNode): string {
+  const scans: string[] = [];
+  const visit = (n: PlanNode) => {
+    if (n['Node Type'].includes('Scan') && (n['Relation Name'] === 'trace_runs' || n['Index Name']?.startsWith('trace_runs'))) {
+      scans.push(n['Index Name'] ? `${n['Node Type']} ${n['Index Name'].replace(/^trace_runs_/, '')}` : n['Node Type']);
+    }
+    for (const child of n.Plans ?? []) visit(child);
+  };
+  visit(node);
+  const counts = new Map<string, number>();
+  for (const scan of scans) counts.set(scan, (counts.get(scan) ?? 0) + 1);
+  return [...counts].map(([scan, count]) => (count > 1 ? `${scan} ×${count}` : scan)).join(', ');
+}
+
+async function main() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-scale-'));
+  const config = loadConfig({}, {
+    AGENT_PLATFORM_DATA_DIR: dataDir,
+    DATABASE_URL: process.env.DATABASE_URL,
+    AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+    AGENT_PLATFORM_INGEST_THREADS: '0',
+    LOG_LEVEL: 'warn',
+  });
+  const logger = pino({ level: 'warn' });
+  console.log(`bench:scale — runs ${RUN_SIZES.join(', ')}; checkpoints ${CHECKPOINT_SIZES.join(', ')}; ${SAMPLES} samples; load ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const wiring = await createDeps(config, logger, {});
+  try {
+    const { deps } = wiring;
+    const tenant = await createBenchTenant(deps);
+    const viewer = await tenancy.authenticateApiKey(deps, tenant.key, tenant.workspace.id);
+    const recorder = recordingPool(deps.db.pool);
+    const ctx: ServiceContext = { ...deps, db: { ...deps.db, pool: recorder.pool }, viewer };
+    const projects = Array.from({ length: PROJECTS }, () => randomUUID());
+
+    const queries: { name: string; call: () => Promise<unknown> }[] = [
+      { name: 'newest 100 of a project', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100 }) },
+      { name: 'newest 100 of 3 projects', call: () => queryRuns(ctx, { session: projects.slice(0, 3), limit: 100 }) },
+      { name: '+ eq(name, "step_7")', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'eq(name, "step_7")' }) },
+      { name: '+ eq(run_type, "retriever")', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'eq(run_type, "retriever")' }) },
+      { name: '+ eq(status, "error"), no hits', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'eq(status, "error")' }) },
+      { name: '+ is_root', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, isRoot: true }) },
+      { name: '+ has(tags, "vip")', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'has(tags, "vip")' }) },
+      {
+        name: '+ metadata user_id = user-7',
+        call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'and(eq(metadata_key, "user_id"), eq(metadata_value, "user-7"))' }),
+      },
+      { name: '+ gt(latency, 4.9)', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'gt(latency, 4.9)' }) },
+      // No index serves latency: the first (empty) page of a walk that finds nothing.
+      { name: '+ gt(latency, 1000), no hits', call: () => queryRuns(ctx, { session: [projects[0]!], limit: 100, filter: 'gt(latency, 1000)' }) },
+      { name: 'one trace', call: () => queryRuns(ctx, { trace: traceOf(0), limit: 100 }) },
+      { name: 'GET /runs/{id}', call: () => getRun(ctx, traceOf(0)) },
+    ];
+    // A trace in the middle of what the smallest size holds, in project 0 or not: any will do.
+    let traceId = '';
+    const traceOf = (_: number) => traceId;
+
+    const results: { size: number; query: string; p50: number; p99: number; plan: string }[] = [];
+    let filled = 0;
+    for (const size of RUN_SIZES) {
+      console.log(`\n${size.toLocaleString('en')} trace runs`);
+      const started = performance.now();
+      await fillTraceRuns(deps.db.pool, tenant.workspace.id, projects, filled, size, (done) => process.stdout.write(`\r  filled ${done.toLocaleString('en')} runs`));
+      process.stdout.write('\n');
+      await deps.db.pool.query('VACUUM ANALYZE trace_runs');
+      filled = size;
+      console.log(`  fill + VACUUM ANALYZE ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      const { rows } = await deps.db.pool.query<{ trace_id: string }>(`SELECT ${uuidOf("'trace-' || ($1::int / 10)")} AS trace_id`, [size]);
+      traceId = rows[0]!.trace_id;
+      for (const query of queries) {
+        const figures = await time(query.call);
+        const { text, values } = recorder.last();
+        const explained = await deps.db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+        const plan = scanSummary(explained.rows[0]!['QUERY PLAN'][0].Plan);
+        results.push({ size, query: query.name, ...figures, plan });
+        console.log(`  ${query.name.padEnd(34)} p50 ${ms(figures.p50).padStart(6)} ms  p99 ${ms(figures.p99).padStart(6)} ms  ${plan}`);
+      }
+    }
+
+    if (RUN_SIZES.length) {
+      console.log('\n| query | ' + RUN_SIZES.map((size) => `${size.toLocaleString('en')} p50 / p99 ms`).join(' | ') + ` | p99 ${RUN_SIZES.at(-1)!.toLocaleString('en')} ÷ ${RUN_SIZES[0]!.toLocaleString('en')} | plan at ${RUN_SIZES.at(-1)!.toLocaleString('en')} |`);
+      console.log('|---|' + RUN_SIZES.map(() => '---|').join('') + '---|---|');
+      for (const query of queries) {
+        const row = results.filter((result) => result.query === query.name);
+        const ratio = row.at(-1)!.p99 / row[0]!.p99;
+        console.log(`| ${query.name} | ${row.map((r) => `${ms(r.p50)} / ${ms(r.p99)}`).join(' | ')} | ${ratio.toFixed(1)}× | ${row.at(-1)!.plan} |`);
+      }
+
+    }
+
+    await benchCheckpoints(deps.db.url);
+  } finally {
+    await wiring.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** A thread grown checkpoint by checkpoint through the runtime's saver; history and get state at each size. */
+async function benchCheckpoints(databaseUrl: string) {
+  if (!CHECKPOINT_SIZES.length) return;
+  const persistence = await openPersistence(databaseUrl, randomUUID(), { poolSize: 2 });
+  try {
+    const saver = persistence.checkpointer;
+    const threadId = randomUUID();
+    const config = { configurable: { thread_id: threadId, checkpoint_ns: '' } };
+    let parent: string | undefined;
+    let written = 0;
+    const rows: string[] = [];
+    console.log('\nthread checkpoints (history limit 10 = checkpointer list; get state = getTuple)');
+    for (const size of CHECKPOINT_SIZES) {
+      const started = performance.now();
+      for (; written < size; written++) {
+        // A constant 12-byte state in two channels, each step a new version of both (two blobs per checkpoint).
+        const checkpoint = emptyCheckpoint();
+        checkpoint.channel_values = { messages: 'hello world!', step: 'hello world!' };
+        checkpoint.channel_versions = { messages: written + 1, step: written + 1 };
+        const saved = await saver.put(
+          { configurable: { thread_id: threadId, checkpoint_ns: '', ...(parent ? { checkpoint_id: parent } : {}) } },
+          checkpoint,
+          { source: 'loop', step: written, parents: {} },
+          { messages: written + 1, step: written + 1 },
+        );
+        parent = saved.configurable!.checkpoint_id as string;
+      }
+      const fill = (performance.now() - started) / 1000;
+      const history = await time(async () => {
+        const tuples = [];
+        for await (const tuple of saver.list(config, { limit: 10 })) tuples.push(tuple);
+        if (tuples.length !== Math.min(10, size)) throw new Error(`history returned ${tuples.length}`);
+      });
+      const state = await time(() => saver.getTuple(config));
+      const line = `| ${size.toLocaleString('en')} | ${ms(history.p50)} / ${ms(history.p99)} | ${ms(state.p50)} / ${ms(state.p99)} |`;
+      rows.push(line);
+      console.log(`  ${size.toLocaleString('en')} checkpoints (written in ${fill.toFixed(1)} s): history ${ms(history.p50)} / ${ms(history.p99)} ms, get state ${ms(state.p50)} / ${ms(state.p99)} ms`);
+    }
+    console.log('\n| checkpoints | history limit 10 p50 / p99 ms | get state p50 / p99 ms |\n|---|---|---|');
+    for (const row of rows) console.log(row);
+  } finally {
+    await persistence.close();
+  }
+}
+
+await main();

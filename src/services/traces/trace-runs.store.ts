@@ -1,0 +1,629 @@
+// SQL on trace_runs (and the pending patches and attachments of ingestion): the column lists, the
+// ingest insert and patch statements, one run, children of runs, the runs query and the exporter's read.
+// Every read of a project's runs is shaped so PostgreSQL reads a (tenant_id, session_id, …,
+// start_time DESC, id DESC) index in order and stops after the page: one project as `session_id = $n`
+// (`= ANY(array)` cannot be read in order), several as a LATERAL join of per-project limited scans
+// merged by the outer ORDER BY. The indexes are declared on TraceRun in schema.prisma.
+import type pg from 'pg';
+import { deriveStatus, toJsonb, toText } from './derive.js';
+import { compileFilter, type FilterNode, parseFilter, SqlParams } from './filter.js';
+import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest.service.js';
+
+/** A stored run as services return it (timestamps as ISO strings with microseconds, UTC). */
+export type TraceRunRow = {
+  id: string;
+  tenantId: string;
+  sessionId: string;
+  traceId: string;
+  parentRunId: string | null;
+  parentRunIds: string[];
+  referenceExampleId: string | null;
+  name: string;
+  runType: string;
+  startTime: string;
+  endTime: string | null;
+  status: string;
+  isRoot: boolean;
+  dottedOrder: string;
+  traceTier: string | null;
+  threadId: string | null;
+  inputs?: unknown;
+  outputs?: unknown;
+  error: string | null;
+  extra?: unknown;
+  events?: unknown;
+  serialized?: unknown;
+  tags: string[];
+  feedbackStats: unknown;
+  totalTokens: number | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  totalCost: number | null;
+  promptCost: number | null;
+  completionCost: number | null;
+  firstTokenTime: string | null;
+  apiKeyId: string | null;
+  userId: string | null;
+};
+
+export const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+// Always read: small, and needed for presenting, paging and trees.
+const BASE_COLUMNS = [
+  'r.id',
+  'r.tenant_id AS "tenantId"',
+  'r.session_id AS "sessionId"',
+  'r.trace_id AS "traceId"',
+  'r.parent_run_id AS "parentRunId"',
+  'r.parent_run_ids AS "parentRunIds"',
+  'r.reference_example_id AS "referenceExampleId"',
+  'r.name',
+  'r.run_type AS "runType"',
+  `${isoSql('r.start_time')} AS "startTime"`,
+  `${isoSql('r.end_time')} AS "endTime"`,
+  'r.status',
+  'r.is_root AS "isRoot"',
+  'r.dotted_order AS "dottedOrder"',
+  'r.trace_tier AS "traceTier"',
+  'r.thread_id AS "threadId"',
+  'r.error',
+  'r.tags',
+  'r.feedback_stats AS "feedbackStats"',
+  'r.total_tokens AS "totalTokens"',
+  'r.prompt_tokens AS "promptTokens"',
+  'r.completion_tokens AS "completionTokens"',
+  'r.total_cost AS "totalCost"',
+  'r.prompt_cost AS "promptCost"',
+  'r.completion_cost AS "completionCost"',
+  `${isoSql('r.first_token_time')} AS "firstTokenTime"`,
+  'r.api_key_id AS "apiKeyId"',
+  'r.user_id AS "userId"',
+];
+// Large JSON: read only when selected.
+const HEAVY_COLUMNS: Record<string, string> = {
+  inputs: 'r.inputs',
+  outputs: 'r.outputs',
+  extra: 'r.extra',
+  events: 'r.events',
+  serialized: 'r.serialized',
+};
+
+function selectList(select: string[] | null | undefined): string {
+  const heavy = select ? Object.keys(HEAVY_COLUMNS).filter((name) => select.includes(name)) : Object.keys(HEAVY_COLUMNS);
+  return [...BASE_COLUMNS, ...heavy.map((name) => HEAVY_COLUMNS[name]!)].join(', ');
+}
+
+/** One run of a tenant, with all fields (primary key). */
+export async function findRun(pool: pg.Pool, tenantId: string, id: string): Promise<TraceRunRow | undefined> {
+  const { rows } = await pool.query<TraceRunRow>(`SELECT ${selectList(null)} FROM trace_runs r WHERE r.tenant_id = $1 AND r.id = $2`, [tenantId, id]);
+  return rows[0];
+}
+
+/** The direct children of the parents (ids) within their traces, in execution order. */
+export async function findChildRuns(pool: pg.Pool, tenantId: string, traceIds: string[], parentIds: string[]): Promise<TraceRunRow[]> {
+  // trace_id narrows the scan to the traces' entries of the (tenant_id, trace_id) index; parent_run_id picks the children.
+  const { rows } = await pool.query<TraceRunRow>(
+    `SELECT ${selectList(null)} FROM trace_runs r
+      WHERE r.tenant_id = $1 AND r.trace_id = ANY($2::uuid[]) AND r.parent_run_id = ANY($3::uuid[]) ORDER BY r.dotted_order`,
+    [tenantId, traceIds, parentIds],
+  );
+  return rows;
+}
+
+/** The runs query as the store takes it: validated, in the viewer's workspace, filters as filter-language text. */
+export type RunSearch = {
+  sessions?: string[] | null;
+  ids?: string[] | null;
+  trace?: string | null;
+  parentRun?: string | null;
+  referenceExamples?: string[] | null;
+  runType?: string | null;
+  isRoot?: boolean | null;
+  error?: boolean | null;
+  /** start_time ≥ startTime and < endTime. */
+  startTime?: Date | null;
+  endTime?: Date | null;
+  /** Case-insensitive substring of name, error, inputs or outputs. */
+  text?: string | null;
+  filter?: string | null;
+  traceFilter?: string | null;
+  treeFilter?: string | null;
+  select?: string[] | null;
+  ascending: boolean;
+  /** Keyset position: rows strictly after (start time, id) in the query's order. */
+  after?: { startTime: string; id: string } | null;
+  /** Keyset position: rows up to and including (start time, id) in the query's order (a walk's window). */
+  until?: { startTime: string; id: string } | null;
+  /** Rows to read (the caller asks one more than a page to know whether more follow). */
+  limit: number;
+};
+
+/**
+ * The runs query's SQL (exported so the plan tests can EXPLAIN exactly what runs). Throws FilterError
+ * for a malformed filter.
+ */
+export function runSearchSql(tenantId: string, search: RunSearch): { text: string; values: unknown[] } {
+  const params = new SqlParams([tenantId]);
+  const where = ['r.tenant_id = $1'];
+  if (search.ids?.length) where.push(`r.id = ANY(${params.add(search.ids, 'uuid[]')})`);
+  if (search.trace) where.push(`r.trace_id = ${params.add(search.trace, 'uuid')}`);
+  if (search.parentRun) where.push(`r.parent_run_id = ${params.add(search.parentRun, 'uuid')}`);
+  if (search.referenceExamples?.length) where.push(`r.reference_example_id = ANY(${params.add(search.referenceExamples, 'uuid[]')})`);
+  if (search.runType) where.push(`r.run_type = ${params.add(search.runType)}`);
+  if (search.isRoot !== undefined && search.isRoot !== null) where.push(search.isRoot ? 'r.is_root' : 'NOT r.is_root');
+  if (search.error !== undefined && search.error !== null) where.push(search.error ? 'r.error IS NOT NULL' : 'r.error IS NULL');
+  if (search.startTime) where.push(`r.start_time >= ${params.add(search.startTime.toISOString(), 'timestamptz')}`);
+  if (search.endTime) where.push(`r.start_time < ${params.add(search.endTime.toISOString(), 'timestamptz')}`);
+  if (search.text) {
+    const pattern = params.add(`%${search.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    where.push(`(r.name ILIKE ${pattern} OR r.error ILIKE ${pattern} OR r.inputs::text ILIKE ${pattern} OR r.outputs::text ILIKE ${pattern})`);
+  }
+  if (search.filter) where.push(compileFilter(search.filter, 'r', params));
+  if (search.traceFilter) {
+    where.push(
+      `EXISTS (SELECT 1 FROM trace_runs root WHERE root.tenant_id = r.tenant_id AND root.id = r.trace_id AND ${compileFilter(search.traceFilter, 'root', params)})`,
+    );
+  }
+  if (search.treeFilter) {
+    where.push(
+      `EXISTS (SELECT 1 FROM trace_runs node WHERE node.tenant_id = r.tenant_id AND node.trace_id = r.trace_id AND ${compileFilter(search.treeFilter, 'node', params)})`,
+    );
+  }
+  if (search.after) {
+    const { startTime, id } = search.after;
+    where.push(`(r.start_time, r.id) ${search.ascending ? '>' : '<'} (${params.add(startTime, 'timestamptz')}, ${params.add(id, 'uuid')})`);
+  }
+  if (search.until) {
+    const { startTime, id } = search.until;
+    where.push(`(r.start_time, r.id) ${search.ascending ? '<=' : '>='} (${params.add(startTime, 'timestamptz')}, ${params.add(id, 'uuid')})`);
+  }
+  const direction = search.ascending ? 'ASC' : 'DESC';
+  const limit = Math.floor(search.limit);
+  const sessions = [...new Set(search.sessions ?? [])];
+  if (sessions.length > 1) {
+    // One limited, in-order index scan per project, merged. The ISO text of start_time sorts as the time does.
+    const projects = params.add(sessions, 'uuid[]');
+    return {
+      text: `SELECT r.* FROM unnest(${projects}) AS project(id)
+               CROSS JOIN LATERAL (
+                 SELECT ${selectList(search.select)} FROM trace_runs r
+                  WHERE ${[...where, 'r.session_id = project.id'].join(' AND ')}
+                  ORDER BY r.start_time ${direction}, r.id ${direction} LIMIT ${limit}
+               ) r
+              ORDER BY r."startTime" COLLATE "C" ${direction}, r.id ${direction} LIMIT ${limit}`,
+      values: params.values,
+    };
+  }
+  if (sessions.length === 1) where.push(`r.session_id = ${params.add(sessions[0], 'uuid')}`);
+  return {
+    text: `SELECT ${selectList(search.select)} FROM trace_runs r WHERE ${where.join(' AND ')}
+            ORDER BY r.start_time ${direction}, r.id ${direction} LIMIT ${limit}`,
+    values: params.values,
+  };
+}
+
+export type RunKey = { startTime: string; id: string };
+
+/**
+ * Runs matching a search, in its order, at most `limit`. A search of one project that no index serves
+ * in order (a filter on latency, tokens, error text, inputs, a search, a trace or tree filter, not/or …)
+ * walks the project's index in windows of rows, newest first, and stops once it has the page or its
+ * time budget is spent: then `walkedTo` is the last key it looked at, where the next page carries on
+ * (so a filter that matches nothing answers an empty page quickly instead of reading the project).
+ */
+export async function searchRuns(
+  pool: pg.Pool,
+  tenantId: string,
+  search: RunSearch,
+  walk: { firstWindow?: number; budgetMs?: number } = {},
+): Promise<{ rows: TraceRunRow[]; walkedTo?: RunKey }> {
+  if (search.sessions?.length !== 1 || indexServes(search)) {
+    const { rows } = await pool.query<TraceRunRow>(runSearchSql(tenantId, search));
+    return { rows };
+  }
+  const started = performance.now();
+  const direction = search.ascending ? 'ASC' : 'DESC';
+  const rows: TraceRunRow[] = [];
+  let after = search.after ?? null;
+  for (let window = walk.firstWindow ?? WALK_FIRST_WINDOW; ; window = Math.min(window * 2, WALK_MAX_WINDOW)) {
+    // The window's far edge: `window` rows on along the project's index (an index-only scan).
+    const edgeParams = [tenantId, search.sessions[0], ...(after ? [after.startTime, after.id] : [])];
+    const { rows: edges } = await pool.query<RunKey>(
+      `SELECT ${isoSql('r.start_time')} AS "startTime", r.id FROM trace_runs r
+        WHERE r.tenant_id = $1 AND r.session_id = $2::uuid
+          ${after ? `AND (r.start_time, r.id) ${search.ascending ? '>' : '<'} ($3::timestamptz, $4::uuid)` : ''}
+        ORDER BY r.start_time ${direction}, r.id ${direction} OFFSET ${window - 1} LIMIT 1`,
+      edgeParams,
+    );
+    const until = edges[0] ?? null;
+    const { rows: found } = await pool.query<TraceRunRow>(runSearchSql(tenantId, { ...search, after, until, limit: search.limit - rows.length }));
+    rows.push(...found);
+    // Done: the page is full, or the window reached the end of the project.
+    if (rows.length >= search.limit || !until) return { rows };
+    after = until;
+    if (performance.now() - started >= (walk.budgetMs ?? WALK_BUDGET_MS)) return { rows, walkedTo: until };
+  }
+}
+
+// Windows of 10,000 rows growing to 40,000 (tens of milliseconds each at most), and a walk stops once
+// 100 ms are spent, so an unindexable filter that matches little answers its page in well under
+// 200 ms, a page at a time. (Larger windows overshot the budget by a whole window at a million runs.)
+const WALK_FIRST_WINDOW = 10_000;
+const WALK_MAX_WINDOW = 40_000;
+const WALK_BUDGET_MS = 100;
+
+// Filter fields whose eq/has/in an index serves together with the project's time order.
+const INDEXED_FIELDS = new Set(['name', 'status', 'run_type', 'is_root', 'tags', 'id', 'trace_id', 'session_id', 'start_time']);
+
+/** Whether the search's conditions are all ones an index serves in order (no walk needed). */
+function indexServes(search: RunSearch): boolean {
+  if (search.text || search.traceFilter || search.treeFilter || (search.error !== undefined && search.error !== null)) return false;
+  if (!search.filter) return true;
+  try {
+    return filterIndexServed(parseFilter(search.filter));
+  } catch {
+    return true; // a malformed filter fails in compileFilter with its own error
+  }
+}
+
+function filterIndexServed(node: FilterNode): boolean {
+  if (node.type === 'and') return node.args.every(filterIndexServed);
+  if (node.type !== 'cmp') return false;
+  if (node.field.name === 'metadata_key' || node.field.name === 'metadata_value') return node.op === 'eq';
+  if (!INDEXED_FIELDS.has(node.field.name)) return false;
+  return node.field.name === 'start_time' || node.op === 'eq' || node.op === 'has' || node.op === 'in';
+}
+
+// ───────────────────────────── the exporter's read ─────────────────────────────
+
+/**
+ * One batch of an export run's trace runs after `cursor`, in (start_time, id) order: keyset paging on
+ * the (tenant_id, session_id, start_time, id) index. Each row is the columns' values followed by the
+ * cursor (ISO start time, id) of that row.
+ */
+export async function readRunBatch(
+  pool: pg.Pool,
+  scope: { tenantId: string; sessionId: string; start: Date; end: Date; filter: string | null },
+  columns: readonly { sql: string }[],
+  cursor: { start_time: string; id: string } | null | undefined,
+  limit: number,
+): Promise<unknown[][]> {
+  const params = new SqlParams();
+  const conditions = [
+    `r.tenant_id = ${params.add(scope.tenantId)}::uuid`,
+    `r.session_id = ${params.add(scope.sessionId)}::uuid`,
+    `r.start_time >= ${params.add(scope.start.toISOString())}::timestamptz`,
+    `r.start_time < ${params.add(scope.end.toISOString())}::timestamptz`,
+  ];
+  if (cursor) conditions.push(`(r.start_time, r.id) > (${params.add(cursor.start_time)}::timestamptz, ${params.add(cursor.id)}::uuid)`);
+  if (scope.filter) conditions.push(`(${compileFilter(scope.filter, 'r', params)})`);
+  const text = `SELECT ${columns.map((column) => column.sql).join(', ')},
+                       ${isoSql('r.start_time')}, r.id::text
+                  FROM trace_runs r
+                 WHERE ${conditions.join(' AND ')}
+                 ORDER BY r.start_time, r.id
+                 LIMIT ${Number(limit)}`;
+  const { rows } = await pool.query({ text, values: params.values, rowMode: 'array' });
+  return rows as unknown[][];
+}
+
+// ───────────────────────────── ingestion ─────────────────────────────
+
+// 33 columns × 1500 rows stays under PostgreSQL's 65535 bind parameters.
+const INSERT_CHUNK = 1500;
+
+
+const RUN_COLUMNS = [
+  ['tenant_id', 'uuid'],
+  ['id', 'uuid'],
+  ['session_id', 'uuid'],
+  ['trace_id', 'uuid'],
+  ['parent_run_id', 'uuid'],
+  ['parent_run_ids', 'uuid[]'],
+  ['reference_example_id', 'uuid'],
+  ['name', 'text'],
+  ['run_type', 'text'],
+  ['start_time', 'timestamptz'],
+  ['end_time', 'timestamptz'],
+  ['status', 'text'],
+  ['is_root', 'boolean'],
+  ['dotted_order', 'text'],
+  ['trace_tier', 'text'],
+  ['thread_id', 'text'],
+  ['inputs', 'jsonb'],
+  ['outputs', 'jsonb'],
+  ['error', 'text'],
+  ['extra', 'jsonb'],
+  ['events', 'jsonb'],
+  ['serialized', 'jsonb'],
+  ['tags', 'text[]'],
+  ['total_tokens', 'integer'],
+  ['prompt_tokens', 'integer'],
+  ['completion_tokens', 'integer'],
+  ['total_cost', 'float8'],
+  ['prompt_cost', 'float8'],
+  ['completion_cost', 'float8'],
+  ['first_token_time', 'timestamptz'],
+  ['api_key_id', 'uuid'],
+  ['user_id', 'uuid'],
+] as const;
+
+/** The column values of one run, in RUN_COLUMNS order (also used by the ingest benchmark's raw ceiling). */
+export function runRowValues(run: NormalizedRun, who: Ingester): unknown[] {
+  return [
+    who.workspaceId,
+    run.id,
+    run.sessionId,
+    run.traceId,
+    run.parentRunId,
+    run.parentRunIds,
+    run.referenceExampleId,
+    run.name,
+    run.runType,
+    run.startTime,
+    run.endTime,
+    deriveStatus(run.error, run.endTime),
+    run.parentRunId === null,
+    run.dottedOrder,
+    run.traceTier,
+    run.threadId,
+    run.inputs,
+    run.outputs,
+    run.error,
+    run.extra,
+    run.events,
+    run.serialized,
+    run.tags,
+    run.usage.totalTokens,
+    run.usage.promptTokens,
+    run.usage.completionTokens,
+    run.usage.totalCost,
+    run.usage.promptCost,
+    run.usage.completionCost,
+    run.firstTokenTime,
+    who.apiKeyId ?? null,
+    who.userId ?? null,
+  ];
+}
+
+const valuesClause = (rows: number, columns: readonly (readonly [string, string])[]) => {
+  const width = columns.length;
+  const parts: string[] = [];
+  for (let row = 0; row < rows; row++) {
+    parts.push(`(${columns.map(([, type], column) => `$${row * width + column + 1}::${type}`).join(',')})`);
+  }
+  return parts.join(',');
+};
+
+/** The multi-row INSERT of runs as VALUES lists, for `rows` rows (the benchmark compares it). */
+export function insertRunsSql(rows: number, onConflict = 'ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id'): string {
+  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')}) VALUES ${valuesClause(rows, RUN_COLUMNS)} ${onConflict}`;
+}
+
+// The ingest INSERT: one parameter per column, zipped into rows by ROWS FROM. PostgreSQL plans it once
+// per connection (a named prepared statement) whatever the batch size, where a VALUES list of 100
+// rows × 32 columns is 3,200 parameters to parse and plan on every request (measured here: about
+// 1.5× the rows/s). JSON columns travel as one JSON array each (no array-literal escaping of JSON
+// text); list columns as array literals.
+const PER_REQUEST = new Set(['tenant_id', 'api_key_id', 'user_id']);
+const ARRAY_COLUMNS = new Set(['parent_run_ids', 'tags']);
+const PER_ROW = RUN_COLUMNS.filter(([name]) => !PER_REQUEST.has(name));
+
+export function insertRunsUnnestSql(onConflict = 'ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id'): string {
+  const select = RUN_COLUMNS.map(([name, type]) => {
+    if (name === 'tenant_id') return '$1::uuid';
+    if (name === 'api_key_id') return '$2::uuid';
+    if (name === 'user_id') return '$3::uuid';
+    if (type === 'jsonb') return `NULLIF(u.${name}, 'null'::jsonb)`;
+    return ARRAY_COLUMNS.has(name) ? `u.${name}::${type}` : `u.${name}`;
+  });
+  const sources = PER_ROW.map(([name, type], i) => {
+    const param = `$${i + 4}`;
+    if (type === 'jsonb') return `jsonb_array_elements(${param}::jsonb)`;
+    return `unnest(${param}::${ARRAY_COLUMNS.has(name) ? 'text' : type}[])`;
+  });
+  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')})
+    SELECT ${select.join(',')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')}) ${onConflict}`;
+}
+
+const INSERT_RUNS_UNNEST_SQL = insertRunsUnnestSql();
+
+/** An element of a PostgreSQL array literal: NULL, or the text quoted (backslash and quote escaped). */
+function arrayElement(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  const text = typeof value === 'string' ? value : typeof value === 'boolean' ? (value ? 't' : 'f') : String(value);
+  return text.includes('"') || text.includes('\\') ? `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"` : `"${text}"`;
+}
+
+/** A PostgreSQL array literal of text values (for array columns sent through unnest). */
+function arrayLiteral(values: string[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) out += (i ? ',' : '') + arrayElement(values[i]);
+  return `${out}}`;
+}
+
+/**
+ * Parameters of insertRunsUnnestSql for these runs: three per-request values, then one per column.
+ * Every column goes as one string (an array literal, or a JSON array for jsonb) built here in one pass:
+ * handing node-postgres JS arrays makes it escape every element with two regular expressions, and
+ * these are 29 columns × every run of every request.
+ */
+export function runColumnArrays(runs: NormalizedRun[], who: Ingester): unknown[] {
+  const rows = runs.map((run) => runRowValues(run, who));
+  const params: unknown[] = [who.workspaceId, who.apiKeyId ?? null, who.userId ?? null];
+  for (let index = 0; index < RUN_COLUMNS.length; index++) {
+    const [name, type] = RUN_COLUMNS[index]!;
+    if (PER_REQUEST.has(name)) continue;
+    let out = type === 'jsonb' ? '[' : '{';
+    for (let r = 0; r < rows.length; r++) {
+      const value = rows[r]![index];
+      if (r) out += ',';
+      if (type === 'jsonb') out += (value as string | null) ?? 'null';
+      else if (ARRAY_COLUMNS.has(name)) out += arrayElement(arrayLiteral(value as string[]));
+      else out += arrayElement(value);
+    }
+    params.push(type === 'jsonb' ? `${out}]` : `${out}}`);
+  }
+  return params;
+}
+
+export async function insertRuns(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  for (let start = 0; start < runs.length; start += INSERT_CHUNK) {
+    const chunk = runs.slice(start, start + INSERT_CHUNK);
+    const { rows } = await client.query<{ id: string }>({ name: 'traces.insert_runs', text: INSERT_RUNS_UNNEST_SQL, values: runColumnArrays(chunk, who) });
+    for (const row of rows) inserted.add(row.id);
+  }
+  return inserted;
+}
+
+const PATCH_COLUMNS = [
+  ['id', 'uuid'],
+  ['end_time', 'timestamptz'],
+  ['inputs', 'jsonb'],
+  ['outputs', 'jsonb'],
+  ['error', 'text'],
+  ['extra', 'jsonb'],
+  ['events', 'jsonb'],
+  ['serialized', 'jsonb'],
+  ['tags', 'text[]'],
+  ['total_tokens', 'integer'],
+  ['prompt_tokens', 'integer'],
+  ['completion_tokens', 'integer'],
+  ['total_cost', 'float8'],
+  ['prompt_cost', 'float8'],
+  ['completion_cost', 'float8'],
+  ['first_token_time', 'timestamptz'],
+  ['thread_id', 'text'],
+] as const;
+
+/** Applies (merged) patches to stored runs in one statement; returns the ids it found. */
+export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[]): Promise<Set<string>> {
+  if (!patches.length) return new Set();
+  const values = patches.flatMap((p) => [
+    p.id,
+    p.endTime,
+    p.inputs,
+    p.outputs,
+    p.error,
+    p.extra,
+    p.events,
+    p.serialized,
+    p.tags,
+    p.usage.totalTokens,
+    p.usage.promptTokens,
+    p.usage.completionTokens,
+    p.usage.totalCost,
+    p.usage.promptCost,
+    p.usage.completionCost,
+    p.firstTokenTime,
+    p.threadId,
+  ]);
+  const tenantParam = `$${values.length + 1}`;
+  // Usage is per LLM run; a patch does not carry the run type, so the row decides.
+  const usage = (column: string) => `${column} = CASE WHEN t.run_type = 'llm' AND p.total_tokens IS NOT NULL THEN p.${column} ELSE t.${column} END`;
+  const { rows } = await client.query<{ id: string }>(
+    `UPDATE trace_runs AS t SET
+       end_time = COALESCE(p.end_time, t.end_time),
+       inputs = COALESCE(p.inputs, t.inputs),
+       outputs = COALESCE(p.outputs, t.outputs),
+       error = COALESCE(p.error, t.error),
+       extra = CASE WHEN p.extra IS NULL THEN t.extra ELSE COALESCE(t.extra, '{}'::jsonb) || p.extra END,
+       events = COALESCE(p.events, t.events),
+       serialized = COALESCE(p.serialized, t.serialized),
+       tags = COALESCE(p.tags, t.tags),
+       ${usage('total_tokens')}, ${usage('prompt_tokens')}, ${usage('completion_tokens')},
+       ${usage('total_cost')}, ${usage('prompt_cost')}, ${usage('completion_cost')},
+       first_token_time = COALESCE(t.first_token_time, p.first_token_time),
+       thread_id = COALESCE(p.thread_id, t.thread_id),
+       status = CASE WHEN COALESCE(p.error, t.error) IS NOT NULL THEN 'error'
+                     WHEN COALESCE(p.end_time, t.end_time) IS NOT NULL THEN 'success' ELSE 'pending' END,
+       updated_at = now()
+     FROM (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}) AS p(${PATCH_COLUMNS.map(([name]) => name).join(',')})
+     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id
+     RETURNING t.id`,
+    [...values, tenantId],
+  );
+  return new Set(rows.map((row) => row.id));
+}
+
+export async function deferPatches(client: pg.PoolClient, tenantId: string, patches: NormalizedPatch[]): Promise<void> {
+  const values = patches.map((_, i) => `($1::uuid, $${i * 2 + 2}::uuid, $${i * 2 + 3}::jsonb)`).join(',');
+  await client.query(`INSERT INTO trace_run_pending_patches (tenant_id, run_id, payload) VALUES ${values}`, [
+    tenantId,
+    ...patches.flatMap((patch) => [patch.id, toJsonb(patch.raw)]),
+  ]);
+}
+
+/** Whether patches wait for any of these runs (almost always not: one cheap indexed probe). */
+export async function hasPendingPatches(client: pg.PoolClient, tenantId: string, runIds: string[]): Promise<boolean> {
+  const probe = await client.query({
+    name: 'traces.pending_probe',
+    text: 'SELECT 1 FROM trace_run_pending_patches WHERE tenant_id = $1 AND run_id = ANY($2::uuid[]) LIMIT 1',
+    values: [tenantId, runIds],
+  });
+  return !!probe.rowCount;
+}
+
+/** Removes and returns, in arrival order, the kept patches of these runs whose run is now stored. */
+export async function takePendingPatchesOfStoredRuns(
+  client: pg.PoolClient,
+  tenantId: string,
+  runIds: string[],
+): Promise<{ id: string; run_id: string; payload: Record<string, unknown> }[]> {
+  const { rows } = await client.query<{ id: string; run_id: string; payload: Record<string, unknown> }>(
+    `DELETE FROM trace_run_pending_patches AS p
+      WHERE p.tenant_id = $1 AND p.run_id = ANY($2::uuid[])
+        AND EXISTS (SELECT 1 FROM trace_runs AS t WHERE t.tenant_id = p.tenant_id AND t.id = p.run_id)
+      RETURNING p.id, p.run_id, p.payload`,
+    [tenantId, runIds],
+  );
+  return rows.sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+export async function insertAttachments(client: pg.PoolClient, tenantId: string, attachments: RunAttachment[]): Promise<void> {
+  // Last one wins for a repeated name (the SDK re-sends attachments on retries).
+  const byKey = new Map(attachments.map((a) => [`${a.runId}/${a.name}`, a]));
+  const list = [...byKey.values()];
+  const sqlValues = list.map((_, i) => `($1::uuid, $${i * 4 + 2}::uuid, $${i * 4 + 3}, $${i * 4 + 4}, $${i * 4 + 5}::bytea, length($${i * 4 + 5}::bytea))`).join(',');
+  await client.query(
+    `INSERT INTO trace_run_attachments (tenant_id, run_id, name, content_type, data, size) VALUES ${sqlValues}
+     ON CONFLICT (tenant_id, run_id, name) DO UPDATE SET content_type = EXCLUDED.content_type, data = EXCLUDED.data, size = EXCLUDED.size, created_at = now()`,
+    [tenantId, ...list.flatMap((a) => [a.runId.toLowerCase(), toText(a.name, 500), toText(a.contentType, 200), a.data])],
+  );
+}
+
+
+// ───────────────────────────── retention ─────────────────────────────
+
+/**
+ * Deletes up to `limit` trace runs per project that started before their workspace's retention
+ * (`trace_retention_days`, else `defaultDays`), with their attachments and waiting patches; returns
+ * how many runs it deleted. Per project, the old runs are a range of the (tenant_id, session_id,
+ * start_time, id) index. Runs whose project is gone were deleted with it. `workspaceIds` narrows it
+ * to those workspaces.
+ */
+export async function deleteExpiredRuns(pool: pg.Pool, defaultDays: number, limit: number, workspaceIds?: string[]): Promise<number> {
+  const { rows } = await pool.query<{ deleted: number }>(
+    `WITH doomed AS (
+       SELECT r.tenant_id, r.id FROM workspaces w
+         JOIN tracing_projects p ON p.workspace_id = w.id
+        CROSS JOIN LATERAL (
+          SELECT r.tenant_id, r.id FROM trace_runs r
+           WHERE r.tenant_id = w.id AND r.session_id = p.id
+             AND r.start_time < now() - make_interval(days => COALESCE(w.trace_retention_days, $1::int))
+           LIMIT $2
+        ) r
+        WHERE $3::uuid[] IS NULL OR w.id = ANY($3::uuid[])
+     ), runs AS (
+       DELETE FROM trace_runs t USING doomed d WHERE t.tenant_id = d.tenant_id AND t.id = d.id RETURNING t.tenant_id, t.id
+     ), attachments AS (
+       DELETE FROM trace_run_attachments a USING runs WHERE a.tenant_id = runs.tenant_id AND a.run_id = runs.id
+     ), patches AS (
+       DELETE FROM trace_run_pending_patches pp USING runs WHERE pp.tenant_id = runs.tenant_id AND pp.run_id = runs.id
+     )
+     SELECT count(*)::int AS deleted FROM runs`,
+    [defaultDays, limit, workspaceIds ?? null],
+  );
+  return rows[0]!.deleted;
+}

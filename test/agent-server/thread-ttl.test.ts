@@ -1,0 +1,103 @@
+// Thread TTL through the official SDK against a real `serve` process: the sweep deletes an expired
+// thread with its runs, stream events, checkpoints and queue jobs and nothing else, and a run started
+// while a sweep runs is either kept with its thread or refused (never accepted and then lost).
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteExpiredThreads } from '../../src/services/threads/threads.store.js';
+import { databaseUrl } from '../helpers.js';
+import { removeDir, startServe, type ServeProcess } from './serve.js';
+
+let server: ServeProcess;
+let pool: pg.Pool;
+beforeAll(async () => {
+  server = await startServe();
+  pool = new pg.Pool({ connectionString: databaseUrl(), max: 3 });
+}, 180_000);
+afterAll(async () => {
+  await pool?.end();
+  await server?.stop();
+  removeDir(server?.dir);
+});
+
+/** Rows each table holds for a thread (runs, their events and jobs, checkpoints). */
+async function owned(threadId: string) {
+  const { rows } = await pool.query<Record<string, number>>(
+    `WITH runs AS (SELECT id, job_id FROM agent_runs WHERE thread_id = $1)
+     SELECT (SELECT count(*) FROM agent_threads WHERE id = $1)::int AS threads,
+            (SELECT count(*) FROM runs)::int AS runs,
+            (SELECT count(*) FROM run_events WHERE run_id IN (SELECT id FROM runs))::int AS events,
+            (SELECT count(*) FROM pgboss.job WHERE id::text IN (SELECT job_id FROM runs))::int AS jobs,
+            (SELECT count(*) FROM langgraph.checkpoints WHERE thread_id = $1::text)::int AS checkpoints,
+            (SELECT count(*) FROM langgraph.checkpoint_blobs WHERE thread_id = $1::text)::int AS blobs,
+            (SELECT count(*) FROM langgraph.checkpoint_writes WHERE thread_id = $1::text)::int AS writes`,
+    [threadId],
+  );
+  return rows[0]!;
+}
+
+const age = (threadId: string, minutes: number) =>
+  pool.query(`UPDATE agent_threads SET updated_at = now() - make_interval(mins => $2) WHERE id = $1`, [threadId, minutes]);
+
+/** Sweeps until nothing more is due (other tests' threads may be due too). */
+async function sweep() {
+  while ((await deleteExpiredThreads({ pool }, 200)).length === 200);
+}
+
+describe('thread TTL', () => {
+  it('takes ttl as the SDK sends it (minutes, or {ttl, strategy}) and rejects a bad one with 422', async () => {
+    const a = await server.client.threads.create({ ttl: { ttl: 1, strategy: 'delete' } });
+    const b = await server.client.threads.create({ ttl: 5 } as never);
+    const { rows } = await pool.query<{ id: string; ttl_minutes: number }>('SELECT id, ttl_minutes FROM agent_threads WHERE id = ANY($1::uuid[])', [
+      [a.thread_id, b.thread_id],
+    ]);
+    expect(Object.fromEntries(rows.map((row) => [row.id, row.ttl_minutes]))).toEqual({ [a.thread_id]: 1, [b.thread_id]: 5 });
+    await server.client.threads.update(a.thread_id, { ttl: { ttl: 30, strategy: 'delete' } } as never);
+    expect((await pool.query('SELECT ttl_minutes FROM agent_threads WHERE id = $1', [a.thread_id])).rows[0].ttl_minutes).toBe(30);
+    await expect(server.client.threads.create({ ttl: { ttl: 1, strategy: 'keep' } } as never)).rejects.toThrow(/HTTP 422/);
+    await expect(server.client.threads.create({ ttl: -1 } as never)).rejects.toThrow(/HTTP 422/);
+  });
+
+  it('deletes an expired thread with everything it owns, and nothing else', async () => {
+    const expired = await server.client.threads.create({ ttl: { ttl: 1, strategy: 'delete' } });
+    const alive = await server.client.threads.create({ ttl: { ttl: 5, strategy: 'delete' } });
+    const forever = await server.client.threads.create();
+    for (const thread of [expired, alive, forever]) {
+      await server.client.runs.wait(thread.thread_id, 'interrupt', { input: { topic: 'tea' } });
+    }
+    const before = await owned(expired.thread_id);
+    expect(before).toMatchObject({ threads: 1, runs: 1, jobs: 1 });
+    expect(before.events).toBeGreaterThan(0);
+    expect(before.checkpoints).toBeGreaterThan(0);
+    for (const thread of [expired, alive, forever]) await age(thread.thread_id, 2);
+    const aliveBefore = await owned(alive.thread_id);
+    const foreverBefore = await owned(forever.thread_id);
+
+    await sweep();
+
+    expect(await owned(expired.thread_id)).toEqual({ threads: 0, runs: 0, events: 0, jobs: 0, checkpoints: 0, blobs: 0, writes: 0 });
+    await expect(server.client.threads.get(expired.thread_id)).rejects.toThrow(/HTTP 404/);
+    expect(await owned(alive.thread_id)).toEqual(aliveBefore);
+    expect(await owned(forever.thread_id)).toEqual(foreverBefore);
+    expect((await server.client.threads.getState(alive.thread_id)).values).toEqual({ topic: 'tea' });
+  });
+
+  it('never loses a run started while a sweep runs: it is kept with its thread, or refused with 404', async () => {
+    for (let round = 0; round < 6; round++) {
+      const thread = await server.client.threads.create({ ttl: { ttl: 1, strategy: 'delete' } });
+      await age(thread.thread_id, 2);
+      const [run] = await Promise.allSettled([
+        server.client.runs.wait(thread.thread_id, 'interrupt', { input: { topic: `round ${round}` } }),
+        // Half the rounds start the sweep first, half the run.
+        new Promise((resolve) => setTimeout(resolve, round % 2 ? 0 : 5)).then(sweep),
+      ]);
+      const after = await owned(thread.thread_id);
+      if (run.status === 'fulfilled') {
+        expect(after).toMatchObject({ threads: 1, runs: 1 });
+        expect((await server.client.threads.getState(thread.thread_id)).values).toEqual({ topic: `round ${round}` });
+      } else {
+        expect(String(run.reason)).toMatch(/HTTP 404/);
+        expect(after).toMatchObject({ threads: 0, runs: 0, checkpoints: 0 });
+      }
+    }
+  });
+});

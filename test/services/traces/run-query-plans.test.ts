@@ -1,0 +1,144 @@
+// The runs query reads an index in order: at a size where PostgreSQL would rather scan the whole table
+// for the old `session_id = ANY(…)` form, newest-N of one project, of several, and with each indexed
+// filter is planned as an index scan, and answers what a brute-force ordering of the rows answers.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fillTraceRuns } from '../../../bench/trace-run-fill.js';
+import { type RunSearch, runSearchSql, searchRuns } from '../../../src/services/traces/trace-runs.store.js';
+import { databaseUrl } from '../../helpers.js';
+
+const RUNS = 40_000;
+const tenantId = randomUUID();
+const projects = Array.from({ length: 4 }, () => randomUUID());
+let pool: pg.Pool;
+
+type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+
+/** The scan nodes on trace_runs of the plan of `search`, as "Seq Scan" or "<node type> <index name>". */
+async function scans(search: RunSearch): Promise<string[]> {
+  const { text, values } = runSearchSql(tenantId, search);
+  const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+  const found: string[] = [];
+  const visit = (node: PlanNode) => {
+    if (node['Node Type'].includes('Scan') && (node['Relation Name'] === 'trace_runs' || node['Index Name']?.startsWith('trace_runs'))) {
+      found.push(node['Index Name'] ? `${node['Node Type']} ${node['Index Name']}` : node['Node Type']);
+    }
+    for (const child of node.Plans ?? []) visit(child);
+  };
+  visit(rows[0]!['QUERY PLAN'][0].Plan);
+  return found;
+}
+
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  await fillTraceRuns(pool, tenantId, projects, 0, RUNS);
+  await pool.query('ANALYZE trace_runs');
+}, 120_000);
+
+afterAll(async () => {
+  await pool.query('DELETE FROM trace_runs WHERE tenant_id = $1', [tenantId]);
+  await pool.end();
+});
+
+describe('newest runs of a project', () => {
+  const base: RunSearch = { sessions: [projects[0]!], ascending: false, limit: 101 };
+
+  it('is a sequential scan in the old = ANY form at this size (the premise of the tests below)', async () => {
+    const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) SELECT id FROM trace_runs r WHERE r.tenant_id = $1 AND r.session_id = ANY($2::uuid[]) ORDER BY r.start_time DESC, r.id DESC LIMIT 101`,
+      [tenantId, [projects[0]]],
+    );
+    expect(JSON.stringify(rows[0]!['QUERY PLAN'])).toContain('Seq Scan');
+  });
+
+  it('reads the project index in order', async () => {
+    expect(await scans(base)).toEqual(['Index Scan trace_runs_tenant_id_session_id_start_time_id_idx']);
+  });
+
+  it.each([
+    ['eq(name, …)', { filter: 'eq(name, "step_7")' }, 'trace_runs_tenant_id_session_id_name_start_time_id_idx'],
+    ['eq(status, …) with no hits', { filter: 'eq(status, "error")' }, 'trace_runs_tenant_id_session_id_status_start_time_id_idx'],
+    ['run type', { runType: 'retriever' }, 'trace_runs_tenant_id_session_id_run_type_start_time_id_idx'],
+    ['eq(run_type, …)', { filter: 'eq(run_type, "retriever")' }, 'trace_runs_tenant_id_session_id_run_type_start_time_id_idx'],
+    ['root runs', { isRoot: true }, 'trace_runs_tenant_id_session_id_is_root_start_time_id_idx'],
+  ] as const)('with %s reads that field’s index', async (_, filter, index) => {
+    const plan = await scans({ ...base, ...filter });
+    expect(plan).not.toContain('Seq Scan');
+    expect(plan.some((scan) => scan.endsWith(index))).toBe(true);
+  });
+
+  it.each([
+    ['has(tags, …)', 'has(tags, "vip")', 'trace_runs_tags_idx'],
+    ['a metadata key and value', 'and(eq(metadata_key, "user_id"), eq(metadata_value, "user-7"))', 'trace_runs_extra_idx'],
+  ])('with %s uses an index, never a sequential scan', async (_, filter, index) => {
+    const plan = await scans({ ...base, filter });
+    expect(plan).not.toContain('Seq Scan');
+    expect(plan.some((scan) => scan.includes('trace_runs_tenant_id_session_id') || scan.endsWith(index))).toBe(true);
+  });
+
+  it('of several projects merges per-project index scans and answers the newest across them', async () => {
+    const search: RunSearch = { sessions: projects.slice(0, 3), ascending: false, limit: 50 };
+    expect(await scans(search)).toEqual(['Index Scan trace_runs_tenant_id_session_id_start_time_id_idx']);
+    const { rows: got } = await searchRuns(pool, tenantId, search);
+    const { rows: expected } = await pool.query<{ id: string }>(
+      `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = ANY($2::uuid[]) ORDER BY start_time DESC, id DESC LIMIT 50`,
+      [tenantId, projects.slice(0, 3)],
+    );
+    expect(got.map((run) => run.id)).toEqual(expected.map((row) => row.id));
+    expect(new Set(got.map((run) => run.sessionId)).size).toBeGreaterThan(1);
+  });
+
+  it('pages with the keyset cursor across several projects, oldest first too, without gaps or repeats', async () => {
+    for (const ascending of [false, true]) {
+      const seen: string[] = [];
+      let after: RunSearch['after'] = null;
+      for (let page = 0; page < 3; page++) {
+        const { rows: runs } = await searchRuns(pool, tenantId, { sessions: projects.slice(1, 4), ascending, limit: 30, after, filter: 'eq(run_type, "llm")' });
+        seen.push(...runs.map((run) => run.id));
+        const last = runs.at(-1)!;
+        after = { startTime: last.startTime, id: last.id };
+      }
+      const { rows } = await pool.query<{ id: string }>(
+        `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = ANY($2::uuid[]) AND run_type = 'llm'
+          ORDER BY start_time ${ascending ? 'ASC' : 'DESC'}, id ${ascending ? 'ASC' : 'DESC'} LIMIT 90`,
+        [tenantId, projects.slice(1, 4)],
+      );
+      expect(seen).toEqual(rows.map((row) => row.id));
+    }
+  });
+
+  it('walks a filter no index serves in windows: short pages whose cursor carries on, together all the matches', async () => {
+    const filter = 'gt(latency, 4.9)';
+    const { rows: expected } = await pool.query<{ id: string }>(
+      `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = $2 AND end_time - start_time > interval '4.9 seconds'
+        ORDER BY start_time DESC, id DESC`,
+      [tenantId, projects[0]],
+    );
+    expect(expected.length).toBeGreaterThan(10);
+    const seen: string[] = [];
+    let after: RunSearch['after'] = null;
+    let pages = 0;
+    let shortPages = 0;
+    for (;;) {
+      // One 200-row window per call (no time budget): a page holds what that window held, up to the limit.
+      const { rows, walkedTo } = await searchRuns(pool, tenantId, { ...base, filter, limit: 11, after }, { firstWindow: 200, budgetMs: 0 });
+      pages++;
+      seen.push(...rows.slice(0, 10).map((run) => run.id));
+      if (rows.length > 10) after = { startTime: rows[9]!.startTime, id: rows[9]!.id };
+      else if (walkedTo) {
+        shortPages++;
+        after = walkedTo;
+      } else break;
+    }
+    expect(seen).toEqual(expected.map((row) => row.id));
+    expect(shortPages).toBeGreaterThan(0);
+    expect(pages).toBeGreaterThan(2);
+  });
+
+  it('answers a filter no index serves that matches nothing with an empty first page and a cursor', async () => {
+    const { rows, walkedTo } = await searchRuns(pool, tenantId, { ...base, filter: 'gt(latency, 100000)' }, { firstWindow: 1_000, budgetMs: 0 });
+    expect(rows).toEqual([]);
+    expect(walkedTo).toBeDefined();
+  });
+});
