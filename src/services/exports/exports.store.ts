@@ -1,12 +1,14 @@
 // SQL of bulk export: destinations, exports and their runs (the state machines), the keyset read of
 // trace runs a run exports, and the claims that keep concurrency within the limits across workers.
 import type pg from 'pg';
+import { escapeLiteral } from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import type { Database } from '../../db.js';
 import type { BulkExport, BulkExportRun, ExportDestination, Prisma } from '../../generated/prisma/client.js';
 import type { ExportLimits } from '../../config.js';
 import { newId } from '../../ids.js';
 import { compileFilter, SqlParams } from '../traces/filter.js';
-import type { ExportColumn } from './parquet.js';
+import { type CopyBatch, type ExportColumn, recordBatchFromCopy } from './parquet.js';
 import type { ExportStatus } from './exports.schemas.js';
 
 export type { BulkExport, BulkExportRun, ExportDestination };
@@ -286,8 +288,8 @@ export function findDueSchedules(db: Database, now: Date, delaySeconds: number) 
 
 /**
  * One batch of an export run's trace runs after `cursor`, in (start_time, id) order: keyset paging on
- * the (tenant_id, session_id, start_time) index. Each row is the columns' values followed by the
- * cursor (ISO start time, id) of that row.
+ * the (tenant_id, session_id, start_time) index, read by binary COPY and decoded straight into an
+ * Arrow record batch (see parquet.ts), with the cursor of its last row.
  */
 export async function readRunBatch(
   pool: pg.Pool,
@@ -295,7 +297,7 @@ export async function readRunBatch(
   columns: ExportColumn[],
   cursor: RunResult['latest_cursor'],
   limit: number,
-): Promise<unknown[][]> {
+): Promise<CopyBatch> {
   const params = new SqlParams();
   const conditions = [
     `r.tenant_id = ${params.add(scope.tenantId)}::uuid`,
@@ -305,12 +307,39 @@ export async function readRunBatch(
   ];
   if (cursor) conditions.push(`(r.start_time, r.id) > (${params.add(cursor.start_time)}::timestamptz, ${params.add(cursor.id)}::uuid)`);
   if (scope.filter) conditions.push(`(${compileFilter(scope.filter, 'r', params)})`);
-  const text = `SELECT ${columns.map((column) => column.sql).join(', ')},
-                       to_char(r.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), r.id::text
-                  FROM trace_runs r
-                 WHERE ${conditions.join(' AND ')}
-                 ORDER BY r.start_time, r.id
-                 LIMIT ${Number(limit)}`;
-  const { rows } = await pool.query({ text, values: params.values, rowMode: 'array' });
-  return rows as unknown[][];
+  const select = `SELECT ${columns.map((column) => column.sql).join(', ')}, r.start_time, r.id
+                    FROM trace_runs r
+                   WHERE ${conditions.join(' AND ')}
+                   ORDER BY r.start_time, r.id
+                   LIMIT ${Number(limit)}`;
+  const client = await pool.connect();
+  try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of client.query(copyTo(`COPY (${inlineParams(select, params.values)}) TO STDOUT (FORMAT binary)`))) chunks.push(chunk as Buffer);
+    client.release();
+    return recordBatchFromCopy(columns, Buffer.concat(chunks), Number(limit));
+  } catch (error) {
+    // A COPY stopped halfway leaves the connection mid-protocol: it is closed, not reused.
+    client.release(error as Error);
+    throw error;
+  }
+}
+
+/**
+ * COPY takes no bind parameters, so the values go into the statement as quoted literals. An untyped
+ * literal is what an untyped parameter is to PostgreSQL; each placeholder keeps its `::cast`. Values
+ * are what the filter compiler and this store bind: strings, numbers, booleans and arrays of them.
+ */
+function inlineParams(sql: string, values: unknown[]): string {
+  const literal = (value: unknown): string => {
+    if (value === null || value === undefined) return 'NULL';
+    if (Array.isArray(value)) {
+      return escapeLiteral(`{${value.map((item) => (item == null ? 'NULL' : `"${String(item).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`);
+    }
+    if (value instanceof Date) return escapeLiteral(value.toISOString());
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return escapeLiteral(String(value));
+    throw new Error(`cannot inline a ${typeof value} into COPY`);
+  };
+  // Placeholders are only ever written by SqlParams: user text reaches this SQL as values, never inline.
+  return sql.replace(/\$(\d+)/g, (_, index: string) => literal(values[Number(index) - 1]));
 }
