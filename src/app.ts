@@ -94,28 +94,27 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   server.on('upgrade', (request, socket, head) => {
     wsServer.handleUpgrade(request, socket, head, (client) => wsServer.emit('connection', client, request));
   });
-  // Each connection's authenticated context, settled at connection_init (see onConnect).
-  const connectionContexts = new WeakMap<object, GraphQLContext>();
+  // Each connection's credentials, accepted at connection_init (see onConnect).
+  const connectionCredentials = new WeakMap<object, (name: string) => string | undefined>();
+  const authenticate = (credentials: (name: string) => string | undefined) => graphqlContext(deps, credentials, options.anonymousViewer);
   const graphqlWs = useServer(
     {
       // onSubscribe puts yoga's enveloped execute/subscribe into rootValue.
       execute: (args) => (args.rootValue as EnvelopedRoot).execute(args),
       subscribe: (args) => (args.rootValue as EnvelopedRoot).subscribe(args),
-      // A connection is authenticated once, at connection_init: a missing, unknown or revoked key is
-      // refused there (graphql-ws closes with 4403 Forbidden), never after the acknowledgement.
+      // A connection is authenticated at connection_init: a missing, unknown or revoked key is refused
+      // there (graphql-ws closes with 4403 Forbidden), never after the acknowledgement. Each subscribe
+      // authenticates its key again, so a key revoked while the socket is open gets no new operation.
       onConnect: async (ctx) => {
         // Credentials may come as connection params (browsers cannot set WebSocket headers) or headers.
         const connectionParams = Object.fromEntries(
           Object.entries(ctx.connectionParams ?? {}).map(([key, value]) => [key.toLowerCase(), typeof value === 'string' ? value : undefined]),
         );
         const headers = ctx.extra.request.headers;
+        const credentials = (name: string) => connectionParams[name] ?? (headers[name] as string | undefined);
         try {
-          const authenticated = await graphqlContext(
-            deps,
-            (name) => connectionParams[name] ?? (headers[name] as string | undefined),
-            options.anonymousViewer,
-          );
-          connectionContexts.set(ctx, authenticated);
+          await authenticate(credentials);
+          connectionCredentials.set(ctx, credentials);
           return true;
         } catch (error) {
           if (error instanceof GraphQLError) return false;
@@ -123,8 +122,16 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
         }
       },
       onSubscribe: async (ctx, _id, params) => {
-        const authenticated = connectionContexts.get(ctx);
-        if (!authenticated) return [new GraphQLError('Unauthenticated.', { extensions: { code: 'UNAUTHENTICATED' } })];
+        const credentials = connectionCredentials.get(ctx);
+        if (!credentials) return [new GraphQLError('Unauthenticated.', { extensions: { code: 'UNAUTHENTICATED' } })];
+        let authenticated: GraphQLContext;
+        try {
+          authenticated = await authenticate(credentials);
+        } catch (error) {
+          // Revoked since connection_init (or its workspace gone): an `error` message for this operation.
+          if (error instanceof GraphQLError) return [error];
+          throw error;
+        }
         // Run graphql-ws operations through yoga's envelop pipeline, so masking and plugins apply.
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...authenticated,

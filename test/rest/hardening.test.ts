@@ -263,6 +263,34 @@ describe('graphql-ws', () => {
     expect(byId('4')).toEqual(['next', 'complete']);
   });
 
+  it('refuses the next operation of a socket whose key was revoked after connecting, and then the connection itself (4403)', async () => {
+    const created = await fetch(`${platform.url}/api/v1/api-key`, { method: 'POST', headers: headers(), body: JSON.stringify({ description: 'revoked while connected' }) });
+    expect(created.status).toBe(200);
+    const { id: keyId, key: revocable } = (await created.json()) as { id: string; key: string };
+    const query = { query: '{ viewer { user { email } } }' };
+    let revoked = false;
+    const { messages } = await session({ 'x-api-key': revocable }, (socket, message) => {
+      if (message.type === 'connection_ack') socket.send(JSON.stringify({ id: 'before', type: 'subscribe', payload: query }));
+      if (message.id === 'before' && message.type === 'complete') {
+        void fetch(`${platform.url}/api/v1/api-key/${keyId}`, { method: 'DELETE', headers: headers() }).then((response) => {
+          expect(response.status).toBe(200);
+          revoked = true;
+          socket.send(JSON.stringify({ id: 'after', type: 'subscribe', payload: query }));
+        });
+      }
+      return message.id === 'after' && (message.type === 'error' || message.type === 'complete');
+    });
+    expect(revoked).toBe(true);
+    expect(messages.filter((m) => m.id === 'before').map((m) => m.type)).toEqual(['next', 'complete']);
+    const after = messages.filter((m) => m.id === 'after');
+    expect(after.map((m) => m.type)).toEqual(['error']);
+    expect(after[0].payload[0].extensions.code).toBe('UNAUTHENTICATED');
+
+    const reconnect = await session({ 'x-api-key': revocable });
+    expect(reconnect.code).toBe(4403);
+    expect(reconnect.messages).toEqual([]);
+  });
+
   it('closes a socket whose message is larger than the HTTP body limit (1009)', async () => {
     const { code } = await session({ 'x-api-key': key }, (socket, message) => {
       if (message.type === 'connection_ack') {

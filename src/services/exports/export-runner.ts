@@ -6,8 +6,8 @@ import { destinationConfig, destinationCredentials } from './destinations.servic
 import { exportFieldsOf } from './exports.service.js';
 import type { DestinationConfigValue, FormatVersion } from './exports.schemas.js';
 import * as store from './exports.store.js';
-import { readRunBatch } from '../traces/trace-runs.store.js';
-import { exportColumns, ParquetStreamWriter, toRecordBatch } from './parquet.js';
+import { copyRunBatch } from '../traces/trace-runs.store.js';
+import { type CopyBatch, exportColumns, ParquetStreamWriter, recordBatchFromCopy } from './parquet.js';
 import { destinationClient, destinationRoot, MultipartObject, storageErrorReason } from './s3.js';
 
 /** The folder of one day of an export: the spec's Hive layout for v2_beta, `runs/<date>` for v1. */
@@ -103,28 +103,28 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
     await progress();
   };
 
-  const read = (after: store.RunResult['latest_cursor']) => readRunBatch(deps.db.pool, scope, columns, after, limits.batchRows);
-  const cursorOf = (row: unknown[]) => ({ start_time: row[columns.length] as string, id: row[columns.length + 1] as string });
+  const read = async (after: store.RunResult['latest_cursor']) =>
+    recordBatchFromCopy(columns, await copyRunBatch(deps.db.pool, scope, columns, after, limits.batchRows), limits.batchRows);
   try {
     // The next batch is read while this one is encoded and uploaded: PostgreSQL works meanwhile.
-    let nextBatch: Promise<unknown[][]> | undefined = read(cursor);
+    let nextBatch: Promise<CopyBatch> | undefined = read(cursor);
     while (nextBatch) {
       if (signal.aborted) throw new RunTimedOut();
-      const rows: unknown[][] = await nextBatch;
-      nextBatch = rows.length === limits.batchRows ? read(cursorOf(rows[rows.length - 1]!)) : undefined;
+      const { batch, rows, last }: CopyBatch = await nextBatch;
+      nextBatch = rows === limits.batchRows ? read(last) : undefined;
       // A rejected read-ahead is reported by the await above on the next turn, or dropped with the run.
       nextBatch?.catch(() => undefined);
       // Once per batch: stop here when the run was cancelled, timed out or taken over.
       if (!(await store.heartbeatRun(deps.db.pool, run.id, owner))) throw new LostLease();
-      if (rows.length === 0) break;
+      if (rows === 0) break;
       // File names are the run and the file's index: a retry rewrites an unfinished file under the
       // same name rather than leaving a partial duplicate beside it.
       writer ??= new ParquetStreamWriter(
         new MultipartObject(client, config.bucket_name, `${directory}/${run.id}_${result.exported_files.length}.parquet`, limits.partSizeBytes),
         { compression: exportRow.compression as never, rowGroupRows: limits.batchRows },
       );
-      await writer.write(toRecordBatch(columns, rows));
-      cursor = cursorOf(rows[rows.length - 1]!);
+      await writer.write(batch);
+      cursor = last;
       if (writer.bytes >= limits.fileSizeBytes) await closeFile();
     }
     if (writer) await closeFile();

@@ -1,6 +1,6 @@
-// Trace rows → Arrow record batches → Parquet (parquet-wasm, streaming) → one S3 multipart object.
-// Utf8 columns are built from offsets plus one buffer (`makeData`): vectorFromArray on strings was
-// about 3× slower and doubled memory (STACK-NOTES, "Arrow → Parquet").
+// Trace rows (binary COPY) → Arrow record batches → Parquet (parquet-wasm, streaming) → one S3
+// multipart object. Columns are built from offsets plus one buffer (`makeData`): vectorFromArray on
+// strings was about 3× slower and doubled memory (STACK-NOTES, "Arrow → Parquet").
 import {
   Bool,
   type Data,
@@ -72,104 +72,212 @@ const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-
 /**
  * The columns of an export's files. v2_beta types them (timestamps as timestamp[us, UTC], lists as
  * list<string>, JSON as strings); v1 writes timestamps as ISO strings and lists as JSON arrays.
+ * Each column's SQL yields the PostgreSQL type its binary COPY decoder below expects.
  */
 export function exportColumns(fields: readonly ExportableField[], format: FormatVersion): ExportColumn[] {
   return fields.map((name) => {
     const column = `r.${name}`;
-    let kind = FIELD_KINDS[name];
+    const kind = FIELD_KINDS[name];
     if (format === 'v1' && (kind === 'timestamp' || kind === 'textList')) {
       const sql = kind === 'timestamp' ? isoSql(column) : `to_json(${column})::text`;
       return { name, kind: 'text', sql, type: new Utf8() };
     }
     switch (kind) {
       case 'timestamp':
-        // float8 parses to a JS number without a string round trip; exact to the microsecond until 2255.
-        return { name, kind, sql: `(extract(epoch FROM ${column}) * 1000000)::float8`, type: new TimestampMicrosecond('UTC') };
+        return { name, kind, sql: `${column}::timestamptz`, type: new TimestampMicrosecond('UTC') };
       case 'textList':
         return { name, kind, sql: `${column}::text[]`, type: new List(new Field('item', new Utf8(), true)) };
-      case 'json':
-        return { name, kind, sql: `${column}::text`, type: new Utf8() };
       case 'bool':
-        return { name, kind, sql: column, type: new Bool() };
+        return { name, kind, sql: `${column}::bool`, type: new Bool() };
       case 'int':
-        return { name, kind, sql: `${column}::float8`, type: new Int64() };
+        return { name, kind, sql: `${column}::int8`, type: new Int64() };
       case 'float':
-        return { name, kind, sql: column, type: new Float64() };
+        return { name, kind, sql: `${column}::float8`, type: new Float64() };
       default:
-        kind = 'text';
+        // text, and JSON as its text: the bytes go to the file as PostgreSQL sends them.
         return { name, kind, sql: `${column}::text`, type: new Utf8() };
     }
   });
 }
 
-/** Validity bitmap (bit set: value present) and null count of a column. */
-function validity(values: unknown[]): { nullBitmap: Uint8Array | undefined; nullCount: number } {
+// Binary COPY → Arrow, without a JavaScript value per field: text and JSON bytes are copied from the
+// COPY buffer into the Arrow column as they are (no UTF-8 decode and re-encode, no JSON parse),
+// numbers are byte-swapped in place. This is where the export spent most of its CPU before.
+
+const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+/** PostgreSQL timestamps count microseconds from 2000-01-01; Arrow's from 1970-01-01. */
+const PG_EPOCH_MICROS = 946_684_800_000_000;
+const TWO_32 = 2 ** 32;
+
+/** Where each field of a column lies in the COPY buffer: start and length (-1: NULL) per row. */
+type FieldSpans = { starts: Int32Array; lengths: Int32Array };
+
+/** One decoded batch: its Arrow record batch, and the (start_time, id) of its last row for the cursor. */
+export type CopyBatch = { batch: RecordBatch; rows: number; last: { start_time: string; id: string } | null };
+
+/**
+ * Decodes the output of `COPY (SELECT <columns' sql>, r.start_time, r.id …) TO STDOUT (FORMAT binary)`
+ * of at most `capacity` rows into an Arrow record batch.
+ */
+export function recordBatchFromCopy(columns: ExportColumn[], copy: Buffer, capacity: number): CopyBatch {
+  if (copy.length < 19 || !copy.subarray(0, 11).equals(COPY_SIGNATURE)) throw new Error('not a binary COPY stream');
+  let position = 19 + copy.readInt32BE(15);
+  const fieldCount = columns.length + 2;
+  const spans: FieldSpans[] = Array.from({ length: fieldCount }, () => ({ starts: new Int32Array(capacity), lengths: new Int32Array(capacity) }));
+  let rows = 0;
+  for (;;) {
+    const count = copy.readInt16BE(position);
+    position += 2;
+    if (count === -1) break;
+    if (count !== fieldCount) throw new Error(`binary COPY row of ${count} fields, expected ${fieldCount}`);
+    if (rows === capacity) throw new Error(`binary COPY of more than ${capacity} rows`);
+    for (let field = 0; field < fieldCount; field++) {
+      const length = copy.readInt32BE(position);
+      position += 4;
+      spans[field]!.starts[rows] = position;
+      spans[field]!.lengths[rows] = length;
+      if (length > 0) position += length;
+    }
+    rows++;
+  }
+  const fields = columns.map((column) => new Field(column.name, column.type, true));
+  const children = columns.map((column, index) => columnFromCopy(column, copy, spans[index]!, rows));
+  const batch = new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: rows, children }));
+  const startTimes = spans[columns.length]!;
+  const ids = spans[columns.length + 1]!;
+  const lastRow = rows - 1;
+  const last = rows
+    ? {
+        start_time: microsToIso(pgMicros(copy, startTimes.starts[lastRow]!)),
+        id: copy.toString('hex', ids.starts[lastRow]!, ids.starts[lastRow]! + 16).replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'),
+      }
+    : null;
+  return { batch, rows, last };
+}
+
+/** A timestamptz field (int64 big-endian, microseconds since 2000) as microseconds since 1970. */
+function pgMicros(copy: Buffer, start: number): number {
+  // Exact as a double within ±285 years of 1970, which covers any trace.
+  return copy.readInt32BE(start) * TWO_32 + copy.readUInt32BE(start + 4) + PG_EPOCH_MICROS;
+}
+
+/** ISO 8601 with microseconds, the form the cursor is stored in. */
+function microsToIso(micros: number): string {
+  const millis = Math.floor(micros / 1000);
+  return `${new Date(millis).toISOString().slice(0, 19)}.${String(micros - Math.floor(micros / 1_000_000) * 1_000_000).padStart(6, '0')}Z`;
+}
+
+/** Validity bitmap (bit set: value present) and null count of a column, from its field lengths. */
+function validityOf(lengths: Int32Array, rows: number): { nullBitmap: Uint8Array | undefined; nullCount: number } {
   let nullCount = 0;
-  const bitmap = new Uint8Array((values.length + 7) >> 3);
-  for (let i = 0; i < values.length; i++) {
-    if (values[i] == null) nullCount++;
+  const bitmap = new Uint8Array((rows + 7) >> 3);
+  for (let i = 0; i < rows; i++) {
+    if (lengths[i] === -1) nullCount++;
     else bitmap[i >> 3]! |= 1 << (i & 7);
   }
   return { nullBitmap: nullCount ? bitmap : undefined, nullCount };
 }
 
-function utf8Data(values: (string | null)[]): Data<Utf8> {
-  const offsets = new Int32Array(values.length + 1);
+/** A Utf8 column from the byte spans of its values: offsets, then one copy per value. */
+function utf8FromSpans(copy: Buffer, starts: Int32Array, lengths: Int32Array, count: number): Data<Utf8> {
+  const offsets = new Int32Array(count + 1);
   let total = 0;
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i];
-    if (value != null) total += Buffer.byteLength(value);
+  for (let i = 0; i < count; i++) {
+    if (lengths[i]! > 0) total += lengths[i]!;
     offsets[i + 1] = total;
   }
   const data = Buffer.allocUnsafe(total);
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i];
-    if (value != null) data.write(value, offsets[i]!);
+  for (let i = 0; i < count; i++) {
+    const length = lengths[i]!;
+    if (length <= 0) continue;
+    const from = starts[i]!;
+    const to = offsets[i]!;
+    // Short values byte by byte: a native copy call costs more than the copy itself below ~64 bytes.
+    if (length < 64) for (let b = 0; b < length; b++) data[to + b] = copy[from + b]!;
+    else copy.copy(data, to, from, from + length);
   }
-  return makeData({ type: new Utf8(), length: values.length, valueOffsets: offsets, data, ...validity(values) });
+  return makeData({ type: new Utf8(), length: count, valueOffsets: offsets, data, ...validityOf(lengths, count) });
 }
 
-function columnData(column: ExportColumn, values: unknown[]): Data {
-  const length = values.length;
+/** Eight big-endian bytes per value → little-endian, in place of a typed array's buffer (Arrow is little-endian). */
+function swap64(copy: Buffer, spans: FieldSpans, rows: number): Uint8Array {
+  const out = new Uint8Array(rows * 8);
+  for (let i = 0; i < rows; i++) {
+    if (spans.lengths[i] !== 8) continue;
+    const from = spans.starts[i]!;
+    const to = i * 8;
+    for (let b = 0; b < 8; b++) out[to + b] = copy[from + 7 - b]!;
+  }
+  return out;
+}
+
+function columnFromCopy(column: ExportColumn, copy: Buffer, spans: FieldSpans, rows: number): Data {
+  const { starts, lengths } = spans;
   switch (column.kind) {
-    case 'timestamp':
-    case 'int': {
-      const data = new BigInt64Array(length);
-      for (let i = 0; i < length; i++) if (values[i] != null) data[i] = BigInt(Math.round(values[i] as number));
-      return column.kind === 'int'
-        ? makeData({ type: new Int64(), length, data, ...validity(values) })
-        : makeData({ type: column.type as TimestampMicrosecond, length, data, ...validity(values) });
-    }
-    case 'float': {
-      const data = new Float64Array(length);
-      for (let i = 0; i < length; i++) if (values[i] != null) data[i] = values[i] as number;
-      return makeData({ type: new Float64(), length, data, ...validity(values) });
-    }
-    case 'bool': {
-      const data = new Uint8Array((length + 7) >> 3);
-      for (let i = 0; i < length; i++) if (values[i]) data[i >> 3]! |= 1 << (i & 7);
-      return makeData({ type: new Bool(), length, data, ...validity(values) });
-    }
-    case 'textList': {
-      const offsets = new Int32Array(length + 1);
-      const items: string[] = [];
-      for (let i = 0; i < length; i++) {
-        const list = values[i] as string[] | null;
-        if (list) for (const item of list) items.push(item);
-        offsets[i + 1] = items.length;
+    case 'timestamp': {
+      const words = new Int32Array(rows * 2);
+      for (let i = 0; i < rows; i++) {
+        if (lengths[i] === -1) continue;
+        const micros = pgMicros(copy, starts[i]!);
+        const high = Math.floor(micros / TWO_32);
+        words[2 * i] = micros - high * TWO_32;
+        words[2 * i + 1] = high;
       }
-      return makeData({ type: column.type as List<Utf8>, length, valueOffsets: offsets, child: utf8Data(items), ...validity(values) });
+      return makeData({ type: column.type as TimestampMicrosecond, length: rows, data: new BigInt64Array(words.buffer), ...validityOf(lengths, rows) });
     }
+    case 'int':
+      return makeData({ type: new Int64(), length: rows, data: new BigInt64Array(swap64(copy, spans, rows).buffer), ...validityOf(lengths, rows) });
+    case 'float':
+      return makeData({ type: new Float64(), length: rows, data: new Float64Array(swap64(copy, spans, rows).buffer), ...validityOf(lengths, rows) });
+    case 'bool': {
+      const data = new Uint8Array((rows + 7) >> 3);
+      for (let i = 0; i < rows; i++) if (lengths[i] === 1 && copy[starts[i]!]) data[i >> 3]! |= 1 << (i & 7);
+      return makeData({ type: new Bool(), length: rows, data, ...validityOf(lengths, rows) });
+    }
+    case 'textList':
+      return listFromCopy(column, copy, spans, rows);
     default:
-      return utf8Data(values as (string | null)[]);
+      return utf8FromSpans(copy, starts, lengths, rows);
   }
 }
 
-/** An Arrow record batch of rows read in `rowMode: 'array'`, column i at row index i + `offset`. */
-export function toRecordBatch(columns: ExportColumn[], rows: unknown[][], offset = 0): RecordBatch {
-  const fields = columns.map((column) => new Field(column.name, column.type, true));
-  const children = columns.map((column, index) => columnData(column, rows.map((row) => row[index + offset])));
-  return new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: rows.length, children }));
+/**
+ * A list<string> column from binary text[] values: ndim, has-nulls flag, element type, then per
+ * dimension its size and lower bound, then the elements (length, bytes). Dimensions are flattened.
+ */
+function listFromCopy(column: ExportColumn, copy: Buffer, spans: FieldSpans, rows: number): Data {
+  const offsets = new Int32Array(rows + 1);
+  let itemStarts = new Int32Array(rows * 2 + 16);
+  let itemLengths = new Int32Array(rows * 2 + 16);
+  let items = 0;
+  for (let i = 0; i < rows; i++) {
+    if (spans.lengths[i]! > 0) {
+      let position = spans.starts[i]!;
+      const dimensions = copy.readInt32BE(position);
+      position += 12;
+      let count = dimensions ? 1 : 0;
+      for (let d = 0; d < dimensions; d++, position += 8) count *= copy.readInt32BE(position);
+      if (items + count > itemStarts.length) {
+        const grow = (array: Int32Array) => {
+          const bigger = new Int32Array(Math.max(array.length * 2, items + count));
+          bigger.set(array);
+          return bigger;
+        };
+        itemStarts = grow(itemStarts);
+        itemLengths = grow(itemLengths);
+      }
+      for (let k = 0; k < count; k++, items++) {
+        const length = copy.readInt32BE(position);
+        position += 4;
+        itemStarts[items] = position;
+        itemLengths[items] = length;
+        if (length > 0) position += length;
+      }
+    }
+    offsets[i + 1] = items;
+  }
+  const child = utf8FromSpans(copy, itemStarts, itemLengths, items);
+  return makeData({ type: column.type as List<Utf8>, length: rows, valueOffsets: offsets, child, ...validityOf(spans.lengths, rows) });
 }
 
 /** parquet-wasm writer properties of an export: its codec, row groups of `rowGroupRows`. */

@@ -5,6 +5,8 @@
 // (`= ANY(array)` cannot be read in order), several as a LATERAL join of per-project limited scans
 // merged by the outer ORDER BY. The indexes are declared on TraceRun in schema.prisma.
 import type pg from 'pg';
+import { escapeLiteral } from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { deriveStatus, toJsonb, toText } from './derive.js';
 import { compileFilter, type FilterNode, parseFilter, SqlParams } from './filter.js';
 import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest.service.js';
@@ -278,16 +280,17 @@ function filterIndexServed(node: FilterNode): boolean {
 
 /**
  * One batch of an export run's trace runs after `cursor`, in (start_time, id) order: keyset paging on
- * the (tenant_id, session_id, start_time, id) index. Each row is the columns' values followed by the
- * cursor (ISO start time, id) of that row.
+ * the (tenant_id, session_id, start_time, id) index, read by binary COPY (the exporter decodes the
+ * bytes straight into Arrow columns, see exports/parquet.ts). Each row is the columns followed by the
+ * row's `start_time` and `id`, its cursor.
  */
-export async function readRunBatch(
+export async function copyRunBatch(
   pool: pg.Pool,
   scope: { tenantId: string; sessionId: string; start: Date; end: Date; filter: string | null },
   columns: readonly { sql: string }[],
   cursor: { start_time: string; id: string } | null | undefined,
   limit: number,
-): Promise<unknown[][]> {
+): Promise<Buffer> {
   const params = new SqlParams();
   const conditions = [
     `r.tenant_id = ${params.add(scope.tenantId)}::uuid`,
@@ -297,14 +300,41 @@ export async function readRunBatch(
   ];
   if (cursor) conditions.push(`(r.start_time, r.id) > (${params.add(cursor.start_time)}::timestamptz, ${params.add(cursor.id)}::uuid)`);
   if (scope.filter) conditions.push(`(${compileFilter(scope.filter, 'r', params)})`);
-  const text = `SELECT ${columns.map((column) => column.sql).join(', ')},
-                       ${isoSql('r.start_time')}, r.id::text
-                  FROM trace_runs r
-                 WHERE ${conditions.join(' AND ')}
-                 ORDER BY r.start_time, r.id
-                 LIMIT ${Number(limit)}`;
-  const { rows } = await pool.query({ text, values: params.values, rowMode: 'array' });
-  return rows as unknown[][];
+  const select = `SELECT ${columns.map((column) => column.sql).join(', ')}, r.start_time, r.id
+                    FROM trace_runs r
+                   WHERE ${conditions.join(' AND ')}
+                   ORDER BY r.start_time, r.id
+                   LIMIT ${Number(limit)}`;
+  const client = await pool.connect();
+  try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of client.query(copyTo(`COPY (${inlineParams(select, params.values)}) TO STDOUT (FORMAT binary)`))) chunks.push(chunk as Buffer);
+    client.release();
+    return Buffer.concat(chunks);
+  } catch (error) {
+    // A COPY stopped halfway leaves the connection mid-protocol: it is closed, not reused.
+    client.release(error as Error);
+    throw error;
+  }
+}
+
+/**
+ * COPY takes no bind parameters, so the values go into the statement as quoted literals. An untyped
+ * literal is what an untyped parameter is to PostgreSQL; each placeholder keeps its `::cast`. Values
+ * are what the filter compiler and this store bind: strings, numbers, booleans and arrays of them.
+ */
+function inlineParams(sql: string, values: unknown[]): string {
+  const literal = (value: unknown): string => {
+    if (value === null || value === undefined) return 'NULL';
+    if (Array.isArray(value)) {
+      return escapeLiteral(`{${value.map((item) => (item == null ? 'NULL' : `"${String(item).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`);
+    }
+    if (value instanceof Date) return escapeLiteral(value.toISOString());
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return escapeLiteral(String(value));
+    throw new Error(`cannot inline a ${typeof value} into COPY`);
+  };
+  // Placeholders are only ever written by SqlParams: user text reaches this SQL as values, never inline.
+  return sql.replace(/\$(\d+)/g, (_, index: string) => literal(values[Number(index) - 1]));
 }
 
 // ───────────────────────────── ingestion ─────────────────────────────
