@@ -2,6 +2,7 @@
 import { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import { bulkExportsRouter } from './bulk-exports.routes.js';
+import { deploymentsRouter } from './deployments.routes.js';
 import { agentServerRouter } from './agent-server/router.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { healthCheck } from './health.js';
@@ -34,6 +35,15 @@ export function restRouter(deps: Deps): Router {
   platformApi.use(notFoundHandler);
   platformApi.use(errorHandler('fastapi', deps.logger));
   router.use('/api/v1', platformApi);
+
+  // Control plane (FastAPI dialect), also under /api-host as self-hosted installations answer it.
+  const controlPlane = Router();
+  controlPlane.use(jsonBody(deps.config));
+  controlPlane.use(deploymentsRouter(deps));
+  controlPlane.use(notFoundHandler);
+  controlPlane.use(errorHandler('fastapi', deps.logger));
+  router.use('/v2', controlPlane);
+  router.use('/api-host/v2', controlPlane);
 
   return router;
 }

@@ -9,6 +9,7 @@ import { pruneEventPayloads } from './events-prune.job.js';
 import { foldUsage } from './usage-fold.job.js';
 import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
+import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -55,6 +56,22 @@ export const QUEUES = {
     retryLimit: 2,
     retryDelay: 60,
     expireInSeconds: 300,
+  },
+  revisionBuild: {
+    name: REVISION_BUILD_QUEUE,
+    // One job per revision (singletonKey = revision id). Not retried: a failed build is BUILD_FAILED
+    // with its reason in the log; a worker that died mid-build leaves the job to expire, and the
+    // expired job's retry finds the revision BUILDING and fails it as interrupted.
+    policy: 'short',
+    retryLimit: 1,
+    retryDelay: 5,
+    expireInSeconds: 30 * 60,
+  },
+  revisionDeploy: {
+    name: REVISION_DEPLOY_QUEUE,
+    policy: 'short',
+    retryLimit: 0,
+    expireInSeconds: 10 * 60,
   },
 } satisfies Record<string, QueueDefinition>;
 
