@@ -12,7 +12,7 @@ export type LaunchedRuntime = {
   url: string;
   graphIds: string[];
   /** Where its graphs execute, for people reading the logs. */
-  where: 'worker thread' | 'server thread';
+  where: 'worker thread' | 'server thread' | 'child process';
   stop(): Promise<void>;
 };
 

@@ -10,6 +10,7 @@ import { foldUsage } from './usage-fold.job.js';
 import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
 import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
+import { workRevisionPipeline } from './revision-pipeline.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -139,6 +140,12 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     await workExports(deps, boss);
     await boss.work(QUEUES.runsSweep.name, async () => sweepOrphanedRunsJob(deps, boss));
     await boss.work(QUEUES.runsPruneStateless.name, async () => pruneStatelessRunsJob(deps));
+    // The control plane's pipeline; the runtimes it launches live as long as this job queue.
+    if (deps.config.controlPlaneWorker) {
+      const deployedRuntimes = await workRevisionPipeline(deps, boss);
+      deps.deployedRuntimes = deployedRuntimes;
+      boss.once('stopped', () => void deployedRuntimes.stop());
+    }
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
   }
   return boss;
