@@ -7,9 +7,6 @@ import { MemorySaver } from '@langchain/langgraph';
 import { InMemoryStore } from '@langchain/langgraph';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
-import { createDeps } from '../process.js';
-import { startBoss } from '../workers/boss.js';
-import { runDeployment } from './deployment-runtime.js';
 import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 
@@ -46,6 +43,12 @@ if (mode === 'check') {
   const logger = createLogger(config).child({ deploymentId, revisionId: process.env.AGENT_PLATFORM_REVISION_ID });
   let stopProcess: () => Promise<void> = async () => undefined;
   try {
+    // Loaded here only: the import check (above) needs none of the platform's wiring, and starts faster without it.
+    const [{ createDeps }, { startBoss }, { runDeployment }] = await Promise.all([
+      import('../process.js'),
+      import('../workers/boss.js'),
+      import('./deployment-runtime.js'),
+    ]);
     const wiring = await createDeps(config, logger, {
       databaseUrl: config.databaseUrl,
       poolSize: config.runtimeDbPoolSize,

@@ -101,7 +101,7 @@ export function controlPlaneApi(url: string, defaults: { key: string; tenant: st
 const FINISHED = ['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'];
 
 /** Polls a revision (as the spec's client does, faster) until it finishes; returns it. */
-export async function waitForRevision(api: Api, deploymentId: string, revisionId: string, timeoutMs = 60_000): Promise<any> {
+export async function waitForRevision(api: Api, deploymentId: string, revisionId: string, timeoutMs = 150_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { status, body } = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}`);
