@@ -170,7 +170,7 @@ export const childProcessLauncher = (deps: Deps): RuntimeLauncher => ({
     };
     superviseChild(current);
 
-    const launched: LaunchedRuntime & { pid(): number | undefined } = {
+    const launched: LaunchedRuntime = {
       get url() {
         return current.report.type === 'ready' ? current.report.url : '';
       },

@@ -26,7 +26,7 @@ function commandEnvironment(home: string): NodeJS.ProcessEnv {
 }
 
 /** Runs a command; rejects with its output (last 4 KB) when it fails or takes longer than `timeoutMs`. */
-function run(command: string, args: string[], options: { cwd: string; home: string; timeoutMs: number }): Promise<string> {
+function run(command: string, args: string[], options: { cwd: string; home: string; timeoutMs: number; label: string }): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     execFile(
       command,
@@ -34,7 +34,7 @@ function run(command: string, args: string[], options: { cwd: string; home: stri
       { cwd: options.cwd, env: commandEnvironment(options.home), timeout: options.timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' },
       (error, stdout, stderr) => {
         const output = `${stdout}${stderr}`.trim();
-        if (error) reject(new Error(`${command} ${args[0]} failed: ${(output || error.message).slice(-4096)}`));
+        if (error) reject(new Error(`${options.label} failed: ${(output || error.message).slice(-4096)}`));
         else resolvePromise(output);
       },
     );
@@ -49,7 +49,8 @@ export async function checkoutSource(dir: string, repoUrl: string, repoRef: stri
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const repo = join(dir, 'repo');
-  const git = (args: string[], cwd = repo) => run('git', ['-c', 'protocol.ext.allow=never', '-c', 'advice.detachedHead=false', ...args], { cwd, home: dir, timeoutMs: 10 * 60_000 });
+  const git = (args: string[], cwd = repo) =>
+    run('git', ['-c', 'protocol.ext.allow=never', '-c', 'advice.detachedHead=false', ...args], { cwd, home: dir, timeoutMs: 10 * 60_000, label: `git ${args[0]}` });
   await log(`Cloning ${repoUrl}`);
   await git(['clone', '--quiet', '--no-checkout', '--', repoUrl, repo], dir);
   // A remote branch first (what a ref usually names), then a tag or commit.
@@ -104,7 +105,7 @@ export async function installDependencies(dir: string, configPath: string, log: 
   const lockfile = existsSync(join(projectDir, 'package-lock.json'));
   const args = lockfile ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'];
   await log(`npm ${args[0]} in ${relative(repo, projectDir) || '.'}`);
-  const output = await run('npm', args, { cwd: projectDir, home: dir, timeoutMs: 15 * 60_000 });
+  const output = await run('npm', args, { cwd: projectDir, home: dir, timeoutMs: 15 * 60_000, label: `npm ${args[0]}` });
   if (output) await log(output.slice(-4096));
 }
 
