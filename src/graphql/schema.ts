@@ -14,6 +14,7 @@ import './agent-server/assistant.js';
 import './agent-server/thread.js';
 import './agent-server/run.js';
 import './exports/bulk-export.js';
+import './deployments/deployment.js';
 
 export const schema = builder.toSchema();
 

@@ -2,6 +2,8 @@
 // installed package (one real, tiny npm dependency), and LangGraph still resolves from the platform's
 // packages, which the repository does not declare.
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildTenant } from '../factories.js';
@@ -37,11 +39,9 @@ export const graph = new StateGraph(State)
   });
   // The lockfile, made by npm itself, committed like a real project's.
   execFileSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: repo.dir });
-  repo.commit('locked', {});
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e', 'add', '-A'], { cwd: repo.dir });
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '--quiet', '-m', 'lockfile'], { cwd: repo.dir });
+  repo.commit('locked', { 'package-lock.json': readFileSync(join(repo.dir, 'package-lock.json'), 'utf8') });
 
-  const created = await api('POST', '/v2/deployments', { body: deploymentBody(repo.url, { name: 'with-deps' }) });
+  const created = await api('POST', '/v2/deployments', { body: deploymentBody(repo.url, { name: 'with-deps', repo_ref: 'locked' }) });
   expect(created.status).toBe(201);
   const revision = await waitForRevision(api, created.body.id, created.body.latest_revision_id, 300_000);
   const logs = (await api('GET', `/v2/deployments/${created.body.id}/revisions/${revision.id}/logs?type=build`)).body.resources.map((line: any) => line.message).join('\n');

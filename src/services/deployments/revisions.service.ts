@@ -5,7 +5,7 @@ import { AppError } from '../../errors.js';
 import { isUuid } from '../../ids.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { parseInput } from '../validate.js';
-import { PageQuery, type RevisionLogsQueryInput, RevisionLogsQuery, type RevisionStatus } from './deployments.schemas.js';
+import { FINISHED_REVISION_STATUSES, PageQuery, type RevisionLogsQueryInput, RevisionLogsQuery, type RevisionStatus } from './deployments.schemas.js';
 import * as store from './revisions.store.js';
 
 export type { RevisionLogRow, RevisionRow } from './revisions.store.js';
@@ -101,4 +101,43 @@ async function findOwnRevision(ctx: ServiceContext, deploymentId: string, revisi
   const revision = isUuid(revisionId) ? await store.findRevision(ctx.db, revisionId.toLowerCase(), deploymentId) : undefined;
   if (!revision) throw AppError.notFound(`Revision ID ${revisionId} not found.`);
   return revision;
+}
+
+export type RevisionStatusEvent = { deploymentId: string; revisionId: string; status: string };
+
+/**
+ * The deployment's revision status changes, live (GraphQL `deploymentEvents`), until `signal` aborts
+ * or the client leaves. NOT_FOUND for a deployment the viewer may not read.
+ */
+export async function* watchDeploymentEvents(ctx: ServiceContext, deploymentId: string, signal?: AbortSignal): AsyncGenerator<RevisionStatusEvent> {
+  const deployment = await ownDeployment(ctx, deploymentId, 'workspaces:read');
+  yield* ctx.events.subscribe('revisions.status', { key: deployment.id, signal });
+}
+
+/**
+ * One revision's status: now, then every change in order, ending once it is finished (DEPLOYED or a
+ * failure), so a pipeline waits for DEPLOYED without polling. NOT_FOUND for another workspace's.
+ */
+export async function* watchRevisionStatus(ctx: ServiceContext, revisionId: string, signal?: AbortSignal): AsyncGenerator<RevisionStatusEvent> {
+  const found = isUuid(revisionId) ? await store.findRevision(ctx.db, revisionId.toLowerCase()) : undefined;
+  if (!found) throw AppError.notFound(`Revision ID ${revisionId} not found.`);
+  const deployment = await ownDeployment(ctx, found.deployment_id, 'workspaces:read').catch(() => {
+    throw AppError.notFound(`Revision ID ${revisionId} not found.`);
+  });
+  // Subscribe before the read, so no move between the read and the subscription is missed.
+  const changes = ctx.events.subscribe('revisions.status', { key: deployment.id, signal });
+  try {
+    const current = (await store.findRevision(ctx.db, found.id))!;
+    yield { deploymentId: deployment.id, revisionId: found.id, status: current.status };
+    if (FINISHED_REVISION_STATUSES.includes(current.status)) return;
+    let last: string = current.status;
+    for await (const event of changes) {
+      if (event.revisionId !== found.id || event.status === last) continue;
+      last = event.status;
+      yield event;
+      if (FINISHED_REVISION_STATUSES.includes(event.status as RevisionStatus)) return;
+    }
+  } finally {
+    await changes.return(undefined);
+  }
 }
