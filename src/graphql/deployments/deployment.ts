@@ -80,27 +80,31 @@ const RevisionStatusEventRef = builder.objectRef<revisions.RevisionStatusEvent>(
 
 const SecretInput = builder.inputType('DeploymentSecretInput', {
   description: 'A secret: an environment variable of the deployment’s runtime.',
-  fields: (t) => ({ name: t.string({ required: true }), value: t.string({ required: true }) }),
+  fields: (t) => ({
+    name: t.string({ required: true, description: 'Environment variable name.' }),
+    value: t.string({ required: true, description: 'Its value (stored encrypted, never returned).' }),
+  }),
 });
 
 const CreateDeploymentInput = builder.inputType('CreateDeploymentInput', {
+  description: 'A deployment of a git repository; its first revision builds and deploys.',
   fields: (t) => ({
-    name: t.string({ required: true }),
+    name: t.string({ required: true, description: 'Deployment name.' }),
     repoUrl: t.string({ required: true, description: 'Any URL git clones (https, ssh, file://, a local path).' }),
     repoRef: t.string({ required: true, description: 'Branch, tag or commit.' }),
     graphConfigPath: t.string({ required: true, description: 'Path of langgraph.json inside the repository.' }),
-    buildOnPush: t.boolean({ required: false }),
-    secrets: t.field({ type: [SecretInput], required: false }),
+    buildOnPush: t.boolean({ required: false, description: 'Build a new revision when the ref moves (stored; not watched yet).' }),
+    secrets: t.field({ type: [SecretInput], required: false, description: 'Environment of its runtime.' }),
   }),
 });
 
 const UpdateDeploymentInput = builder.inputType('UpdateDeploymentInput', {
   description: 'repoRef, graphConfigPath or secrets make a new revision; buildOnPush changes in place.',
   fields: (t) => ({
-    repoRef: t.string({ required: false }),
-    graphConfigPath: t.string({ required: false }),
-    buildOnPush: t.boolean({ required: false }),
-    secrets: t.field({ type: [SecretInput], required: false }),
+    repoRef: t.string({ required: false, description: 'Branch, tag or commit of the new revision.' }),
+    graphConfigPath: t.string({ required: false, description: 'Path of langgraph.json of the new revision.' }),
+    buildOnPush: t.boolean({ required: false, description: 'Changes in place, without a revision.' }),
+    secrets: t.field({ type: [SecretInput], required: false, description: 'Replaces every secret (a new revision).' }),
   }),
 });
 
