@@ -11,6 +11,7 @@ import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
 import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
 import { workRevisionPipeline } from './revision-pipeline.job.js';
+import { watchPushedRefs } from './revisions-watch.job.js';
 
 export const BOSS_SCHEMA = 'pgboss';
 
@@ -68,6 +69,13 @@ export const QUEUES = {
     retryDelay: 5,
     expireInSeconds: 30 * 60,
   },
+  revisionsWatch: {
+    name: 'revisions.watch-refs',
+    // build_on_push: one sweep over the watched refs at a time.
+    policy: 'singleton',
+    retryLimit: 0,
+    expireInSeconds: 600,
+  },
   revisionDeploy: {
     name: REVISION_DEPLOY_QUEUE,
     policy: 'short',
@@ -99,6 +107,7 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.runsPruneStateless.name, cron: '*/10 * * * *' },
   // Every minute (cron's finest grain): the unfolded tail a usage read adds stays a minute of deltas.
   { queue: QUEUES.usageFold.name, cron: '* * * * *' },
+  { queue: QUEUES.revisionsWatch.name, cron: '* * * * *' },
 ];
 
 export type Boss = PgBoss;
@@ -144,6 +153,7 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     if (deps.config.controlPlaneWorker) {
       const deployedRuntimes = await workRevisionPipeline(deps, boss);
       deps.deployedRuntimes = deployedRuntimes;
+      await boss.work(QUEUES.revisionsWatch.name, async () => watchPushedRefs(deps));
       boss.once('stopped', () => void deployedRuntimes.stop());
     }
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);

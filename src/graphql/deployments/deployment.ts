@@ -93,7 +93,7 @@ const CreateDeploymentInput = builder.inputType('CreateDeploymentInput', {
     repoUrl: t.string({ required: true, description: 'Any URL git clones (https, ssh, file://, a local path).' }),
     repoRef: t.string({ required: true, description: 'Branch, tag or commit.' }),
     graphConfigPath: t.string({ required: true, description: 'Path of langgraph.json inside the repository.' }),
-    buildOnPush: t.boolean({ required: false, description: 'Build a new revision when the ref moves (stored; not watched yet).' }),
+    buildOnPush: t.boolean({ required: false, description: 'Build a new revision when the ref moves (checked every minute).' }),
     secrets: t.field({ type: [SecretInput], required: false, description: 'Environment of its runtime.' }),
   }),
 });

@@ -193,3 +193,14 @@ export async function listRevisionLogs(db: Database, revisionId: string, page: {
   );
   return rows;
 }
+
+/** Deployments that build on push, with their latest revision's ref and commit. */
+export async function listBuildOnPush(db: Database): Promise<{ id: string; tenant_id: string; repo_url: string; repo_ref: string; commit_sha: string | null }[]> {
+  const { rows } = await db.pool.query<{ id: string; tenant_id: string; repo_url: string; repo_ref: string; commit_sha: string | null }>(
+    `SELECT d.id, d.tenant_id, d.source_config->>'repo_url' AS repo_url, d.source_revision_config->>'repo_ref' AS repo_ref, r.commit_sha
+     FROM deployments d LEFT JOIN deployment_revisions r ON r.id = d.latest_revision_id
+     WHERE d.deleted_at IS NULL AND d.source = 'github' AND (d.source_config->>'build_on_push')::boolean IS TRUE
+       AND (r.id IS NULL OR r.status IN ('DEPLOYED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'CREATE_FAILED'))`,
+  );
+  return rows;
+}

@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../errors.js';
 import { readGraphConfig } from '../../runtime/graph-config.js';
@@ -112,4 +113,19 @@ export async function installDependencies(dir: string, configPath: string, log: 
 /** Where a built revision's graph config is (its build checked it lies inside the repository). */
 export function revisionGraphConfigPath(dataDir: string, revision: { id: string; source_revision_config: Record<string, unknown> }): string {
   return resolve(revisionDirectory(dataDir, revision.id), 'repo', String(revision.source_revision_config.graph_config_path));
+}
+
+/**
+ * The commit `repoRef` names in the repository at `repoUrl` now (`git ls-remote`), or undefined when
+ * it names no branch or tag (a commit does not move).
+ */
+export async function remoteRefCommit(repoUrl: string, repoRef: string): Promise<string | undefined> {
+  const home = tmpdir();
+  const output = await run('git', ['-c', 'protocol.ext.allow=never', 'ls-remote', '--', repoUrl, `refs/heads/${repoRef}`, `refs/tags/${repoRef}`], {
+    cwd: home,
+    home,
+    timeoutMs: 60_000,
+    label: 'git ls-remote',
+  });
+  return output.split('\n').find(Boolean)?.split(/\s+/)[0];
 }
