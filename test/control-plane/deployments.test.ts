@@ -3,6 +3,7 @@
 // deployment's url used with the official SDK.
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeployedRuntimes } from '../../src/runtime/deployed-runtimes.js';
 import { findRevision } from '../../src/services/deployments/revisions.store.js';
 import { buildTenant } from '../factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../helpers.js';
@@ -117,7 +118,17 @@ describe('the typical sequence', () => {
     expect((await api('GET', `/v2/deployments/${deployment.id}`)).body.active_revision_id).toBe(latest);
     expect(await buildLog(deployment.id, latest)).toContain('Build succeeded');
 
-    expect((await api('DELETE', `/v2/deployments/${deployment.id}`)).status).toBe(204);
+    // A restart of the worker: its runtimes stop with it, and on start the active revision comes back.
+    await platform.deps.deployedRuntimes!.stop();
+    const restarted = new DeployedRuntimes(platform.deps);
+    try {
+      await restarted.restoreActive();
+      expect((await ask(url, 'after restart')).reply).toBe('v2: after restart');
+
+      expect((await api('DELETE', `/v2/deployments/${deployment.id}`)).status).toBe(204);
+    } finally {
+      await restarted.stop();
+    }
     await expect(sdk(url).assistants.search()).rejects.toThrow(/404/);
     expect((await api('GET', `/v2/deployments/${deployment.id}`)).status).toBe(404);
   }, 900_000);
