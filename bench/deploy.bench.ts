@@ -66,6 +66,14 @@ try {
     toDeployed.push(deployed - started);
     toFirstRun.push(answered - deployed);
     console.log(`deployment ${i + 1}/${DEPLOYS}: DEPLOYED after ${((deployed - started) / 1000).toFixed(2)} s, first run answered ${((answered - deployed) / 1000).toFixed(2)} s later`);
+    if (i === DEPLOYS - 1) {
+      // Where the time of the last one went: its pipeline's log lines, as seconds after the create.
+      const createdAt = Date.parse(created.body.created_at);
+      for (const type of ['build', 'deploy']) {
+        const logs = await call('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}/logs?type=${type}`);
+        for (const line of logs.body.resources) console.log(`  +${((Date.parse(line.timestamp) - createdAt) / 1000).toFixed(2)} s  ${type}: ${line.message.split('\n')[0].slice(0, 80)}`);
+      }
+    }
     await call('DELETE', `/v2/deployments/${created.body.id}`);
   }
   console.log('');

@@ -188,7 +188,7 @@ export async function appendRevisionLog(db: Database, revisionId: string, type: 
 
 export async function listRevisionLogs(db: Database, revisionId: string, page: { type: string; limit: number; offset: number }): Promise<RevisionLogRow[]> {
   const { rows } = await db.pool.query<RevisionLogRow>(
-    `SELECT id::text, type, message, created_at FROM deployment_revision_logs WHERE revision_id = $1 AND type = $2 ORDER BY id LIMIT $3 OFFSET $4`,
+    `SELECT id::text, type, message, created_at FROM deployment_revision_logs l WHERE revision_id = $1 AND type = $2 ORDER BY l.id LIMIT $3 OFFSET $4`,
     [revisionId, page.type, page.limit, page.offset],
   );
   return rows;
