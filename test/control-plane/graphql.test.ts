@@ -1,5 +1,6 @@
 // The control plane in GraphQL: mutations over the same services as /v2, and a graphql-ws
 // subscription that sees every status of a revision, in order, from CREATING to DEPLOYED.
+import { Client } from '@langchain/langgraph-sdk';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -99,6 +100,13 @@ it('creates, patches and deletes through mutations; deploymentEvents and revisio
     const revision = await gql('query($d: ID!, $id: ID!) { revision(deploymentId: $d, id: $id) { status graphIds logs(type: "build") { message } } }', { d: deployment.id, id: revisionId });
     expect(revision.body.data.revision).toMatchObject({ status: 'DEPLOYED', graphIds: ['agent'] });
     expect(revision.body.data.revision.logs.map((line: any) => line.message).join('\n')).toContain('Build succeeded');
+
+    // Its runtime's environment has its own secret and no other deployment's.
+    const url = (await gql('query($id: ID!) { deployment(id: $id) { url } }', { id: deployment.id })).body.data.deployment.url;
+    const sdk = new Client({ apiUrl: `${platform.url}${url}`, defaultHeaders: { 'x-api-key': tenant.adminKey } });
+    const answer: any = await sdk.runs.wait(null, 'agent', { input: { input: 'env' } });
+    expect(answer.seen.env_names).toContain('TOKEN');
+    expect(answer.seen.env_names).not.toContain('GREETING_SECRET');
 
     expect((await gql('mutation($id: ID!) { deleteDeployment(id: $id) }', { id: deployment.id })).body.data.deleteDeployment).toBe(true);
     expect((await gql('query($id: ID!) { deployment(id: $id) { id } }', { id: deployment.id })).body.errors?.[0]?.message).toMatch(/not found/);
