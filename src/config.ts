@@ -83,6 +83,8 @@ const EnvSchema = z.object({
     .pipe(z.array(z.uuid())),
   /** Run each deployment's graphs in a worker thread (default) rather than on the process's main thread. */
   AGENT_PLATFORM_RUNTIME_THREAD: z.stringbool().default(true),
+  /** Worker role: work the control plane's revision pipeline and run deployed runtimes (child processes). */
+  AGENT_PLATFORM_CONTROL_PLANE_WORKER: z.stringbool().default(true),
   /**
    * Usage API: the first instant with usage data (the spec's cloud start date by default; a
    * self-hosted installation sets when it enabled usage collection). Earlier hours are never reported.
@@ -140,6 +142,7 @@ export type Config = {
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   runtimeConcurrency: number;
   runtimeThread: boolean;
+  controlPlaneWorker: boolean;
   runtimeDeployments: string[];
   ingestThreads: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
@@ -218,6 +221,7 @@ export function loadConfig(
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
+    controlPlaneWorker: value.AGENT_PLATFORM_CONTROL_PLANE_WORKER,
     runtimeDeployments: value.AGENT_PLATFORM_RUNTIME_DEPLOYMENTS,
     ingestThreads: value.AGENT_PLATFORM_INGEST_THREADS,
     agentServerTracing: {

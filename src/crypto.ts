@@ -12,6 +12,12 @@ export type SecretBox = {
   sign(message: string): string;
   /** Whether `signature` is sign(message). */
   verify(message: string, signature: string): boolean;
+  /**
+   * A box of its own keyed by a key derived from this one and `label`: what a process that must not
+   * hold the installation's key (a deployment's runtime) is given, so that the installation can still
+   * sign for it without storing a second secret.
+   */
+  derive(label: string): { key: Buffer; box: SecretBox };
 };
 
 export function createSecretBox(key: Buffer): SecretBox {
@@ -21,6 +27,10 @@ export function createSecretBox(key: Buffer): SecretBox {
   const sign = (message: string) => createHmac('sha256', macKey).update(message).digest('base64url');
   return {
     sign,
+    derive(label) {
+      const derived = createHmac('sha256', key).update(`agent-platform:derived-key:${label}`).digest();
+      return { key: derived, box: createSecretBox(derived) };
+    },
     verify(message, signature) {
       const expected = Buffer.from(sign(message));
       const given = Buffer.from(signature);

@@ -23,6 +23,10 @@ export interface EventMap {
   'exports.progress': { exportId: string; runId?: string };
   /** Bulk export: runs are waiting to start; wakes the workers' dispatchers. */
   'exports.dispatch': { exportId: string };
+  /** Control plane: a revision changed status. Key: deployment id. */
+  'revisions.status': { deploymentId: string; revisionId: string; status: string };
+  /** Control plane: stop the deployment's runtimes, all of them or all but the active revision's. Key: none; every launcher listens. */
+  'deployments.stop-runtimes': { deploymentId: string; keepRevisionId?: string };
 }
 export type EventName = keyof EventMap;
 

@@ -4,6 +4,7 @@ import { ConfigError, type Config, loadConfig } from './config.js';
 import { isAppError } from './errors.js';
 import { createLogger } from './logger.js';
 import { runAdmin } from './admin.js';
+import { registerDeploy } from './deploy-cli.js';
 import { createDeps } from './process.js';
 
 const program = new Command('agent-platform')
@@ -112,6 +113,7 @@ program
   });
 
 runAdmin(program, (options: ProcessOptions) => configFrom(options));
+registerDeploy(program);
 
 /** Graceful stop on SIGINT/SIGTERM; the embedded database is stopped last, by `shutdown`. */
 function onShutdownSignal(shutdown: (signal: string) => Promise<void>) {

@@ -28,6 +28,8 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
     const boss = await startBoss(deps, { work, maintain: work || config.roles.includes('runtime') });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
     deps.boss = boss;
+    // Registered after the queue's stop, so it runs before it: runtimes end while the database is up.
+    wiring.onStop(async () => deps.deployedRuntimes?.stop());
     const bootstrap = await bootstrapInstallation(deps);
     // Loaded only here: the runtime's modules (LangGraph, the checkpointer) are not every command's business.
     const runtimes = config.roles.includes('runtime')

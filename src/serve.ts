@@ -27,7 +27,7 @@ export type AgentServer = {
   /** Where runs are traced, unless tracing is off. */
   tracing: { workspaceId: string; project: string } | undefined;
   /** Where graphs execute: a worker thread, the HTTP server's thread, or elsewhere (no runtime role). */
-  runtime: 'worker thread' | 'server thread' | undefined;
+  runtime: 'worker thread' | 'server thread' | 'child process' | undefined;
   stop(): Promise<void>;
 };
 

@@ -23,6 +23,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       // One ingest thread per test platform: the thread path is what users run, and one starts faster.
       AGENT_PLATFORM_INGEST_THREADS: '1',
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      // Test files share one database and its job queues: only the control-plane tests, which turn it
+      // on, work revision builds and run deployed runtimes (another file's worker would take them).
+      AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'false',
       ...overrides,
     },
   );

@@ -19,6 +19,7 @@ import './exports/bulk-export.js';
 import './control-plane/oauth-provider.js';
 import './control-plane/integration.js';
 import './control-plane/listener.js';
+import './deployments/deployment.js';
 
 export const schema = builder.toSchema();
 

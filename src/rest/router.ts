@@ -3,6 +3,7 @@ import { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import { bulkExportsRouter } from './bulk-exports.routes.js';
 import { authIntegrationsListenersRouter } from './control-plane/auth-integrations-listeners.routes.js';
+import { deploymentsRouter } from './deployments.routes.js';
 import { agentServerRouter } from './agent-server/router.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { healthCheck } from './health.js';
@@ -23,7 +24,8 @@ export function restRouter(deps: Deps): Router {
   // Each deployment's agent server (plain-text errors), for keys of the deployment's organization.
   router.use('/deployments/:deploymentId', agentServerRouter(deps, { fromPath: 'deploymentId' }));
 
-  // Control plane (FastAPI dialect) at the root and, for self-hosted clients, under /api-host.
+  // Control plane OAuth providers, integrations and listeners (FastAPI dialect) at the root and, for
+  // self-hosted clients, under /api-host.
   // (Two mounts: Express 5 does not match '/' inside an array of paths.)
   const controlPlane = authIntegrationsListenersRouter(deps);
   router.use(controlPlane);
@@ -45,6 +47,16 @@ export function restRouter(deps: Deps): Router {
   platformApi.use(notFoundHandler);
   platformApi.use(errorHandler('fastapi', deps.logger));
   router.use('/api/v1', platformApi);
+
+  // Control plane deployments and revisions (FastAPI dialect), also under /api-host as self-hosted
+  // installations answer it; the rest of /v2 (providers, listeners) is mounted above.
+  const deployments = Router();
+  deployments.use(jsonBody(deps.config));
+  deployments.use(deploymentsRouter(deps));
+  deployments.use(notFoundHandler);
+  deployments.use(errorHandler('fastapi', deps.logger));
+  router.use('/v2', deployments);
+  router.use('/api-host/v2', deployments);
 
   return router;
 }

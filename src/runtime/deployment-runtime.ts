@@ -25,6 +25,10 @@ export type RuntimeSpec = {
    * their `runs.queued` NOTIFY.
    */
   queueOrigin?: string;
+  /** The control-plane revision it runs, recorded with it. */
+  revisionId?: string;
+  /** Names the signing key derived for this runtime, when it does not hold the installation's key. */
+  keyId?: string;
 };
 
 export type RunningDeployment = {
@@ -55,7 +59,7 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     steps.push(() => runtime.stop());
     const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
     steps.push(() => server.stop());
-    await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url });
+    await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
     steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));
     return { runtimeId: runtime.workerId, url: server.url, graphIds: graphs.graphIds(), wake: () => queue.wakeLocal(), stop };
   } catch (error) {

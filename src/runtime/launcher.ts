@@ -12,7 +12,9 @@ export type LaunchedRuntime = {
   url: string;
   graphIds: string[];
   /** Where its graphs execute, for people reading the logs. */
-  where: 'worker thread' | 'server thread';
+  where: 'worker thread' | 'server thread' | 'child process';
+  /** Its OS process, when it has one of its own (child process launcher). */
+  pid?(): number | undefined;
   stop(): Promise<void>;
 };
 

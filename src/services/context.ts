@@ -19,6 +19,8 @@ export type Deps = {
   ingestThreads?: { ingest(who: Ingester, request: IngestRequest): Promise<IngestResult> };
   /** The process's job queue, once started (agent-server requests enqueue runs on it). */
   boss?: PgBoss;
+  /** The control-plane runtimes this process launched (worker role); stopped before the job queue. */
+  deployedRuntimes?: import('../runtime/deployed-runtimes.js').DeployedRuntimes;
 };
 
 /** A service call: dependencies plus the authenticated viewer (or the system, for the admin CLI). */

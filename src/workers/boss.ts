@@ -14,6 +14,9 @@ import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
 import { fireCronJob } from './cron-fire.job.js';
 import { sweepExpiredThreads } from './threads-sweep.job.js';
 import { deleteExpiredTraceRuns } from './traces-retention.job.js';
+import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
+import { workRevisionPipeline } from './revision-pipeline.job.js';
+import { watchPushedRefs } from './revisions-watch.job.js';
 
 export { BOSS_SCHEMA } from './boss-schema.js';
 import { BOSS_SCHEMA } from './boss-schema.js';
@@ -95,6 +98,29 @@ export const QUEUES = {
     retryDelay: 300,
     expireInSeconds: 3600,
   },
+  revisionBuild: {
+    name: REVISION_BUILD_QUEUE,
+    // One job per revision (singletonKey = revision id). Not retried: a failed build is BUILD_FAILED
+    // with its reason in the log; a worker that died mid-build leaves the job to expire, and the
+    // expired job's retry finds the revision BUILDING and fails it as interrupted.
+    policy: 'short',
+    retryLimit: 1,
+    retryDelay: 5,
+    expireInSeconds: 30 * 60,
+  },
+  revisionsWatch: {
+    name: 'revisions.watch-refs',
+    // build_on_push: one sweep over the watched refs at a time.
+    policy: 'singleton',
+    retryLimit: 0,
+    expireInSeconds: 600,
+  },
+  revisionDeploy: {
+    name: REVISION_DEPLOY_QUEUE,
+    policy: 'short',
+    retryLimit: 0,
+    expireInSeconds: 10 * 60,
+  },
 } satisfies Record<string, QueueDefinition>;
 
 /**
@@ -125,6 +151,7 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.threadsSweep.name, cron: '* * * * *' },
   // Retention is in days; hourly keeps each pass small.
   { queue: QUEUES.tracesRetention.name, cron: '17 * * * *' },
+  { queue: QUEUES.revisionsWatch.name, cron: '* * * * *' },
 ];
 
 export type Boss = PgBoss;
@@ -170,6 +197,13 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     await boss.work(QUEUES.cronsFire.name, async (jobs) => fireCronJob(deps, jobs));
     await boss.work(QUEUES.threadsSweep.name, async () => sweepExpiredThreads(deps));
     await boss.work(QUEUES.tracesRetention.name, async () => deleteExpiredTraceRuns(deps));
+    // The control plane's pipeline; the runtimes it launches live as long as this job queue.
+    if (deps.config.controlPlaneWorker) {
+      const deployedRuntimes = await workRevisionPipeline(deps, boss);
+      deps.deployedRuntimes = deployedRuntimes;
+      await boss.work(QUEUES.revisionsWatch.name, async () => watchPushedRefs(deps));
+      boss.once('stopped', () => void deployedRuntimes.stop());
+    }
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
   }
   return boss;

@@ -6,7 +6,15 @@ import { readGraphConfig } from '../../runtime/graph-config.js';
 import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
-import type { Viewer } from '../tenancy/viewer.js';
+import { integrationAccessToken } from '../integrations/integrations.service.js';
+import { assertCan, type Permission, requireWorkspace, SYSTEM_VIEWER, type Viewer } from '../tenancy/viewer.js';
+import { newId, isUuid } from '../../ids.js';
+import { parseInput } from '../validate.js';
+import { DeploymentCreate, DeploymentListQuery, DeploymentPatch } from './deployments.schemas.js';
+import { moveRevisionsOf, queueRevision, UNFINISHED } from './revisions.service.js';
+import * as revisionsStore from './revisions.store.js';
+import type { GitCredentials } from './source-checkout.js';
+import type { ControlDeploymentRow } from './revisions.store.js';
 import { type AgentServerContext, type DeploymentScope, serveDeploymentId } from './deployment-scope.js';
 import { type DeploymentRow, findDeployment, upsertLocalDeployment } from './deployments.store.js';
 
@@ -115,3 +123,160 @@ export async function graphDescriptions(deps: Deps, deploymentId: string): Promi
     return {};
   }
 }
+// ───────────────────────────── control plane (/v2/deployments) ─────────────────────────────
+
+export type Deployment = ControlDeploymentRow & { secret_names: string[] };
+
+const deploymentNotFound = (id: string) => AppError.notFound(`Deployment ID ${id} not found.`);
+
+/** The workspace a control-plane call acts in, after checking `permission` there. */
+function controlWorkspace(ctx: ServiceContext, permission: Permission): string {
+  const workspaceId = requireWorkspace(ctx.viewer);
+  assertCan(ctx.viewer, permission, workspaceId);
+  return workspaceId;
+}
+
+/** The deployment's secrets, unsealed: only its runtime's environment ever receives the values. */
+export function deploymentSecrets(deps: Pick<Deps, 'secrets'>, row: Pick<ControlDeploymentRow, 'secrets'>): { name: string; value: string }[] {
+  return row.secrets ? (JSON.parse(deps.secrets.decrypt(row.secrets)) as { name: string; value: string }[]) : [];
+}
+
+const withSecretNames = (deps: Deps, row: ControlDeploymentRow): Deployment => ({ ...row, secret_names: deploymentSecrets(deps, row).map((secret) => secret.name) });
+
+/** A deployment of the viewer's workspace; NOT_FOUND for another workspace's, a deleted one or a bad id. */
+export async function findOwnDeployment(ctx: ServiceContext, id: string, permission: Permission = 'workspaces:read'): Promise<ControlDeploymentRow> {
+  const workspaceId = controlWorkspace(ctx, permission);
+  const row = isUuid(id) ? await revisionsStore.findControlDeployment(ctx.db, id.toLowerCase(), workspaceId) : undefined;
+  if (!row) throw deploymentNotFound(id);
+  return row;
+}
+
+/**
+ * Creates a deployment and its first revision, and queues the revision's build. The agent server
+ * answers at `<platform>/deployments/<id>` once the revision is DEPLOYED. BAD_REQUEST for sources and
+ * fields this installation does not support; VALIDATION_FAILED for bad input.
+ */
+export async function createDeployment(ctx: ServiceContext, input: unknown): Promise<Deployment> {
+  const workspaceId = controlWorkspace(ctx, 'workspaces:write');
+  const data = parseInput(DeploymentCreate, input, 'body');
+  if (data.source !== 'github' || data.source_revision_config.image_uri) throw AppError.badRequest('Deployments from container images (external_docker, image_uri) are not supported by this installation.');
+  await assertIntegration(ctx, data.source_config.integration_id);
+  const id = newId();
+  const revisionId = newId();
+  const sourceConfig = { build_on_push: false, custom_url: null, resource_spec: null, deployment_type: 'dev', integration_id: null, ...data.source_config };
+  await revisionsStore.insertDeploymentWithRevision(ctx.db, {
+    id,
+    revisionId,
+    tenantId: workspaceId,
+    name: data.name,
+    source: data.source,
+    sourceConfig,
+    sourceRevisionConfig: { image_uri: null, ...data.source_revision_config },
+    secrets: data.secrets.length ? ctx.secrets.encrypt(JSON.stringify(data.secrets)) : null,
+    url: ctx.config.publicUrl ? `${ctx.config.publicUrl}/deployments/${id}` : null,
+  });
+  await ctx.events.publish('revisions.status', { deploymentId: id, revisionId, status: 'CREATING' }, id);
+  await queueRevision(ctx, id, revisionId);
+  return getDeployment(ctx, id);
+}
+
+/** The workspace's deployments, newest first, with the next page's offset. */
+export async function listDeployments(ctx: ServiceContext, query: unknown): Promise<{ resources: Deployment[]; offset: number }> {
+  const workspaceId = controlWorkspace(ctx, 'workspaces:read');
+  const filter = parseInput(DeploymentListQuery, query, 'query');
+  const rows = await revisionsStore.listControlDeployments(ctx.db, workspaceId, {
+    limit: filter.limit,
+    offset: filter.offset,
+    nameContains: filter.name_contains,
+    status: filter.status,
+    ids: filter.deployment_ids,
+  });
+  return { resources: rows.map((row) => withSecretNames(ctx, row)), offset: filter.offset + rows.length };
+}
+
+export async function getDeployment(ctx: ServiceContext, id: string): Promise<Deployment> {
+  return withSecretNames(ctx, await findOwnDeployment(ctx, id));
+}
+
+/**
+ * Changes a deployment (DECISIONS): `source_revision_config` keys or `secrets` make a new revision;
+ * other `source_config` keys change in place; name, source, repo_url, integration_id and
+ * deployment_type cannot change (BAD_REQUEST).
+ */
+export async function updateDeployment(ctx: ServiceContext, id: string, input: unknown): Promise<Deployment> {
+  const data = parseInput(DeploymentPatch, input, 'body');
+  const row = await findOwnDeployment(ctx, id, 'workspaces:write');
+  const immutable = [
+    ['name', data.name],
+    ['source', data.source],
+    ['source_config.repo_url', data.source_config?.repo_url],
+    ['source_config.integration_id', data.source_config?.integration_id],
+    ['source_config.deployment_type', data.source_config?.deployment_type],
+  ].filter(([, value]) => value !== undefined);
+  if (immutable.length) throw AppError.badRequest(`${immutable.map(([field]) => field).join(', ')} cannot be changed.`);
+  if (data.source_revision_config?.image_uri) throw AppError.badRequest('Deployments from container images (image_uri) are not supported by this installation.');
+  const { build_on_push, custom_url, resource_spec } = data.source_config ?? {};
+  const sourceConfig = { ...row.source_config, ...definedOnly({ build_on_push, custom_url, resource_spec }) };
+  const revisionChange = definedOnly({ repo_ref: data.source_revision_config?.repo_ref, graph_config_path: data.source_revision_config?.graph_config_path });
+  const sourceRevisionConfig = { ...row.source_revision_config, ...revisionChange };
+  const newRevision = Object.keys(revisionChange).length > 0 || data.secrets !== undefined;
+  const revisionId = newRevision ? newId() : undefined;
+  await revisionsStore.updateDeploymentWithRevision(ctx.db, row.id, {
+    sourceConfig,
+    sourceRevisionConfig,
+    secrets: data.secrets === undefined ? row.secrets : data.secrets.length ? ctx.secrets.encrypt(JSON.stringify(data.secrets)) : null,
+    revisionId,
+  });
+  if (revisionId) {
+    await ctx.events.publish('revisions.status', { deploymentId: row.id, revisionId, status: 'CREATING' }, row.id);
+    await queueRevision(ctx, row.id, revisionId);
+  }
+  return getDeployment(ctx, row.id);
+}
+
+/** Makes a new revision of `deployment` from `sourceRevisionConfig` and queues it (redeploy). */
+export async function createRevision(ctx: ServiceContext, deployment: ControlDeploymentRow, sourceRevisionConfig: Record<string, unknown>): Promise<string> {
+  const revisionId = newId();
+  await revisionsStore.updateDeploymentWithRevision(ctx.db, deployment.id, {
+    sourceConfig: deployment.source_config,
+    sourceRevisionConfig,
+    secrets: deployment.secrets,
+    revisionId,
+  });
+  await ctx.events.publish('revisions.status', { deploymentId: deployment.id, revisionId, status: 'CREATING' }, deployment.id);
+  await queueRevision(ctx, deployment.id, revisionId);
+  return revisionId;
+}
+
+/**
+ * Deletes a deployment: unfinished revisions become INTERRUPTED, its url answers 404, and every
+ * launcher stops its runtimes.
+ */
+export async function deleteDeployment(ctx: ServiceContext, id: string): Promise<void> {
+  const row = await findOwnDeployment(ctx, id, 'workspaces:write');
+  await revisionsStore.markDeploymentDeleted(ctx.db, row.id);
+  recentRows.delete(row.id);
+  await moveRevisionsOf(ctx, row.id, 'INTERRUPTED', UNFINISHED);
+  await ctx.events.publish('deployments.stop-runtimes', { deploymentId: row.id });
+}
+
+/** Forgets a cached deployment row (its graphs or deletion changed). */
+export const forgetDeploymentRow = (deploymentId: string) => recentRows.delete(deploymentId);
+
+/** An integration given on create must be one of the workspace's (BAD_REQUEST otherwise, as a bad field). */
+async function assertIntegration(ctx: ServiceContext, integrationId: string | null | undefined): Promise<void> {
+  if (!integrationId) return;
+  await integrationAccessToken(ctx, integrationId).catch((error: unknown) => {
+    throw error instanceof AppError && error.code === 'NOT_FOUND' ? AppError.badRequest(`Integration ${integrationId} not found.`) : error;
+  });
+}
+
+/** The git credentials a deployment's clones use: its integration's token, when it names one. */
+export async function deploymentGitCredentials(deps: Deps, deployment: Pick<ControlDeploymentRow, 'tenant_id' | 'source_config'>): Promise<GitCredentials | undefined> {
+  const integrationId = deployment.source_config.integration_id;
+  if (typeof integrationId !== 'string') return undefined;
+  return integrationAccessToken({ ...deps, viewer: SYSTEM_VIEWER }, integrationId, { workspaceId: deployment.tenant_id });
+}
+
+const definedOnly = <T extends Record<string, unknown>>(values: T): Partial<T> =>
+  Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;

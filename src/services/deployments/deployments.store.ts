@@ -15,7 +15,7 @@ export type DeploymentRow = {
 export async function findDeployment(db: Database, deploymentId: string): Promise<DeploymentRow | undefined> {
   const { rows } = await db.pool.query<DeploymentRow>(
     `SELECT d.id, d.tenant_id, w.organization_id, d.name, d.source, d.source_config, d.graph_ids
-     FROM deployments d JOIN workspaces w ON w.id = d.tenant_id WHERE d.id = $1`,
+     FROM deployments d JOIN workspaces w ON w.id = d.tenant_id WHERE d.id = $1 AND d.deleted_at IS NULL`,
     [deploymentId],
   );
   return rows[0];
@@ -36,17 +36,28 @@ export async function upsertLocalDeployment(
 }
 
 /** The deployment's runtimes that recorded themselves, newest first. */
-export async function listDeploymentRuntimes(db: Database, deploymentId: string): Promise<{ id: string; url: string }[]> {
-  const { rows } = await db.pool.query<{ id: string; url: string }>(
-    'SELECT id, url FROM deployment_runtimes WHERE deployment_id = $1 ORDER BY started_at DESC',
+export async function listDeploymentRuntimes(db: Database, deploymentId: string): Promise<{ id: string; url: string; key_id: string | null }[]> {
+  // The active revision's runtime first: during a deploy the next revision's runtime is already up.
+  const { rows } = await db.pool.query<{ id: string; url: string; key_id: string | null }>(
+    `SELECT r.id, r.url, r.key_id FROM deployment_runtimes r JOIN deployments d ON d.id = r.deployment_id
+     WHERE r.deployment_id = $1 ORDER BY (r.revision_id IS NOT DISTINCT FROM d.active_revision_id) DESC, r.started_at DESC`,
     [deploymentId],
   );
   return rows;
 }
 
 /** Records a live runtime and where it answers. */
-export async function insertDeploymentRuntime(db: Database, values: { id: string; deploymentId: string; url: string }): Promise<void> {
-  await db.pool.query('INSERT INTO deployment_runtimes (id, deployment_id, url) VALUES ($1, $2, $3)', [values.id, values.deploymentId, values.url]);
+export async function insertDeploymentRuntime(
+  db: Database,
+  values: { id: string; deploymentId: string; url: string; revisionId?: string; keyId?: string },
+): Promise<void> {
+  await db.pool.query('INSERT INTO deployment_runtimes (id, deployment_id, url, revision_id, key_id) VALUES ($1, $2, $3, $4, $5)', [
+    values.id,
+    values.deploymentId,
+    values.url,
+    values.revisionId ?? null,
+    values.keyId ?? null,
+  ]);
 }
 
 export async function deleteDeploymentRuntime(db: Database, runtimeId: string): Promise<void> {

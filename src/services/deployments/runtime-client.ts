@@ -15,11 +15,13 @@ const REQUEST_TIMEOUT_MS = 30_000;
 export async function askRuntime(ctx: AgentServerContext, request: GraphRequest): Promise<unknown> {
   const body = JSON.stringify(request);
   for (const runtime of await listDeploymentRuntimes(ctx.db, ctx.deployment.deploymentId)) {
+    // A runtime that does not hold the installation's key verifies with a key derived for it (launcher).
+    const signer = runtime.key_id ? ctx.secrets.derive(runtime.key_id).box : ctx.secrets;
     let response: Response;
     try {
       response = await fetch(new URL(RUNTIME_REQUEST_PATH, runtime.url), {
         method: 'POST',
-        headers: { 'content-type': 'application/json', [RUNTIME_SIGNATURE_HEADER]: ctx.secrets.sign(signedMessage(runtime.id, body)) },
+        headers: { 'content-type': 'application/json', [RUNTIME_SIGNATURE_HEADER]: signer.sign(signedMessage(runtime.id, body)) },
         body,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });

@@ -1,0 +1,86 @@
+// npm run bench:deploy — the control plane end to end: create a deployment of a dependency-free
+// LangGraph.js repository (a local git repository, `file://`), poll its revision to DEPLOYED, then
+// time the first run through the new url with the official SDK. Prints p50/min/max; asserts nothing.
+//
+//   BENCH_DEPLOYS (default 10)   deployments created one after the other
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@langchain/langgraph-sdk';
+import { createBenchTenant, startBenchPlatform } from './tenant.js';
+
+const DEPLOYS = Number(process.env.BENCH_DEPLOYS ?? 10);
+
+function makeRepo(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-repo-'));
+  writeFileSync(join(dir, 'langgraph.json'), JSON.stringify({ graphs: { agent: './agent.ts:graph' } }));
+  writeFileSync(
+    join(dir, 'agent.ts'),
+    `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+const State = Annotation.Root({ input: Annotation<string>(), reply: Annotation<string>() });
+export const graph = new StateGraph(State).addNode('echo', (s) => ({ reply: s.input })).addEdge(START, 'echo').addEdge('echo', END).compile();
+`,
+  );
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.test', ...args], { cwd: dir });
+  git('init', '--quiet', '--initial-branch=main');
+  git('add', '-A');
+  git('commit', '--quiet', '-m', 'bench');
+  return dir;
+}
+
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+const row = (label: string, values: number[]) =>
+  console.log(`${label.padEnd(34)} p50 ${(percentile(values, 50) / 1000).toFixed(2)} s   min ${(Math.min(...values) / 1000).toFixed(2)} s   max ${(Math.max(...values) / 1000).toFixed(2)} s`);
+
+const platform = await startBenchPlatform({ AGENT_PLATFORM_ROLES: 'api,worker' });
+const repo = makeRepo();
+try {
+  const tenant = await createBenchTenant(platform.deps);
+  const headers = { 'x-api-key': tenant.key, 'x-tenant-id': tenant.workspace.id, 'content-type': 'application/json' };
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${platform.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: response.status, body: response.status === 204 ? undefined : ((await response.json()) as any) };
+  };
+  const toDeployed: number[] = [];
+  const toFirstRun: number[] = [];
+  for (let i = 0; i < DEPLOYS; i++) {
+    const started = performance.now();
+    const created = await call('POST', '/v2/deployments', {
+      name: `bench-${i}`,
+      source: 'github',
+      source_config: { repo_url: `file://${repo}` },
+      source_revision_config: { repo_ref: 'main', graph_config_path: 'langgraph.json' },
+    });
+    if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body)}`);
+    for (;;) {
+      const revision = await call('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}`);
+      if (revision.body.status === 'DEPLOYED') break;
+      if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.body.status)) throw new Error(`revision ended ${revision.body.status}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const deployed = performance.now();
+    const client = new Client({ apiUrl: created.body.url, defaultHeaders: { 'x-api-key': tenant.key } });
+    await client.runs.wait(null, 'agent', { input: { input: 'hi' } });
+    const answered = performance.now();
+    toDeployed.push(deployed - started);
+    toFirstRun.push(answered - deployed);
+    console.log(`deployment ${i + 1}/${DEPLOYS}: DEPLOYED after ${((deployed - started) / 1000).toFixed(2)} s, first run answered ${((answered - deployed) / 1000).toFixed(2)} s later`);
+    if (i === DEPLOYS - 1) {
+      // Where the time of the last one went: its pipeline's log lines, as seconds after the create.
+      const createdAt = Date.parse(created.body.created_at);
+      for (const type of ['build', 'deploy']) {
+        const logs = await call('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}/logs?type=${type}`);
+        for (const line of logs.body.resources) console.log(`  +${((Date.parse(line.timestamp) - createdAt) / 1000).toFixed(2)} s  ${type}: ${line.message.split('\n')[0].slice(0, 80)}`);
+      }
+    }
+    await call('DELETE', `/v2/deployments/${created.body.id}`);
+  }
+  console.log('');
+  row('create → DEPLOYED', toDeployed);
+  row('DEPLOYED → first run answered', toFirstRun);
+  row('create → first run answered', toDeployed.map((value, i) => value + toFirstRun[i]!));
+} finally {
+  await platform.stop();
+  rmSync(repo, { recursive: true, force: true });
+}

@@ -1,0 +1,27 @@
+// `build_on_push: true`: every minute, the ref of each such deployment is looked up in its repository
+// (`git ls-remote`); when its commit differs from the one the latest revision built, a new revision is
+// made. Deployments whose latest revision is still in the pipeline wait for the next sweep.
+import type { Deps } from '../services/context.js';
+import { createRevision, deploymentGitCredentials } from '../services/deployments/deployments.service.js';
+import { findControlDeployment, listBuildOnPush } from '../services/deployments/revisions.store.js';
+import { remoteRefCommit } from '../services/deployments/source-checkout.js';
+import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
+
+/** Returns the ids of the deployments that got a new revision. */
+export async function watchPushedRefs(deps: Deps): Promise<string[]> {
+  const rebuilt: string[] = [];
+  for (const watched of await listBuildOnPush(deps.db)) {
+    try {
+      const deployment = await findControlDeployment(deps.db, watched.id);
+      if (!deployment) continue;
+      const commit = await remoteRefCommit(watched.repo_url, watched.repo_ref, await deploymentGitCredentials(deps, deployment));
+      if (!commit || commit === watched.commit_sha) continue;
+      await createRevision({ ...deps, viewer: SYSTEM_VIEWER }, deployment, deployment.source_revision_config);
+      deps.logger.info({ deploymentId: watched.id, commit }, 'the watched ref moved: new revision');
+      rebuilt.push(watched.id);
+    } catch (error) {
+      deps.logger.warn({ err: error, deploymentId: watched.id }, 'could not check the ref of a build_on_push deployment');
+    }
+  }
+  return rebuilt;
+}
