@@ -8,6 +8,7 @@ import { ProjectCreate, ProjectUpdate, RunQuery } from '../../services/traces/tr
 import { ApiKeyCreateBody, WorkspaceCreateBody } from '../tenancy.routes.js';
 import { ProjectListQuery } from '../traces.routes.js';
 import { GranularUsageQuery } from '../usage.routes.js';
+import { DeploymentCreate, DeploymentListQuery, DeploymentPatch, PageQuery as RevisionPageQuery, RevisionLogsQuery } from '../../services/deployments/deployments.schemas.js';
 import { IntegrationCreate } from '../../services/integrations/integrations.schemas.js';
 import { ListenerCreate, ListenerUpdate, PageQuery } from '../../services/listeners/listeners.schemas.js';
 import { OAuthProviderCreate, OAuthProviderUpdate } from '../../services/oauth-providers/oauth-providers.schemas.js';
@@ -16,6 +17,7 @@ import { referenceOperations } from './reference.routes.js';
 
 const accepted = { status: 202, description: 'Accepted: stored, or queued to be.' } as const;
 const empty = { status: 204, kind: 'empty', description: 'Done.' } as const;
+const created = { status: 201, kind: 'json', description: 'Created.' } as const;
 
 /** Trace ingestion and queries (the langsmith SDK's wire), served at the root and again under /api/v1. */
 const tracesOperations = (prefix: string): Operation[] => [
@@ -70,16 +72,25 @@ export const tenancyOperations: Operation[] = [
 
 /** The control plane (X-Api-Key + X-Tenant-Id), at the root and again under /api-host for self-hosted installations. */
 const controlPlaneOperations = (prefix: string): Operation[] => [
-  { method: 'post', path: `${prefix}/v2/auth/providers`, tag: 'Control plane', summary: 'Create an OAuth provider', body: OAuthProviderCreate },
+  { method: 'post', path: `${prefix}/v2/deployments`, tag: 'Control plane', summary: 'Create a deployment from a git repository (its first revision is built and deployed)', body: DeploymentCreate, response: created },
+  { method: 'get', path: `${prefix}/v2/deployments`, tag: 'Control plane', summary: 'List deployments', query: DeploymentListQuery },
+  { method: 'get', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Get a deployment' },
+  { method: 'patch', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Update a deployment (a new revision when its source revision config or secrets change)', body: DeploymentPatch },
+  { method: 'delete', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Delete a deployment: its runtime stops, unfinished revisions are INTERRUPTED', response: empty },
+  { method: 'get', path: `${prefix}/v2/deployments/:id/revisions`, tag: 'Control plane', summary: "A deployment's revisions, latest first", query: RevisionPageQuery },
+  { method: 'get', path: `${prefix}/v2/deployments/:id/revisions/:revisionId`, tag: 'Control plane', summary: 'Get a revision (poll its status)' },
+  { method: 'post', path: `${prefix}/v2/deployments/:id/revisions/:revisionId/redeploy`, tag: 'Control plane', summary: 'Redeploy a revision' },
+  { method: 'get', path: `${prefix}/v2/deployments/:id/revisions/:revisionId/logs`, tag: 'Control plane', summary: "A revision's build or deploy log (paged)", query: RevisionLogsQuery },
+  { method: 'post', path: `${prefix}/v2/auth/providers`, tag: 'Control plane', summary: 'Create an OAuth provider', body: OAuthProviderCreate, response: created },
   { method: 'get', path: `${prefix}/v2/auth/providers`, tag: 'Control plane', summary: 'List OAuth providers' },
   { method: 'get', path: `${prefix}/v2/auth/providers/:providerId`, tag: 'Control plane', summary: 'Get an OAuth provider' },
   { method: 'patch', path: `${prefix}/v2/auth/providers/:providerId`, tag: 'Control plane', summary: 'Update an OAuth provider', body: OAuthProviderUpdate },
   { method: 'delete', path: `${prefix}/v2/auth/providers/:providerId`, tag: 'Control plane', summary: 'Delete an OAuth provider' },
-  { method: 'post', path: `${prefix}/v1/integrations`, tag: 'Control plane', summary: 'Register a git host integration (its token is stored encrypted)', body: IntegrationCreate },
+  { method: 'post', path: `${prefix}/v1/integrations`, tag: 'Control plane', summary: 'Register a git host integration (its token is stored encrypted)', body: IntegrationCreate, response: created },
   { method: 'get', path: `${prefix}/v1/integrations`, tag: 'Control plane', summary: 'List git host integrations' },
   { method: 'get', path: `${prefix}/v1/integrations/:id`, tag: 'Control plane', summary: 'Get a git host integration' },
   { method: 'delete', path: `${prefix}/v1/integrations/:id`, tag: 'Control plane', summary: 'Delete a git host integration', response: empty },
-  { method: 'post', path: `${prefix}/v2/listeners`, tag: 'Control plane', summary: 'Create a listener (Enterprise, self-hosted)', body: ListenerCreate },
+  { method: 'post', path: `${prefix}/v2/listeners`, tag: 'Control plane', summary: 'Create a listener (Enterprise, self-hosted)', body: ListenerCreate, response: created },
   { method: 'get', path: `${prefix}/v2/listeners`, tag: 'Control plane', summary: 'List listeners', query: PageQuery },
   { method: 'get', path: `${prefix}/v2/listeners/:id`, tag: 'Control plane', summary: 'Get a listener' },
   { method: 'patch', path: `${prefix}/v2/listeners/:id`, tag: 'Control plane', summary: "Update a listener's compute config", body: ListenerUpdate },
