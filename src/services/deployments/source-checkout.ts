@@ -42,7 +42,12 @@ export const revisionDirectory = (dataDir: string, revisionId: string) => resolv
 
 function commandEnvironment(home: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { HOME: home, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
-  for (const name of ['PATH', 'TZ', 'LANG', 'TMPDIR', 'npm_config_registry', 'npm_config_cache', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY']) {
+  // The machine's network settings and trust anchors (a proxy's CA, say) but no credentials: without
+  // NODE_EXTRA_CA_CERTS behind a TLS-inspecting proxy, npm retried for minutes and then failed.
+  for (const name of [
+    'PATH', 'TZ', 'LANG', 'TMPDIR', 'npm_config_registry', 'npm_config_cache', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY',
+    'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO', 'npm_config_cafile',
+  ]) {
     if (process.env[name]) env[name] = process.env[name];
   }
   return env;
