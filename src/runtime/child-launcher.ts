@@ -26,7 +26,10 @@ const RESTART_DELAY_MS = [500, 1000, 2000, 5000, 10_000, 30_000];
 /** The environment every child starts from: enough for node and user code to run, nothing else of the platform's. */
 function baseEnvironment(cwd: string): Record<string, string> {
   const env: Record<string, string> = { HOME: cwd, NODE_ENV: process.env.NODE_ENV ?? 'production' };
-  for (const name of ['PATH', 'TZ', 'LANG', 'TMPDIR']) if (process.env[name]) env[name] = process.env[name]!;
+  // Plus the machine's proxy and trust anchors, so graphs reach model APIs as the platform does (no credentials).
+  for (const name of ['PATH', 'TZ', 'LANG', 'TMPDIR', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR']) {
+    if (process.env[name]) env[name] = process.env[name]!;
+  }
   return env;
 }
 
