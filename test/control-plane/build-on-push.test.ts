@@ -3,18 +3,15 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { watchPushedRefs } from '../../src/workers/revisions-watch.job.js';
 import { buildTenant } from '../factories.js';
-import { startTestPlatform, type TestPlatform } from '../helpers.js';
-import { controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, waitForRevision } from './support.js';
+import type { TestPlatform } from '../helpers.js';
+import { controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
 
 let platform: TestPlatform;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ jobs: true, config: { AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true' } });
+  platform = await startControlPlanePlatform();
 }, 60_000);
-afterAll(async () => {
-  await platform?.deps.deployedRuntimes?.stop();
-  await platform?.stop();
-});
+afterAll(() => stopControlPlanePlatform(platform));
 
 it('makes a revision when the watched branch gets a new commit', async () => {
   const tenant = await buildTenant(platform.system);

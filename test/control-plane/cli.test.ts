@@ -2,19 +2,16 @@
 // and with --wait follows the revision to its end (exit 1 and the build log when it fails).
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildTenant } from '../factories.js';
-import { startTestPlatform, type TestPlatform } from '../helpers.js';
+import type { TestPlatform } from '../helpers.js';
 import { runCli } from '../processes.js';
-import { echoGraph, makeGitRepo } from './support.js';
+import { echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform } from './support.js';
 
 let platform: TestPlatform;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ jobs: true, config: { AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true' } });
+  platform = await startControlPlanePlatform();
 }, 60_000);
-afterAll(async () => {
-  await platform?.deps.deployedRuntimes?.stop();
-  await platform?.stop();
-});
+afterAll(() => stopControlPlanePlatform(platform));
 
 it('deploys a local repository path and, with --wait, reports a failed build with its log', async () => {
   const tenant = await buildTenant(platform.system);

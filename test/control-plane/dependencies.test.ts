@@ -7,18 +7,15 @@ import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildTenant } from '../factories.js';
-import { startTestPlatform, type TestPlatform } from '../helpers.js';
-import { controlPlaneApi, deploymentBody, makeGitRepo, waitForRevision } from './support.js';
+import type { TestPlatform } from '../helpers.js';
+import { controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
 
 let platform: TestPlatform;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ jobs: true, config: { AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true' } });
+  platform = await startControlPlanePlatform();
 }, 60_000);
-afterAll(async () => {
-  await platform?.deps.deployedRuntimes?.stop();
-  await platform?.stop();
-});
+afterAll(() => stopControlPlanePlatform(platform));
 
 it('builds with npm ci from the lockfile and runs a graph that imports its dependency', async () => {
   const tenant = await buildTenant(platform.system);

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeployedRuntimes } from '../../src/runtime/deployed-runtimes.js';
 import { findRevision } from '../../src/services/deployments/revisions.store.js';
 import { buildTenant } from '../factories.js';
-import { databaseUrl, startTestPlatform, type TestPlatform } from '../helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, echoGraph, type GitRepo, makeGitRepo, waitForRevision } from './support.js';
+import { databaseUrl, type TestPlatform } from '../helpers.js';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, type GitRepo, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -17,7 +17,7 @@ let otherApi: Api;
 let repo: GitRepo;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ jobs: true, config: { AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true' } });
+  platform = await startControlPlanePlatform();
   tenant = await buildTenant(platform.system);
   other = await buildTenant(platform.system);
   api = controlPlaneApi(platform.url, { key: tenant.adminKey, tenant: tenant.workspace.id });
@@ -26,10 +26,7 @@ beforeAll(async () => {
   repo.commit('v2', echoGraph('v2'));
   repo.commit('broken', { 'agent.ts': "import { missing } from './does-not-exist.js';\nexport const graph = missing;\n" });
 }, 60_000);
-afterAll(async () => {
-  await platform?.deps.deployedRuntimes?.stop();
-  await platform?.stop();
-});
+afterAll(() => stopControlPlanePlatform(platform));
 
 const sdk = (url: string, key = tenant.adminKey) => new Client({ apiUrl: url, defaultHeaders: { 'x-api-key': key } });
 

@@ -5,18 +5,15 @@ import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { buildTenant } from '../factories.js';
-import { graphql, startTestPlatform, type TestPlatform } from '../helpers.js';
-import { echoGraph, makeGitRepo } from './support.js';
+import { graphql, type TestPlatform } from '../helpers.js';
+import { echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform } from './support.js';
 
 let platform: TestPlatform;
 
 beforeAll(async () => {
-  platform = await startTestPlatform({ jobs: true, config: { AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true' } });
+  platform = await startControlPlanePlatform();
 }, 60_000);
-afterAll(async () => {
-  await platform?.deps.deployedRuntimes?.stop();
-  await platform?.stop();
-});
+afterAll(() => stopControlPlanePlatform(platform));
 
 const FIELDS = 'id name latestRevisionId activeRevisionId secretNames revisions { id status }';
 

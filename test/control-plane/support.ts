@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
+import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
 export type GitRepo = { dir: string; url: string; commit(branch: string, files: Record<string, string>): string };
 
@@ -122,3 +123,12 @@ export const deploymentBody = (repoUrl: string, overrides: { name?: string; repo
   source_revision_config: { repo_ref: overrides.repo_ref ?? 'main', graph_config_path: overrides.graph_config_path ?? 'langgraph.json', image_uri: null },
   secrets: overrides.secrets ?? [],
 });
+
+/** A test platform whose worker runs the control plane's pipeline (test platforms leave it off: test files share one database and job queues). */
+export const startControlPlanePlatform = () => startTestPlatform({ jobs: true, config: { AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true' } });
+
+/** Stops the runtimes the platform's pipeline launched, then the platform. */
+export async function stopControlPlanePlatform(platform: TestPlatform | undefined): Promise<void> {
+  await platform?.deps.deployedRuntimes?.stop();
+  await platform?.stop();
+}
