@@ -201,6 +201,30 @@ describe('bad input and tenancy', () => {
     expect((await api('DELETE', `/v2/deployments/${created.body.id}`)).status).toBe(204);
   }, 180_000);
 
+  it("keeps one deployment's threads, runs and state invisible at another deployment's url of the same workspace", async () => {
+    const [first, second] = await Promise.all(['one', 'two'].map((name) => api('POST', '/v2/deployments', { body: deploymentBody(repo.url, { name }) })));
+    for (const created of [first!, second!]) expect((await waitForRevision(api, created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    const [a, b] = [sdk(first!.body.url), sdk(second!.body.url)];
+    const thread = await a.threads.create();
+    const run = await a.runs.create(thread.thread_id, 'agent', { input: { input: 'private' } });
+    await a.runs.join(thread.thread_id, run.run_id);
+    expect((await a.threads.getState(thread.thread_id)).values).toMatchObject({ reply: 'v1: private' });
+
+    const notFound = { status: 404 };
+    await expect(b.threads.get(thread.thread_id)).rejects.toMatchObject(notFound);
+    await expect(b.threads.getState(thread.thread_id)).rejects.toMatchObject(notFound);
+    await expect(b.threads.getHistory(thread.thread_id)).rejects.toMatchObject(notFound);
+    await expect(b.runs.get(thread.thread_id, run.run_id)).rejects.toMatchObject(notFound);
+    await expect(b.runs.create(thread.thread_id, 'agent', { input: { input: 'intrude' } })).rejects.toMatchObject(notFound);
+    await expect(b.threads.updateState(thread.thread_id, { values: { reply: 'overwritten' } })).rejects.toMatchObject(notFound);
+    expect((await b.threads.search()).map((found) => found.thread_id)).not.toContain(thread.thread_id);
+    // Creating the same thread id at the other deployment is refused, not a second view of it.
+    await expect(b.runs.create(thread.thread_id, 'agent', { input: { input: 'x' }, ifNotExists: 'create' })).rejects.toMatchObject({ status: 409 });
+    // The owner's state is untouched.
+    expect((await a.threads.getState(thread.thread_id)).values).toMatchObject({ reply: 'v1: private' });
+    for (const created of [first!, second!]) expect((await api('DELETE', `/v2/deployments/${created.body.id}`)).status).toBe(204);
+  }, 180_000);
+
   it('answers bad query, bad JSON, unknown ids and missing credentials in the FastAPI dialect', async () => {
     expect((await api('GET', '/v2/deployments?limit=0')).status).toBe(422);
     expect((await api('GET', '/v2/deployments?limit=abc')).status).toBe(422);
