@@ -44,28 +44,15 @@ if (mode === 'check') {
   let stopProcess: () => Promise<void> = async () => undefined;
   try {
     // Loaded here only: the import check (above) needs none of the platform's wiring, and starts faster without it.
-    const [{ createDeps }, { startBoss }, { runDeployment }] = await Promise.all([
-      import('../process.js'),
-      import('../workers/boss.js'),
-      import('./deployment-runtime.js'),
-    ]);
-    const wiring = await createDeps(config, logger, {
-      databaseUrl: config.databaseUrl,
-      poolSize: config.runtimeDbPoolSize,
-      applicationName: 'agent-platform-runtime',
-      ingestThreads: false,
-    });
-    stopProcess = wiring.stop;
-    const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
-    wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
-    const running = await runDeployment(wiring.deps, boss, {
+    const { startStandaloneRuntime } = await import('./standalone-runtime.js');
+    const { running, stop } = await startStandaloneRuntime(config, logger, config.databaseUrl, {
       deploymentId,
       configPath,
       tracing: undefined,
       revisionId: process.env.AGENT_PLATFORM_REVISION_ID,
       keyId: process.env.AGENT_PLATFORM_RUNTIME_KEY_ID,
     });
-    wiring.onStop(() => running.stop());
+    stopProcess = stop;
     process.on('message', (command: ChildCommand) => {
       if (command === 'stop') void stopProcess().then(() => process.exit(0));
     });

@@ -2,9 +2,8 @@
 // deployment's runtime until the main thread says stop.
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../logger.js';
-import { configInThread, createDeps } from '../process.js';
-import { startBoss } from '../workers/boss.js';
-import { runDeployment } from './deployment-runtime.js';
+import { configInThread } from '../process.js';
+import { startStandaloneRuntime } from './standalone-runtime.js';
 import type { RuntimeThreadCommand, RuntimeThreadData, RuntimeThreadReport } from './runtime-thread.js';
 
 const data = workerData as RuntimeThreadData;
@@ -19,18 +18,9 @@ const stop = async () => {
 };
 
 try {
-  const wiring = await createDeps(config, logger, {
-    databaseUrl: data.databaseUrl,
-    poolSize: config.runtimeDbPoolSize,
-    applicationName: 'agent-platform-runtime',
-    ingestThreads: false,
-  });
-  stopProcess = wiring.stop;
   // The main thread's PgBoss maintains the queues; this one only fetches and completes jobs.
-  const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
-  wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
-  const running = await runDeployment(wiring.deps, boss, data.spec);
-  wiring.onStop(() => running.stop());
+  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec);
+  stopProcess = stopRuntime;
 
   port.on('message', (command: RuntimeThreadCommand) => {
     if (command === 'wake') running.wake();

@@ -1,0 +1,32 @@
+// A deployment's runtime wired on its own, as a runtime thread or a runtime child process is: its own
+// pool and a pg-boss that only fetches and completes jobs (the platform's worker maintains the queues).
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { createDeps } from '../process.js';
+import { startBoss } from '../workers/boss.js';
+import { runDeployment, type RunningDeployment, type RuntimeSpec } from './deployment-runtime.js';
+
+/** Starts the runtime; `stop` ends it and its wiring. On a failed start, whatever was wired is stopped. */
+export async function startStandaloneRuntime(
+  config: Config,
+  logger: Logger,
+  databaseUrl: string | undefined,
+  spec: RuntimeSpec,
+): Promise<{ running: RunningDeployment; stop: () => Promise<void> }> {
+  const wiring = await createDeps(config, logger, {
+    databaseUrl,
+    poolSize: config.runtimeDbPoolSize,
+    applicationName: 'agent-platform-runtime',
+    ingestThreads: false,
+  });
+  try {
+    const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
+    wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
+    const running = await runDeployment(wiring.deps, boss, spec);
+    wiring.onStop(() => running.stop());
+    return { running, stop: wiring.stop };
+  } catch (error) {
+    await wiring.stop();
+    throw error;
+  }
+}
