@@ -18,9 +18,11 @@
 //   unchanged and returned in `duplicates` (REST answers 409). A malformed run rejects the whole batch
 //   with VALIDATION_FAILED (`loc` like ["post", 3, "start_time"]) before anything is written; an
 //   unknown session_id or parent run is NOT_FOUND.
-// - One transaction per batch: multi-row INSERT … ON CONFLICT of all posts, one UPDATE … FROM (VALUES)
-//   for patches, and the usage seam (`afterRunsStored`). Then a sweep applies patches that raced ahead
-//   of their posts in a concurrent request.
+// - Posts alone (the SDK's usual batch) are one statement: an INSERT … ON CONFLICT from per-column
+//   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts). With patches or
+//   attachments, one transaction: that INSERT, one UPDATE … FROM (VALUES) for patches, the deferred
+//   patches and the attachments. Then a sweep applies patches that raced ahead of their posts in a
+//   concurrent request (one indexed probe when, as almost always, none wait).
 import type pg from 'pg';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -40,7 +42,6 @@ import {
   toText,
   type Usage,
 } from './derive.js';
-import { afterRunsStored, countTraces } from './ingest-hooks.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
 import { RUN_TYPES } from './traces.schemas.js';
 import type { Ingester, IngestResult } from './ingest-types.js';
@@ -50,6 +51,7 @@ import {
   hasPendingPatches,
   insertAttachments,
   insertRuns,
+  RUNS_PER_INSERT,
   takePendingPatchesOfStoredRuns,
 } from './trace-runs.store.js';
 
@@ -144,24 +146,28 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
     for (const run of unique) run.sessionId ??= projects.byName.get(run.sessionName ?? DEFAULT_PROJECT_NAME)!;
 
     let inserted: Set<string>;
-    let patched: Set<string>;
-    let deferred: NormalizedPatch[];
-    try {
-      await client.query('BEGIN');
-      inserted = await insertRuns(client, who, unique);
-      const merged = mergePatches(patches);
-      patched = await applyPatches(client, who.workspaceId, merged);
-      deferred = merged.filter((patch) => !patched.has(patch.id));
-      if (deferred.length) await deferPatches(client, who.workspaceId, deferred);
-      if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
-      const roots = unique.filter((run) => run.parentRunId === null && inserted.has(run.id));
-      if (roots.length) {
-        await afterRunsStored(client, countTraces(roots.map((run) => ({ startTime: run.startTime, sessionId: run.sessionId! })), who));
+    let patched = new Set<string>();
+    let deferred: NormalizedPatch[] = [];
+    if (!patches.length && !attachments.length && unique.length <= RUNS_PER_INSERT) {
+      // The common batch (the SDK's posts): one statement stores the runs with their usage deltas, its
+      // own implicit transaction.
+      inserted = await insertRuns(client, who, unique).catch((error: unknown) => {
+        throw asClientError(error);
+      });
+    } else {
+      try {
+        await client.query('BEGIN');
+        inserted = await insertRuns(client, who, unique);
+        const merged = mergePatches(patches);
+        patched = await applyPatches(client, who.workspaceId, merged);
+        deferred = merged.filter((patch) => !patched.has(patch.id));
+        if (deferred.length) await deferPatches(client, who.workspaceId, deferred);
+        if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw asClientError(error);
       }
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw asClientError(error);
     }
     for (const run of unique) if (!inserted.has(run.id)) duplicates.push(run.id);
 

@@ -9,6 +9,7 @@ import { escapeLiteral } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { deriveStatus, toJsonb, toText } from './derive.js';
 import { compileFilter, type FilterNode, parseFilter, SqlParams } from './filter.js';
+import { afterRunsStoredCtes } from './ingest-hooks.js';
 import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest.service.js';
 
 /** A stored run as services return it (timestamps as ISO strings with microseconds, UTC). */
@@ -339,8 +340,8 @@ function inlineParams(sql: string, values: unknown[]): string {
 
 // ───────────────────────────── ingestion ─────────────────────────────
 
-// 33 columns × 1500 rows stays under PostgreSQL's 65535 bind parameters.
-const INSERT_CHUNK = 1500;
+/** Runs per INSERT statement: bounds the size of one statement's parameters (the SDK sends batches of about 100). */
+export const RUNS_PER_INSERT = 1500;
 
 
 const RUN_COLUMNS = [
@@ -456,7 +457,17 @@ export function insertRunsUnnestSql(onConflict = 'ON CONFLICT (tenant_id, id) DO
     SELECT ${select.join(',')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')}) ${onConflict}`;
 }
 
-const INSERT_RUNS_UNNEST_SQL = insertRunsUnnestSql();
+/**
+ * The ingest statement: the INSERT above, plus what the hooks record about the runs it stored
+ * (ingest-hooks.ts: usage's trace deltas), in one statement, so a batch of posts is one round trip
+ * and one implicit transaction rather than BEGIN, INSERT, hooks, COMMIT. Returns the stored ids.
+ */
+export function insertRunsWithHooksSql(): string {
+  const insert = insertRunsUnnestSql('ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id, is_root, start_time, session_id');
+  return `WITH stored AS (${insert}), ${afterRunsStoredCtes('stored').join(', ')} SELECT id FROM stored`;
+}
+
+const INSERT_RUNS_SQL = insertRunsWithHooksSql();
 
 /** An element of a PostgreSQL array literal: NULL, or the text quoted (backslash and quote escaped). */
 function arrayElement(value: unknown): string {
@@ -497,11 +508,16 @@ export function runColumnArrays(runs: NormalizedRun[], who: Ingester): unknown[]
   return params;
 }
 
+/**
+ * Stores runs (posts whose id is already stored are left as they are) with what the hooks record of
+ * them; returns the ids stored. One statement per RUNS_PER_INSERT runs: callers that pass more, or write
+ * anything else with them, wrap it in a transaction.
+ */
 export async function insertRuns(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (let start = 0; start < runs.length; start += INSERT_CHUNK) {
-    const chunk = runs.slice(start, start + INSERT_CHUNK);
-    const { rows } = await client.query<{ id: string }>({ name: 'traces.insert_runs', text: INSERT_RUNS_UNNEST_SQL, values: runColumnArrays(chunk, who) });
+  for (let start = 0; start < runs.length; start += RUNS_PER_INSERT) {
+    const chunk = runs.slice(start, start + RUNS_PER_INSERT);
+    const { rows } = await client.query<{ id: string }>({ name: 'traces.insert_runs', text: INSERT_RUNS_SQL, values: runColumnArrays(chunk, who) });
     for (const row of rows) inserted.add(row.id);
   }
   return inserted;
