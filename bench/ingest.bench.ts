@@ -218,7 +218,9 @@ async function main() {
         (run as { sessionId: string | null }).sessionId = projects.byName.get(`${session}-raw`)!;
         return run;
       });
-      return { values: runs.flatMap((run) => traceRuns.runRowValues(run, who)), columns: traceRuns.runColumnArrays(runs, who) };
+      // VALUES lists take JSON as text; the per-column form takes the bytes as ingest sends them.
+      const values = runs.flatMap((run) => traceRuns.runRowValues(run, who).map((value) => (Buffer.isBuffer(value) ? value.toString('utf8') : value)));
+      return { values, columns: traceRuns.runColumnArrays(runs, who) };
     });
     // Both statement forms: VALUES lists (3,200 parameters) and the per-column arrays ingest uses.
     const rawSeconds: Record<'values' | 'unnest', number> = { values: 0, unnest: 0 };

@@ -38,7 +38,9 @@ import {
   isUuid,
   jsonValue,
   normalizeTimestamp,
+  type JsonbValue,
   toJsonb,
+  toJsonbValue,
   toText,
   type Usage,
 } from './derive.js';
@@ -80,12 +82,12 @@ export type NormalizedRun = {
   endTime: string | null;
   dottedOrder: string | null;
   traceTier: string | null;
-  inputs: string | null;
-  outputs: string | null;
+  inputs: JsonbValue | null;
+  outputs: JsonbValue | null;
   error: string | null;
-  extra: string | null;
-  events: string | null;
-  serialized: string | null;
+  extra: JsonbValue | null;
+  events: JsonbValue | null;
+  serialized: JsonbValue | null;
   tags: string[];
   usage: Usage;
   firstTokenTime: string | null;
@@ -217,6 +219,16 @@ function jsonField(value: unknown, loc: (string | number)[]): string | null {
   }
 }
 
+/** A run create's JSON field: raw JSON from the wire stays the bytes it came as (toJsonbValue). */
+function jsonColumn(value: unknown, loc: (string | number)[]): JsonbValue | null {
+  if (value === undefined || value === null) return null;
+  try {
+    return toJsonbValue(value);
+  } catch {
+    throw invalid(loc, 'is not serialisable as JSON');
+  }
+}
+
 function errorText(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   return toText(typeof value === 'string' ? value : JSON.stringify(value));
@@ -272,12 +284,12 @@ export function normalizeRunCreate(raw: unknown, loc: (string | number)[]): Norm
     endTime,
     dottedOrder,
     traceTier: optionalString(run.trace_tier, at(loc, 'trace_tier'), 100),
-    inputs: jsonField(run.inputs, at(loc, 'inputs')),
-    outputs: jsonField(run.outputs, at(loc, 'outputs')),
+    inputs: jsonColumn(run.inputs, at(loc, 'inputs')),
+    outputs: jsonColumn(run.outputs, at(loc, 'outputs')),
     error: errorText(run.error),
-    extra: jsonField(extra ? run.extra : null, at(loc, 'extra')),
-    events: jsonField(run.events, at(loc, 'events')),
-    serialized: jsonField(run.serialized, at(loc, 'serialized')),
+    extra: jsonColumn(extra ? run.extra : null, at(loc, 'extra')),
+    events: jsonColumn(run.events, at(loc, 'events')),
+    serialized: jsonColumn(run.serialized, at(loc, 'serialized')),
     tags: tagList(run.tags, at(loc, 'tags')) ?? [],
     usage: deriveUsage(run.run_type, run.run_type === 'llm' ? jsonValue(run.outputs, at(loc, 'outputs')) : undefined, extra),
     firstTokenTime: deriveFirstTokenTime(jsonValue(run.events, at(loc, 'events'), 'new_token')),
