@@ -8,7 +8,13 @@
 // Options: --requests <n> (default 600, × 100 runs), --concurrency <n> (default 32), --raw-connections
 // <n> (default 4), --pool <n> (the server's DB pool; default: the configuration's default),
 // --ingest-threads <n> (threads parsing and storing ingested runs; 0: the request thread; default: the
-// configuration's default).
+// configuration's default), --profile-requests <n> (default 40: requests of the breakdown), --json
+// <file> (also write the figures as { name: { value, unit, floor? } }, read by `npm run bench`).
+//
+// Then the breakdown: fresh requests through ingestion's stages one at a time, in a worker thread of
+// their own (decode, multipart split, parts → runs, validation and derived fields, INSERT parameters,
+// the service's statements), each stage's CPU on that thread, the PostgreSQL backend's CPU, statements
+// and bytes per request: counts that hold on a loaded machine, where the throughput figures do not.
 //
 // The load comes from a worker thread that builds and gzips every request body before the clock
 // starts, so the measurement is the server's work, not the client's serialisation.
@@ -144,8 +150,14 @@ async function generateLoad(options: LoadOptions): Promise<LoadResult> {
   };
 }
 
+// The worker threads of this bench: the load generator, or the stage breakdown (on a thread of its
+// own, so its CPU clock counts only ingestion's work, not the server's in the main thread).
+type ProfileOptions = { mode: 'profile'; config: import('../src/config.js').Config; databaseUrl: string; who: Ingester; session: string; requests: number };
+type Ingester = { workspaceId: string; apiKeyId: null; userId: string };
+
 if (!isMainThread) {
-  generateLoad(workerData as LoadOptions).then(
+  const data = workerData as LoadOptions | ProfileOptions;
+  ('mode' in data ? profileInThread(data) : generateLoad(data)).then(
     (result) => parentPort!.postMessage(result),
     (error: unknown) => {
       throw error;
@@ -165,6 +177,8 @@ async function main() {
       'raw-connections': { type: 'string', default: '4' },
       pool: { type: 'string' },
       'ingest-threads': { type: 'string' },
+      'profile-requests': { type: 'string', default: '40' },
+      json: { type: 'string' },
     },
   });
   const REQUESTS = Number(args.requests);
@@ -204,7 +218,9 @@ async function main() {
         (run as { sessionId: string | null }).sessionId = projects.byName.get(`${session}-raw`)!;
         return run;
       });
-      return { values: runs.flatMap((run) => traceRuns.runRowValues(run, who)), columns: traceRuns.runColumnArrays(runs, who) };
+      // VALUES lists take JSON as text; the per-column form takes the bytes as ingest sends them.
+      const values = runs.flatMap((run) => traceRuns.runRowValues(run, who).map((value) => (Buffer.isBuffer(value) ? value.toString('utf8') : value)));
+      return { values, columns: traceRuns.runColumnArrays(runs, who) };
     });
     // Both statement forms: VALUES lists (3,200 parameters) and the per-column arrays ingest uses.
     const rawSeconds: Record<'values' | 'unnest', number> = { values: 0, unnest: 0 };
@@ -247,18 +263,173 @@ async function main() {
     console.log(`  unnest(arrays)    ${Math.round(rawRates.unnest).toLocaleString('en-US')} rows/s (the form ingest uses)`);
     console.log(`HTTP / best raw     ${(httpRate / rawRate).toFixed(2)}×`);
     console.log(`load average        ${loadavg().map((n) => n.toFixed(1)).join(' ')} (other processes on this machine share its cores)`);
+
+    // Where a batch's time goes: the same stages the ingest thread runs, one request at a time here.
+    const breakdown = await inWorker<Breakdown>({
+      mode: 'profile',
+      config,
+      databaseUrl: platform.deps.db.url,
+      who: { workspaceId: workspace.id, apiKeyId: null, userId: user.id },
+      session: `${session}-profile`,
+      requests: Number(args['profile-requests']),
+    });
+    printBreakdown(breakdown);
+
+    if (args.json) {
+      const { writeFileSync } = await import('node:fs');
+      const figures: Record<string, { value: number; unit: string; floor?: number; reference?: number }> = {
+        'ingest runs/s (multipart, 32 clients) vs raw unnest insert': { value: httpRate, unit: 'runs/s', floor: rawRate },
+        'ingest ack p50': { value: percentile(sorted, 50), unit: 'ms' },
+        'ingest ack p99': { value: percentile(sorted, 99), unit: 'ms' },
+        'ingest runs lost': { value: load.runsSent - stored, unit: 'runs' },
+        'ingest statements per request': { value: breakdown.statementsPerRequest, unit: 'statements' },
+        'ingest JS CPU per run (decode → parameters)': { value: (breakdown.jsCpuMs / breakdown.runs) * 1000, unit: 'µs' },
+        'ingest PostgreSQL CPU per run': { value: (breakdown.postgresCpuMs / breakdown.runs) * 1000, unit: 'µs' },
+      };
+      writeFileSync(args.json, `${JSON.stringify(figures, null, 2)}\n`);
+    }
     if (stored !== load.runsSent) process.exitCode = 1;
   } finally {
     await platform.stop();
   }
 }
 
-function runLoad(options: LoadOptions): Promise<LoadResult> {
+// ───────────────────────────── breakdown ─────────────────────────────
+
+type Stage = { name: string; cpuMs: number; wallMs: number };
+type Breakdown = { requests: number; runs: number; stages: Stage[]; jsCpuMs: number; postgresCpuMs: number; statementsPerRequest: number; roundTripCpuMs: number; bytes: { encoded: number; decoded: number; parameters: number } };
+
+const threadCpuMs = () => {
+  const usage = process.threadCpuUsage();
+  return (usage.user + usage.system) / 1000;
+};
+
+/** CPU time of one PostgreSQL backend (from /proc; the server runs on this machine), in ms. */
+function backendCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+}
+
+/**
+ * Runs `requests` fresh requests through ingestion's stages one at a time on this thread, each stage
+ * timed apart: CPU of this thread (what an ingest thread spends; barely moved by other processes)
+ * and wall time. The database stage is the service's own statements on one connection, counted, with
+ * that backend's CPU read from /proc.
+ */
+async function profileInThread(options: ProfileOptions): Promise<Breakdown> {
+  const { pino } = await import('pino');
+  const { configInThread, createDeps } = await import('../src/process.js');
+  const { deps, stop } = await createDeps(configInThread(options.config), pino({ level: 'warn' }), { databaseUrl: options.databaseUrl, listen: false, ingestThreads: false });
+  try {
+    return await profileStages(deps, options.who, options.session, options.requests);
+  } finally {
+    await stop();
+  }
+}
+
+async function profileStages(deps: Pick<import('../src/services/context.js').Deps, 'db' | 'config'>, who: Ingester, session: string, requests: number): Promise<Breakdown> {
+  const wire = await import('../src/rest/ingest-wire.js');
+  const ingest = await import('../src/services/traces/ingest.service.js');
+  const traceRuns = await import('../src/services/traces/trace-runs.store.js');
+  const bodies = makeRequests(session, requests, 2_000_000);
+  const limit = deps.config.ingestBodyLimitBytes;
+  const stages = new Map<string, Stage>();
+  const timed = async <T>(name: string, work: () => T | Promise<T>): Promise<T> => {
+    const cpu = threadCpuMs();
+    const wall = performance.now();
+    const result = await work();
+    const stage = stages.get(name) ?? { name, cpuMs: 0, wallMs: 0 };
+    stage.cpuMs += threadCpuMs() - cpu;
+    stage.wallMs += performance.now() - wall;
+    stages.set(name, stage);
+    return result;
+  };
+  // One connection, counted: the service checks out its client from this pool.
+  const client = await deps.db.pool.connect();
+  const backend = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  let statements = 0;
+  let parameterBytes = 0;
+  const counting = new Proxy(client, {
+    get(target, property, receiver) {
+      if (property === 'release') return () => undefined;
+      if (property !== 'query') return Reflect.get(target, property, receiver);
+      return (config: unknown, values?: unknown[]) => {
+        statements++;
+        const params = (typeof config === 'object' && config && 'values' in config ? (config as { values: unknown[] }).values : values) ?? [];
+        for (const value of params) parameterBytes += typeof value === 'string' ? Buffer.byteLength(value) : Buffer.isBuffer(value) ? value.length : value == null ? 0 : Buffer.byteLength(JSON.stringify(value));
+        return (target.query as (...args: unknown[]) => unknown).call(target, config, values);
+      };
+    },
+  });
+  const countingDeps = { config: deps.config, db: { ...deps.db, pool: { connect: async () => counting } as unknown as import('pg').Pool } };
+  let postgresCpuMs = 0;
+  let decoded = 0;
+  let roundTripCpuMs = 0;
+  try {
+    // Warm-up (JIT, prepared statements) on one request that is not counted.
+    await ingest.ingestRunBatch(countingDeps, who, wire.multipartToBatch(wire.parseMultipart(await wire.decodeBody(bodies[0]!.body, 'gzip', limit), bodies[0]!.boundary)));
+    statements = 0;
+    parameterBytes = 0;
+    stages.clear();
+    for (const request of bodies.slice(1)) {
+      const body = await timed('decode (gunzip)', () => wire.decodeBody(request.body, 'gzip', limit));
+      decoded += body.length;
+      const parts = await timed('split multipart', () => wire.parseMultipart(body, request.boundary));
+      const batch = await timed('parts → runs (depth check, JSON.parse)', () => wire.multipartToBatch(parts));
+      // The service normalises and builds its parameters inside ingestRunBatch: timed apart here on a
+      // second, untimed decoding of the same parts (so nothing parsed lazily is already cached).
+      const copy = wire.multipartToBatch(parts);
+      const runs = await timed('validate + derive (normalizeRunCreate)', () => copy.post!.map((raw, i) => ingest.normalizeRunCreate(raw, ['post', i])));
+      for (const run of runs) run.sessionId = run.id; // any uuid: only the parameters are built
+      await timed('build INSERT parameters', () => traceRuns.runColumnArrays(runs, who));
+      const before = backendCpuMs(backend);
+      await timed('service (normalise again + statements)', () => ingest.ingestRunBatch(countingDeps, who, batch));
+      postgresCpuMs += backendCpuMs(backend) - before;
+    }
+    // For scale: what one round trip costs this thread, whatever the statement.
+    const cpu = threadCpuMs();
+    for (let i = 0; i < 200; i++) await client.query({ name: 'bench.round_trip', text: 'SELECT $1::int AS x', values: [i] });
+    roundTripCpuMs = (threadCpuMs() - cpu) / 200;
+  } finally {
+    client.release();
+  }
+  const list = [...stages.values()];
+  const count = bodies.length - 1;
+  const service = stages.get('service (normalise again + statements)')!;
+  const normalise = stages.get('validate + derive (normalizeRunCreate)')!;
+  const parameters = stages.get('build INSERT parameters')!;
+  // The service stage's own JS is its normalisation and parameters (measured above) plus the driver's work; the rest of its wall time waits on PostgreSQL.
+  const jsCpuMs = list.filter((stage) => stage !== service).reduce((sum, stage) => sum + stage.cpuMs, 0) + Math.max(0, service.cpuMs - normalise.cpuMs - parameters.cpuMs);
+  return {
+    requests: count,
+    runs: count * RUNS_PER_REQUEST,
+    stages: list,
+    jsCpuMs,
+    postgresCpuMs,
+    statementsPerRequest: statements / count,
+    roundTripCpuMs,
+    bytes: { encoded: bodies.slice(1).reduce((sum, r) => sum + r.body.length, 0), decoded, parameters: parameterBytes },
+  };
+}
+
+function printBreakdown(b: Breakdown) {
+  const per = (ms: number) => `${(ms / b.requests).toFixed(2).padStart(7)} ms`;
+  console.log('');
+  console.log(`breakdown per ${RUNS_PER_REQUEST}-run request (${b.requests} requests one at a time on one thread; CPU = this thread, wall = elapsed):`);
+  for (const stage of b.stages) console.log(`  ${stage.name.padEnd(42)} CPU ${per(stage.cpuMs)}   wall ${per(stage.wallMs)}`);
+  console.log(`  ${'JS CPU per request (all stages, once)'.padEnd(42)} CPU ${per(b.jsCpuMs)}   = ${((b.jsCpuMs / b.runs) * 1000).toFixed(1)} µs per run`);
+  console.log(`  ${'PostgreSQL backend CPU per request'.padEnd(42)} CPU ${per(b.postgresCpuMs)}   = ${((b.postgresCpuMs / b.runs) * 1000).toFixed(1)} µs per run (/proc, 10 ms ticks)`);
+  console.log(`  statements per request ${b.statementsPerRequest.toFixed(1)} (one round trip, SELECT $1, costs this thread ${b.roundTripCpuMs.toFixed(2)} ms CPU); bytes per request: ${Math.round(b.bytes.encoded / b.requests).toLocaleString('en-US')} gzip → ${Math.round(b.bytes.decoded / b.requests).toLocaleString('en-US')} multipart → ${Math.round(b.bytes.parameters / b.requests).toLocaleString('en-US')} in statement parameters`);
+}
+
+const runLoad = (options: LoadOptions) => inWorker<LoadResult>(options);
+
+function inWorker<T>(options: LoadOptions | ProfileOptions): Promise<T> {
   return new Promise((resolve, reject) => {
     // A worker does not inherit tsx's loader: register it, then load this file in the worker.
     const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
     const worker = new Worker(source, { eval: true, workerData: options });
-    worker.once('message', (result: LoadResult) => {
+    worker.once('message', (result: T) => {
       resolve(result);
       void worker.terminate();
     });

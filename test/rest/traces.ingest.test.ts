@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { countTraces } from '../../src/services/traces/ingest-hooks.js';
 import { buildApiKey, buildTenant, buildUser, buildWorkspace } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
@@ -353,20 +352,31 @@ describe('/sessions', () => {
 });
 
 describe('usage seam', () => {
-  it('groups stored root runs by hour and project', () => {
-    const counts = countTraces(
-      [
-        { startTime: '2026-01-05T10:15:00Z', sessionId: 'p1' },
-        { startTime: '2026-01-05T10:59:59.999999Z', sessionId: 'p1' },
-        { startTime: '2026-01-05T11:00:00Z', sessionId: 'p1' },
-        { startTime: '2026-01-05T10:01:00Z', sessionId: 'p2' },
-      ],
-      { workspaceId: 'w', userId: 'u', apiKeyId: 'k' },
+  it('counts each stored trace once, by the UTC hour of its root and its project, in the statement that stores it', async () => {
+    const workspace = await buildWorkspace(platform.system, tenant.organization.id);
+    const [p1, p2] = [`usage-${randomUUID().slice(0, 8)}`, `usage-${randomUUID().slice(0, 8)}`];
+    const root = (session_name: string, start_time: string, id = newId()) => ({ id, name: 'root', run_type: 'chain', session_name, start_time });
+    const first = root(p1, '2026-01-05T10:15:00Z');
+    const post = [
+      first,
+      root(p1, '2026-01-05T12:59:59.999999+02:00'), // 10:59:59.999999 UTC
+      root(p1, '2026-01-05T11:00:00Z'),
+      root(p2, '2026-01-05T10:01:00Z'),
+      { id: newId(), name: 'child', run_type: 'llm', session_name: p1, start_time: '2026-01-05T10:16:00Z', parent_run_id: first.id },
+    ];
+    expect((await call('/runs/batch', { tenant: workspace.id, body: { post } })).status).toBe(202);
+    // A re-sent root is a duplicate: stored once, counted once.
+    expect((await call('/runs/batch', { tenant: workspace.id, body: { post: [first] } })).status).toBe(409);
+    const { rows } = await platform.deps.db.pool.query(
+      `SELECT to_char(d.hour AT TIME ZONE 'UTC', 'HH24:MI') AS hour, p.name AS project, sum(d.traces)::int AS traces, bool_and(d.user_id = $2) AS by_user
+         FROM usage_trace_deltas d JOIN tracing_projects p ON p.id = d.project_id
+        WHERE d.workspace_id = $1 GROUP BY 1, 2 ORDER BY 2, 1`,
+      [workspace.id, tenant.admin.id],
     );
-    expect(counts.map((c) => [c.hour.toISOString(), c.projectId, c.traces])).toEqual([
-      ['2026-01-05T10:00:00.000Z', 'p1', 2],
-      ['2026-01-05T11:00:00.000Z', 'p1', 1],
-      ['2026-01-05T10:00:00.000Z', 'p2', 1],
-    ]);
+    expect(rows).toEqual([
+      { hour: '10:00', project: p1, traces: 2, by_user: true },
+      { hour: '11:00', project: p1, traces: 1, by_user: true },
+      { hour: '10:00', project: p2, traces: 1, by_user: true },
+    ].sort((a, b) => a.project.localeCompare(b.project)));
   });
 });

@@ -1,5 +1,6 @@
 // Fields the trace store derives from what a client sends: dotted order and hierarchy, status, token
 // counts and cost, first-token time, thread id. Pure functions, shared by every ingest path.
+import { isUtf8 } from 'node:buffer';
 import { AppError } from '../../errors.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -153,12 +154,19 @@ const JSON_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
 const JSON_LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/gi;
 
 /**
- * JSON text from the wire (a multipart part), parsed only when something needs its value: most runs'
- * inputs and outputs are stored exactly as sent, and PostgreSQL validates them as it stores them.
+ * JSON from the wire (a multipart part), as its bytes, parsed only when something needs its value:
+ * most runs' inputs and outputs are stored exactly as sent (see toJsonbValue), and PostgreSQL
+ * validates them as it stores them.
  */
 export class RawJson {
   private parsed: { value: unknown } | undefined;
-  constructor(readonly text: string) {}
+  private decoded: string | undefined;
+  constructor(readonly bytes: Buffer) {}
+  /** The JSON text (decoded once, on first use). */
+  get text(): string {
+    this.decoded ??= this.bytes.toString('utf8');
+    return this.decoded;
+  }
   /** The parsed value; throws SyntaxError for invalid JSON. */
   get value(): unknown {
     this.parsed ??= { value: JSON.parse(this.text) };
@@ -173,15 +181,30 @@ export class RawJson {
   }
 }
 
-/** The value of a field that may be raw JSON text; `hint`, when given, must occur in the text for it to be parsed at all. */
+/** The value of a field that may be raw JSON; `hint`, when given, must occur in its bytes for it to be parsed at all. */
 export function jsonValue(value: unknown, loc: (string | number)[], hint?: string): unknown {
   if (!(value instanceof RawJson)) return value;
-  if (hint !== undefined && !value.text.includes(hint)) return undefined;
+  if (hint !== undefined && !value.bytes.includes(hint)) return undefined;
   try {
     return value.value;
   } catch {
     throw invalid(loc, 'is not valid JSON', 'json_invalid');
   }
+}
+
+/** A JSON value as the ingest INSERT sends it: the wire's own bytes when they can go as they are, else text (toJsonb). */
+export type JsonbValue = string | Buffer;
+
+const ESCAPE = Buffer.from('\\u');
+
+/**
+ * JSON PostgreSQL's jsonb accepts, or null for undefined/null. Raw JSON goes as the bytes it came in
+ * (no decoding to a string and encoding back) when nothing needs cleaning: valid UTF-8 without any
+ * \u escape (the only way NUL or a lone surrogate reaches JSON text) and not `null`.
+ */
+export function toJsonbValue(value: unknown): JsonbValue | null {
+  if (value instanceof RawJson && value.bytes.length > 8 && !value.bytes.includes(ESCAPE) && isUtf8(value.bytes)) return value.bytes;
+  return toJsonb(value);
 }
 
 /** JSON text PostgreSQL's jsonb accepts, or null for undefined/null. */

@@ -1,42 +1,13 @@
 // The seam between trace ingestion and usage metering.
 //
-// `afterRunsStored` runs inside the ingest transaction, after the runs of one request are inserted, so
-// whatever it writes commits or rolls back with them (a trace is counted exactly when it is stored).
-// The usage area appends these counts to its deltas here: `traces` is already grouped by
-// (hour of the root run's start, workspace, project, user, API key) with the number of new traces.
-import type pg from 'pg';
-import { recordStoredTraces } from '../usage/usage.service.js';
+// The ingest INSERT carries, as data-modifying CTEs, what other areas record about the runs it stores:
+// it names its newly stored runs `stored` (id, is_root, start_time, session_id; $1, $2 and $3 are the
+// workspace, API key and user of the request), and whatever these hooks write commits or rolls back
+// with the runs, in the same statement (a trace is counted exactly when it is stored). Usage appends
+// its trace deltas here, grouped by (hour of the root run's start, workspace, project, user, API key).
+import { recordStoredTracesSql } from '../usage/usage.service.js';
 
-import type { TraceCount } from './ingest-types.js';
-
-export type { TraceCount };
-
-/** Called inside the ingest transaction with the traces stored by one request. */
-export async function afterRunsStored(client: pg.PoolClient, traces: TraceCount[]): Promise<void> {
-  await recordStoredTraces(client, traces);
-}
-
-/** Groups stored root runs into hourly trace counts. */
-export function countTraces(
-  roots: { startTime: string; sessionId: string }[],
-  who: { workspaceId: string; userId?: string | null; apiKeyId?: string | null },
-): TraceCount[] {
-  const groups = new Map<string, TraceCount>();
-  for (const root of roots) {
-    const hour = new Date(root.startTime);
-    hour.setUTCMinutes(0, 0, 0);
-    const key = `${hour.getTime()}|${root.sessionId}`;
-    const group = groups.get(key);
-    if (group) group.traces += 1;
-    else
-      groups.set(key, {
-        hour,
-        workspaceId: who.workspaceId,
-        projectId: root.sessionId,
-        userId: who.userId ?? null,
-        apiKeyId: who.apiKeyId ?? null,
-        traces: 1,
-      });
-  }
-  return [...groups.values()];
+/** The CTEs (`name AS (statement)`) the ingest INSERT runs after storing runs, reading its CTE `stored`. */
+export function afterRunsStoredCtes(stored: string): string[] {
+  return [`usage_deltas AS (${recordStoredTracesSql(stored)})`];
 }

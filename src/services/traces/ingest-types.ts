@@ -15,15 +15,3 @@ export type IngestRequest = {
   contentType: string | undefined;
   runId?: string;
 };
-
-/** Traces newly stored by one request, per hour, project and caller (what usage counts). */
-export type TraceCount = {
-  /** Start of the UTC hour of the root runs' start_time. */
-  hour: Date;
-  workspaceId: string;
-  projectId: string;
-  userId: string | null;
-  apiKeyId: string | null;
-  /** Root runs (= traces) newly stored in this request. */
-  traces: number;
-};

@@ -18,9 +18,11 @@
 //   unchanged and returned in `duplicates` (REST answers 409). A malformed run rejects the whole batch
 //   with VALIDATION_FAILED (`loc` like ["post", 3, "start_time"]) before anything is written; an
 //   unknown session_id or parent run is NOT_FOUND.
-// - One transaction per batch: multi-row INSERT … ON CONFLICT of all posts, one UPDATE … FROM (VALUES)
-//   for patches, and the usage seam (`afterRunsStored`). Then a sweep applies patches that raced ahead
-//   of their posts in a concurrent request.
+// - Posts alone (the SDK's usual batch) are one statement: an INSERT … ON CONFLICT from per-column
+//   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts). With patches or
+//   attachments, one transaction: that INSERT, one UPDATE … FROM (VALUES) for patches, the deferred
+//   patches and the attachments. Then a sweep applies patches that raced ahead of their posts in a
+//   concurrent request (one indexed probe when, as almost always, none wait).
 import type pg from 'pg';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -36,11 +38,12 @@ import {
   isUuid,
   jsonValue,
   normalizeTimestamp,
+  type JsonbValue,
   toJsonb,
+  toJsonbValue,
   toText,
   type Usage,
 } from './derive.js';
-import { afterRunsStored, countTraces } from './ingest-hooks.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
 import { RUN_TYPES } from './traces.schemas.js';
 import type { Ingester, IngestResult } from './ingest-types.js';
@@ -50,6 +53,7 @@ import {
   hasPendingPatches,
   insertAttachments,
   insertRuns,
+  RUNS_PER_INSERT,
   takePendingPatchesOfStoredRuns,
 } from './trace-runs.store.js';
 
@@ -78,12 +82,12 @@ export type NormalizedRun = {
   endTime: string | null;
   dottedOrder: string | null;
   traceTier: string | null;
-  inputs: string | null;
-  outputs: string | null;
+  inputs: JsonbValue | null;
+  outputs: JsonbValue | null;
   error: string | null;
-  extra: string | null;
-  events: string | null;
-  serialized: string | null;
+  extra: JsonbValue | null;
+  events: JsonbValue | null;
+  serialized: JsonbValue | null;
   tags: string[];
   usage: Usage;
   firstTokenTime: string | null;
@@ -144,24 +148,28 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
     for (const run of unique) run.sessionId ??= projects.byName.get(run.sessionName ?? DEFAULT_PROJECT_NAME)!;
 
     let inserted: Set<string>;
-    let patched: Set<string>;
-    let deferred: NormalizedPatch[];
-    try {
-      await client.query('BEGIN');
-      inserted = await insertRuns(client, who, unique);
-      const merged = mergePatches(patches);
-      patched = await applyPatches(client, who.workspaceId, merged);
-      deferred = merged.filter((patch) => !patched.has(patch.id));
-      if (deferred.length) await deferPatches(client, who.workspaceId, deferred);
-      if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
-      const roots = unique.filter((run) => run.parentRunId === null && inserted.has(run.id));
-      if (roots.length) {
-        await afterRunsStored(client, countTraces(roots.map((run) => ({ startTime: run.startTime, sessionId: run.sessionId! })), who));
+    let patched = new Set<string>();
+    let deferred: NormalizedPatch[] = [];
+    if (!patches.length && !attachments.length && unique.length <= RUNS_PER_INSERT) {
+      // The common batch (the SDK's posts): one statement stores the runs with their usage deltas, its
+      // own implicit transaction.
+      inserted = await insertRuns(client, who, unique).catch((error: unknown) => {
+        throw asClientError(error);
+      });
+    } else {
+      try {
+        await client.query('BEGIN');
+        inserted = await insertRuns(client, who, unique);
+        const merged = mergePatches(patches);
+        patched = await applyPatches(client, who.workspaceId, merged);
+        deferred = merged.filter((patch) => !patched.has(patch.id));
+        if (deferred.length) await deferPatches(client, who.workspaceId, deferred);
+        if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw asClientError(error);
       }
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw asClientError(error);
     }
     for (const run of unique) if (!inserted.has(run.id)) duplicates.push(run.id);
 
@@ -206,6 +214,16 @@ function jsonField(value: unknown, loc: (string | number)[]): string | null {
   if (value === undefined || value === null) return null;
   try {
     return toJsonb(value);
+  } catch {
+    throw invalid(loc, 'is not serialisable as JSON');
+  }
+}
+
+/** A run create's JSON field: raw JSON from the wire stays the bytes it came as (toJsonbValue). */
+function jsonColumn(value: unknown, loc: (string | number)[]): JsonbValue | null {
+  if (value === undefined || value === null) return null;
+  try {
+    return toJsonbValue(value);
   } catch {
     throw invalid(loc, 'is not serialisable as JSON');
   }
@@ -266,12 +284,12 @@ export function normalizeRunCreate(raw: unknown, loc: (string | number)[]): Norm
     endTime,
     dottedOrder,
     traceTier: optionalString(run.trace_tier, at(loc, 'trace_tier'), 100),
-    inputs: jsonField(run.inputs, at(loc, 'inputs')),
-    outputs: jsonField(run.outputs, at(loc, 'outputs')),
+    inputs: jsonColumn(run.inputs, at(loc, 'inputs')),
+    outputs: jsonColumn(run.outputs, at(loc, 'outputs')),
     error: errorText(run.error),
-    extra: jsonField(extra ? run.extra : null, at(loc, 'extra')),
-    events: jsonField(run.events, at(loc, 'events')),
-    serialized: jsonField(run.serialized, at(loc, 'serialized')),
+    extra: jsonColumn(extra ? run.extra : null, at(loc, 'extra')),
+    events: jsonColumn(run.events, at(loc, 'events')),
+    serialized: jsonColumn(run.serialized, at(loc, 'serialized')),
     tags: tagList(run.tags, at(loc, 'tags')) ?? [],
     usage: deriveUsage(run.run_type, run.run_type === 'llm' ? jsonValue(run.outputs, at(loc, 'outputs')) : undefined, extra),
     firstTokenTime: deriveFirstTokenTime(jsonValue(run.events, at(loc, 'events'), 'new_token')),

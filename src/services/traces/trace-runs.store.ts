@@ -7,8 +7,9 @@
 import type pg from 'pg';
 import { escapeLiteral } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { deriveStatus, toJsonb, toText } from './derive.js';
+import { deriveStatus, type JsonbValue, toJsonb, toText } from './derive.js';
 import { compileFilter, type FilterNode, parseFilter, SqlParams } from './filter.js';
+import { afterRunsStoredCtes } from './ingest-hooks.js';
 import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest.service.js';
 
 /** A stored run as services return it (timestamps as ISO strings with microseconds, UTC). */
@@ -339,8 +340,8 @@ function inlineParams(sql: string, values: unknown[]): string {
 
 // ───────────────────────────── ingestion ─────────────────────────────
 
-// 33 columns × 1500 rows stays under PostgreSQL's 65535 bind parameters.
-const INSERT_CHUNK = 1500;
+/** Runs per INSERT statement: bounds the size of one statement's parameters (the SDK sends batches of about 100). */
+export const RUNS_PER_INSERT = 1500;
 
 
 const RUN_COLUMNS = [
@@ -433,8 +434,8 @@ export function insertRunsSql(rows: number, onConflict = 'ON CONFLICT (tenant_id
 // The ingest INSERT: one parameter per column, zipped into rows by ROWS FROM. PostgreSQL plans it once
 // per connection (a named prepared statement) whatever the batch size, where a VALUES list of 100
 // rows × 32 columns is 3,200 parameters to parse and plan on every request (measured here: about
-// 1.5× the rows/s). JSON columns travel as one JSON array each (no array-literal escaping of JSON
-// text); list columns as array literals.
+// 1.5× the rows/s). JSON columns travel as one JSON array each, in binary (no array-literal escaping
+// of JSON text, no re-encoding: see jsonbArray); list columns as array literals.
 const PER_REQUEST = new Set(['tenant_id', 'api_key_id', 'user_id']);
 const ARRAY_COLUMNS = new Set(['parent_run_ids', 'tags']);
 const PER_ROW = RUN_COLUMNS.filter(([name]) => !PER_REQUEST.has(name));
@@ -456,7 +457,17 @@ export function insertRunsUnnestSql(onConflict = 'ON CONFLICT (tenant_id, id) DO
     SELECT ${select.join(',')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')}) ${onConflict}`;
 }
 
-const INSERT_RUNS_UNNEST_SQL = insertRunsUnnestSql();
+/**
+ * The ingest statement: the INSERT above, plus what the hooks record about the runs it stored
+ * (ingest-hooks.ts: usage's trace deltas), in one statement, so a batch of posts is one round trip
+ * and one implicit transaction rather than BEGIN, INSERT, hooks, COMMIT. Returns the stored ids.
+ */
+export function insertRunsWithHooksSql(): string {
+  const insert = insertRunsUnnestSql('ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id, is_root, start_time, session_id');
+  return `WITH stored AS (${insert}), ${afterRunsStoredCtes('stored').join(', ')} SELECT id FROM stored`;
+}
+
+const INSERT_RUNS_SQL = insertRunsWithHooksSql();
 
 /** An element of a PostgreSQL array literal: NULL, or the text quoted (backslash and quote escaped). */
 function arrayElement(value: unknown): string {
@@ -484,24 +495,53 @@ export function runColumnArrays(runs: NormalizedRun[], who: Ingester): unknown[]
   for (let index = 0; index < RUN_COLUMNS.length; index++) {
     const [name, type] = RUN_COLUMNS[index]!;
     if (PER_REQUEST.has(name)) continue;
-    let out = type === 'jsonb' ? '[' : '{';
+    if (type === 'jsonb') {
+      params.push(jsonbArray(rows, index));
+      continue;
+    }
+    let out = '{';
     for (let r = 0; r < rows.length; r++) {
       const value = rows[r]![index];
       if (r) out += ',';
-      if (type === 'jsonb') out += (value as string | null) ?? 'null';
-      else if (ARRAY_COLUMNS.has(name)) out += arrayElement(arrayLiteral(value as string[]));
+      if (ARRAY_COLUMNS.has(name)) out += arrayElement(arrayLiteral(value as string[]));
       else out += arrayElement(value);
     }
-    params.push(type === 'jsonb' ? `${out}]` : `${out}}`);
+    params.push(`${out}}`);
   }
   return params;
 }
 
+// jsonb's binary input is a version byte (1) and the JSON text: a Buffer parameter goes to PostgreSQL
+// in binary format, so a JSON column's array is assembled from the wire's bytes with one copy, where
+// building it as a string meant decoding every part, concatenating, flattening and encoding it again.
+const JSONB_VERSION_1 = Buffer.from([1]);
+const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']');
+const NULL = Buffer.from('null');
+
+/** One jsonb parameter: the JSON array of column `index` of the rows, in jsonb's binary format. */
+function jsonbArray(rows: unknown[][], index: number): Buffer {
+  const pieces: Buffer[] = [JSONB_VERSION_1, OPEN];
+  for (let r = 0; r < rows.length; r++) {
+    const value = rows[r]![index] as JsonbValue | null;
+    if (r) pieces.push(COMMA);
+    pieces.push(value === null ? NULL : typeof value === 'string' ? Buffer.from(value) : value);
+  }
+  pieces.push(CLOSE);
+  return Buffer.concat(pieces);
+}
+
+/**
+ * Stores runs (posts whose id is already stored are left as they are) with what the hooks record of
+ * them; returns the ids stored. One statement per RUNS_PER_INSERT runs: callers that pass more, or write
+ * anything else with them, wrap it in a transaction.
+ */
 export async function insertRuns(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (let start = 0; start < runs.length; start += INSERT_CHUNK) {
-    const chunk = runs.slice(start, start + INSERT_CHUNK);
-    const { rows } = await client.query<{ id: string }>({ name: 'traces.insert_runs', text: INSERT_RUNS_UNNEST_SQL, values: runColumnArrays(chunk, who) });
+  for (let start = 0; start < runs.length; start += RUNS_PER_INSERT) {
+    const chunk = runs.slice(start, start + RUNS_PER_INSERT);
+    const { rows } = await client.query<{ id: string }>({ name: 'traces.insert_runs', text: INSERT_RUNS_SQL, values: runColumnArrays(chunk, who) });
     for (const row of rows) inserted.add(row.id);
   }
   return inserted;

@@ -4,12 +4,11 @@
 import type pg from 'pg';
 import { AppError } from '../../errors.js';
 import type { Deps, ServiceContext } from '../context.js';
-import type { TraceCount } from '../traces/ingest-types.js';
 import { assertCan, can } from '../tenancy/viewer.js';
 import { parseInput } from '../validate.js';
 import { type UsageDimension, UsageQuery, type UsageQueryInput } from './usage.schemas.js';
 import {
-  appendTraceDeltas,
+  appendTraceDeltasSql,
   foldTraceDeltas,
   NO_DIMENSION_ID,
   rebuildRollups,
@@ -46,11 +45,12 @@ export type UsageStream = { stride: UsageStride; groupBy: UsageDimension; pages:
 // ───────────────────────────── ingestion ─────────────────────────────
 
 /**
- * Records the traces one ingest request stored, inside its transaction (the traces seam calls this):
- * one appended row per hour and project, never an update of a row another request could hold.
+ * Records the traces one ingest statement stores, as part of that statement (the traces seam calls
+ * this): a data-modifying CTE reading the statement's CTE `storedRuns` (see appendTraceDeltasSql), so
+ * a trace is counted exactly when it is stored, without a round trip or a transaction of its own.
  */
-export async function recordStoredTraces(client: pg.PoolClient, counts: TraceCount[]): Promise<void> {
-  if (counts.length) await appendTraceDeltas(client, counts);
+export function recordStoredTracesSql(storedRuns: string): string {
+  return appendTraceDeltasSql(storedRuns);
 }
 
 /** Folds the deltas appended by ingestion into the rollups (the usage-fold job). Returns how many it folded. */

@@ -4,7 +4,6 @@
 // Raw SQL throughout: the append rides the ingest transaction as one prepared statement, and the read
 // is one aggregate whose p99 `npm run bench:usage` measures.
 import type pg from 'pg';
-import type { TraceCount } from '../traces/ingest-types.js';
 import type { UsageDimension } from './usage.schemas.js';
 
 /** Stands for "no user" or "no API key" in rollup keys (primary key columns cannot be NULL). */
@@ -15,29 +14,17 @@ const FOLD_LOCK = 7_362_114_001;
 
 // ───────────────────────────── ingestion ─────────────────────────────
 
-const APPEND_DELTAS_SQL = `
-  INSERT INTO usage_trace_deltas (workspace_id, hour, project_id, user_id, api_key_id, traces)
-  SELECT $1::uuid, d.hour, d.project_id, $2::uuid, $3::uuid, d.traces
-    FROM unnest($4::timestamptz[], $5::uuid[], $6::int[]) AS d(hour, project_id, traces)`;
-
 /**
- * Appends one request's trace counts (all of one ingester) inside the ingest transaction: one
- * prepared INSERT, no row shared with any other request.
+ * The INSERT that appends the trace counts of one ingest statement, as a data-modifying CTE of it:
+ * `storedRuns` names the statement's CTE of newly stored runs (is_root, start_time, session_id), and
+ * $1, $2 and $3 are the workspace, API key and user of the request. Grouped by the UTC hour of the
+ * root run's start and its project; no row is shared with any other request, so nothing waits.
  */
-export async function appendTraceDeltas(client: pg.PoolClient, counts: TraceCount[]): Promise<void> {
-  const first = counts[0]!;
-  await client.query({
-    name: 'usage.append_deltas',
-    text: APPEND_DELTAS_SQL,
-    values: [
-      first.workspaceId,
-      first.userId,
-      first.apiKeyId,
-      counts.map((count) => count.hour.toISOString()),
-      counts.map((count) => count.projectId),
-      counts.map((count) => count.traces),
-    ],
-  });
+export function appendTraceDeltasSql(storedRuns: string): string {
+  return `INSERT INTO usage_trace_deltas (workspace_id, hour, project_id, user_id, api_key_id, traces)
+    SELECT $1::uuid, date_trunc('hour', s.start_time, 'UTC'), s.session_id, $3::uuid, $2::uuid, count(*)::int
+      FROM ${storedRuns} AS s WHERE s.is_root
+     GROUP BY 2, 3`;
 }
 
 // ───────────────────────────── rollups ─────────────────────────────
