@@ -191,6 +191,13 @@ export async function refreshThreadCache(ctx: RuntimeContext, threadId: string, 
 }
 
 /** Answers one request of the channel. */
+/** Embeds texts with the deployment's store embedding function; VALIDATION_FAILED when it has none. */
+async function embedForStore(ctx: RuntimeContext, request: Extract<GraphRequest, { kind: 'store-embed' }>): Promise<number[][]> {
+  const { embedder } = ctx.deployment.persistence;
+  if (!embedder) throw AppError.badRequest('The store of this deployment is not indexed (no store.index in its graph config).');
+  return request.query ? Promise.all(request.texts.map((text) => embedder.query(text))) : embedder.documents(request.texts);
+}
+
 export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): Promise<unknown> {
   switch (request.kind) {
     case 'thread-state':
@@ -207,5 +214,7 @@ export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): 
       return readGraphSchemas(ctx, request);
     case 'subgraph-schemas':
       return readSubgraphSchemas(ctx, request);
+    case 'store-embed':
+      return embedForStore(ctx, request);
   }
 }
