@@ -1,7 +1,7 @@
 // SQL of the long-term store: the tables LangGraph's PostgresStore keeps for a deployment (one schema
 // per deployment, `langgraph_store_<id>`), read and written here on the platform's pool, so an item a
 // graph writes through `store` is the item the API serves, and the other way round. Namespaces are
-// stored as their labels joined by ':' (PostgresStore's layout); expired items are invisible at once
+// stored as their labels joined by ':' (PostgresStore's layout, labels encoded: namespace-labels.ts); expired items are invisible at once
 // and deleted by the `store.sweep` schedule. Beside PostgresStore's tables the platform keeps two of its
 // own in the schema: the store's settings (the graph config's `store` section, written by the runtime,
 // which alone can load the embedding function) and the embeddings of indexed items, ranked by cosine
@@ -9,6 +9,7 @@
 import { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
 import type pg from 'pg';
 import { type Database, withTransaction } from '../../db.js';
+import { decodeLabel, encodeLabel } from './namespace-labels.js';
 import { isFilterOperator } from './store.schemas.js';
 
 export const storeSchema = (deploymentId: string) => `langgraph_store_${deploymentId.replace(/-/g, '')}`;
@@ -33,9 +34,10 @@ export type ItemEmbedding = { field: string; text: string; vector: number[] };
 
 export type StoreItemRow = { namespace_path: string; key: string; value: Record<string, unknown>; created_at: Date; updated_at: Date; score?: number | null };
 
-const pathOf = (namespace: string[]) => namespace.join(':');
+/** A namespace as stored: its encoded labels joined by ':' (see namespace-labels.ts). */
+export const pathOf = (namespace: string[]) => namespace.map(encodeLabel).join(':');
 /** The namespace of a stored item. */
-export const namespaceOf = (row: Pick<StoreItemRow, 'namespace_path'>): string[] => row.namespace_path.split(':');
+export const namespaceOf = (row: Pick<StoreItemRow, 'namespace_path'>): string[] => row.namespace_path.split(':').map(decodeLabel);
 const LIVE = '(expires_at IS NULL OR expires_at > now())';
 // A refresh keeps the item's time to live: PostgresStore sets expires_at = write time + ttl and the
 // table's trigger sets updated_at on every write, so their difference is the ttl the item was given.
@@ -291,13 +293,13 @@ export async function selectNamespaces(
   const conditions: string[] = [];
   query.prefix.forEach((label, index) => {
     if (label === '*') return;
-    params.push(label);
+    params.push(encodeLabel(label));
     conditions.push(`labels[${index + 1}] = $${params.length}`);
   });
   if (query.prefix.length) conditions.push(`cardinality(labels) >= ${query.prefix.length}`);
   query.suffix.forEach((label, index) => {
     if (label === '*') return;
-    params.push(label);
+    params.push(encodeLabel(label));
     conditions.push(`labels[cardinality(labels) - ${query.suffix.length - 1 - index}] = $${params.length}`);
   });
   if (query.suffix.length) conditions.push(`cardinality(labels) >= ${query.suffix.length}`);
@@ -310,7 +312,7 @@ export async function selectNamespaces(
      ORDER BY namespace LIMIT $${n - 1} OFFSET $${n}`,
     params,
   );
-  return rows.map((row) => row.namespace);
+  return rows.map((row) => row.namespace.map(decodeLabel));
 }
 
 /**
