@@ -195,7 +195,12 @@ export async function refreshThreadCache(ctx: RuntimeContext, threadId: string, 
 async function embedForStore(ctx: RuntimeContext, request: Extract<GraphRequest, { kind: 'store-embed' }>): Promise<number[][]> {
   const { embedder } = ctx.deployment.persistence;
   if (!embedder) throw AppError.badRequest('The store of this deployment is not indexed (no store.index in its graph config).');
-  return request.query ? Promise.all(request.texts.map((text) => embedder.query(text))) : embedder.documents(request.texts);
+  try {
+    return request.query ? await Promise.all(request.texts.map((text) => embedder.query(text))) : await embedder.documents(request.texts);
+  } catch (error) {
+    // Project code (often a model API): its failure is the caller's to see and retry, not a 500.
+    throw new AppError('UNAVAILABLE', `The store's embedding function failed: ${(error as Error).message}`);
+  }
 }
 
 export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): Promise<unknown> {

@@ -88,6 +88,21 @@ describe('store.index: vector search', () => {
     expect(items.map((item) => item.key)).toEqual(['from-graph', 'from-api']);
   });
 
+  it('answers 503 naming the failure when the embedding function fails, and stores nothing', async () => {
+    const user = crypto.randomUUID();
+    const response = await fetch(`${server.url}/store/items`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ namespace: ['notes', user], key: 'k', value: { text: 'outage' } }),
+    });
+    expect(response.status).toBe(503);
+    expect(await response.text()).toMatch(/embedding function failed: the embedding service is down/);
+    expect(await server.client.store.getItem(['notes', user], 'k')).toBeNull();
+    // Not embedded, the same value is stored.
+    await server.client.store.putItem(['notes', user], 'k', { text: 'outage' }, { index: false });
+    expect((await server.client.store.getItem(['notes', user], 'k'))?.value).toEqual({ text: 'outage' });
+  });
+
   it('filters and namespace prefixes still apply to a ranked search', async () => {
     const user = crypto.randomUUID();
     await server.client.store.putItem(['notes', user, 'a'], 'one', { text: 'cat and dog', kind: 'x' });
