@@ -41,6 +41,8 @@ describe('store items', () => {
     const item = await server.client.store.getItem(['prefs', user], 'theme');
     expect(item).toMatchObject({ namespace: ['prefs', user], key: 'theme', value: { color: 'dark' } });
     expect(Date.parse(item!.createdAt)).not.toBeNaN();
+    // Reading an item without a ttl changes nothing about it.
+    expect((await server.client.store.getItem(['prefs', user], 'theme'))?.updatedAt).toBe(item!.updatedAt);
     await server.client.store.putItem(['prefs', user], 'theme', { color: 'light' });
     expect((await server.client.store.getItem(['prefs', user], 'theme'))?.value).toEqual({ color: 'light' });
     await server.client.store.deleteItem(['prefs', user], 'theme');

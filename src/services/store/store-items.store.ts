@@ -178,16 +178,20 @@ export async function upsertItem(
 
 /** The live item, its time to live restarted when `refresh`. */
 export async function selectItem(db: Db, deploymentId: string, namespace: string[], key: string, refresh: boolean): Promise<StoreItemRow | undefined> {
+  const params = [pathOf(namespace), key];
+  const columns = 'namespace_path, key, value, created_at, updated_at';
+  // Only items with a ttl are touched: an UPDATE fires the table's trigger, which moves updated_at.
   const { rows } = refresh
     ? await db.pool.query<StoreItemRow>(
-        `UPDATE ${table(deploymentId)} SET ${REFRESH} WHERE namespace_path = $1 AND key = $2 AND ${LIVE}
-         RETURNING namespace_path, key, value, created_at, updated_at`,
-        [pathOf(namespace), key],
+        `WITH refreshed AS (
+           UPDATE ${table(deploymentId)} SET ${REFRESH} WHERE namespace_path = $1 AND key = $2 AND expires_at > now() RETURNING ${columns}
+         )
+         SELECT * FROM refreshed
+         UNION ALL
+         SELECT ${columns} FROM ${table(deploymentId)} WHERE namespace_path = $1 AND key = $2 AND expires_at IS NULL`,
+        params,
       )
-    : await db.pool.query<StoreItemRow>(
-        `SELECT namespace_path, key, value, created_at, updated_at FROM ${table(deploymentId)} WHERE namespace_path = $1 AND key = $2 AND ${LIVE}`,
-        [pathOf(namespace), key],
-      );
+    : await db.pool.query<StoreItemRow>(`SELECT ${columns} FROM ${table(deploymentId)} WHERE namespace_path = $1 AND key = $2 AND ${LIVE}`, params);
   return rows[0];
 }
 
