@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeSchema } from '../../src/services/store/store-items.store.js';
 import { sweepStoreJob } from '../../src/workers/store-sweep.job.js';
 import { databaseUrl } from '../helpers.js';
-import { fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
+import { fixtureConfig, removeDir, startServe, storedExpiry, type ServeProcess } from './serve.js';
 
 const FIXTURES = new URL('../fixtures/graphs/', import.meta.url).pathname;
 const DEFAULT_TTL_MINUTES = 60;
@@ -34,13 +34,7 @@ afterAll(async () => {
   await pool?.end();
 });
 
-const expiresAt = async (namespace: string[], key: string): Promise<Date | null | undefined> => {
-  const { rows } = await pool.query<{ expires_at: Date | null }>(
-    `SELECT expires_at FROM "${storeSchema(server.deploymentId)}".store WHERE namespace_path = $1 AND key = $2`,
-    [namespace.join(':'), key],
-  );
-  return rows[0]?.expires_at;
-};
+const expiresAt = (namespace: string[], key: string) => storedExpiry(pool, server.deploymentId, namespace, key);
 
 describe('store.index: vector search', () => {
   it('ranks items put through the API by cosine similarity to the query, with the score', async () => {

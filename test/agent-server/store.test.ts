@@ -2,13 +2,12 @@
 // same items graphs see as `store`, time to live, namespaces, one deployment's items hidden from another.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeSchema } from '../../src/services/store/store-items.store.js';
 import { sweepStoreJob } from '../../src/workers/store-sweep.job.js';
 import { connectDatabase } from '../../src/db.js';
 import type { AgentServerContext } from '../../src/services/deployments/deployment-scope.js';
 import * as store from '../../src/services/store/store.service.js';
 import { databaseUrl, testConfig } from '../helpers.js';
-import { removeDir, startServe, type ServeProcess } from './serve.js';
+import { removeDir, startServe, storedExpiry, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
 let pool: pg.Pool;
@@ -23,13 +22,7 @@ afterAll(async () => {
   await pool?.end();
 });
 
-const expiresAt = async (namespace: string[], key: string): Promise<Date | null | undefined> => {
-  const { rows } = await pool.query<{ expires_at: Date | null }>(
-    `SELECT expires_at FROM "${storeSchema(server.deploymentId)}".store WHERE namespace_path = $1 AND key = $2`,
-    [namespace.join(':'), key],
-  );
-  return rows[0]?.expires_at;
-};
+const expiresAt = (namespace: string[], key: string) => storedExpiry(pool, server.deploymentId, namespace, key);
 
 const raw = (method: string, path: string, body?: unknown) =>
   fetch(`${server.url}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
