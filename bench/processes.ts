@@ -1,8 +1,9 @@
-// Child processes for benchmarks: a free loopback port, a server process started until its output says
-// it is ready, and stopped with its whole process group.
+// Child servers for the benches: the platform's `serve` and the reference server, each in its own
+// process group so that stopping one stops everything it started.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 
+/** A port free on 127.0.0.1 right now. */
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const probe = createServer().on('error', reject);
@@ -12,6 +13,7 @@ export const freePort = () =>
     });
   });
 
+/** Spawns a server in its own process group and resolves once its output matches `ready` (120 s at most). */
 export function startProcess(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready: RegExp }): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
@@ -30,6 +32,7 @@ export function startProcess(command: string, args: string[], options: { cwd: st
   });
 }
 
+/** SIGTERM to the process group, SIGKILL after 10 s. */
 export const stopProcess = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();

@@ -10,64 +10,19 @@
 //
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { graph } from './graphs/two-node.js';
+import { freePort, startProcess, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const root = join(here, '..');
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = 32;
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer().on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-
-function startProcess(command: string, args: string[], options: { cwd: string; env?: Record<string, string>; ready: RegExp }): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not ready after 120 s:\n${output.slice(-3000)}`)), 120_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk;
-      if (options.ready.test(output)) {
-        clearTimeout(timer);
-        resolve({ child, output: () => output });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output.slice(-3000)}`)));
-  });
-}
-
-const stopProcess = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    try {
-      process.kill(-child.pid!, 'SIGTERM');
-    } catch {
-      child.kill('SIGTERM');
-    }
-    setTimeout(() => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, 10_000).unref();
-  });
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);

@@ -7,9 +7,10 @@ import type { Deps } from '../services/context.js';
 import { deleteDeploymentRuntime, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
-import { readGraphConfig } from './graph-config.js';
+import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 import { openPersistence } from './persistence.js';
+import { loadStoreEmbedder } from './store-embedder.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
 import { startRuntimeServer } from './runtime-server.js';
@@ -48,9 +49,14 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     for (const step of steps.splice(0).reverse()) await step().catch((error: unknown) => deps.logger.error({ err: error }, 'runtime shutdown step failed'));
   };
   try {
-    const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize });
+    const config = readGraphConfig(spec.configPath);
+    // Deployment code, like its graphs: the embedding function is loaded here, never in the API (with
+    // the config's env, which it may read as graphs do).
+    applyGraphConfigEnv(config);
+    const embedder = await loadStoreEmbedder(config);
+    const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, store: config.store, embedder });
     steps.push(() => persistence.close());
-    const graphs = await GraphRegistry.load(readGraphConfig(spec.configPath), persistence, deps.logger);
+    const graphs = await GraphRegistry.load(config, persistence, deps.logger);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue } };

@@ -15,7 +15,28 @@ export const GraphConfigFile = z
     graphs: z.record(z.string().min(1), GraphSpec).refine((graphs) => Object.keys(graphs).length > 0, 'name at least one graph'),
     env: z.union([z.record(z.string(), z.string()), z.string()]).optional(),
     dependencies: z.array(z.string()).optional(),
-    store: z.object({}).passthrough().optional(),
+    store: z
+      .object({
+        index: z
+          .object({
+            /** `"./path/to/file.ts:export"` (a function of texts or an Embeddings object), or `"<provider>:<model>"`. */
+            embed: z.string().min(1),
+            dims: z.number().int().min(1).max(16_000),
+            fields: z.array(z.string().min(1)).min(1).optional(),
+          })
+          .passthrough()
+          .optional(),
+        ttl: z
+          .object({
+            default_ttl: z.number().positive().nullish(),
+            refresh_on_read: z.boolean().nullish(),
+            sweep_interval_minutes: z.number().int().min(1).nullish(),
+          })
+          .passthrough()
+          .optional(),
+      })
+      .passthrough()
+      .optional(),
     http: z.object({}).passthrough().optional(),
     ui: z.record(z.string().min(1), z.string().min(1)).optional(),
     ui_config: z.object({ shared: z.array(z.string()).optional() }).optional(),
@@ -37,7 +58,11 @@ export type GraphConfig = {
   httpApp?: string;
   /** `ui`: generative UI components per graph, `{"<graph id>": "./path/to/ui.tsx"}`, and `ui_config`. */
   ui?: { components: Record<string, string>; shared?: string[] };
+  /** `store`: the long-term store's embedding index and time to live. */
+  store?: StoreConfig;
 };
+
+export type StoreConfig = z.infer<typeof GraphConfigFile>['store'];
 
 /** Reads and validates a graph config file; throws VALIDATION_FAILED naming every problem. */
 export function readGraphConfig(configPath: string): GraphConfig {
@@ -65,7 +90,7 @@ export function readGraphConfig(configPath: string): GraphConfig {
   const env = typeof parsed.data.env === 'string' ? readEnvFile(resolve(root, parsed.data.env)) : (parsed.data.env ?? {});
   const httpApp = typeof parsed.data.http?.app === 'string' ? parsed.data.http.app : undefined;
   const ui = parsed.data.ui ? { components: parsed.data.ui, shared: parsed.data.ui_config?.shared } : undefined;
-  return { path, root, graphs, env, httpApp, ui };
+  return { path, root, graphs, env, httpApp, ui, store: parsed.data.store };
 }
 
 /**

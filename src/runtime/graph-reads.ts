@@ -191,6 +191,18 @@ export async function refreshThreadCache(ctx: RuntimeContext, threadId: string, 
 }
 
 /** Answers one request of the channel. */
+/** Embeds texts with the deployment's store embedding function; VALIDATION_FAILED when it has none. */
+async function embedForStore(ctx: RuntimeContext, request: Extract<GraphRequest, { kind: 'store-embed' }>): Promise<number[][]> {
+  const { embedder } = ctx.deployment.persistence;
+  if (!embedder) throw AppError.badRequest('The store of this deployment is not indexed (no store.index in its graph config).');
+  try {
+    return request.query ? await Promise.all(request.texts.map((text) => embedder.query(text))) : await embedder.documents(request.texts);
+  } catch (error) {
+    // Project code (often a model API): its failure is the caller's to see and retry, not a 500.
+    throw new AppError('UNAVAILABLE', `The store's embedding function failed: ${(error as Error).message}`);
+  }
+}
+
 export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): Promise<unknown> {
   switch (request.kind) {
     case 'thread-state':
@@ -207,5 +219,7 @@ export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): 
       return readGraphSchemas(ctx, request);
     case 'subgraph-schemas':
       return readSubgraphSchemas(ctx, request);
+    case 'store-embed':
+      return embedForStore(ctx, request);
   }
 }

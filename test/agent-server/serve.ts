@@ -6,7 +6,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
+import type pg from 'pg';
 import { inject } from 'vitest';
+import { pathOf, storeSchema } from '../../src/services/store/store-items.store.js';
 import { spawnPlatform, type PlatformProcess } from '../processes.js';
 
 const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
@@ -73,4 +75,13 @@ export async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
   const parts: T[] = [];
   for await (const part of stream) parts.push(part);
   return parts;
+}
+
+/** An item's stored expiry, read straight from the deployment's store table (undefined: no such row). */
+export async function storedExpiry(pool: pg.Pool, deploymentId: string, namespace: string[], key: string): Promise<Date | null | undefined> {
+  const { rows } = await pool.query<{ expires_at: Date | null }>(
+    `SELECT expires_at FROM "${storeSchema(deploymentId)}".store WHERE namespace_path = $1 AND key = $2`,
+    [pathOf(namespace), key],
+  );
+  return rows[0]?.expires_at;
 }

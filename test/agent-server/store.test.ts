@@ -2,13 +2,12 @@
 // same items graphs see as `store`, time to live, namespaces, one deployment's items hidden from another.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeSchema } from '../../src/services/store/store-items.store.js';
 import { sweepStoreJob } from '../../src/workers/store-sweep.job.js';
 import { connectDatabase } from '../../src/db.js';
 import type { AgentServerContext } from '../../src/services/deployments/deployment-scope.js';
 import * as store from '../../src/services/store/store.service.js';
 import { databaseUrl, testConfig } from '../helpers.js';
-import { removeDir, startServe, type ServeProcess } from './serve.js';
+import { removeDir, startServe, storedExpiry, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
 let pool: pg.Pool;
@@ -23,13 +22,7 @@ afterAll(async () => {
   await pool?.end();
 });
 
-const expiresAt = async (namespace: string[], key: string): Promise<Date | null | undefined> => {
-  const { rows } = await pool.query<{ expires_at: Date | null }>(
-    `SELECT expires_at FROM "${storeSchema(server.deploymentId)}".store WHERE namespace_path = $1 AND key = $2`,
-    [namespace.join(':'), key],
-  );
-  return rows[0]?.expires_at;
-};
+const expiresAt = (namespace: string[], key: string) => storedExpiry(pool, server.deploymentId, namespace, key);
 
 const raw = (method: string, path: string, body?: unknown) =>
   fetch(`${server.url}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -41,6 +34,8 @@ describe('store items', () => {
     const item = await server.client.store.getItem(['prefs', user], 'theme');
     expect(item).toMatchObject({ namespace: ['prefs', user], key: 'theme', value: { color: 'dark' } });
     expect(Date.parse(item!.createdAt)).not.toBeNaN();
+    // Reading an item without a ttl changes nothing about it.
+    expect((await server.client.store.getItem(['prefs', user], 'theme'))?.updatedAt).toBe(item!.updatedAt);
     await server.client.store.putItem(['prefs', user], 'theme', { color: 'light' });
     expect((await server.client.store.getItem(['prefs', user], 'theme'))?.value).toEqual({ color: 'light' });
     await server.client.store.deleteItem(['prefs', user], 'theme');
@@ -74,6 +69,33 @@ describe('store items', () => {
     expect(found.items[0]).toMatchObject({ key: 'one', namespace: ['docs', tag, 'a'] });
     expect((await server.client.store.searchItems(['docs', tag], { limit: 2 })).items).toHaveLength(2);
     expect((await server.client.store.searchItems(['docs', tag], { limit: 2, offset: 2 })).items).toHaveLength(1);
+  });
+
+  it('holds labels with : % _ \\ ~ (as the reference does), matching prefixes and listing namespaces exactly', async () => {
+    const tag = crypto.randomUUID();
+    const labels = ['user_123', 'a:b', '50%', 'back\\slash', 'x~3A'];
+    for (const label of labels) await server.client.store.putItem(['odd', tag, label], 'k', { label });
+    // Look-alikes that LIKE patterns or a ':' join would confuse with them.
+    await server.client.store.putItem(['odd', tag, 'userX123'], 'k', { label: 'userX123' });
+    await server.client.store.putItem(['odd', tag, 'a', 'b'], 'k', { label: 'a/b' });
+    await server.client.store.putItem(['odd', tag, '50x'], 'k', { label: '50x' });
+    for (const label of labels) {
+      expect((await server.client.store.getItem(['odd', tag, label], 'k'))?.value, label).toEqual({ label });
+      const { items } = await server.client.store.searchItems(['odd', tag, label]);
+      expect(items.map((item) => item.namespace), label).toEqual([['odd', tag, label]]);
+    }
+    expect((await server.client.store.listNamespaces({ prefix: ['odd', tag, 'a:b'] })).namespaces).toEqual([['odd', tag, 'a:b']]);
+    expect((await server.client.store.listNamespaces({ prefix: ['odd', tag, 'a'] })).namespaces).toEqual([['odd', tag, 'a', 'b']]);
+    expect((await server.client.store.listNamespaces({ suffix: ['50%'] })).namespaces).toEqual([['odd', tag, '50%']]);
+    const all = (await server.client.store.listNamespaces({ prefix: ['odd', tag], maxDepth: 3 })).namespaces;
+    expect(all.map((namespace) => namespace[2]).sort()).toEqual([...labels, 'userX123', 'a', '50x'].sort());
+    // A graph reads and writes them too (PostgresStore alone refuses '_' and '%'; LangGraph's own store
+    // wrapper refuses ':' in graph code, as in the reference server).
+    const result = (await server.client.runs.wait(null, 'memory', { input: { user: `u_1\\${tag}%`, fact: 'odd labels' } })) as { known: string[] };
+    expect(result.known).toEqual(['odd labels']);
+    expect((await server.client.store.searchItems(['memories', `u_1\\${tag}%`])).items.map((item) => item.value.fact)).toEqual(['odd labels']);
+    await server.client.store.deleteItem(['odd', tag, 'a:b'], 'k');
+    expect(await server.client.store.getItem(['odd', tag, 'a:b'], 'k')).toBeNull();
   });
 
   it('lists namespaces by prefix, suffix (with * wildcards) and max depth', async () => {
@@ -187,6 +209,9 @@ describe('store bad input', () => {
     const cases: [string, string, unknown, RegExp][] = [
       ['PUT', '/store/items', { namespace: ['a.b'], key: 'k', value: {} }, /cannot contain '\.'/],
       ['PUT', '/store/items', { namespace: ['a', ''], key: 'k', value: {} }, /cannot be empty/],
+      ['PUT', '/store/items', { namespace: ['a\u0000b'], key: 'k', value: {} }, /U\+0000/],
+      ['PUT', '/store/items', { namespace: ['a'], key: 'k\u0000', value: {} }, /U\+0000/],
+      ['PUT', '/store/items', { namespace: ['a'], key: 'k', value: { text: 'nul \u0000 inside' } }, /U\+0000/],
       ['PUT', '/store/items', { namespace: [], key: 'k', value: {} }, /Namespace cannot be empty/],
       ['PUT', '/store/items', { namespace: ['a'], key: '', value: {} }, /Key cannot be empty/],
       ['PUT', '/store/items', { namespace: ['a'], key: 'k', value: 'not an object' }, /value/],

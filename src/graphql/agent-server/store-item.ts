@@ -92,7 +92,7 @@ const PutStoreItemInput = builder.inputType('PutStoreItemInput', {
     namespace: t.stringList({ required: true, description: 'Namespace labels (not empty, no ".").' }),
     key: t.string({ required: true, description: 'Key.' }),
     value: t.field({ type: 'JSON', required: true, description: 'A JSON object.' }),
-    ttl: t.float({ required: false, description: 'Minutes until it expires; absent: never.' }),
+    ttl: t.float({ required: false, description: "Minutes until it expires; absent: the graph config's store.ttl.default_ttl, else never." }),
   }),
 });
 

@@ -31,7 +31,9 @@ export type GraphRequest =
   | { kind: 'seed-thread-state'; threadId: string; graphId: string; supersteps: { updates: { values?: unknown; as_node?: string }[] }[] }
   | { kind: 'graph-drawing'; graphId: string; config: Json; xray: boolean | number | undefined }
   | { kind: 'graph-schemas'; graphId: string; config: Json }
-  | { kind: 'subgraph-schemas'; graphId: string; config: Json; namespace: string | undefined; recurse: boolean | undefined };
+  | { kind: 'subgraph-schemas'; graphId: string; config: Json; namespace: string | undefined; recurse: boolean | undefined }
+  // The store's embedding function (the graph config's `store.index.embed`): documents, or one query.
+  | { kind: 'store-embed'; texts: string[]; query: boolean };
 
 /** The runtime's answer: the request's result, or the AppError it raised. */
 export type GraphReply = { result: unknown } | { error: { code: ErrorCode; message: string; details?: ValidationIssue[] | Json } };

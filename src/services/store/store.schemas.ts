@@ -1,15 +1,13 @@
 // Input schemas of the store area (long-term memory), named after the API nouns.
 import { z } from 'zod';
 
-// The rules LangGraph's PostgresStore applies to a namespace (it stores the labels joined by ':' and
-// prefix-searches with LIKE), so every item the API accepts is one a graph can read and write too.
-const FORBIDDEN_IN_LABEL = /[.:%_\\]/;
+// The reference server's rules for a label: not empty, no '.' (the GET query string joins labels with
+// it). Other characters, ':' '%' '_' and backslash included, are stored encoded (NUL, which PostgreSQL
+// text cannot hold, is refused for every body by the JSON body parser).
 const NamespaceLabel = z
   .string()
   .min(1, 'Namespace labels cannot be empty strings.')
-  .refine((label) => !FORBIDDEN_IN_LABEL.test(label), {
-    message: "Namespace labels cannot contain '.', ':', '%', '_' or '\\'.",
-  });
+  .refine((label) => !label.includes('.'), { message: "Namespace labels cannot contain '.'." });
 
 /** A namespace naming where items live: at least one label, not rooted at the reserved `langgraph`. */
 export const Namespace = z
