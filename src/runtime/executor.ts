@@ -139,7 +139,8 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
   }
   if (options.signal.aborted && status === 'success') status = 'interrupted';
   const eventsLost = (error: unknown) => ctx.logger.error({ err: error, runId }, 'could not store run events');
-  // The trace is stored before the run is reported done, so a client reading it after join finds it.
+  // The trace is queued (not stored: the runtime's batcher writes it shortly) before the run is
+  // reported done; a full batcher makes the run wait for room rather than lose the trace.
   await Promise.resolve(tracing?.onEnd?.({ status, error: failure })).catch((error: unknown) =>
     ctx.logger.warn({ err: error, runId }, 'could not store the run’s trace'),
   );

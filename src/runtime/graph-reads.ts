@@ -207,5 +207,7 @@ export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): 
       return readGraphSchemas(ctx, request);
     case 'subgraph-schemas':
       return readSubgraphSchemas(ctx, request);
+    case 'runtime-metrics':
+      return Promise.resolve({ traceBatcher: ctx.deployment.traces?.stats() ?? null });
   }
 }

@@ -31,7 +31,9 @@ export type GraphRequest =
   | { kind: 'seed-thread-state'; threadId: string; graphId: string; supersteps: { updates: { values?: unknown; as_node?: string }[] }[] }
   | { kind: 'graph-drawing'; graphId: string; config: Json; xray: boolean | number | undefined }
   | { kind: 'graph-schemas'; graphId: string; config: Json }
-  | { kind: 'subgraph-schemas'; graphId: string; config: Json; namespace: string | undefined; recurse: boolean | undefined };
+  | { kind: 'subgraph-schemas'; graphId: string; config: Json; namespace: string | undefined; recurse: boolean | undefined }
+  // The runtime's own figures for /metrics (its trace batcher's counts; null when it traces nothing).
+  | { kind: 'runtime-metrics' };
 
 /** The runtime's answer: the request's result, or the AppError it raised. */
 export type GraphReply = { result: unknown } | { error: { code: ErrorCode; message: string; details?: ValidationIssue[] | Json } };
