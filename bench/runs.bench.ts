@@ -94,12 +94,14 @@ type Figures = { waitP50: number; waitP99: number; firstEventP50: number; runsPe
 /** Where a run's time, round trips and bytes go (the platform columns only). */
 type Breakdown = {
   stages: { queueHandOffMs: number; executionMs: number; httpAndResponseMs: number };
-  statements: Record<'stateless' | 'thread', { total: number; byKind: Record<string, number> }>;
+  statements: Record<'stateless' | 'thread', { total: number; byKind: Record<string, number>; idlePerSecond: number }>;
   bytes: Record<'stateless' | 'thread', number>;
 };
 
 // Statement kinds, first match wins (pg_stat_statements' normalised text).
+const INSIDE_ANOTHER = 'inside another statement (foreign-key checks): not a round trip';
 const STATEMENT_KINDS: [kind: string, pattern: RegExp][] = [
+  [INSIDE_ANOTHER, /^\s*SELECT 1 FROM ONLY .* FOR KEY SHARE OF x/i],
   ['transaction (BEGIN/COMMIT)', /^\s*(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)\b/i],
   ['thread lock', /FOR UPDATE OF t\b/i],
   ['run insert (+ job, wake-up)', /INSERT INTO agent_runs/i],
@@ -134,7 +136,7 @@ async function statementsByKind(db: pg.Client): Promise<Map<string, number>> {
 }
 
 /** Statements per run by kind: `runs` runs of `work`, minus the statements of as long idle (pollers, timers). */
-async function countStatements(db: pg.Client, runs: number, work: () => Promise<void>): Promise<{ total: number; byKind: Record<string, number> }> {
+async function countStatements(db: pg.Client, runs: number, work: () => Promise<void>): Promise<{ total: number; byKind: Record<string, number>; idlePerSecond: number }> {
   await db.query('SELECT pg_stat_statements_reset()');
   const started = performance.now();
   await work();
@@ -154,7 +156,9 @@ async function countStatements(db: pg.Client, runs: number, work: () => Promise<
     const perRun = (calls - (idle.get(kind) ?? 0)) / runs;
     if (Math.abs(perRun) >= 0.005) byKind[kind] = perRun;
   }
-  return { total: Object.values(byKind).reduce((sum, value) => sum + value, 0), byKind };
+  const roundTrips = Object.entries(byKind).filter(([kind]) => kind !== INSIDE_ANOTHER);
+  const idleTotal = [...idle].filter(([kind]) => kind !== INSIDE_ANOTHER).reduce((sum, [, calls]) => sum + calls, 0);
+  return { total: roundTrips.reduce((sum, [, value]) => sum + value, 0), byKind, idlePerSecond: idleTotal / (elapsed / 1000) };
 }
 
 async function measureBreakdown(url: string, db: pg.Client, clientMeanMs: number, window: { from: string; to: string }): Promise<Breakdown> {
@@ -360,10 +364,11 @@ async function main() {
   console.log(row('runs.wait stage: HTTP parse + response (mean)', 'ms', (f) => f.breakdown?.stages.httpAndResponseMs, 2));
   console.log(row('runs.wait stage: queue hand-off, created → claimed (mean)', 'ms', (f) => f.breakdown?.stages.queueHandOffMs, 2));
   console.log(row('runs.wait stage: graph + persistence, claimed → ended (mean)', 'ms', (f) => f.breakdown?.stages.executionMs, 2));
-  console.log(row(`stateless runs/wait: statements per run (${STATEMENT_RUNS} runs)`, '', (f) => f.breakdown?.statements.stateless.total, 2));
+  console.log(row(`stateless runs/wait: round trips (statements) per run (${STATEMENT_RUNS} runs)`, '', (f) => f.breakdown?.statements.stateless.total, 2));
   for (const kind of kinds('stateless')) console.log(row(`  ${kind}`, '', (f) => f.breakdown?.statements.stateless.byKind[kind] ?? (f.breakdown ? 0 : undefined), 2));
-  console.log(row(`thread runs/stream: statements per run (${STATEMENT_RUNS} runs)`, '', (f) => f.breakdown?.statements.thread.total, 2));
+  console.log(row(`thread runs/stream: round trips (statements) per run (${STATEMENT_RUNS} runs)`, '', (f) => f.breakdown?.statements.thread.total, 2));
   for (const kind of kinds('thread')) console.log(row(`  ${kind}`, '', (f) => f.breakdown?.statements.thread.byKind[kind] ?? (f.breakdown ? 0 : undefined), 2));
+  console.log(row('background statements per second while idle (pollers, timers)', '/s', (f) => f.breakdown ? (f.breakdown.statements.stateless.idlePerSecond + f.breakdown.statements.thread.idlePerSecond) / 2 : undefined, 2));
   console.log(row('bytes stored per stateless run (events, output)', 'B', (f) => f.breakdown?.bytes.stateless, 0));
   console.log(row('bytes stored per thread run (events, output, checkpoints)', 'B', (f) => f.breakdown?.bytes.thread, 0));
   console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s |${columns.slice(1).map(() => ' |').join('')}`);
@@ -391,6 +396,7 @@ async function main() {
       put(`${p}.stage_graph_and_persistence`, breakdown.stages.executionMs, 'ms');
       put(`${p}.statements_per_stateless_run`, breakdown.statements.stateless.total, 'statements');
       put(`${p}.statements_per_thread_run`, breakdown.statements.thread.total, 'statements');
+      put(`${p}.idle_statements_per_second`, (breakdown.statements.stateless.idlePerSecond + breakdown.statements.thread.idlePerSecond) / 2, 'statements/s');
       put(`${p}.bytes_per_stateless_run`, breakdown.bytes.stateless, 'bytes');
       put(`${p}.bytes_per_thread_run`, breakdown.bytes.thread, 'bytes');
     }
