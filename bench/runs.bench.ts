@@ -7,14 +7,25 @@
 //   BENCH_SECONDS (default 10)    duration of the 32-client throughput row
 //   BENCH_SKIP_REFERENCE=1        measure the platform only
 //   BENCH_SKIP_TRACING=1          skip the second platform column (tracing on)
+//   BENCH_BEFORE_ROOT=<checkout>  also measure another checkout's platform (e.g. main), side by side
+//   BENCH_STATEMENT_RUNS (50)     runs counted per kind for the statements-per-run rows
+//   BENCH_SHOW_STATEMENTS=1       print each counted statement with its calls per run
+//   --json <file>                 also write the figures as a flat { name: { value, unit, floor?, reference? } }
+//
+// Per run it also prints where the time and the PostgreSQL round trips go, counted so the figures do not
+// depend on the machine's load: statements per run by kind from pg_stat_statements (the embedded
+// PostgreSQL is restarted with it preloaded; statements of as long idle are subtracted), the stages from
+// the run rows' own timestamps (created → claimed: queue hand-off; claimed → ended: graph and
+// persistence; the client's time outside that span: HTTP parse and response), and the bytes stored.
 //
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
+import pg from 'pg';
 import { graph } from './graphs/two-node.js';
 import { freePort, startProcess, stopProcess } from './processes.js';
 
@@ -23,6 +34,10 @@ const root = join(here, '..');
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = 32;
+const STATEMENT_RUNS = Number(process.env.BENCH_STATEMENT_RUNS ?? 50);
+const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
+const jsonFlag = process.argv.indexOf('--json');
+const JSON_FILE = jsonFlag >= 0 ? process.argv[jsonFlag + 1] : undefined;
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -31,17 +46,125 @@ const percentile = (values: number[], p: number) => {
 
 type Figures = { waitP50: number; waitP99: number; firstEventP50: number; runsPerSecond: number };
 
-async function measure(name: string, url: string): Promise<Figures> {
+/** Where a run's time, round trips and bytes go (the platform columns only). */
+type Breakdown = {
+  stages: { queueHandOffMs: number; executionMs: number; httpAndResponseMs: number };
+  statements: Record<'stateless' | 'thread', { total: number; byKind: Record<string, number>; idlePerSecond: number }>;
+  bytes: Record<'stateless' | 'thread', number>;
+};
+
+// Statement kinds, first match wins (pg_stat_statements' normalised text).
+const INSIDE_ANOTHER = 'inside another statement (foreign-key checks): not a round trip';
+const STATEMENT_KINDS: [kind: string, pattern: RegExp][] = [
+  [INSIDE_ANOTHER, /^\s*SELECT 1 FROM ONLY .* FOR KEY SHARE OF x/i],
+  ['transaction (BEGIN/COMMIT)', /^\s*(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)\b/i],
+  ['thread lock', /FOR UPDATE OF t\b/i],
+  ['run insert (+ job, wake-up)', /INSERT INTO agent_runs/i],
+  ['run claim (+ metadata event)', /SET status = 'running'/i],
+  ['events + outcome', /run_events/i],
+  ['status changes (runs, threads)', /UPDATE agent_(runs|threads)/i],
+  ['checkpoint writes', /INSERT INTO "?langgraph"?\.|INSERT INTO checkpoint/i],
+  ['checkpoint reads', /checkpoint/i],
+  ['trace writes', /trace_runs|tracing_projects|trace_/i],
+  ['queue (pg-boss)', /pgboss/i],
+  ['LISTEN/NOTIFY', /^\s*(LISTEN|UNLISTEN|SELECT pg_notify)/i],
+];
+const kindOf = (query: string) => STATEMENT_KINDS.find(([, pattern]) => pattern.test(query))?.[0] ?? 'other';
+
+/** Connects to the embedded PostgreSQL of a `serve --data-dir <dataDir>`. */
+async function connectEmbedded(dataDir: string): Promise<pg.Client> {
+  const password = readFileSync(join(dataDir, 'postgres-password'), 'utf8').trim();
+  const port = Number(readFileSync(join(dataDir, 'postgres/postmaster.pid'), 'utf8').split('\n')[3]);
+  const db = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'agent_platform' });
+  await db.connect();
+  return db;
+}
+
+async function statementsByKind(db: pg.Client): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ query: string; calls: number }>(
+    `SELECT s.query, s.calls::int FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+     WHERE d.datname = current_database() AND s.query NOT LIKE '%pg_stat_statements%'`,
+  );
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(kindOf(row.query), (counts.get(kindOf(row.query)) ?? 0) + row.calls);
+  return counts;
+}
+
+/** Statements per run by kind: `runs` runs of `work`, minus the statements of as long idle (pollers, timers). */
+async function countStatements(db: pg.Client, runs: number, work: () => Promise<void>): Promise<{ total: number; byKind: Record<string, number>; idlePerSecond: number }> {
+  await db.query('SELECT pg_stat_statements_reset()');
+  const started = performance.now();
+  await work();
+  const elapsed = performance.now() - started;
+  const busy = await statementsByKind(db);
+  if (process.env.BENCH_SHOW_STATEMENTS) {
+    const { rows } = await db.query<{ query: string; calls: number }>(
+      `SELECT s.query, s.calls::int FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 40`,
+    );
+    for (const row of rows) console.error(`  ${(row.calls / runs).toFixed(2).padStart(6)}  [${kindOf(row.query)}] ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+  }
+  await db.query('SELECT pg_stat_statements_reset()');
+  await new Promise((resolve) => setTimeout(resolve, elapsed));
+  const idle = await statementsByKind(db);
+  const byKind: Record<string, number> = {};
+  for (const [kind, calls] of busy) {
+    const perRun = (calls - (idle.get(kind) ?? 0)) / runs;
+    if (Math.abs(perRun) >= 0.005) byKind[kind] = perRun;
+  }
+  const roundTrips = Object.entries(byKind).filter(([kind]) => kind !== INSIDE_ANOTHER);
+  const idleTotal = [...idle].filter(([kind]) => kind !== INSIDE_ANOTHER).reduce((sum, [, calls]) => sum + calls, 0);
+  return { total: roundTrips.reduce((sum, [, value]) => sum + value, 0), byKind, idlePerSecond: idleTotal / (elapsed / 1000) };
+}
+
+async function measureBreakdown(url: string, db: pg.Client, clientMeanMs: number, window: { from: string; to: string }): Promise<Breakdown> {
+  // The latency samples' runs, from their own timestamps.
+  const { rows: [span] } = await db.query<{ queue: number; execution: number }>(
+    `SELECT avg(extract(epoch FROM started_at - created_at) * 1000)::float8 AS queue, avg(extract(epoch FROM ended_at - started_at) * 1000)::float8 AS execution
+     FROM agent_runs WHERE created_at BETWEEN $1 AND $2 AND ended_at IS NOT NULL`,
+    [window.from, window.to],
+  );
+  const client = new Client({ apiUrl: url, callerOptions: { maxRetries: 0 } });
+  const input = { steps: [] };
+  const stateless = await countStatements(db, STATEMENT_RUNS, async () => {
+    for (let i = 0; i < STATEMENT_RUNS; i++) await client.runs.wait(null, 'two_node', { input });
+  });
+  const thread = await client.threads.create();
+  const threadStatements = await countStatements(db, STATEMENT_RUNS, async () => {
+    for (let i = 0; i < STATEMENT_RUNS; i++) for await (const _ of client.runs.stream(thread.thread_id, 'two_node', { input, streamMode: 'updates' }));
+  });
+  // Bytes stored per run: its stream events and output, and for a thread run the checkpoints it wrote.
+  const { rows: [statelessBytes] } = await db.query<{ bytes: number }>(
+    `SELECT (avg(coalesce(octet_length(r.output::text), 0) + coalesce((SELECT sum(octet_length(e.data)) FROM run_events e WHERE e.run_id = r.id), 0)))::float8 AS bytes
+     FROM agent_runs r WHERE created_at BETWEEN $1 AND $2`,
+    [window.from, window.to],
+  );
+  const { rows: [threadBytes] } = await db.query<{ bytes: number }>(
+    `SELECT ((SELECT sum(octet_length(r.output::text) + coalesce((SELECT sum(octet_length(e.data)) FROM run_events e WHERE e.run_id = r.id), 0)) FROM agent_runs r WHERE r.thread_id = $1)
+           + (SELECT coalesce(sum(octet_length(checkpoint::text) + octet_length(metadata::text)), 0) FROM langgraph.checkpoints WHERE thread_id = $1::text)
+           + (SELECT coalesce(sum(octet_length(blob)), 0) FROM langgraph.checkpoint_blobs WHERE thread_id = $1::text)
+           + (SELECT coalesce(sum(octet_length(blob)), 0) FROM langgraph.checkpoint_writes WHERE thread_id = $1::text))::float8 / $2 AS bytes`,
+    [thread.thread_id, STATEMENT_RUNS],
+  );
+  return {
+    stages: { queueHandOffMs: span!.queue, executionMs: span!.execution, httpAndResponseMs: clientMeanMs - span!.queue - span!.execution },
+    statements: { stateless, thread: threadStatements },
+    bytes: { stateless: statelessBytes!.bytes, thread: threadBytes!.bytes },
+  };
+}
+
+async function measure(name: string, url: string, db?: pg.Client): Promise<Figures & { breakdown?: Breakdown }> {
   const client = new Client({ apiUrl: url, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
   const input = { steps: [] };
   for (let i = 0; i < 20; i++) await client.runs.wait(null, 'two_node', { input });
 
   const waits: number[] = [];
+  const from = db ? (await db.query<{ now: string }>('SELECT clock_timestamp()::text AS now')).rows[0]!.now : '';
   for (let i = 0; i < SAMPLES; i++) {
     const started = performance.now();
     await client.runs.wait(null, 'two_node', { input });
     waits.push(performance.now() - started);
   }
+  const to = db ? (await db.query<{ now: string }>('SELECT clock_timestamp()::text AS now')).rows[0]!.now : '';
 
   const firstEvents: number[] = [];
   for (let i = 0; i < Math.min(SAMPLES, 100); i++) {
@@ -71,8 +194,10 @@ async function measure(name: string, url: string): Promise<Figures> {
   const elapsed = (performance.now() - started) / 1000;
   if (failed) console.error(`${name}: ${failed} runs failed under load`);
   const figures = { waitP50: percentile(waits, 50), waitP99: percentile(waits, 99), firstEventP50: percentile(firstEvents, 50), runsPerSecond: completed / elapsed };
-  console.error(`${name}: ${JSON.stringify(figures)}`);
-  return figures;
+  const meanWait = waits.reduce((sum, value) => sum + value, 0) / waits.length;
+  const breakdown = db ? await measureBreakdown(url, db, meanWait, { from, to }) : undefined;
+  console.error(`${name}: ${JSON.stringify({ ...figures, breakdown })}`);
+  return { ...figures, breakdown };
 }
 
 async function inProcessRate(): Promise<{ msPerRun: number; runsPerSecond: number }> {
@@ -84,25 +209,57 @@ async function inProcessRate(): Promise<{ msPerRun: number; runsPerSecond: numbe
   return { msPerRun: ms / runs, runsPerSecond: (runs / ms) * 1000 };
 }
 
-async function main() {
-  const results: Record<string, Figures> = {};
-  const cleanups: (() => Promise<void>)[] = [];
+/**
+ * Measures one checkout's `serve` on its own embedded PostgreSQL, durable (checkpoints, events,
+ * queue). It is started once to create the database, which is then told to preload
+ * pg_stat_statements, and started again for the measurement.
+ */
+async function measurePlatform(name: string, checkout: string, tracing: boolean): Promise<Figures & { breakdown?: Breakdown }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-runs-'));
+  chmodSync(dataDir, 0o711);
+  const dataPath = join(dataDir, 'data');
+  const start = async () => {
+    const port = await freePort();
+    const started = await startProcess(
+      process.execPath,
+      [join(checkout, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/langgraph.json'), '--port', String(port), '--data-dir', dataPath],
+      { cwd: checkout, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(tracing) }, ready: /running at http/ },
+    );
+    return { ...started, port };
+  };
   try {
-    // The platform: `serve` on its own embedded PostgreSQL, durable (checkpoints, events, queue).
+    const first = await start();
+    const setup = await connectEmbedded(dataPath);
+    await setup.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`);
+    await setup.end();
+    await stopProcess(first.child);
+    const platform = await start();
+    const db = await connectEmbedded(dataPath);
+    try {
+      await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      return await measure(name, `http://127.0.0.1:${platform.port}`, db);
+    } finally {
+      await db.end().catch(() => undefined);
+      await stopProcess(platform.child);
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+type Column = { key: string; title: string; figures?: Figures & { breakdown?: Breakdown } };
+
+async function main() {
+  const columns: Column[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+  const loadBefore = loadavg();
+  try {
+    const checkouts: [label: string, key: string, root: string][] = BEFORE_ROOT ? [['before', 'before.', BEFORE_ROOT], ['after', '', root]] : [['', '', root]];
+    // Paired: each tracing setting is measured before and after in turn, so drift hits both alike.
     for (const tracing of process.env.BENCH_SKIP_TRACING ? [false] : [false, true]) {
-      const dataDir = mkdtempSync(join(tmpdir(), 'bench-runs-'));
-      chmodSync(dataDir, 0o711);
-      const platformPort = await freePort();
-      const platform = await startProcess(
-        process.execPath,
-        [join(root, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/langgraph.json'), '--port', String(platformPort), '--data-dir', join(dataDir, 'data')],
-        { cwd: root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(tracing) }, ready: /running at http/ },
-      );
-      try {
-        results[tracing ? 'platformTraced' : 'platform'] = await measure(tracing ? 'platform (tracing on)' : 'platform', `http://127.0.0.1:${platformPort}`);
-      } finally {
-        await stopProcess(platform.child);
-        rmSync(dataDir, { recursive: true, force: true });
+      for (const [label, key, checkout] of checkouts) {
+        const title = `platform${label ? ` ${label}` : ''}, tracing ${tracing ? 'on' : 'off'}`;
+        columns.push({ key: `${key}${tracing ? 'tracing_on' : 'tracing_off'}`, title, figures: await measurePlatform(title, checkout, tracing) });
       }
     }
 
@@ -136,27 +293,74 @@ async function main() {
           await new Promise((resolve) => setTimeout(resolve, 500));
         }
       }
-      results.reference = await measure('reference', `http://127.0.0.1:${referencePort}`);
+      columns.push({ key: 'reference', title: 'reference (langgraph-cli dev, in-memory)', figures: await measure('reference', `http://127.0.0.1:${referencePort}`) });
     }
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   }
   const floor = await inProcessRate();
+  const loadAfter = loadavg();
 
-  const cell = (figures: Figures | undefined, pick: (f: Figures) => number, unit: string, digits: number) => (figures ? `${pick(figures).toFixed(digits)} ${unit}` : '—');
-  const row = (label: string, unit: string, pick: (f: Figures) => number, digits = 1) =>
-    `| ${label} | ${[results.platform, results.platformTraced, results.reference].map((f) => cell(f, pick, unit, digits)).join(' | ')} |`;
+  const cell = (value: number | undefined, unit: string, digits: number) => (value === undefined || Number.isNaN(value) ? '—' : `${value.toFixed(digits)}${unit ? ` ${unit}` : ''}`);
+  const row = (label: string, unit: string, pick: (f: Figures & { breakdown?: Breakdown }) => number | undefined, digits = 1) =>
+    `| ${label} | ${columns.map((column) => cell(column.figures ? pick(column.figures) : undefined, unit, digits)).join(' | ')} |`;
+  const kinds = (which: 'stateless' | 'thread') => [
+    ...new Set(columns.flatMap((column) => Object.keys(column.figures?.breakdown?.statements[which].byKind ?? {}))),
+  ].sort();
   console.log('');
-  console.log(
-    `| two-node graph, official SDK (${SAMPLES} samples, ${SECONDS}s load) | platform, tracing off (Postgres, durable) | platform, tracing on (as served) | reference (langgraph-cli dev, in-memory) |`,
-  );
-  console.log('|---|---|---|---|');
+  console.log(`load average (1/5/15 min): before ${loadBefore.map((value) => value.toFixed(2)).join(' / ')}, after ${loadAfter.map((value) => value.toFixed(2)).join(' / ')}`);
+  console.log('');
+  console.log(`| two-node graph, official SDK (${SAMPLES} samples, ${SECONDS}s load) | ${columns.map((column) => column.title).join(' | ')} |`);
+  console.log(`|---|${columns.map(() => '---').join('|')}|`);
   console.log(row('stateless runs.wait p50', 'ms', (f) => f.waitP50));
   console.log(row('stateless runs.wait p99', 'ms', (f) => f.waitP99));
   console.log(row('first `updates` event of a thread stream, p50', 'ms', (f) => f.firstEventP50));
   console.log(row(`runs/s with ${CONCURRENCY} concurrent clients (runs.wait)`, 'runs/s', (f) => f.runsPerSecond));
-  console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s | | |`);
+  console.log(row('runs.wait stage: HTTP parse + response (mean)', 'ms', (f) => f.breakdown?.stages.httpAndResponseMs, 2));
+  console.log(row('runs.wait stage: queue hand-off, created → claimed (mean)', 'ms', (f) => f.breakdown?.stages.queueHandOffMs, 2));
+  console.log(row('runs.wait stage: graph + persistence, claimed → ended (mean)', 'ms', (f) => f.breakdown?.stages.executionMs, 2));
+  console.log(row(`stateless runs/wait: round trips (statements) per run (${STATEMENT_RUNS} runs)`, '', (f) => f.breakdown?.statements.stateless.total, 2));
+  for (const kind of kinds('stateless')) console.log(row(`  ${kind}`, '', (f) => f.breakdown?.statements.stateless.byKind[kind] ?? (f.breakdown ? 0 : undefined), 2));
+  console.log(row(`thread runs/stream: round trips (statements) per run (${STATEMENT_RUNS} runs)`, '', (f) => f.breakdown?.statements.thread.total, 2));
+  for (const kind of kinds('thread')) console.log(row(`  ${kind}`, '', (f) => f.breakdown?.statements.thread.byKind[kind] ?? (f.breakdown ? 0 : undefined), 2));
+  console.log(row('background statements per second while idle (pollers, timers)', '/s', (f) => f.breakdown ? (f.breakdown.statements.stateless.idlePerSecond + f.breakdown.statements.thread.idlePerSecond) / 2 : undefined, 2));
+  console.log(row('bytes stored per stateless run (events, output)', 'B', (f) => f.breakdown?.bytes.stateless, 0));
+  console.log(row('bytes stored per thread run (events, output, checkpoints)', 'B', (f) => f.breakdown?.bytes.thread, 0));
+  console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s |${columns.slice(1).map(() => ' |').join('')}`);
   console.log('');
+
+  if (JSON_FILE) {
+    // Flat, so a before/after comparison is a diff of two files: { name: { value, unit, floor?, reference? } }.
+    type Figure = { value: number; unit: string; floor?: number; reference?: number };
+    const out: Record<string, Figure> = { 'runs.in_process_floor': { value: floor.runsPerSecond, unit: 'runs/s' } };
+    const reference = columns.find((column) => column.key === 'reference')?.figures;
+    const put = (name: string, value: number | undefined, unit: string, extra: Omit<Figure, 'value' | 'unit'> = {}) => {
+      if (value !== undefined && !Number.isNaN(value)) out[name] = { value, unit, ...Object.fromEntries(Object.entries(extra).filter(([, v]) => v !== undefined)) };
+    };
+    for (const { key, figures } of columns) {
+      if (!figures || key === 'reference') continue;
+      const p = `runs.${key}`;
+      put(`${p}.wait_p50`, figures.waitP50, 'ms', { floor: floor.msPerRun, reference: reference?.waitP50 });
+      put(`${p}.wait_p99`, figures.waitP99, 'ms', { reference: reference?.waitP99 });
+      put(`${p}.first_event_p50`, figures.firstEventP50, 'ms', { reference: reference?.firstEventP50 });
+      put(`${p}.runs_per_second`, figures.runsPerSecond, 'runs/s', { floor: floor.runsPerSecond, reference: reference?.runsPerSecond });
+      const breakdown = figures.breakdown;
+      if (!breakdown) continue;
+      put(`${p}.stage_http_and_response`, breakdown.stages.httpAndResponseMs, 'ms');
+      put(`${p}.stage_queue_hand_off`, breakdown.stages.queueHandOffMs, 'ms');
+      put(`${p}.stage_graph_and_persistence`, breakdown.stages.executionMs, 'ms');
+      put(`${p}.statements_per_stateless_run`, breakdown.statements.stateless.total, 'statements');
+      put(`${p}.statements_per_thread_run`, breakdown.statements.thread.total, 'statements');
+      put(`${p}.idle_statements_per_second`, (breakdown.statements.stateless.idlePerSecond + breakdown.statements.thread.idlePerSecond) / 2, 'statements/s');
+      put(`${p}.bytes_per_stateless_run`, breakdown.bytes.stateless, 'bytes');
+      put(`${p}.bytes_per_thread_run`, breakdown.bytes.thread, 'bytes');
+    }
+    const tracingOn = out['runs.tracing_on.runs_per_second'];
+    if (tracingOn && out['runs.tracing_off.runs_per_second']) tracingOn.reference = out['runs.tracing_off.runs_per_second'].value;
+    out['runs.load_average_1m'] = { value: (loadBefore[0]! + loadAfter[0]!) / 2, unit: 'load' };
+    writeFileSync(JSON_FILE, `${JSON.stringify(out, null, 2)}\n`);
+    console.log(`figures written to ${JSON_FILE}`);
+  }
 }
 
 await main();

@@ -68,6 +68,10 @@ const EnvSchema = z.object({
   AGENT_SERVER_TRACE_WORKSPACE_ID: z.uuid().optional(),
   /** serve mode: the tracing project's name (default: the graph config's folder name). */
   AGENT_SERVER_TRACING_PROJECT: z.string().trim().min(1).max(200).optional(),
+  /** Agent runs' traces are stored by a batcher off the run's path: at most this long after the run. */
+  AGENT_SERVER_TRACE_FLUSH_MS: z.coerce.number().int().min(1).max(60_000).default(50),
+  /** …which queues at most this many trace operations (runs, patches); beyond that, runs wait for room. */
+  AGENT_SERVER_TRACE_QUEUE: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   /** Agent server: how many runs one runtime executes at once. */
   AGENT_PLATFORM_RUNTIME_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   /**
@@ -145,7 +149,7 @@ export type Config = {
   controlPlaneWorker: boolean;
   runtimeDeployments: string[];
   ingestThreads: number;
-  agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined };
+  agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined; flushIntervalMs: number; queueCapacity: number };
   usageDataStart: Date;
   exports: ExportLimits;
 };
@@ -228,6 +232,8 @@ export function loadConfig(
       enabled: value.AGENT_SERVER_TRACING,
       workspaceId: value.AGENT_SERVER_TRACE_WORKSPACE_ID,
       project: value.AGENT_SERVER_TRACING_PROJECT,
+      flushIntervalMs: value.AGENT_SERVER_TRACE_FLUSH_MS,
+      queueCapacity: value.AGENT_SERVER_TRACE_QUEUE,
     },
     // A bare date is midnight UTC.
     usageDataStart: new Date(value.AGENT_PLATFORM_USAGE_DATA_START.length === 10 ? `${value.AGENT_PLATFORM_USAGE_DATA_START}T00:00:00Z` : value.AGENT_PLATFORM_USAGE_DATA_START),

@@ -7,6 +7,7 @@ import type { Deps } from '../services/context.js';
 import { deleteDeploymentRuntime, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
+import { TraceBatcher } from '../services/traces/trace-batcher.js';
 import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 import { openPersistence } from './persistence.js';
@@ -59,8 +60,14 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
-    const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue } };
-    const tracer = spec.tracing ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project) : undefined;
+    // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after
+    // the runtime stopped, once its last run ended.
+    const traces = spec.tracing
+      ? new TraceBatcher(deps, { capacity: deps.config.agentServerTracing.queueCapacity, flushIntervalMs: deps.config.agentServerTracing.flushIntervalMs })
+      : undefined;
+    if (traces) steps.push(() => traces.close());
+    const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces } };
+    const tracer = spec.tracing && traces ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, traces) : undefined;
     const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer });
     steps.push(() => runtime.stop());
     const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);

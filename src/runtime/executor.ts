@@ -139,7 +139,8 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
   }
   if (options.signal.aborted && status === 'success') status = 'interrupted';
   const eventsLost = (error: unknown) => ctx.logger.error({ err: error, runId }, 'could not store run events');
-  // The trace is stored before the run is reported done, so a client reading it after join finds it.
+  // The trace is queued (not stored: the runtime's batcher writes it shortly) before the run is
+  // reported done; a full batcher makes the run wait for room rather than lose the trace.
   await Promise.resolve(tracing?.onEnd?.({ status, error: failure })).catch((error: unknown) =>
     ctx.logger.warn({ err: error, runId }, 'could not store the run’s trace'),
   );
@@ -178,12 +179,20 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
       });
     }
   }
+  const shownOutput = resultJson && resultJson.length < 4000 ? resultJson : undefined;
   if (!kwargs.temporary) {
-    await refreshThreadCache(ctx, threadId, { error: status === 'error' ? failure : undefined }).catch((error: unknown) =>
-      ctx.logger.error({ err: error, runId }, 'could not update the thread after a run'),
-    );
+    // The statement that shows the run's end on its thread also announces it (unless a payload is too
+    // large to go inline: then it is published after).
+    const stream = ctx.events.notifyArguments('runs.stream', { runId, status, output: shownOutput }, runId);
+    const thread = ctx.events.notifyArguments('runs.status', { runId, threadId, status }, threadId);
+    const notify = !published && stream && thread ? [stream, thread] : [];
+    const updated = await refreshThreadCache(ctx, threadId, { error: status === 'error' ? failure : undefined, notify }).catch((error: unknown) => {
+      ctx.logger.error({ err: error, runId }, 'could not update the thread after a run');
+      return false;
+    });
+    if (updated && notify.length) published = true;
   }
-  if (!published) await publishStatus(status, resultJson && resultJson.length < 4000 ? resultJson : undefined);
+  if (!published) await publishStatus(status, shownOutput);
   if (kwargs.webhook && !(status === 'interrupted' && reason === 'rollback')) {
     void sendWebhook(ctx, kwargs.webhook, { ...row, status, kwargs, values: output, error: failure ? serializeError(failure).message : undefined });
   }

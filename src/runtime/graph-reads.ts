@@ -172,11 +172,16 @@ export async function readSubgraphSchemas(ctx: RuntimeContext, request: Request<
 
 /**
  * Re-reads the thread's latest checkpoint into the row's cache (values, interrupts) and its status
- * (see writeThreadCache); `error` marks the thread as failed.
+ * (see writeThreadCache); `error` marks the thread as failed. `notify` is sent by the same
+ * statement. Whether the thread was there to update.
  */
-export async function refreshThreadCache(ctx: RuntimeContext, threadId: string, options: { error?: unknown } = {}): Promise<void> {
+export async function refreshThreadCache(
+  ctx: RuntimeContext,
+  threadId: string,
+  options: { error?: unknown; notify?: [channel: string, payload: string][] } = {},
+): Promise<boolean> {
   const thread = await selectThreadGraph(ctx.db, threadId);
-  if (!thread) return;
+  if (!thread) return false;
   let values = thread.values;
   const interrupts: Json = {};
   let hasNext = false;
@@ -187,7 +192,7 @@ export async function refreshThreadCache(ctx: RuntimeContext, threadId: string, 
     hasNext = state.next.length > 0;
     for (const task of state.tasks as { id: string; interrupts: unknown[] }[]) if (task.interrupts.length) interrupts[task.id] = task.interrupts;
   }
-  await writeThreadCache(ctx.db, threadId, { values, interrupts, error: options.error ? serializeError(options.error) : undefined, hasNext });
+  return !!(await writeThreadCache(ctx.db, threadId, { values, interrupts, error: options.error ? serializeError(options.error) : undefined, hasNext }, options.notify));
 }
 
 /** Answers one request of the channel. */
@@ -221,5 +226,7 @@ export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): 
       return readSubgraphSchemas(ctx, request);
     case 'store-embed':
       return embedForStore(ctx, request);
+    case 'runtime-metrics':
+      return Promise.resolve({ traceBatcher: ctx.deployment.traces?.stats() ?? null });
   }
 }

@@ -3,6 +3,7 @@
 // of a deployment is services/deployments/deployment-scope.ts.
 import type { Deps } from '../services/context.js';
 import type { RunQueue } from '../services/runs/run-queue.js';
+import type { TraceBatcher } from '../services/traces/trace-batcher.js';
 import type { GraphRegistry } from './graph-registry.js';
 import type { RuntimePersistence } from './persistence.js';
 
@@ -12,6 +13,8 @@ export type RuntimeDeployment = {
   graphs: GraphRegistry;
   persistence: RuntimePersistence;
   queue: RunQueue;
+  /** Where its runs' traces wait to be stored, when tracing is on. */
+  traces?: TraceBatcher;
 };
 
 /** A runtime's calls: the process's dependencies plus the deployment it runs. */

@@ -33,7 +33,9 @@ export type GraphRequest =
   | { kind: 'graph-schemas'; graphId: string; config: Json }
   | { kind: 'subgraph-schemas'; graphId: string; config: Json; namespace: string | undefined; recurse: boolean | undefined }
   // The store's embedding function (the graph config's `store.index.embed`): documents, or one query.
-  | { kind: 'store-embed'; texts: string[]; query: boolean };
+  | { kind: 'store-embed'; texts: string[]; query: boolean }
+  // The runtime's own figures for /metrics (its trace batcher's counts; null when it traces nothing).
+  | { kind: 'runtime-metrics' };
 
 /** The runtime's answer: the request's result, or the AppError it raised. */
 export type GraphReply = { result: unknown } | { error: { code: ErrorCode; message: string; details?: ValidationIssue[] | Json } };

@@ -147,7 +147,11 @@ async function createParsedRun(
   const jobInsert = await ctx.deployment.queue.jobInsert(job);
   const inOneStatement = !!jobInsert && (temporary || (!stateless && strategy === 'enqueue' && body.if_not_exists !== 'create'));
   const wake = body.after_seconds ? undefined : ctx.events.notifyArguments('runs.queued', { deploymentId, origin: ctx.deployment.queue.origin }, deploymentId);
+  // A run created in one statement announces its `pending` status in it too; with a transaction
+  // (other strategies cancel runs in flight first) it is published after, in that order.
+  const pending = !temporary && inOneStatement ? ctx.events.notifyArguments('runs.status', { runId, threadId, status: 'pending' }, threadId) : undefined;
   let woken = false;
+  let announced = false;
   const newRun: store.NewRun = {
     runId,
     deploymentId,
@@ -161,7 +165,7 @@ async function createParsedRun(
     threadConfig: threadConfigOf(kwargs),
   };
   const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run> => {
-    const inserted = await store.insertRun(client, newRun, { jobInsert, wake });
+    const inserted = await store.insertRun(client, newRun, { jobInsert, notify: [wake, pending].filter((notice) => notice !== undefined) });
     if (!inserted) {
       // No run row: no such assistant here, or (created in one statement) no such thread.
       if (!temporary && client === ctx.db.pool) await assertThread(ctx, threadId);
@@ -173,6 +177,7 @@ async function createParsedRun(
         throw new Error(`The job of run ${runId} was not enqueued`);
       }
       woken = wake !== undefined;
+      announced = pending !== undefined;
       return toRun(inserted.row);
     }
     await ctx.deployment.queue.send(client as pg.PoolClient, job);
@@ -208,7 +213,7 @@ async function createParsedRun(
     ctx.deployment.queue.wakeLocal();
     if (!woken) void ctx.events.publish('runs.queued', { deploymentId, origin: ctx.deployment.queue.origin }, deploymentId).catch(log);
   }
-  if (!temporary) void ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId).catch(log);
+  if (!temporary && !announced) void ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId).catch(log);
   return run;
 }
 

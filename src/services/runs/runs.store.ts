@@ -130,13 +130,14 @@ export type NewRun = {
 /**
  * Inserts a run in one statement: the assistant check (no row: no such assistant here), the thread
  * turning busy with its graph and assistant noted, the run itself, and (given `jobInsert`, pg-boss's
- * insert with the job's payload as `$1`) its job and (given `wake`) the runtimes' wake-up.
+ * insert with the job's payload as `$1`) its job and (given `notify`, with the job) the runtimes' wake-up
+ * and the run's `pending` status.
  * Undefined when no run was written (unknown assistant, or for a stateful run, unknown thread).
  */
 export async function insertRun(
   client: pg.Pool | pg.PoolClient,
   run: NewRun,
-  options: { jobInsert?: { text: string; payload: string }; wake?: [channel: string, payload: string] } = {},
+  options: { jobInsert?: { text: string; payload: string }; notify?: [channel: string, payload: string][] } = {},
 ): Promise<{ row: RunRow; jobRows?: number } | undefined> {
   const values: unknown[] = [run.runId, run.deploymentId, run.threadId, run.assistantId, run.metadata, run.kwargs, run.strategy, run.jobId, run.stateful, run.threadConfig];
   // The thread keeps the config its runs were given (over its assistant's), as the reference does:
@@ -151,20 +152,20 @@ export async function insertRun(
                   SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a WHERE NOT $9 OR EXISTS (SELECT 1 FROM t)
                   RETURNING *)`;
   let select = 'SELECT r.*';
-  const { jobInsert, wake } = options;
+  const { jobInsert, notify = [] } = options;
   if (jobInsert) {
     values.push(jobInsert.payload);
     // No run row (unknown assistant): no job either.
     text += `, j AS (${jobInsert.text.replaceAll('$1::text::json', `(SELECT $${values.length}::text FROM r)::text::json`)})`;
     select += ', (SELECT count(*) FROM j)::int AS job_rows';
-    if (wake) {
-      values.push(...wake);
-      select += `, pg_notify($${values.length - 1}, $${values.length}) AS woken`;
+    if (notify.length) {
+      values.push(notify.map(([channel]) => channel), notify.map(([, payload]) => payload));
+      select += `, (SELECT count(pg_notify(channel, payload)) FROM unnest($${values.length - 1}::text[], $${values.length}::text[]) AS s(channel, payload)) AS notified`;
     }
   }
-  const { rows } = await client.query<RunRow & { job_rows?: number; woken?: unknown }>(`${text} ${select} FROM r`, values);
+  const { rows } = await client.query<RunRow & { job_rows?: number; notified?: unknown }>(`${text} ${select} FROM r`, values);
   if (!rows[0]) return undefined;
-  const { job_rows: jobRows, woken: _woken, ...row } = rows[0];
+  const { job_rows: jobRows, notified: _notified, ...row } = rows[0];
   return { row: row as RunRow, jobRows };
 }
 

@@ -6,8 +6,14 @@
 //   agent_server_run_duration_seconds      histogram: start to end of the runs that ended since this
 //                                          process started (cumulative per process, as Prometheus expects)
 //   agent_platform_traces_ingested_total   counter: traces ingested into the deployment's workspace
+//   agent_server_trace_batcher_*           the live runtime's trace batcher (asked over the runtime
+//                                          channel; absent when no runtime answers or tracing is off):
+//                                          _queued (gauge), _flushed_total, _backpressure_waits_total,
+//                                          _failed_total (counters, trace operations since it started)
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { askRuntime } from '../deployments/runtime-client.js';
+import type { TraceBatcherStats } from '../traces/trace-batcher.js';
 import { RUN_STATUSES } from '../runs/runs.schemas.js';
 import { countIngestedTraces, countRunsByStatus, runsEndedAfter } from './metrics.store.js';
 
@@ -38,10 +44,12 @@ async function durationHistogram(ctx: AgentServerContext): Promise<Histogram> {
 /** The deployment's metrics in Prometheus text format, with its content type. */
 export async function deploymentMetrics(ctx: AgentServerContext): Promise<{ contentType: string; text: string }> {
   const registry = new Registry();
-  const [byStatus, traces, histogram] = await Promise.all([
+  const [byStatus, traces, histogram, runtime] = await Promise.all([
     countRunsByStatus(ctx.db, ctx.deployment.deploymentId),
     countIngestedTraces(ctx.db, ctx.deployment.tenantId),
     durationHistogram(ctx),
+    // A scrape never fails for want of a runtime: its figures are left out.
+    (askRuntime(ctx, { kind: 'runtime-metrics' }) as Promise<{ traceBatcher: TraceBatcherStats | null }>).catch(() => undefined),
   ]);
 
   const runs = new Gauge({ name: 'agent_server_runs', help: "The deployment's runs by status.", labelNames: ['status'], registers: [registry] });
@@ -49,6 +57,13 @@ export async function deploymentMetrics(ctx: AgentServerContext): Promise<{ cont
   new Gauge({ name: 'agent_server_run_queue_depth', help: 'Runs waiting in the run queue (pending).', registers: [registry] }).set(byStatus.get('pending') ?? 0);
   new Counter({ name: 'agent_platform_traces_ingested_total', help: "Traces ingested into the deployment's workspace.", registers: [registry] }).inc(traces);
   registry.registerMetric(histogram);
+  const batcher = runtime?.traceBatcher;
+  if (batcher) {
+    new Gauge({ name: 'agent_server_trace_batcher_queued', help: "Trace operations queued in the runtime's batcher, not yet stored.", registers: [registry] }).set(batcher.queued);
+    new Counter({ name: 'agent_server_trace_batcher_flushed_total', help: "Trace operations the runtime's batcher wrote.", registers: [registry] }).inc(batcher.flushed);
+    new Counter({ name: 'agent_server_trace_batcher_backpressure_waits_total', help: "Times a run waited for room in the runtime's full trace batcher.", registers: [registry] }).inc(batcher.backpressureWaits);
+    new Counter({ name: 'agent_server_trace_batcher_failed_total', help: 'Trace operations that could not be stored (logged).', registers: [registry] }).inc(batcher.failed);
+  }
 
   return { contentType: registry.contentType, text: await registry.metrics() };
 }

@@ -36,16 +36,30 @@ export async function writeThreadCache(
   db: Database,
   threadId: string,
   cache: { values: unknown; interrupts: Json; error: unknown; hasNext: boolean },
+  /** `pg_notify` arguments sent by the same statement (e.g. a run's end, once the thread shows it). */
+  notify: [channel: string, payload: string][] = [],
 ): Promise<ThreadRow | undefined> {
   const { rows } = await db.pool.query<ThreadRow>(
-    `UPDATE agent_threads SET "values" = $2, interrupts = $3, error = $4, updated_at = now(),
-       status = CASE WHEN $4::jsonb IS NOT NULL THEN 'error'
-                     WHEN EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')) THEN 'busy'
-                     WHEN $5 THEN 'interrupted' ELSE 'idle' END
-     WHERE id = $1 RETURNING *`,
-    [threadId, JSON.stringify(cache.values ?? null), cache.interrupts, cache.error ? JSON.stringify(cache.error) : null, cache.hasNext],
+    `WITH updated AS (
+       UPDATE agent_threads SET "values" = $2, interrupts = $3, error = $4, updated_at = now(),
+         status = CASE WHEN $4::jsonb IS NOT NULL THEN 'error'
+                       WHEN EXISTS (SELECT 1 FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running')) THEN 'busy'
+                       WHEN $5 THEN 'interrupted' ELSE 'idle' END
+       WHERE id = $1 RETURNING *)
+     SELECT updated.*, (SELECT count(pg_notify(channel, payload)) FROM unnest($6::text[], $7::text[]) AS s(channel, payload)) AS notified FROM updated`,
+    [
+      threadId,
+      JSON.stringify(cache.values ?? null),
+      cache.interrupts,
+      cache.error ? JSON.stringify(cache.error) : null,
+      cache.hasNext,
+      notify.map(([channel]) => channel),
+      notify.map(([, payload]) => payload),
+    ],
   );
-  return rows[0];
+  if (!rows[0]) return undefined;
+  const { notified: _notified, ...row } = rows[0] as ThreadRow & { notified?: unknown };
+  return row as ThreadRow;
 }
 
 /** Whether the deployment has this thread. */
