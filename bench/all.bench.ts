@@ -20,6 +20,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { installReference } from './processes.js';
 
 export type Figure = { value: number; unit: string; floor?: number; reference?: number };
 export type Figures = Record<string, Figure>;
@@ -111,15 +112,6 @@ function run(file: string, args: string[], env: Record<string, string>): Promise
     child.once('error', reject);
     child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
-}
-
-/** The reference server is installed from its own lockfile (its peer dependencies clash with ours). */
-function installReference() {
-  const referenceDir = join(here, 'reference');
-  if (existsSync(join(referenceDir, 'node_modules/@langchain/langgraph-cli'))) return;
-  console.log('Installing the reference server: npm ci in bench/reference …');
-  const install = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: referenceDir, stdio: 'inherit' });
-  if (install.status !== 0) throw new Error(`npm ci in bench/reference failed (exit ${install.status ?? install.signal})`);
 }
 
 function gitCommit(): string | null {

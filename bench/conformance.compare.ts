@@ -5,17 +5,13 @@
 // official SDK and fetch, and one table prints what each server answered and whether they agree.
 //
 // Options: --skip-reference (platform column only). Prints; asserts nothing (the tests do).
-import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from '@langchain/langgraph-sdk';
-import { freePort, startProcess, stopProcess } from './processes.js';
+import { freePort, referenceDir, startReference, startServe, stopProcess } from './processes.js';
 
-const here = new URL('.', import.meta.url).pathname;
-const root = join(here, '..');
-const referenceDir = join(here, 'reference');
+const root = join(new URL('.', import.meta.url).pathname, '..');
 
 type Server = { url: string; client: Client };
 type Probe = { item: string; name: string; run: (server: Server) => Promise<unknown> };
@@ -175,40 +171,19 @@ async function answers(server: Server) {
 }
 
 /** The reference dev server over a copy of the fixture inside bench/reference (so its imports resolve there). */
-async function startReference() {
-  if (!existsSync(join(referenceDir, 'node_modules/@langchain/langgraph-cli'))) {
-    console.log('Installing the reference server from bench/reference/package-lock.json (npm ci, once)…');
-    const install = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: referenceDir, stdio: 'inherit' });
-    if (install.status !== 0) throw new Error(`npm ci in bench/reference failed (exit ${install.status ?? install.signal})`);
-  }
+async function startReferenceProject() {
   const project = join(referenceDir, 'conformance');
   rmSync(project, { recursive: true, force: true });
   cpSync(join(root, 'test/fixtures/conformance'), project, { recursive: true });
   const port = await freePort();
-  const server = await startProcess(
-    join(referenceDir, 'node_modules/.bin/langgraphjs'),
-    ['dev', '--port', String(port), '--host', '127.0.0.1', '--no-browser', '--config', join(project, 'langgraph.json')],
-    { cwd: project, env: { LANGSMITH_TRACING: 'false', LANGCHAIN_TRACING_V2: 'false' }, ready: /Server running at/ },
-  );
+  const server = await startReference(join(project, 'langgraph.json'), port);
   return { url: `http://127.0.0.1:${port}`, stop: () => stopProcess(server.child) };
 }
 
 async function startPlatform() {
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-conformance-'));
-  chmodSync(dataDir, 0o711);
   const port = await freePort();
-  const server = await startProcess(
-    process.execPath,
-    [join(root, 'bin/agent-platform.mjs'), 'serve', '--config', join(root, 'test/fixtures/conformance/langgraph.json'), '--port', String(port), '--data-dir', join(dataDir, 'data'), '--dev'],
-    { cwd: root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: 'false' }, ready: /running at http/ },
-  );
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: async () => {
-      await stopProcess(server.child);
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  const server = await startServe(join(root, 'test/fixtures/conformance/langgraph.json'), port, { args: ['--dev'] });
+  return { url: `http://127.0.0.1:${port}`, stop: server.stop };
 }
 
 async function measureOn(start: () => Promise<{ url: string; stop: () => Promise<void> }>) {
@@ -229,7 +204,7 @@ async function measureOn(start: () => Promise<{ url: string; stop: () => Promise
 async function main() {
   const { values: args } = parseArgs({ options: { 'skip-reference': { type: 'boolean', default: false } } });
   const platform = await measureOn(startPlatform);
-  const reference = args['skip-reference'] ? probes.map(() => '(skipped)') : await measureOn(startReference);
+  const reference = args['skip-reference'] ? probes.map(() => '(skipped)') : await measureOn(startReferenceProject);
   console.log('\n| item | probe | reference (langgraph-cli dev) | agent-platform serve | same |');
   console.log('|---|---|---|---|---|');
   probes.forEach((probe, i) =>

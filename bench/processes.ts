@@ -1,7 +1,10 @@
 // Child servers for the benches: the platform's `serve` and the reference server, each in its own
 // process group so that stopping one stops everything it started.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 
 /** A port free on 127.0.0.1 right now. */
 export const freePort = () =>
@@ -50,3 +53,52 @@ export const stopProcess = (child: ChildProcess) =>
       }
     }, 10_000).unref();
   });
+
+const benchDir = new URL('.', import.meta.url).pathname;
+const root = join(benchDir, '..');
+/** The reference server's folder: its own package.json and lockfile (its peer dependencies clash with ours). */
+export const referenceDir = join(benchDir, 'reference');
+
+/** Installs the reference server from its lockfile, once. */
+export function installReference() {
+  if (existsSync(join(referenceDir, 'node_modules/@langchain/langgraph-cli'))) return;
+  console.error('Installing the reference server from bench/reference/package-lock.json (npm ci, once)…');
+  const install = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: referenceDir, stdio: 'inherit' });
+  if (install.status !== 0) throw new Error(`npm ci in bench/reference failed (exit ${install.status ?? install.signal})`);
+}
+
+/**
+ * `langgraph-cli dev` over a langgraph.json inside bench/reference (so the project's imports resolve to
+ * the reference's dependencies), tracing off. Ready once it says the server runs: its banner, printed
+ * earlier, already names the URL.
+ */
+export async function startReference(configPath: string, port: number) {
+  installReference();
+  return startProcess(
+    join(referenceDir, 'node_modules/.bin/langgraphjs'),
+    ['dev', '--port', String(port), '--host', '127.0.0.1', '--no-browser', '--config', configPath],
+    { cwd: dirname(configPath), env: { LANGSMITH_TRACING: 'false', LANGCHAIN_TRACING_V2: 'false' }, ready: /Server running at/ },
+  );
+}
+
+/** `agent-platform serve` of a langgraph.json on its own embedded PostgreSQL in a temp folder, removed on stop. */
+export async function startServe(configPath: string, port: number, options: { tracing?: boolean; args?: string[]; root?: string } = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-serve-'));
+  chmodSync(dataDir, 0o711);
+  const server = await startProcess(
+    process.execPath,
+    [join(options.root ?? root, 'bin/agent-platform.mjs'), 'serve', '--config', configPath, '--port', String(port), '--data-dir', join(dataDir, 'data'), ...(options.args ?? [])],
+    { cwd: options.root ?? root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(options.tracing ?? false) }, ready: /running at http/ },
+  ).catch((error: unknown) => {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  });
+  return {
+    ...server,
+    dataDir,
+    stop: async () => {
+      await stopProcess(server.child);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -6,18 +6,15 @@
 // nothing; the differences are for a person to read (the verdict column says why, where it is known).
 //
 //   COMPARE_OUT=path   also write the table there (markdown)
-import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { freePort, startProcess, stopProcess } from './processes.js';
+import { freePort, referenceDir, startReference, startServe, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
-const root = join(here, '..');
-const referenceDir = join(here, 'reference');
 
 type Answer = { status: number | string; body: unknown };
 type Server = { name: string; url: string; client: Client; assistantId: (graphId: string) => Promise<string> };
@@ -235,31 +232,15 @@ const cell = (answer: Answer) => {
 async function main() {
   const cleanups: (() => Promise<void>)[] = [];
   try {
-    if (!existsSync(join(referenceDir, 'node_modules/@langchain/langgraph-cli'))) {
-      console.error('Installing the reference server from bench/reference/package-lock.json (npm ci, once)…');
-      const install = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: referenceDir, stdio: 'inherit' });
-      if (install.status !== 0) throw new Error(`npm ci in bench/reference failed (exit ${install.status ?? install.signal})`);
-    }
     mkdirSync(join(referenceDir, 'graphs'), { recursive: true });
     for (const file of ['two-node.ts', 'memory.ts']) copyFileSync(join(here, 'graphs', file), join(referenceDir, 'graphs', file));
 
-    const dataDir = mkdtempSync(join(tmpdir(), 'bench-compare-'));
-    chmodSync(dataDir, 0o711);
-    cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
     const [platformPort, referencePort] = [await freePort(), await freePort()];
     const [platform, reference] = await Promise.all([
-      startProcess(
-        process.execPath,
-        [join(root, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/compare.langgraph.json'), '--port', String(platformPort), '--data-dir', join(dataDir, 'data')],
-        { cwd: root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: 'false' }, ready: /running at http/ },
-      ),
-      startProcess(
-        join(referenceDir, 'node_modules/.bin/langgraphjs'),
-        ['dev', '--port', String(referencePort), '--host', '127.0.0.1', '--no-browser', '--config', join(referenceDir, 'compare/langgraph.json')],
-        { cwd: referenceDir, env: { LANGSMITH_TRACING: 'false', LANGCHAIN_TRACING_V2: 'false' }, ready: /Server running at|Starting \d+ workers|localhost:\d+|127\.0\.0\.1:\d+/ },
-      ),
+      startServe(join(here, 'graphs/compare.langgraph.json'), platformPort),
+      startReference(join(referenceDir, 'compare/langgraph.json'), referencePort),
     ]);
-    cleanups.push(() => stopProcess(platform.child), () => stopProcess(reference.child));
+    cleanups.push(() => platform.stop(), () => stopProcess(reference.child));
     const servers = [serverFor('platform', `http://127.0.0.1:${platformPort}`), serverFor('reference', `http://127.0.0.1:${referencePort}`)];
     // The reference server compiles graphs on first use; wait until both answer.
     for (const server of servers) {

@@ -20,14 +20,13 @@
 //
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
-import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { graph } from './graphs/two-node.js';
-import { freePort, startProcess, stopProcess } from './processes.js';
+import { freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const root = join(here, '..');
@@ -264,21 +263,10 @@ async function main() {
     }
 
     if (!process.env.BENCH_SKIP_REFERENCE) {
-      const referenceDir = join(here, 'reference');
-      if (!existsSync(join(referenceDir, 'node_modules/@langchain/langgraph-cli'))) {
-        // The reference server has its own folder and lockfile (its peer dependencies clash with ours).
-        console.log('Installing the reference server from bench/reference/package-lock.json (npm ci, once)…');
-        const install = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: referenceDir, stdio: 'inherit' });
-        if (install.status !== 0) throw new Error(`npm ci in bench/reference failed (exit ${install.status ?? install.signal})`);
-      }
       mkdirSync(join(referenceDir, 'graphs'), { recursive: true });
       copyFileSync(join(here, 'graphs/two-node.ts'), join(referenceDir, 'graphs/two-node.ts'));
       const referencePort = await freePort();
-      const reference = await startProcess(
-        join(referenceDir, 'node_modules/.bin/langgraphjs'),
-        ['dev', '--port', String(referencePort), '--host', '127.0.0.1', '--no-browser', '--config', join(referenceDir, 'langgraph.json')],
-        { cwd: referenceDir, env: { LANGSMITH_TRACING: 'false', LANGCHAIN_TRACING_V2: 'false' }, ready: /Server running at|Starting \d+ workers|localhost:\d+|127\.0\.0\.1:\d+/ },
-      );
+      const reference = await startReference(join(referenceDir, 'langgraph.json'), referencePort);
       cleanups.push(() => stopProcess(reference.child));
       // The dev server prints its banner before the graph has registered; wait until the API answers.
       const client = new Client({ apiUrl: `http://127.0.0.1:${referencePort}`, callerOptions: { maxRetries: 0 } });
