@@ -72,7 +72,6 @@ export const QUEUES = {
     policy: 'standard',
     retryLimit: 0,
     expireInSeconds: 120,
-    deleteAfterSeconds: 3600,
   },
   storeSweep: {
     name: 'store.sweep',
@@ -123,6 +122,17 @@ export const QUEUES = {
   },
 } satisfies Record<string, QueueDefinition>;
 
+// Every queue keeps finished jobs for the configured time (AGENT_PLATFORM_JOB_RETENTION_SECONDS): the
+// rows they point at hold the state, so a finished job is only history. Set on each queue, whose
+// option pg-boss copies into each job it inserts; recorded per job queue object so a deployment's
+// run queue, created when first used, gets it too.
+const jobRetentionSeconds = new WeakMap<PgBoss, number>();
+
+/** The finished-job retention of every queue of this job queue object (pg-boss `deleteAfterSeconds`). */
+export const finishedJobRetention = (boss: PgBoss): Pick<Queue, 'deleteAfterSeconds'> => ({
+  deleteAfterSeconds: jobRetentionSeconds.get(boss) ?? 3600,
+});
+
 /**
  * Each deployment's run queue, `runs.execute.<deployment id>` (created when first used). `key_strict_fifo`
  * keyed by thread id gives per-thread order (a thread's runs execute one at a time, in arrival order)
@@ -134,7 +144,6 @@ export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
   // that dies mid-run is detected (and its job completed) by the `runs.sweep` schedule.
   retryLimit: 0,
   expireInSeconds: 24 * 3600,
-  deleteAfterSeconds: 3600,
 };
 
 /** Recurring jobs, worked by the worker role. */
@@ -183,9 +192,12 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     useListenNotify: options.work,
   });
   boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
+  jobRetentionSeconds.set(boss, deps.config.jobRetentionSeconds);
   await boss.start();
   for (const { name, ...queueOptions } of Object.values(QUEUES) as QueueDefinition[]) {
-    await boss.createQueue(name, queueOptions);
+    await boss.createQueue(name, { ...queueOptions, ...finishedJobRetention(boss) });
+    // createQueue leaves an existing queue as it was: a changed setting is applied here.
+    await boss.updateQueue(name, finishedJobRetention(boss));
   }
   if (options.work) {
     await boss.work(QUEUES.eventsPrune.name, async () => pruneEventPayloads(deps));
