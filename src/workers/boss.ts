@@ -14,6 +14,7 @@ import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
 import { fireCronJob } from './cron-fire.job.js';
 import { sweepExpiredThreads } from './threads-sweep.job.js';
 import { deleteExpiredTraceRuns } from './traces-retention.job.js';
+import { createTracePartitionsAhead } from './traces-partitions.job.js';
 import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
 import { workRevisionPipeline } from './revision-pipeline.job.js';
 import { watchPushedRefs } from './revisions-watch.job.js';
@@ -97,6 +98,14 @@ export const QUEUES = {
     retryDelay: 300,
     expireInSeconds: 3600,
   },
+  tracesPartitions: {
+    name: 'traces.partitions',
+    // Creates trace_runs's week partitions ahead; one pass at a time.
+    policy: 'singleton',
+    retryLimit: 2,
+    retryDelay: 300,
+    expireInSeconds: 600,
+  },
   revisionBuild: {
     name: REVISION_BUILD_QUEUE,
     // One job per revision (singletonKey = revision id). Not retried: a failed build is BUILD_FAILED
@@ -160,6 +169,8 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.threadsSweep.name, cron: '* * * * *' },
   // Retention is in days; hourly keeps each pass small.
   { queue: QUEUES.tracesRetention.name, cron: '17 * * * *' },
+  // Partitions are weeks, created four weeks ahead: daily is plenty, hourly heals a missed day sooner.
+  { queue: QUEUES.tracesPartitions.name, cron: '43 * * * *' },
   { queue: QUEUES.revisionsWatch.name, cron: '* * * * *' },
 ];
 
@@ -209,6 +220,7 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     await boss.work(QUEUES.cronsFire.name, async (jobs) => fireCronJob(deps, jobs));
     await boss.work(QUEUES.threadsSweep.name, async () => sweepExpiredThreads(deps));
     await boss.work(QUEUES.tracesRetention.name, async () => deleteExpiredTraceRuns(deps));
+    await boss.work(QUEUES.tracesPartitions.name, async () => createTracePartitionsAhead(deps));
     // The control plane's pipeline; the runtimes it launches live as long as this job queue.
     if (deps.config.controlPlaneWorker) {
       const deployedRuntimes = await workRevisionPipeline(deps, boss);
@@ -217,6 +229,8 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
       boss.once('stopped', () => void deployedRuntimes.stop());
     }
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
+    // A platform that was down longer than the partitions made ahead catches up now, not at the next tick.
+    await boss.send(QUEUES.tracesPartitions.name, {});
   }
   return boss;
 }
