@@ -101,13 +101,14 @@ function selectList(select: string[] | null | undefined): string {
   return [...BASE_COLUMNS, ...heavy.map((name) => HEAVY_COLUMNS[name]!)].join(', ');
 }
 
+/** The statement of findRun ($1 tenant, $2 run id): the run's start time, looked up first, prunes the scan to its partition. */
+export const findRunSql = () =>
+  `SELECT ${selectList(null)} FROM trace_runs r
+    WHERE r.tenant_id = $1 AND r.id = $2 AND r.start_time = (SELECT i.start_time FROM trace_run_ids i WHERE i.tenant_id = $1 AND i.id = $2)`;
+
 /** One run of a tenant, with all fields: its start time from trace_run_ids picks the one partition read. */
 export async function findRun(pool: pg.Pool, tenantId: string, id: string): Promise<TraceRunRow | undefined> {
-  const { rows } = await pool.query<TraceRunRow>(
-    `SELECT ${selectList(null)} FROM trace_runs r
-      WHERE r.tenant_id = $1 AND r.id = $2 AND r.start_time = (SELECT i.start_time FROM trace_run_ids i WHERE i.tenant_id = $1 AND i.id = $2)`,
-    [tenantId, id],
-  );
+  const { rows } = await pool.query<TraceRunRow>(findRunSql(), [tenantId, id]);
   return rows[0];
 }
 
@@ -544,6 +545,12 @@ const PATCH_COLUMNS = [
  */
 export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[]): Promise<Set<string>> {
   if (!patches.length) return new Set();
+  const { rows } = await client.query<{ id: string }>(applyPatchesStatement(tenantId, patches));
+  return new Set(rows.map((row) => row.id));
+}
+
+/** applyPatches's statement and values. */
+export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch[]): { text: string; values: unknown[] } {
   const values = patches.flatMap((p) => [
     p.id,
     p.endTime,
@@ -566,8 +573,8 @@ export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: st
   const tenantParam = `$${values.length + 1}`;
   // Usage is per LLM run; a patch does not carry the run type, so the row decides.
   const usage = (column: string) => `${column} = CASE WHEN t.run_type = 'llm' AND p.total_tokens IS NOT NULL THEN p.${column} ELSE t.${column} END`;
-  const { rows } = await client.query<{ id: string }>(
-    `UPDATE trace_runs AS t SET
+  return {
+    text: `UPDATE trace_runs AS t SET
        end_time = COALESCE(p.end_time, t.end_time),
        inputs = COALESCE(p.inputs, t.inputs),
        outputs = COALESCE(p.outputs, t.outputs),
@@ -587,9 +594,8 @@ export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: st
        JOIN trace_run_ids i ON i.tenant_id = ${tenantParam}::uuid AND i.id = p.id
      WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id AND t.start_time = i.start_time
      RETURNING t.id`,
-    [...values, tenantId],
-  );
-  return new Set(rows.map((row) => row.id));
+    values: [...values, tenantId],
+  };
 }
 
 export async function deferPatches(client: pg.PoolClient, tenantId: string, patches: NormalizedPatch[]): Promise<void> {

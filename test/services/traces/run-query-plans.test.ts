@@ -7,7 +7,14 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fillTraceRuns } from '../../../bench/trace-run-fill.js';
-import { createTracePartitions, type RunSearch, runSearchSql, searchRuns } from '../../../src/services/traces/trace-runs.store.js';
+import {
+  applyPatchesStatement,
+  createTracePartitions,
+  findRunSql,
+  type RunSearch,
+  runSearchSql,
+  searchRuns,
+} from '../../../src/services/traces/trace-runs.store.js';
 import { databaseUrl } from '../../helpers.js';
 
 const RUNS = 40_000;
@@ -15,7 +22,7 @@ const tenantId = randomUUID();
 const projects = Array.from({ length: 4 }, () => randomUUID());
 let pool: pg.Pool;
 
-type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; 'Actual Loops'?: number; Plans?: PlanNode[] };
 
 /** The week partition that holds the runs (they start on Thursday 1 January 2026). */
 const DATA_PARTITION = 'trace_runs_20251229';
@@ -157,5 +164,37 @@ describe('newest runs of a project', () => {
     const { rows, walkedTo } = await searchRuns(pool, tenantId, { ...base, filter: 'gt(latency, 100000)' }, { firstWindow: 1_000, budgetMs: 0 });
     expect(rows).toEqual([]);
     expect(walkedTo).toBeDefined();
+  });
+});
+
+describe('one run by id', () => {
+  /** The partitions of trace_runs a statement's execution read (scans that ran at least once). */
+  async function partitionsRead(client: pg.Pool | pg.PoolClient, statement: { text: string; values: unknown[] }): Promise<string[]> {
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
+    const read = new Set<string>();
+    const visit = (node: PlanNode) => {
+      const relation = node['Relation Name'];
+      if (node['Node Type'].includes('Scan') && relation?.startsWith('trace_runs_') && (node['Actual Loops'] ?? 0) > 0) read.add(relation);
+      for (const child of node.Plans ?? []) visit(child);
+    };
+    visit(rows[0]!['QUERY PLAN'][0].Plan);
+    return [...read];
+  }
+
+  it('is read (GET /runs/{id}) and patched in its one partition, found by its start time', async () => {
+    const { rows } = await pool.query<{ id: string }>('SELECT id FROM trace_runs WHERE tenant_id = $1 ORDER BY id LIMIT 1', [tenantId]);
+    const id = rows[0]!.id;
+    expect(await partitionsRead(pool, { text: findRunSql(), values: [tenantId, id] })).toEqual([DATA_PARTITION]);
+
+    const usage = { totalTokens: null, promptTokens: null, completionTokens: null, totalCost: null, promptCost: null, completionCost: null };
+    const patch = { id, endTime: '2026-01-01T00:00:10Z', inputs: null, outputs: null, error: null, extra: null, events: null, serialized: null, tags: null, usage, firstTokenTime: null, threadId: null, raw: {} };
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      expect(await partitionsRead(client, applyPatchesStatement(tenantId, [patch as never]))).toEqual([DATA_PARTITION]);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
   });
 });
