@@ -198,6 +198,9 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     application_name: options.applicationName ?? 'agent-platform-jobs',
     max: deps.config.jobsPoolSize,
     supervise: options.maintain ?? options.work,
+    // pg-boss deletes a queue's finished jobs at most once per maintenance interval (a day by default),
+    // which would keep a day of jobs whatever the retention: as often as the retention, within 1–60 min.
+    maintenanceIntervalSeconds: Math.max(60, Math.min(3600, deps.config.jobRetentionSeconds || 3600)),
     schedule: options.work,
     // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts), not pg-boss's.
     useListenNotify: options.work,
