@@ -61,6 +61,9 @@ it('deletes only runs past their workspace’s retention (or the default), with 
   expect(await remaining(short.workspaceId)).toEqual({ runs: kept(short, [1, 6]), attachments: kept(short, [1, 6]) });
   expect(await remaining(byDefault.workspaceId)).toEqual({ runs: kept(byDefault, [1, 8, 29]), attachments: kept(byDefault, [1, 8, 29]) });
   expect(await remaining(long.workspaceId)).toEqual({ runs: kept(long, [8, 40, 364]), attachments: kept(long, [8, 40, 364]) });
+  // The deleted runs' ids are released (trace_run_ids's delete trigger), so the id rule follows the runs.
+  const { rows: ids } = await platform.deps.db.pool.query<{ id: string }>('SELECT id FROM trace_run_ids WHERE tenant_id = $1 ORDER BY id', [short.workspaceId]);
+  expect(ids.map((row) => row.id)).toEqual(kept(short, [1, 6]));
 
   // A second pass finds nothing more of these workspaces.
   expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 0, droppedPartitions: [] });
