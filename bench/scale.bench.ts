@@ -147,7 +147,7 @@ async function main() {
     let traceId = '';
     const traceOf = (_: number) => traceId;
 
-    const results: { size: number; query: string; p50: number; p99: number; plan: string }[] = [];
+    const results: { size: number; query: string; p50: number; p99: number; plan: string; buffers: number }[] = [];
     let filled = 0;
     for (const size of RUN_SIZES) {
       console.log(`\n${size.toLocaleString('en')} trace runs`);
@@ -169,10 +169,16 @@ async function main() {
       for (const query of queries) {
         const figures = await time(query.call);
         const { text, values } = recorder.last();
-        const explained = await deps.db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+        // Buffers (8 kB pages) the query touched: a figure the machine's load does not change.
+        const explained = await deps.db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode & { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>(
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
+          values,
+        );
+        const top = explained.rows[0]!['QUERY PLAN'][0].Plan;
+        const buffers = top['Shared Hit Blocks'] + top['Shared Read Blocks'];
         const plan = scanSummary(explained.rows[0]!['QUERY PLAN'][0].Plan, parentIndex);
-        results.push({ size, query: query.name, ...figures, plan });
-        console.log(`  ${query.name.padEnd(34)} p50 ${ms(figures.p50).padStart(6)} ms  p99 ${ms(figures.p99).padStart(6)} ms  ${plan}`);
+        results.push({ size, query: query.name, ...figures, plan, buffers });
+        console.log(`  ${query.name.padEnd(34)} p50 ${ms(figures.p50).padStart(6)} ms  p99 ${ms(figures.p99).padStart(6)} ms  ${String(buffers).padStart(6)} buffers  ${plan}`);
       }
     }
 
@@ -182,7 +188,7 @@ async function main() {
       for (const query of queries) {
         const row = results.filter((result) => result.query === query.name);
         const ratio = row.at(-1)!.p99 / row[0]!.p99;
-        console.log(`| ${query.name} | ${row.map((r) => `${ms(r.p50)} / ${ms(r.p99)}`).join(' | ')} | ${ratio.toFixed(1)}× | ${row.at(-1)!.plan} |`);
+        console.log(`| ${query.name} | ${row.map((r) => `${ms(r.p50)} / ${ms(r.p99)} (${r.buffers} buf)`).join(' | ')} | ${ratio.toFixed(1)}× | ${row.at(-1)!.plan} |`);
       }
 
     }
