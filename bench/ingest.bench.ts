@@ -226,7 +226,7 @@ async function main() {
     const rawSeconds: Record<'values' | 'unnest', number> = { values: 0, unnest: 0 };
     for (const form of ['values', 'unnest'] as const) {
       const half = form === 'values' ? statements.slice(0, statements.length / 2) : statements.slice(statements.length / 2);
-      const sql = form === 'values' ? traceRuns.insertRunsSql(RUNS_PER_REQUEST, 'ON CONFLICT (tenant_id, id) DO NOTHING') : traceRuns.insertRunsUnnestSql('ON CONFLICT (tenant_id, id) DO NOTHING');
+      const sql = form === 'values' ? traceRuns.insertRunsSql(RUNS_PER_REQUEST, '') : traceRuns.insertRunsUnnestSql('');
       let nextStatement = 0;
       const started = performance.now();
       await Promise.all(

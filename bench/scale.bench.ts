@@ -8,7 +8,13 @@
 //   --runs 10000,100000,1000000     trace-run sizes (default 10000,100000,1000000; 0 skips)
 //   --checkpoints 1,1000,10000      checkpoint counts (default 1,1000,10000; 0 skips)
 //   --samples 40                    timed calls per query, after 3 warm-ups
+//   --soak-minutes N                instead: a `serve` process with a 1-minute thread TTL (langgraph.json
+//                                   checkpointer.ttl) running runs on threads continuously for N minutes,
+//                                   printing each table's rows and size every minute (see scale-soak.ts)
 //   DATABASE_URL                    use that database instead of a fresh embedded one
+//
+// trace_runs is partitioned by week: the fill's weeks get their partitions first (as the schedule makes
+// them ahead in production), and a plan's scans are counted per trace_runs index over the partitions.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,13 +30,16 @@ import type { ServiceContext } from '../src/services/context.js';
 import * as tenancy from '../src/services/tenancy/tenancy.service.js';
 import { getRun, queryRuns } from '../src/services/traces/queries.service.js';
 import { createBenchTenant } from './tenant.js';
-import { fillTraceRuns, uuidOf } from './trace-run-fill.js';
+import { FILL_START, FILL_SECONDS_PER_RUN, fillTraceRuns, uuidOf } from './trace-run-fill.js';
+import { createTracePartitions } from '../src/services/traces/trace-runs.store.js';
+import { soak } from './scale-soak.js';
 
 const { values: args } = parseArgs({
   options: {
     runs: { type: 'string', default: '10000,100000,1000000' },
     checkpoints: { type: 'string', default: '1,1000,10000' },
     samples: { type: 'string', default: '40' },
+    'soak-minutes': { type: 'string', default: '0' },
   },
 });
 const sizes = (text: string) => text.split(',').map((part) => Number(part.trim())).filter((n) => n > 0).sort((a, b) => a - b);
@@ -75,12 +84,17 @@ function recordingPool(pool: pg.Pool): { pool: pg.Pool; last: () => { text: stri
 
 type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
 
-/** The plan's scan nodes of trace_runs, e.g. "Index Scan trace_runs_… ×3" or "Seq Scan". */
-function scanSummary(node: PlanNode): string {
+/**
+ * The plan's scan nodes of trace_runs's partitions, e.g. "Index Scan tenant_id_session_id_… ×3" (three
+ * partitions' part of that index) or "Seq Scan"; `parentIndex` names each partition's index by the
+ * trace_runs index it is part of.
+ */
+function scanSummary(node: PlanNode, parentIndex: Map<string, string>): string {
   const scans: string[] = [];
   const visit = (n: PlanNode) => {
-    if (n['Node Type'].includes('Scan') && (n['Relation Name'] === 'trace_runs' || n['Index Name']?.startsWith('trace_runs'))) {
-      scans.push(n['Index Name'] ? `${n['Node Type']} ${n['Index Name'].replace(/^trace_runs_/, '')}` : n['Node Type']);
+    if (n['Node Type'].includes('Scan') && (n['Relation Name']?.startsWith('trace_runs') || n['Index Name']?.startsWith('trace_runs'))) {
+      const index = n['Index Name'] && (parentIndex.get(n['Index Name']) ?? n['Index Name']);
+      scans.push(index ? `${n['Node Type']} ${index.replace(/^trace_runs_/, '')}` : n['Node Type']);
     }
     for (const child of n.Plans ?? []) visit(child);
   };
@@ -91,6 +105,7 @@ function scanSummary(node: PlanNode): string {
 }
 
 async function main() {
+  if (Number(args['soak-minutes']) > 0) return soak(Number(args['soak-minutes']));
   const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-scale-'));
   const config = loadConfig({}, {
     AGENT_PLATFORM_DATA_DIR: dataDir,
@@ -132,11 +147,12 @@ async function main() {
     let traceId = '';
     const traceOf = (_: number) => traceId;
 
-    const results: { size: number; query: string; p50: number; p99: number; plan: string }[] = [];
+    const results: { size: number; query: string; p50: number; p99: number; plan: string; buffers: number }[] = [];
     let filled = 0;
     for (const size of RUN_SIZES) {
       console.log(`\n${size.toLocaleString('en')} trace runs`);
       const started = performance.now();
+      await createTracePartitions(deps.db.pool, FILL_START, new Date(FILL_START.getTime() + size * FILL_SECONDS_PER_RUN * 1000 + 1));
       await fillTraceRuns(deps.db.pool, tenant.workspace.id, projects, filled, size, (done) => process.stdout.write(`\r  filled ${done.toLocaleString('en')} runs`));
       process.stdout.write('\n');
       await deps.db.pool.query('VACUUM ANALYZE trace_runs');
@@ -144,13 +160,25 @@ async function main() {
       console.log(`  fill + VACUUM ANALYZE ${((performance.now() - started) / 1000).toFixed(1)} s`);
       const { rows } = await deps.db.pool.query<{ trace_id: string }>(`SELECT ${uuidOf("'trace-' || ($1::int / 10)")} AS trace_id`, [size]);
       traceId = rows[0]!.trace_id;
+      const { rows: parts } = await deps.db.pool.query<{ child: string; parent: string }>(
+        `SELECT c.relname AS child, p.relname AS parent FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE c.relkind = 'i'`,
+      );
+      const parentIndex = new Map(parts.map((part) => [part.child, part.parent]));
+      const { rows: partitionCount } = await deps.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'trace_runs'::regclass`);
+      console.log(`  ${partitionCount[0]!.n} partitions of trace_runs (weeks and the default)`);
       for (const query of queries) {
         const figures = await time(query.call);
         const { text, values } = recorder.last();
-        const explained = await deps.db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
-        const plan = scanSummary(explained.rows[0]!['QUERY PLAN'][0].Plan);
-        results.push({ size, query: query.name, ...figures, plan });
-        console.log(`  ${query.name.padEnd(34)} p50 ${ms(figures.p50).padStart(6)} ms  p99 ${ms(figures.p99).padStart(6)} ms  ${plan}`);
+        // Buffers (8 kB pages) the query touched: a figure the machine's load does not change.
+        const explained = await deps.db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode & { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>(
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
+          values,
+        );
+        const top = explained.rows[0]!['QUERY PLAN'][0].Plan;
+        const buffers = top['Shared Hit Blocks'] + top['Shared Read Blocks'];
+        const plan = scanSummary(explained.rows[0]!['QUERY PLAN'][0].Plan, parentIndex);
+        results.push({ size, query: query.name, ...figures, plan, buffers });
+        console.log(`  ${query.name.padEnd(34)} p50 ${ms(figures.p50).padStart(6)} ms  p99 ${ms(figures.p99).padStart(6)} ms  ${String(buffers).padStart(6)} buffers  ${plan}`);
       }
     }
 
@@ -160,7 +188,7 @@ async function main() {
       for (const query of queries) {
         const row = results.filter((result) => result.query === query.name);
         const ratio = row.at(-1)!.p99 / row[0]!.p99;
-        console.log(`| ${query.name} | ${row.map((r) => `${ms(r.p50)} / ${ms(r.p99)}`).join(' | ')} | ${ratio.toFixed(1)}× | ${row.at(-1)!.plan} |`);
+        console.log(`| ${query.name} | ${row.map((r) => `${ms(r.p50)} / ${ms(r.p99)} (${r.buffers} buf)`).join(' | ')} | ${ratio.toFixed(1)}× | ${row.at(-1)!.plan} |`);
       }
 
     }

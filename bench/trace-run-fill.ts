@@ -5,6 +5,10 @@ import type pg from 'pg';
 // A version-4-shaped UUID derived from a text (the API validates UUIDs strictly).
 export const uuidOf = (text: string) => `overlay(overlay(md5(${text}) placing '4' from 13) placing '8' from 17)::uuid`;
 
+/** The synthetic history starts here, one run every FILL_SECONDS_PER_RUN seconds. */
+export const FILL_START = new Date('2026-01-01T00:00:00Z');
+export const FILL_SECONDS_PER_RUN = 2;
+
 /**
  * Appends runs `from`..`to`-1 of the synthetic history. Everything is derived from the row number, so
  * sizes grow by appending: traces of five runs (a chain root with llm, tool and retriever children),
@@ -21,7 +25,7 @@ export async function fillTraceRuns(pool: pg.Pool, tenantId: string, projects: s
          SELECT g.*, floor(${projects.length} * power((th % 1024) / 1024.0, 2))::int AS p,
                 ${uuidOf("'trace-' || t")} AS trace_id,
                 CASE WHEN k = 0 THEN ${uuidOf("'trace-' || t")} ELSE ${uuidOf("'run-' || i")} END AS id,
-                timestamptz '2026-01-01' + make_interval(secs => i * 2.0) AS start_time
+                timestamptz '2026-01-01 00:00:00Z' + make_interval(secs => i * 2.0) AS start_time
            FROM g
        ), r AS (
          SELECT s.*, CASE WHEN p <> 0 AND h % 100 < 2 THEN 'error' WHEN h % 1000 < 3 THEN 'pending' ELSE 'success' END AS status FROM s

@@ -46,6 +46,12 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE: z.coerce.number().int().min(2).max(200).optional(),
   /** Days trace runs are kept (by start time) in a workspace that sets no retention of its own. */
   AGENT_PLATFORM_TRACE_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
+  /**
+   * Seconds a finished job (completed, failed or cancelled) stays in the job queue before pg-boss
+   * deletes it, on every queue; 0 keeps them forever. Runs keep their own rows, so a job's row is only
+   * history: an hour by default keeps the queue's table small under a steady stream of runs.
+   */
+  AGENT_PLATFORM_JOB_RETENTION_SECONDS: z.coerce.number().int().min(0).max(365 * 86_400).default(3600),
   /** Connections of a process's job queue (pg-boss), plus its one listener. */
   AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -140,6 +146,7 @@ export type Config = {
   runtimeDbPoolSize: number;
   checkpointerPoolSize: number;
   jobsPoolSize: number;
+  jobRetentionSeconds: number;
   traceRetentionDays: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   logPretty: boolean;
@@ -219,6 +226,7 @@ export function loadConfig(
     runtimeDbPoolSize: value.AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE,
     checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),
     jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
+    jobRetentionSeconds: value.AGENT_PLATFORM_JOB_RETENTION_SECONDS,
     traceRetentionDays: value.AGENT_PLATFORM_TRACE_RETENTION_DAYS,
     logLevel: value.LOG_LEVEL,
     logPretty: value.LOG_PRETTY,

@@ -4,7 +4,7 @@
 // for as long as it runs, so any api process can find it.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
-import { deleteDeploymentRuntime, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
+import { deleteDeploymentRuntime, insertDeploymentRuntime, recordThreadTtl } from '../services/deployments/deployments.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
 import { TraceBatcher } from '../services/traces/trace-batcher.js';
@@ -58,6 +58,8 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, store: config.store, embedder });
     steps.push(() => persistence.close());
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);
+    // The api and worker never read the graph config: the sweep finds the threads' default TTL here.
+    await recordThreadTtl(deps.db, spec.deploymentId, config.threadTtl);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after

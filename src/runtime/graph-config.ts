@@ -10,6 +10,15 @@ const GraphSpec = z.union([
   z.object({ path: z.string(), description: z.string().optional() }),
 ]);
 
+/** `checkpointer.ttl`: threads expire (deleted with everything they own) as on the hosted platform. */
+const CheckpointerTtl = z.object({
+  strategy: z.literal('delete').default('delete'),
+  /** Minutes after its last update a thread given no TTL of its own is deleted. */
+  default_ttl: z.number().positive().max(525_600_00).optional(),
+  /** How often the sweep looks for expired threads. */
+  sweep_interval_minutes: z.number().int().min(1).max(525_600).optional(),
+});
+
 export const GraphConfigFile = z
   .object({
     graphs: z.record(z.string().min(1), GraphSpec).refine((graphs) => Object.keys(graphs).length > 0, 'name at least one graph'),
@@ -37,6 +46,7 @@ export const GraphConfigFile = z
       })
       .passthrough()
       .optional(),
+    checkpointer: z.object({ ttl: CheckpointerTtl.nullish() }).passthrough().optional(),
     http: z.object({}).passthrough().optional(),
     ui: z.record(z.string().min(1), z.string().min(1)).optional(),
     ui_config: z.object({ shared: z.array(z.string()).optional() }).optional(),
@@ -60,6 +70,8 @@ export type GraphConfig = {
   ui?: { components: Record<string, string>; shared?: string[] };
   /** `store`: the long-term store's embedding index and time to live. */
   store?: StoreConfig;
+  /** `checkpointer.ttl`: the default TTL of threads (minutes) and the sweep's interval; undefined: unset. */
+  threadTtl: { defaultMinutes?: number; sweepIntervalMinutes?: number };
 };
 
 export type StoreConfig = z.infer<typeof GraphConfigFile>['store'];
@@ -90,7 +102,9 @@ export function readGraphConfig(configPath: string): GraphConfig {
   const env = typeof parsed.data.env === 'string' ? readEnvFile(resolve(root, parsed.data.env)) : (parsed.data.env ?? {});
   const httpApp = typeof parsed.data.http?.app === 'string' ? parsed.data.http.app : undefined;
   const ui = parsed.data.ui ? { components: parsed.data.ui, shared: parsed.data.ui_config?.shared } : undefined;
-  return { path, root, graphs, env, httpApp, ui, store: parsed.data.store };
+  const ttl = parsed.data.checkpointer?.ttl;
+  const threadTtl = { defaultMinutes: ttl?.default_ttl, sweepIntervalMinutes: ttl?.sweep_interval_minutes };
+  return { path, root, graphs, env, httpApp, ui, store: parsed.data.store, threadTtl };
 }
 
 /**

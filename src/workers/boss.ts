@@ -14,6 +14,7 @@ import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
 import { fireCronJob } from './cron-fire.job.js';
 import { sweepExpiredThreads } from './threads-sweep.job.js';
 import { deleteExpiredTraceRuns } from './traces-retention.job.js';
+import { createTracePartitionsAhead } from './traces-partitions.job.js';
 import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
 import { workRevisionPipeline } from './revision-pipeline.job.js';
 import { watchPushedRefs } from './revisions-watch.job.js';
@@ -72,7 +73,6 @@ export const QUEUES = {
     policy: 'standard',
     retryLimit: 0,
     expireInSeconds: 120,
-    deleteAfterSeconds: 3600,
   },
   storeSweep: {
     name: 'store.sweep',
@@ -97,6 +97,14 @@ export const QUEUES = {
     retryLimit: 2,
     retryDelay: 300,
     expireInSeconds: 3600,
+  },
+  tracesPartitions: {
+    name: 'traces.partitions',
+    // Creates trace_runs's week partitions ahead; one pass at a time.
+    policy: 'singleton',
+    retryLimit: 2,
+    retryDelay: 300,
+    expireInSeconds: 600,
   },
   revisionBuild: {
     name: REVISION_BUILD_QUEUE,
@@ -123,6 +131,17 @@ export const QUEUES = {
   },
 } satisfies Record<string, QueueDefinition>;
 
+// Every queue keeps finished jobs for the configured time (AGENT_PLATFORM_JOB_RETENTION_SECONDS): the
+// rows they point at hold the state, so a finished job is only history. Set on each queue, whose
+// option pg-boss copies into each job it inserts; recorded per job queue object so a deployment's
+// run queue, created when first used, gets it too.
+const jobRetentionSeconds = new WeakMap<PgBoss, number>();
+
+/** The finished-job retention of every queue of this job queue object (pg-boss `deleteAfterSeconds`). */
+export const finishedJobRetention = (boss: PgBoss): Pick<Queue, 'deleteAfterSeconds'> => ({
+  deleteAfterSeconds: jobRetentionSeconds.get(boss) ?? 3600,
+});
+
 /**
  * Each deployment's run queue, `runs.execute.<deployment id>` (created when first used). `key_strict_fifo`
  * keyed by thread id gives per-thread order (a thread's runs execute one at a time, in arrival order)
@@ -134,7 +153,6 @@ export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
   // that dies mid-run is detected (and its job completed) by the `runs.sweep` schedule.
   retryLimit: 0,
   expireInSeconds: 24 * 3600,
-  deleteAfterSeconds: 3600,
 };
 
 /** Recurring jobs, worked by the worker role. */
@@ -151,6 +169,8 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.threadsSweep.name, cron: '* * * * *' },
   // Retention is in days; hourly keeps each pass small.
   { queue: QUEUES.tracesRetention.name, cron: '17 * * * *' },
+  // Partitions are weeks, created four weeks ahead: daily is plenty, hourly heals a missed day sooner.
+  { queue: QUEUES.tracesPartitions.name, cron: '43 * * * *' },
   { queue: QUEUES.revisionsWatch.name, cron: '* * * * *' },
 ];
 
@@ -178,14 +198,20 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     application_name: options.applicationName ?? 'agent-platform-jobs',
     max: deps.config.jobsPoolSize,
     supervise: options.maintain ?? options.work,
+    // pg-boss deletes a queue's finished jobs at most once per maintenance interval (a day by default),
+    // which would keep a day of jobs whatever the retention: as often as the retention, within 1–60 min.
+    maintenanceIntervalSeconds: Math.max(60, Math.min(3600, deps.config.jobRetentionSeconds || 3600)),
     schedule: options.work,
     // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts), not pg-boss's.
     useListenNotify: options.work,
   });
   boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
+  jobRetentionSeconds.set(boss, deps.config.jobRetentionSeconds);
   await boss.start();
   for (const { name, ...queueOptions } of Object.values(QUEUES) as QueueDefinition[]) {
-    await boss.createQueue(name, queueOptions);
+    await boss.createQueue(name, { ...queueOptions, ...finishedJobRetention(boss) });
+    // createQueue leaves an existing queue as it was: a changed setting is applied here.
+    await boss.updateQueue(name, finishedJobRetention(boss));
   }
   if (options.work) {
     await boss.work(QUEUES.eventsPrune.name, async () => pruneEventPayloads(deps));
@@ -197,6 +223,7 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     await boss.work(QUEUES.cronsFire.name, async (jobs) => fireCronJob(deps, jobs));
     await boss.work(QUEUES.threadsSweep.name, async () => sweepExpiredThreads(deps));
     await boss.work(QUEUES.tracesRetention.name, async () => deleteExpiredTraceRuns(deps));
+    await boss.work(QUEUES.tracesPartitions.name, async () => createTracePartitionsAhead(deps));
     // The control plane's pipeline; the runtimes it launches live as long as this job queue.
     if (deps.config.controlPlaneWorker) {
       const deployedRuntimes = await workRevisionPipeline(deps, boss);
@@ -205,6 +232,8 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
       boss.once('stopped', () => void deployedRuntimes.stop());
     }
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
+    // A platform that was down longer than the partitions made ahead catches up now, not at the next tick.
+    await boss.send(QUEUES.tracesPartitions.name, {});
   }
   return boss;
 }

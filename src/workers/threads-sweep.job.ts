@@ -3,14 +3,15 @@
 import type { Deps } from '../services/context.js';
 import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
 import { deleteThreadCrons } from '../services/crons/crons.store.js';
-import { deleteExpiredThreads } from '../services/threads/threads.store.js';
+import { claimThreadSweeps, deleteExpiredThreads } from '../services/threads/threads.store.js';
 
 const BATCH = 200;
 
-export async function sweepExpiredThreads(deps: Deps): Promise<{ deleted: number }> {
+export async function sweepExpiredThreads(deps: Pick<Deps, 'db' | 'boss'>): Promise<{ deleted: number }> {
   let deleted = 0;
+  const dueDeployments = await claimThreadSweeps(deps.db);
   for (;;) {
-    const ids = await deleteExpiredThreads(deps.db, BATCH);
+    const ids = await deleteExpiredThreads(deps.db, BATCH, dueDeployments);
     deleted += ids.length;
     // A deleted thread's crons go with it, as when the thread is deleted through the API.
     if (ids.length) for (const cronId of await deleteThreadCrons(deps.db, ids)) await deps.boss?.unschedule(CRON_FIRE_QUEUE, cronId);

@@ -1,17 +1,31 @@
-// Trace retention: runs older than their workspace's retention are deleted, a batch at a time so one
-// pass never holds a long transaction. (With time-partitioned trace tables this becomes dropping
-// whole partitions; see the note in trace-runs.store.ts.)
+// Trace retention. trace_runs is partitioned by week of start_time: a week every workspace's retention
+// has passed is dropped whole (then its run ids are released); runs past a shorter retention of their
+// own workspace, and old runs in the default partition, are deleted by row, a batch at a time so one
+// pass never holds a long transaction.
 import type { Deps } from '../services/context.js';
-import { deleteExpiredRuns } from '../services/traces/trace-runs.store.js';
+import { deleteExpiredRuns, deleteRunIdsBefore, dropTracePartitionsBefore, longestTraceRetentionDays } from '../services/traces/trace-runs.store.js';
 
 const BATCH = 5_000;
 
-/** `workspaceIds`: only those (tests share a database); by default every workspace. */
-export async function deleteExpiredTraceRuns(deps: Pick<Deps, 'db' | 'config'>, workspaceIds?: string[]): Promise<{ deleted: number }> {
+/**
+ * `workspaceIds`: only those workspaces' runs, by row (tests share a database); by default every
+ * workspace, and whole partitions.
+ */
+export async function deleteExpiredTraceRuns(deps: Pick<Deps, 'db' | 'config'>, workspaceIds?: string[]): Promise<{ deleted: number; droppedPartitions: string[] }> {
+  const { pool } = deps.db;
+  let droppedPartitions: string[] = [];
+  let horizon: Date | undefined;
+  if (!workspaceIds) {
+    const days = await longestTraceRetentionDays(pool, deps.config.traceRetentionDays);
+    horizon = new Date(Date.now() - days * 86_400_000);
+    droppedPartitions = await dropTracePartitionsBefore(pool, horizon);
+  }
   let deleted = 0;
   for (;;) {
-    const count = await deleteExpiredRuns(deps.db.pool, deps.config.traceRetentionDays, BATCH, workspaceIds);
+    const count = await deleteExpiredRuns(pool, deps.config.traceRetentionDays, BATCH, workspaceIds);
     deleted += count;
-    if (count === 0) return { deleted };
+    if (count === 0) break;
   }
+  if (horizon) while ((await deleteRunIdsBefore(pool, horizon, BATCH)) === BATCH);
+  return { deleted, droppedPartitions };
 }

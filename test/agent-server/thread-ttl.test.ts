@@ -1,22 +1,36 @@
 // Thread TTL through the official SDK against a real `serve` process: the sweep deletes an expired
 // thread with its runs, stream events, checkpoints and queue jobs and nothing else, and a run started
-// while a sweep runs is either kept with its thread or refused (never accepted and then lost).
+// while a sweep runs is either kept with its thread or refused (never accepted and then lost). A second
+// server's langgraph.json sets `checkpointer.ttl` (default TTL, sweep interval), and its environment
+// the queue's finished-job retention.
+import { readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteExpiredThreads } from '../../src/services/threads/threads.store.js';
+import { sweepExpiredThreads } from '../../src/workers/threads-sweep.job.js';
 import { databaseUrl } from '../helpers.js';
-import { removeDir, startServe, type ServeProcess } from './serve.js';
+import { fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
+/** Its langgraph.json: `checkpointer.ttl` of 10 minutes, swept every 5; finished jobs kept 2 minutes. */
+let configured: ServeProcess;
 let pool: pg.Pool;
 beforeAll(async () => {
-  server = await startServe();
+  const project = fixtureConfig();
+  const config = JSON.parse(readFileSync(project.configPath, 'utf8')) as Record<string, unknown>;
+  config.checkpointer = { ttl: { strategy: 'delete', default_ttl: 10, sweep_interval_minutes: 5 } };
+  writeFileSync(project.configPath, JSON.stringify(config));
+  [server, configured] = await Promise.all([
+    startServe({ readyTimeoutMs: 170_000 }),
+    startServe({ ...project, env: { AGENT_PLATFORM_JOB_RETENTION_SECONDS: '120' }, readyTimeoutMs: 170_000 }),
+  ]);
   pool = new pg.Pool({ connectionString: databaseUrl(), max: 3 });
-}, 180_000);
+}, 190_000);
 afterAll(async () => {
   await pool?.end();
-  await server?.stop();
+  await Promise.all([server?.stop(), configured?.stop()]);
   removeDir(server?.dir);
+  removeDir(configured?.dir);
 });
 
 /** Rows each table holds for a thread (runs, their events and jobs, checkpoints). */
@@ -99,5 +113,49 @@ describe('thread TTL', () => {
         expect(after).toMatchObject({ threads: 0, runs: 0, checkpoints: 0 });
       }
     }
+  });
+
+  it('applies langgraph.json checkpointer.ttl: its default to threads without a TTL, swept at its interval', async () => {
+    expect((await pool.query('SELECT thread_default_ttl_minutes, thread_sweep_interval_minutes FROM deployments WHERE id = $1', [configured.deploymentId])).rows[0]).toEqual({
+      thread_default_ttl_minutes: 10,
+      thread_sweep_interval_minutes: 5,
+    });
+    const defaulted = await configured.client.threads.create();
+    const ownTtl = await configured.client.threads.create({ ttl: { ttl: 60, strategy: 'delete' } });
+    const young = await configured.client.threads.create();
+    const elsewhere = await server.client.threads.create();
+    await configured.client.runs.wait(defaulted.thread_id, 'interrupt', { input: { topic: 'tea' } });
+    for (const thread of [defaulted, ownTtl, elsewhere]) await age(thread.thread_id, 11);
+    await age(young.thread_id, 9);
+    const sweptAgo = (minutes: number) =>
+      pool.query('UPDATE deployments SET threads_swept_at = now() - make_interval(mins => $2) WHERE id = $1', [configured.deploymentId, minutes]);
+    const sweepJob = () => sweepExpiredThreads({ db: { pool } } as never);
+
+    // Swept 2 minutes ago, with an interval of 5: not yet.
+    await sweptAgo(2);
+    await sweepJob();
+    expect(await owned(defaulted.thread_id)).toMatchObject({ threads: 1, runs: 1 });
+
+    await sweptAgo(5);
+    await sweepJob();
+    expect(await owned(defaulted.thread_id)).toEqual({ threads: 0, runs: 0, events: 0, jobs: 0, checkpoints: 0, blobs: 0, writes: 0 });
+    // Its own TTL wins over the default; younger than the default stays; another deployment's default (none) is its own.
+    for (const thread of [ownTtl, young]) expect((await configured.client.threads.get(thread.thread_id)).thread_id).toBe(thread.thread_id);
+    expect((await server.client.threads.get(elsewhere.thread_id)).thread_id).toBe(elsewhere.thread_id);
+    // The sweep recorded its visit, so the next one waits the interval again.
+    const { rows } = await pool.query(`SELECT threads_swept_at > now() - interval '1 minute' AS recent FROM deployments WHERE id = $1`, [configured.deploymentId]);
+    expect(rows[0].recent).toBe(true);
+  });
+
+  it('keeps finished queue jobs for AGENT_PLATFORM_JOB_RETENTION_SECONDS', async () => {
+    const thread = await configured.client.threads.create();
+    await configured.client.runs.wait(thread.thread_id, 'interrupt', { input: { topic: 'tea' } });
+    const { rows } = await pool.query<{ deletion_seconds: number; queue_deletion_seconds: number }>(
+      `SELECT j.deletion_seconds, q.deletion_seconds AS queue_deletion_seconds
+         FROM agent_runs r JOIN pgboss.job j ON j.id::text = r.job_id JOIN pgboss.queue q ON q.name = j.name
+        WHERE r.thread_id = $1`,
+      [thread.thread_id],
+    );
+    expect(rows).toEqual([{ deletion_seconds: 120, queue_deletion_seconds: 120 }]);
   });
 });

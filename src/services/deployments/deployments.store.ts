@@ -60,6 +60,15 @@ export async function insertDeploymentRuntime(
   ]);
 }
 
+/** Records the deployment's `checkpointer.ttl` (from the graph config its runtime loaded), which the thread TTL sweep applies. */
+export async function recordThreadTtl(db: Database, deploymentId: string, ttl: { defaultMinutes?: number; sweepIntervalMinutes?: number }): Promise<void> {
+  await db.pool.query('UPDATE deployments SET thread_default_ttl_minutes = $2, thread_sweep_interval_minutes = $3 WHERE id = $1', [
+    deploymentId,
+    ttl.defaultMinutes ?? null,
+    ttl.sweepIntervalMinutes ?? null,
+  ]);
+}
+
 export async function deleteDeploymentRuntime(db: Database, runtimeId: string): Promise<void> {
   await db.pool.query('DELETE FROM deployment_runtimes WHERE id = $1', [runtimeId]);
 }

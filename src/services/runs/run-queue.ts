@@ -4,7 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import { newId } from '../../ids.js';
-import { RUN_QUEUE_OPTIONS } from '../../workers/boss.js';
+import { finishedJobRetention, RUN_QUEUE_OPTIONS } from '../../workers/boss.js';
 import { runQueueName } from './run-queue-name.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
@@ -51,11 +51,17 @@ export class RunQueue {
 
   /** Creates the queue once per process (idempotent across processes). */
   ensure(): Promise<void> {
-    this.ready ??= this.boss.createQueue(this.name, RUN_QUEUE_OPTIONS).catch((error: unknown) => {
+    this.ready ??= this.create().catch((error: unknown) => {
       this.ready = undefined;
       throw error;
     });
     return this.ready;
+  }
+
+  private async create(): Promise<void> {
+    await this.boss.createQueue(this.name, { ...RUN_QUEUE_OPTIONS, ...finishedJobRetention(this.boss) });
+    // An existing queue keeps its options; the configured retention is applied to it here.
+    await this.boss.updateQueue(this.name, finishedJobRetention(this.boss));
   }
 
   /**

@@ -84,20 +84,40 @@ export async function insertEmptyThread(client: pg.PoolClient, threadId: string,
 }
 
 /**
- * Deletes up to `limit` threads whose TTL has run out (minutes since their last update), with their
- * runs, stream events, checkpoints and run-queue jobs, in one transaction; returns their ids. A thread
- * with a pending or running run is kept (its run updates it when it ends, which restarts the TTL). The
- * thread rows are locked first and locked ones skipped: creating a run locks its thread, so a run
- * started during a sweep either committed first (and is seen here) or waits and finds no thread.
+ * Marks as swept now the deployments with a sweep interval (langgraph.json `checkpointer.ttl
+ * .sweep_interval_minutes`) whose interval has passed, and returns them: their threads are due for a
+ * sweep. A deployment without an interval is swept every time (each minute). Ten seconds of slack:
+ * the schedule's ticks are a minute apart give or take the job's pickup delay.
  */
-export async function deleteExpiredThreads(db: Pick<Database, 'pool'>, limit: number): Promise<string[]> {
+export async function claimThreadSweeps(db: Pick<Database, 'pool'>): Promise<string[]> {
+  const { rows } = await db.pool.query<{ id: string }>(
+    `UPDATE deployments SET threads_swept_at = now()
+      WHERE thread_sweep_interval_minutes IS NOT NULL
+        AND (threads_swept_at IS NULL OR threads_swept_at + make_interval(mins => thread_sweep_interval_minutes) <= now() + interval '10 seconds')
+      RETURNING id`,
+  );
+  return rows.map((row) => row.id);
+}
+
+/**
+ * Deletes up to `limit` threads whose TTL has run out (minutes since their last update; the thread's
+ * own, else its deployment's default TTL), with their runs, stream events, checkpoints and run-queue
+ * jobs, in one transaction; returns their ids. Threads of a deployment with a sweep interval are
+ * swept only when it is in `dueDeployments` (see claimThreadSweeps). A thread with a pending or
+ * running run is kept (its run updates it when it ends, which restarts the TTL). The thread rows are
+ * locked first and locked ones skipped: creating a run locks its thread, so a run started during a
+ * sweep either committed first (and is seen here) or waits and finds no thread.
+ */
+export async function deleteExpiredThreads(db: Pick<Database, 'pool'>, limit: number, dueDeployments: string[] = []): Promise<string[]> {
   return withTransaction(db, async (client) => {
     const { rows } = await client.query<{ id: string }>(
-      `SELECT t.id FROM agent_threads t
-        WHERE t.ttl_minutes IS NOT NULL AND t.updated_at + make_interval(secs => t.ttl_minutes * 60) <= now()
+      `SELECT t.id FROM agent_threads t JOIN deployments d ON d.id = t.deployment_id
+        WHERE COALESCE(t.ttl_minutes, d.thread_default_ttl_minutes) IS NOT NULL
+          AND t.updated_at + make_interval(secs => COALESCE(t.ttl_minutes, d.thread_default_ttl_minutes) * 60) <= now()
+          AND (d.thread_sweep_interval_minutes IS NULL OR d.id = ANY($2::uuid[]))
           AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running'))
         ORDER BY t.updated_at LIMIT $1 FOR UPDATE OF t SKIP LOCKED`,
-      [limit],
+      [limit, dueDeployments],
     );
     const ids = rows.map((row) => row.id);
     if (!ids.length) return ids;

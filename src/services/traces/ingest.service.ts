@@ -18,7 +18,7 @@
 //   unchanged and returned in `duplicates` (REST answers 409). A malformed run rejects the whole batch
 //   with VALIDATION_FAILED (`loc` like ["post", 3, "start_time"]) before anything is written; an
 //   unknown session_id or parent run is NOT_FOUND.
-// - Posts alone (the SDK's usual batch) are one statement: an INSERT … ON CONFLICT from per-column
+// - Posts alone (the SDK's usual batch) are one statement: an INSERT (duplicates skipped by trace_run_ids's trigger) from per-column
 //   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts). With patches or
 //   attachments, one transaction: that INSERT, one UPDATE … FROM (VALUES) for patches, the deferred
 //   patches and the attachments. Then a sweep applies patches that raced ahead of their posts in a

@@ -4,6 +4,12 @@
 // start_time DESC, id DESC) index in order and stops after the page: one project as `session_id = $n`
 // (`= ANY(array)` cannot be read in order), several as a LATERAL join of per-project limited scans
 // merged by the outer ORDER BY. The indexes are declared on TraceRun in schema.prisma.
+//
+// trace_runs is partitioned by week of start_time (migration trace_runs_partitioned): newest-first
+// reads walk the partitions newest first (an ordered Append) and stop after the page; a run id is
+// unique per tenant through trace_run_ids (a trigger claims it on insert: a duplicate row is skipped,
+// so INSERT … RETURNING leaves it out), whose start_time prunes reads and patches by id to one
+// partition.
 import type pg from 'pg';
 import { escapeLiteral } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
@@ -96,9 +102,14 @@ function selectList(select: string[] | null | undefined): string {
   return [...BASE_COLUMNS, ...heavy.map((name) => HEAVY_COLUMNS[name]!)].join(', ');
 }
 
-/** One run of a tenant, with all fields (primary key). */
+/** The statement of findRun ($1 tenant, $2 run id): the run's start time, looked up first, prunes the scan to its partition. */
+export const findRunSql = () =>
+  `SELECT ${selectList(null)} FROM trace_runs r
+    WHERE r.tenant_id = $1 AND r.id = $2 AND r.start_time = (SELECT i.start_time FROM trace_run_ids i WHERE i.tenant_id = $1 AND i.id = $2)`;
+
+/** One run of a tenant, with all fields: its start time from trace_run_ids picks the one partition read. */
 export async function findRun(pool: pg.Pool, tenantId: string, id: string): Promise<TraceRunRow | undefined> {
-  const { rows } = await pool.query<TraceRunRow>(`SELECT ${selectList(null)} FROM trace_runs r WHERE r.tenant_id = $1 AND r.id = $2`, [tenantId, id]);
+  const { rows } = await pool.query<TraceRunRow>(findRunSql(), [tenantId, id]);
   return rows[0];
 }
 
@@ -427,7 +438,8 @@ const valuesClause = (rows: number, columns: readonly (readonly [string, string]
 };
 
 /** The multi-row INSERT of runs as VALUES lists, for `rows` rows (the benchmark compares it). */
-export function insertRunsSql(rows: number, onConflict = 'ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id'): string {
+// No ON CONFLICT: trace_run_ids's trigger skips a run whose id is taken, so RETURNING lists the new ones.
+export function insertRunsSql(rows: number, onConflict = 'RETURNING id'): string {
   return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')}) VALUES ${valuesClause(rows, RUN_COLUMNS)} ${onConflict}`;
 }
 
@@ -440,7 +452,7 @@ const PER_REQUEST = new Set(['tenant_id', 'api_key_id', 'user_id']);
 const ARRAY_COLUMNS = new Set(['parent_run_ids', 'tags']);
 const PER_ROW = RUN_COLUMNS.filter(([name]) => !PER_REQUEST.has(name));
 
-export function insertRunsUnnestSql(onConflict = 'ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id'): string {
+export function insertRunsUnnestSql(onConflict = 'RETURNING id'): string {
   const select = RUN_COLUMNS.map(([name, type]) => {
     if (name === 'tenant_id') return '$1::uuid';
     if (name === 'api_key_id') return '$2::uuid';
@@ -463,7 +475,8 @@ export function insertRunsUnnestSql(onConflict = 'ON CONFLICT (tenant_id, id) DO
  * and one implicit transaction rather than BEGIN, INSERT, hooks, COMMIT. Returns the stored ids.
  */
 export function insertRunsWithHooksSql(): string {
-  const insert = insertRunsUnnestSql('ON CONFLICT (tenant_id, id) DO NOTHING RETURNING id, is_root, start_time, session_id');
+  // A duplicate id is skipped by trace_run_ids's trigger, so RETURNING lists only the runs stored.
+  const insert = insertRunsUnnestSql('RETURNING id, is_root, start_time, session_id');
   return `WITH stored AS (${insert}), ${afterRunsStoredCtes('stored').join(', ')} SELECT id FROM stored`;
 }
 
@@ -567,9 +580,18 @@ const PATCH_COLUMNS = [
   ['thread_id', 'text'],
 ] as const;
 
-/** Applies (merged) patches to stored runs in one statement; returns the ids it found. */
+/**
+ * Applies (merged) patches to stored runs in one statement; returns the ids it found. Each run's start
+ * time from trace_run_ids prunes its update to one partition (at execution, per joined row).
+ */
 export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[]): Promise<Set<string>> {
   if (!patches.length) return new Set();
+  const { rows } = await client.query<{ id: string }>(applyPatchesStatement(tenantId, patches));
+  return new Set(rows.map((row) => row.id));
+}
+
+/** applyPatches's statement and values. */
+export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch[]): { text: string; values: unknown[] } {
   const values = patches.flatMap((p) => [
     p.id,
     p.endTime,
@@ -592,8 +614,8 @@ export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: st
   const tenantParam = `$${values.length + 1}`;
   // Usage is per LLM run; a patch does not carry the run type, so the row decides.
   const usage = (column: string) => `${column} = CASE WHEN t.run_type = 'llm' AND p.total_tokens IS NOT NULL THEN p.${column} ELSE t.${column} END`;
-  const { rows } = await client.query<{ id: string }>(
-    `UPDATE trace_runs AS t SET
+  return {
+    text: `UPDATE trace_runs AS t SET
        end_time = COALESCE(p.end_time, t.end_time),
        inputs = COALESCE(p.inputs, t.inputs),
        outputs = COALESCE(p.outputs, t.outputs),
@@ -610,11 +632,11 @@ export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: st
                      WHEN COALESCE(p.end_time, t.end_time) IS NOT NULL THEN 'success' ELSE 'pending' END,
        updated_at = now()
      FROM (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}) AS p(${PATCH_COLUMNS.map(([name]) => name).join(',')})
-     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id
+       JOIN trace_run_ids i ON i.tenant_id = ${tenantParam}::uuid AND i.id = p.id
+     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id AND t.start_time = i.start_time
      RETURNING t.id`,
-    [...values, tenantId],
-  );
-  return new Set(rows.map((row) => row.id));
+    values: [...values, tenantId],
+  };
 }
 
 export async function deferPatches(client: pg.PoolClient, tenantId: string, patches: NormalizedPatch[]): Promise<void> {
@@ -644,7 +666,7 @@ export async function takePendingPatchesOfStoredRuns(
   const { rows } = await client.query<{ id: string; run_id: string; payload: Record<string, unknown> }>(
     `DELETE FROM trace_run_pending_patches AS p
       WHERE p.tenant_id = $1 AND p.run_id = ANY($2::uuid[])
-        AND EXISTS (SELECT 1 FROM trace_runs AS t WHERE t.tenant_id = p.tenant_id AND t.id = p.run_id)
+        AND EXISTS (SELECT 1 FROM trace_run_ids AS t WHERE t.tenant_id = p.tenant_id AND t.id = p.run_id)
       RETURNING p.id, p.run_id, p.payload`,
     [tenantId, runIds],
   );
@@ -663,6 +685,123 @@ export async function insertAttachments(client: pg.PoolClient, tenantId: string,
   );
 }
 
+
+// ───────────────────────────── partitions ─────────────────────────────
+
+/** A weekly partition of trace_runs: its table and range [from, to). */
+export type TracePartition = { name: string; from: Date; to: Date };
+
+/** The week partitions of trace_runs (not the default one), oldest first. */
+export async function listTracePartitions(db: pg.Pool | pg.PoolClient): Promise<TracePartition[]> {
+  const { rows } = await db.query<TracePartition>(
+    `SELECT c.relname AS name, b[1]::timestamptz AS "from", b[2]::timestamptz AS "to"
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \\(''([^'']+)''\\) TO \\(''([^'']+)''\\)') AS b
+      WHERE i.inhparent = 'trace_runs'::regclass AND b IS NOT NULL
+      ORDER BY 2`,
+  );
+  return rows;
+}
+
+/**
+ * Creates the week partitions of trace_runs from the week of `from` up to `to` that do not exist yet.
+ * Runs of a week without a partition went to the default partition; they move into the new one (in the
+ * same transaction: a partition cannot be attached while the default holds rows of its range). A
+ * partition is attached rather than created in place, which locks the parent less.
+ */
+export async function createTracePartitions(pool: pg.Pool, from: Date, to: Date): Promise<string[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    // One creator at a time (the schedule, a test, the benchmark's fill).
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext('trace_runs partitions'))`);
+    const existing = new Set((await listTracePartitions(client)).map((partition) => partition.from.getTime()));
+    const { rows: weeks } = await client.query<{ week: Date }>(
+      `SELECT week FROM generate_series(date_trunc('week', $1::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', $2::timestamptz - interval '1 microsecond', interval '1 week') AS week`,
+      [from, to],
+    );
+    const created: string[] = [];
+    for (const { week } of weeks) {
+      if (existing.has(week.getTime())) continue;
+      const name = `trace_runs_${week.toISOString().slice(0, 10).replaceAll('-', '')}`;
+      const end = new Date(week.getTime() + 7 * 86_400_000);
+      const [lower, upper] = [escapeLiteral(week.toISOString()), escapeLiteral(end.toISOString())];
+      await client.query(`CREATE TABLE ${name} (LIKE trace_runs INCLUDING DEFAULTS INCLUDING STORAGE)`);
+      // The default partition's rows of this week (a statement on the partition itself, so trace_runs's
+      // delete trigger keeps their ids).
+      await client.query(
+        `WITH moved AS (DELETE FROM trace_runs_default WHERE start_time >= ${lower} AND start_time < ${upper} RETURNING *) INSERT INTO ${name} SELECT * FROM moved`,
+      );
+      await client.query(`ALTER TABLE trace_runs ATTACH PARTITION ${name} FOR VALUES FROM (${lower}) TO (${upper})`);
+      created.push(name);
+    }
+    await client.query('COMMIT');
+    return created;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Drops the week partitions wholly before `horizon` (every workspace's retention has passed for all
+ * their runs); returns their names. The ids of their runs are released by deleteRunIdsBefore. A lock
+ * wait is bounded: a long read holding the table makes the drop wait for the next pass, not block
+ * every query queued behind it.
+ */
+export async function dropTracePartitionsBefore(pool: pg.Pool, horizon: Date): Promise<string[]> {
+  const dropped: string[] = [];
+  for (const partition of await listTracePartitions(pool)) {
+    if (partition.to.getTime() > horizon.getTime()) break;
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL lock_timeout = '5s'`);
+      await client.query(`DROP TABLE ${partition.name}`);
+      await client.query('COMMIT');
+      dropped.push(partition.name);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+  return dropped;
+}
+
+/**
+ * Deletes up to `limit` run ids that started before `horizon` (their runs were dropped with their
+ * partition, or deleted), with those runs' attachments and waiting patches; returns how many.
+ */
+export async function deleteRunIdsBefore(pool: pg.Pool, horizon: Date, limit: number): Promise<number> {
+  const { rows } = await pool.query<{ deleted: number }>(
+    `WITH ids AS (
+       DELETE FROM trace_run_ids i
+        WHERE (i.tenant_id, i.id) IN (
+          SELECT x.tenant_id, x.id FROM trace_run_ids x
+           WHERE x.start_time < $1
+             AND NOT EXISTS (SELECT 1 FROM trace_runs r WHERE r.tenant_id = x.tenant_id AND r.id = x.id AND r.start_time = x.start_time)
+           LIMIT $2)
+       RETURNING i.tenant_id, i.id
+     ), attachments AS (
+       DELETE FROM trace_run_attachments a USING ids WHERE a.tenant_id = ids.tenant_id AND a.run_id = ids.id
+     ), patches AS (
+       DELETE FROM trace_run_pending_patches pp USING ids WHERE pp.tenant_id = ids.tenant_id AND pp.run_id = ids.id
+     )
+     SELECT count(*)::int AS deleted FROM ids`,
+    [horizon, limit],
+  );
+  return rows[0]!.deleted;
+}
+
+/** The longest trace retention any workspace has (its own, else `defaultDays`), in days. */
+export async function longestTraceRetentionDays(pool: pg.Pool, defaultDays: number): Promise<number> {
+  const { rows } = await pool.query<{ days: number }>('SELECT GREATEST($1::int, max(trace_retention_days))::int AS days FROM workspaces', [defaultDays]);
+  return rows[0]!.days;
+}
 
 // ───────────────────────────── retention ─────────────────────────────
 

@@ -1,11 +1,20 @@
 // The runs query reads an index in order: at a size where PostgreSQL would rather scan the whole table
 // for the old `session_id = ANY(…)` form, newest-N of one project, of several, and with each indexed
 // filter is planned as an index scan, and answers what a brute-force ordering of the rows answers.
+// trace_runs is partitioned by week: the runs fill a week with its own partition, and each partition's
+// index scan is named by the trace_runs index it belongs to.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fillTraceRuns } from '../../../bench/trace-run-fill.js';
-import { type RunSearch, runSearchSql, searchRuns } from '../../../src/services/traces/trace-runs.store.js';
+import {
+  applyPatchesStatement,
+  createTracePartitions,
+  findRunSql,
+  type RunSearch,
+  runSearchSql,
+  searchRuns,
+} from '../../../src/services/traces/trace-runs.store.js';
 import { databaseUrl } from '../../helpers.js';
 
 const RUNS = 40_000;
@@ -13,25 +22,40 @@ const tenantId = randomUUID();
 const projects = Array.from({ length: 4 }, () => randomUUID());
 let pool: pg.Pool;
 
-type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; 'Actual Loops'?: number; Plans?: PlanNode[] };
 
-/** The scan nodes on trace_runs of the plan of `search`, as "Seq Scan" or "<node type> <index name>". */
+/** The week partition that holds the runs (they start on Thursday 1 January 2026). */
+const DATA_PARTITION = 'trace_runs_20251229';
+
+/**
+ * The distinct scan nodes of the plan of `search` on the partition that holds the runs, as "Seq Scan"
+ * or "<node type> <index name>", the partition's index named by the trace_runs index it is a part of.
+ * (The other partitions are empty here: any scan of them costs nothing.)
+ */
 async function scans(search: RunSearch): Promise<string[]> {
+  const { rows: parts } = await pool.query<{ child: string; parent: string }>(
+    `SELECT c.relname AS child, p.relname AS parent FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+      WHERE c.relkind = 'i' AND p.relname LIKE 'trace_runs%'`,
+  );
+  const parentIndex = new Map(parts.map((row) => [row.child, row.parent]));
   const { text, values } = runSearchSql(tenantId, search);
   const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
-  const found: string[] = [];
+  const found = new Set<string>();
   const visit = (node: PlanNode) => {
-    if (node['Node Type'].includes('Scan') && (node['Relation Name'] === 'trace_runs' || node['Index Name']?.startsWith('trace_runs'))) {
-      found.push(node['Index Name'] ? `${node['Node Type']} ${node['Index Name']}` : node['Node Type']);
+    if (node['Node Type'].includes('Scan') && (node['Relation Name'] === DATA_PARTITION || node['Index Name']?.startsWith(`${DATA_PARTITION}_`))) {
+      const index = node['Index Name'] && (parentIndex.get(node['Index Name']) ?? node['Index Name']);
+      found.add(index ? `${node['Node Type']} ${index}` : node['Node Type']);
     }
     for (const child of node.Plans ?? []) visit(child);
   };
   visit(rows[0]!['QUERY PLAN'][0].Plan);
-  return found;
+  return [...found];
 }
 
 beforeAll(async () => {
   pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  // The fill's runs start on 1 January 2026 (a day's worth of them).
+  await createTracePartitions(pool, new Date('2026-01-01T00:00:00Z'), new Date('2026-01-02T00:00:00Z'));
   await fillTraceRuns(pool, tenantId, projects, 0, RUNS);
   await pool.query('ANALYZE trace_runs');
 }, 120_000);
@@ -140,5 +164,37 @@ describe('newest runs of a project', () => {
     const { rows, walkedTo } = await searchRuns(pool, tenantId, { ...base, filter: 'gt(latency, 100000)' }, { firstWindow: 1_000, budgetMs: 0 });
     expect(rows).toEqual([]);
     expect(walkedTo).toBeDefined();
+  });
+});
+
+describe('one run by id', () => {
+  /** The partitions of trace_runs a statement's execution read (scans that ran at least once). */
+  async function partitionsRead(client: pg.Pool | pg.PoolClient, statement: { text: string; values: unknown[] }): Promise<string[]> {
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
+    const read = new Set<string>();
+    const visit = (node: PlanNode) => {
+      const relation = node['Relation Name'];
+      if (node['Node Type'].includes('Scan') && relation?.startsWith('trace_runs_') && (node['Actual Loops'] ?? 0) > 0) read.add(relation);
+      for (const child of node.Plans ?? []) visit(child);
+    };
+    visit(rows[0]!['QUERY PLAN'][0].Plan);
+    return [...read];
+  }
+
+  it('is read (GET /runs/{id}) and patched in its one partition, found by its start time', async () => {
+    const { rows } = await pool.query<{ id: string }>('SELECT id FROM trace_runs WHERE tenant_id = $1 ORDER BY id LIMIT 1', [tenantId]);
+    const id = rows[0]!.id;
+    expect(await partitionsRead(pool, { text: findRunSql(), values: [tenantId, id] })).toEqual([DATA_PARTITION]);
+
+    const usage = { totalTokens: null, promptTokens: null, completionTokens: null, totalCost: null, promptCost: null, completionCost: null };
+    const patch = { id, endTime: '2026-01-01T00:00:10Z', inputs: null, outputs: null, error: null, extra: null, events: null, serialized: null, tags: null, usage, firstTokenTime: null, threadId: null, raw: {} };
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      expect(await partitionsRead(client, applyPatchesStatement(tenantId, [patch as never]))).toEqual([DATA_PARTITION]);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
   });
 });

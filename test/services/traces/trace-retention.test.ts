@@ -1,8 +1,11 @@
 // Trace retention: the worker's retention pass deletes exactly the runs older than their workspace's
-// retention (its own, else the configured default), with their attachments, and nothing else.
-// (Deleting by row for now: with time-partitioned trace tables it becomes dropping partitions.)
+// retention (its own, else the configured default), with their attachments, and nothing else; whole
+// week partitions are dropped once every workspace's retention has passed, only those, with their run
+// ids; a run of a week without a partition lands in the default partition and moves into the week's
+// partition when it is created.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTracePartitions, deleteRunIdsBefore, dropTracePartitionsBefore, listTracePartitions } from '../../../src/services/traces/trace-runs.store.js';
 import { deleteExpiredTraceRuns } from '../../../src/workers/traces-retention.job.js';
 import { buildOrganization, buildWorkspace } from '../../factories.js';
 import { startTestPlatform, type TestPlatform } from '../../helpers.js';
@@ -52,14 +55,107 @@ it('deletes only runs past their workspace’s retention (or the default), with 
 
   // Only these workspaces: other test files share the database and may hold old runs.
   const mine = [short.workspaceId, byDefault.workspaceId, long.workspaceId];
-  expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 4 });
+  expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 4, droppedPartitions: [] });
 
   const kept = (set: { runs: Map<number, string> }, ages: number[]) => ages.map((age) => set.runs.get(age)!).sort();
   expect(await remaining(short.workspaceId)).toEqual({ runs: kept(short, [1, 6]), attachments: kept(short, [1, 6]) });
   expect(await remaining(byDefault.workspaceId)).toEqual({ runs: kept(byDefault, [1, 8, 29]), attachments: kept(byDefault, [1, 8, 29]) });
   expect(await remaining(long.workspaceId)).toEqual({ runs: kept(long, [8, 40, 364]), attachments: kept(long, [8, 40, 364]) });
+  // The deleted runs' ids are released (trace_run_ids's delete trigger), so the id rule follows the runs.
+  const { rows: ids } = await platform.deps.db.pool.query<{ id: string }>('SELECT id FROM trace_run_ids WHERE tenant_id = $1 ORDER BY id', [short.workspaceId]);
+  expect(ids.map((row) => row.id)).toEqual(kept(short, [1, 6]));
 
   // A second pass finds nothing more of these workspaces.
-  expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 0 });
+  expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 0, droppedPartitions: [] });
   expect((await remaining(short.workspaceId)).runs).toEqual(kept(short, [1, 6]));
+});
+
+/** Inserts one run of a new workspace's project per start time; returns the workspace and run ids. */
+async function runsAt(startTimes: string[]) {
+  const organization = await buildOrganization(platform.system);
+  const workspace = await buildWorkspace(platform.system, organization.id);
+  const { pool } = platform.deps.db;
+  const projectId = randomUUID();
+  await pool.query(`INSERT INTO tracing_projects (id, workspace_id, name, updated_at) VALUES ($1, $2, 'partitions', now())`, [projectId, workspace.id]);
+  const ids = startTimes.map(() => randomUUID());
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order, tags)
+     SELECT $1, id, $2, id, 'run', 'chain', start_time, 'success', true, id::text, '{}' FROM unnest($3::uuid[], $4::timestamptz[]) AS u(id, start_time)
+     RETURNING id`,
+    [workspace.id, projectId, ids, startTimes],
+  );
+  expect(rows).toHaveLength(ids.length);
+  await pool.query(
+    `INSERT INTO trace_run_attachments (tenant_id, run_id, name, content_type, data, size) SELECT $1, id, 'file', 'text/plain', '\\x00'::bytea, 1 FROM unnest($2::uuid[]) AS id`,
+    [workspace.id, ids],
+  );
+  return { workspaceId: workspace.id, ids };
+}
+
+/** Which partition each run is in, and whether its id and attachment are kept. */
+async function whereAre(workspaceId: string, ids: string[]) {
+  const { rows } = await platform.deps.db.pool.query<{ id: string; partition: string | null; claimed: boolean; attachments: number }>(
+    `SELECT u.id, (SELECT r.tableoid::regclass::text FROM trace_runs r WHERE r.tenant_id = $1 AND r.id = u.id) AS partition,
+            EXISTS (SELECT 1 FROM trace_run_ids i WHERE i.tenant_id = $1 AND i.id = u.id) AS claimed,
+            (SELECT count(*)::int FROM trace_run_attachments a WHERE a.tenant_id = $1 AND a.run_id = u.id) AS attachments
+       FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n) ORDER BY n`,
+    [workspaceId, ids],
+  );
+  return rows.map(({ partition, claimed, attachments }) => ({ partition, claimed, attachments }));
+}
+
+// Weeks of 2001 (Monday 1 January 2001 starts one): no other test writes runs there, and the
+// migration makes partitions only from about a year back.
+it('puts a run of a week without a partition in the default one, and moves it when the week gets its partition', async () => {
+  const { workspaceId, ids } = await runsAt(['2001-03-07T10:00:00Z', '2001-03-13T23:59:59Z']);
+  expect(await whereAre(workspaceId, ids)).toEqual([
+    { partition: 'trace_runs_default', claimed: true, attachments: 1 },
+    { partition: 'trace_runs_default', claimed: true, attachments: 1 },
+  ]);
+  const { pool } = platform.deps.db;
+  expect(await createTracePartitions(pool, new Date('2001-03-05T00:00:00Z'), new Date('2001-03-12T00:00:00Z'))).toEqual(['trace_runs_20010305']);
+  expect(await whereAre(workspaceId, ids)).toEqual([
+    { partition: 'trace_runs_20010305', claimed: true, attachments: 1 },
+    { partition: 'trace_runs_default', claimed: true, attachments: 1 },
+  ]);
+  // Its id still decides duplicates in its new partition.
+  const again = await pool.query(
+    `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order)
+     SELECT tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order FROM trace_runs WHERE tenant_id = $1 RETURNING id`,
+    [workspaceId],
+  );
+  expect(again.rows).toEqual([]);
+  // Created already: nothing to do.
+  expect(await createTracePartitions(pool, new Date('2001-03-05T00:00:00Z'), new Date('2001-03-12T00:00:00Z'))).toEqual([]);
+});
+
+it('drops only the partitions wholly past the horizon, with their run ids and attachments', async () => {
+  const { pool } = platform.deps.db;
+  await createTracePartitions(pool, new Date('2001-01-01T00:00:00Z'), new Date('2001-01-22T00:00:00Z'));
+  const { workspaceId, ids } = await runsAt(['2001-01-02T00:00:00Z', '2001-01-08T12:00:00Z', '2001-01-16T00:00:00Z']);
+  expect((await whereAre(workspaceId, ids)).map((run) => run.partition)).toEqual(['trace_runs_20010101', 'trace_runs_20010108', 'trace_runs_20010115']);
+
+  // The horizon falls inside the third week: the first two are wholly before it.
+  const horizon = new Date('2001-01-16T12:00:00Z');
+  expect(await dropTracePartitionsBefore(pool, horizon)).toEqual(['trace_runs_20010101', 'trace_runs_20010108']);
+  while ((await deleteRunIdsBefore(pool, horizon, 1000)) === 1000);
+  expect(await whereAre(workspaceId, ids)).toEqual([
+    { partition: null, claimed: false, attachments: 0 },
+    { partition: null, claimed: false, attachments: 0 },
+    { partition: 'trace_runs_20010115', claimed: true, attachments: 1 },
+  ]);
+  const names = (await listTracePartitions(pool)).map((partition) => partition.name);
+  expect(names).toContain('trace_runs_20010115');
+  expect(names).not.toContain('trace_runs_20010108');
+  // The weeks ahead exist (made by the migration and the schedule).
+  const ahead = new Date(Date.now() + 21 * 86_400_000);
+  expect((await listTracePartitions(pool)).some((partition) => partition.from <= ahead && ahead < partition.to)).toBe(true);
+
+  // A released id can be posted again.
+  const reposted = await pool.query(
+    `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order)
+     VALUES ($1, $2, $2, $2, 'run', 'chain', now(), 'success', true, 'x') RETURNING id`,
+    [workspaceId, ids[0]],
+  );
+  expect(reposted.rows).toEqual([{ id: ids[0] }]);
 });
