@@ -68,7 +68,10 @@ try {
     for (;;) {
       const revision = await call('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}`);
       if (revision.body.status === 'DEPLOYED') break;
-      if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.body.status)) throw new Error(`revision ended ${revision.body.status}`);
+      if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.body.status)) {
+        const logs = await call('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}/logs?type=build`);
+        throw new Error(`revision ended ${revision.body.status}:\n${logs.body.resources.map((line: { message: string }) => line.message).join('\n')}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const deployed = performance.now();
