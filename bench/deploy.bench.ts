@@ -2,10 +2,13 @@
 // LangGraph.js repository (a local git repository, `file://`), poll its revision to DEPLOYED, then
 // time the first run through the new url with the official SDK. Prints p50/min/max; asserts nothing.
 //
+// Times depend on the machine's load (printed with them); the CPU seconds that the platform's child
+// processes (git, the runtime children) spent per deployment do much less: they count the cold starts.
+//
 //   BENCH_DEPLOYS (default 10)   deployments created one after the other
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
@@ -33,6 +36,13 @@ const percentile = (values: number[], p: number) => [...values].sort((a, b) => a
 const row = (label: string, values: number[]) =>
   console.log(`${label.padEnd(34)} p50 ${(percentile(values, 50) / 1000).toFixed(2)} s   min ${(Math.min(...values) / 1000).toFixed(2)} s   max ${(Math.max(...values) / 1000).toFixed(2)} s`);
 
+/** CPU seconds of this process's ended and reaped children (/proc/self/stat cutime + cstime; Linux). */
+function childCpuSeconds(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+}
+const showLoad = () => loadavg().map((value) => value.toFixed(2)).join(' ');
+
 const platform = await startBenchPlatform({ AGENT_PLATFORM_ROLES: 'api,worker' });
 const repo = makeRepo();
 try {
@@ -44,6 +54,8 @@ try {
   };
   const toDeployed: number[] = [];
   const toFirstRun: number[] = [];
+  console.log(`load average at start: ${showLoad()}`);
+  const childCpuAtStart = childCpuSeconds();
   for (let i = 0; i < DEPLOYS; i++) {
     const started = performance.now();
     const created = await call('POST', '/v2/deployments', {
@@ -56,7 +68,10 @@ try {
     for (;;) {
       const revision = await call('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}`);
       if (revision.body.status === 'DEPLOYED') break;
-      if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.body.status)) throw new Error(`revision ended ${revision.body.status}`);
+      if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.body.status)) {
+        const logs = await call('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}/logs?type=build`);
+        throw new Error(`revision ended ${revision.body.status}:\n${logs.body.resources.map((line: { message: string }) => line.message).join('\n')}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const deployed = performance.now();
@@ -75,8 +90,14 @@ try {
       }
     }
     await call('DELETE', `/v2/deployments/${created.body.id}`);
+    // Until its runtime child has exited (and been reaped), so its CPU time is counted.
+    while (platform.deps.deployedRuntimes?.runtimeOf(created.body.latest_revision_id)) await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const childCpu = (childCpuSeconds() - childCpuAtStart) / DEPLOYS;
   console.log('');
+  console.log(`load average at end: ${showLoad()}`);
+  console.log(`child processes' CPU per deployment (git, runtime children)  ${childCpu.toFixed(2)} s`);
   row('create → DEPLOYED', toDeployed);
   row('DEPLOYED → first run answered', toFirstRun);
   row('create → first run answered', toDeployed.map((value, i) => value + toFirstRun[i]!));

@@ -25,6 +25,8 @@ export interface EventMap {
   'exports.dispatch': { exportId: string };
   /** Control plane: a revision changed status. Key: deployment id. */
   'revisions.status': { deploymentId: string; revisionId: string; status: string };
+  /** Control plane: a revision's build job was sent; wakes the workers' build queue. Key: none. */
+  'revisions.queued': { revisionId: string };
   /** Control plane: stop the deployment's runtimes, all of them or all but the active revision's. Key: none; every launcher listens. */
   'deployments.stop-runtimes': { deploymentId: string; keepRevisionId?: string };
 }

@@ -11,13 +11,16 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type { Deps } from '../services/context.js';
 import { deploymentSecrets } from '../services/deployments/deployments.service.js';
 import { deleteDeploymentRuntime } from '../services/deployments/deployments.store.js';
+import { logRevision } from '../services/deployments/revisions.service.js';
 import { findControlDeployment } from '../services/deployments/revisions.store.js';
-import type { LaunchedRuntime, RuntimeLauncher } from './launcher.js';
-import type { ChildReport } from './runtime-child.js';
+import { ChildOutputLog } from './child-output.js';
+import type { RuntimeSpec } from './deployment-runtime.js';
+import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launcher.js';
+import type { ChildCommand, ChildReport } from './runtime-child.js';
 
 const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
@@ -34,23 +37,25 @@ function baseEnvironment(cwd: string): Record<string, string> {
 }
 
 /**
- * A database URL for the deployment's runtime: a login role of its own (`agent_runtime_<id>`, fresh
- * password on every launch) that is a member of the platform's role and acts as it (`-c role`), so
- * tables and schemas it creates belong to the platform. When the platform's role may not create roles,
- * the platform's own URL is the fallback, with a warning in the log.
+ * A database URL for the deployment's runtime: a login role of its own (`agent_runtime_<id>`) that is
+ * a member of the platform's role and acts as it (`-c role`), so tables and schemas it creates belong
+ * to the platform. Its password is derived from the installation's key for that deployment: every
+ * runtime of the deployment (the serving one, the next revision's loaded by its build, a restarted
+ * one) logs in with the same one, so starting one never locks another out of new connections. When
+ * the platform's role may not create roles, the platform's own URL is the fallback, with a warning.
  */
 async function runtimeDatabaseUrl(deps: Deps, deploymentId: string): Promise<string> {
   const role = `agent_runtime_${deploymentId.replace(/-/g, '')}`;
-  const password = randomBytes(24).toString('hex');
+  const password = deps.secrets.derive(`database-login:${deploymentId}`).key.toString('hex');
   try {
-    const { rows } = await deps.db.pool.query<{ platform_role: string; exists: boolean }>(
-      'SELECT current_user AS platform_role, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS exists',
-      [role],
-    );
-    const { platform_role: platformRole, exists } = rows[0]!;
+    const { rows } = await deps.db.pool.query<{ platform_role: string }>('SELECT current_user AS platform_role');
+    const platformRole = rows[0]!.platform_role;
     // Role names and the password are generated here (hex and a uuid), so quoting them is safe.
-    if (exists) await deps.db.pool.query(`ALTER ROLE "${role}" LOGIN PASSWORD '${password}'`);
-    else await deps.db.pool.query(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}' IN ROLE "${platformRole.replace(/"/g, '""')}"`);
+    await deps.db.pool.query(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}' IN ROLE "${platformRole.replace(/"/g, '""')}"`).catch(async (error: { code?: string }) => {
+      // It exists (an earlier runtime, or one starting now): make sure it logs in with this password.
+      if (error.code !== '42710') throw error;
+      await deps.db.pool.query(`ALTER ROLE "${role}" LOGIN PASSWORD '${password}'`);
+    });
     const url = new URL(deps.db.url);
     url.username = role;
     url.password = password;
@@ -62,97 +67,138 @@ async function runtimeDatabaseUrl(deps: Deps, deploymentId: string): Promise<str
   }
 }
 
-/** Waits for a child's first report; rejects when it exits or takes too long. */
-function firstReport(child: ChildProcess, output: () => string, timeoutMs: number): Promise<ChildReport> {
+/** Waits for the child's next report; rejects (killing it) when it exits or takes too long. */
+function nextReport(child: ChildProcess, output: () => string, timeoutMs: number): Promise<ChildReport> {
   return new Promise((resolve, reject) => {
+    const settle = () => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+    };
+    const onMessage = (report: ChildReport) => {
+      settle();
+      resolve(report);
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+      settle();
+      reject(new Error(`exited (${signal ?? code}) before it was ready\n${output()}`));
+    };
     const timer = setTimeout(() => {
+      settle();
       child.kill('SIGKILL');
       reject(new Error(`did not start within ${timeoutMs / 1000} s\n${output()}`));
     }, timeoutMs);
-    child.once('message', (report: ChildReport) => {
-      clearTimeout(timer);
-      resolve(report);
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`exited (${signal ?? code}) before it was ready\n${output()}`));
-    });
+    child.on('message', onMessage);
+    child.once('exit', onExit);
   });
 }
 
-function spawnChild(env: Record<string, string>, cwd: string): { child: ChildProcess; output: () => string } {
-  const child = fork(CHILD_ENTRY, [], { cwd, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv: [] });
-  // The last lines of its output, for the revision's log when it fails.
-  let output = '';
-  const keep = (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-8000));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  return { child, output: () => output };
-}
+type Child = { process: ChildProcess; output: () => string; log: ChildOutputLog };
 
 /**
- * Loads every graph of a config in a throwaway child process (the build's import check), with the
- * deployment's secrets and no database. Resolves with the graph ids; rejects with the loader's error.
+ * Forks a runtime child. Its output goes to its revision's log (`log`, secrets masked) and the last
+ * lines of it, masked too, are kept for the error when it fails to start.
  */
-export async function checkGraphsInChild(options: { configPath: string; secrets: { name: string; value: string }[] }): Promise<string[]> {
-  const cwd = dirname(options.configPath);
-  const env = {
-    ...Object.fromEntries(options.secrets.map((secret) => [secret.name, secret.value])),
-    ...baseEnvironment(cwd),
-    AGENT_PLATFORM_CHILD_MODE: 'check',
-    AGENT_PLATFORM_GRAPH_CONFIG: options.configPath,
+function spawnChild(env: Record<string, string>, cwd: string, log: ChildOutputLog): Child {
+  const child = fork(CHILD_ENTRY, [], { cwd, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv: [] });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    output = (output + text).slice(-8000);
+    log.append(text);
   };
-  const { child, output } = spawnChild(env, cwd);
-  const report = await firstReport(child, output, START_TIMEOUT_MS);
-  child.kill('SIGKILL');
-  if (report.type === 'failed') throw new Error(report.message);
-  return report.graphIds;
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  child.once('exit', () => void log.drain());
+  return { process: child, output: () => log.mask(output), log };
+}
+
+/** Starts a child and waits until it loaded the graphs; rejects with the loader's error. */
+async function spawnLoaded(env: Record<string, string>, cwd: string, log: ChildOutputLog): Promise<Child & { graphIds: string[] }> {
+  const child = spawnChild(env, cwd, log);
+  const report = await nextReport(child.process, child.output, START_TIMEOUT_MS);
+  if (report.type !== 'loaded') {
+    child.process.kill('SIGKILL');
+    throw new Error(log.mask(report.type === 'failed' ? report.message : `unexpected report ${report.type}`));
+  }
+  return { ...child, graphIds: report.graphIds };
+}
+
+/** Tells a loaded child to serve; resolves with its `ready` report. */
+async function serveChild(child: Child): Promise<Extract<ChildReport, { type: 'ready' }>> {
+  // From here on its output is the deploy's.
+  await child.log.drain();
+  child.log.type = 'deploy';
+  child.process.send('serve' satisfies ChildCommand);
+  const report = await nextReport(child.process, child.output, START_TIMEOUT_MS);
+  if (report.type !== 'ready') {
+    child.process.kill('SIGKILL');
+    throw new Error(child.log.mask(`${report.type === 'failed' ? report.message : `unexpected report ${report.type}`}\n${child.output()}`));
+  }
+  return report;
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  if (child.connected) child.send('stop' satisfies ChildCommand);
+  else child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 /** The child-process launcher (see the top of this file). */
-export const childProcessLauncher = (deps: Deps): RuntimeLauncher => ({
-  async launch(spec) {
-    const row = await findControlDeployment(deps.db, spec.deploymentId);
-    const secrets = row ? deploymentSecrets(deps, row) : [];
+export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pick<RuntimeLauncher, 'prepare'>> {
+  // Each child gets a fresh login password and signing key: a restarted child does not reuse its predecessor's.
+  // Its log never shows the values that the environment holds for it alone.
+  const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], log: ChildOutputLog) => {
     const cwd = dirname(spec.configPath);
+    const keyId = `${spec.deploymentId}:${randomBytes(16).toString('hex')}`;
+    const databaseUrl = await runtimeDatabaseUrl(deps, spec.deploymentId);
+    const signingKey = deps.secrets.derive(keyId).key.toString('base64');
+    log.hide([...secrets.map((secret) => secret.value), decodeURIComponent(new URL(databaseUrl).password), signingKey]);
+    return {
+      // The secrets first: nothing of the runtime's own configuration can be overridden by one.
+      ...Object.fromEntries(secrets.map((secret) => [secret.name, secret.value])),
+      ...baseEnvironment(cwd),
+      LOG_LEVEL: deps.config.logLevel,
+      // Bound where the platform listens; advertised (runtime-server.ts) at the public URL's host when that is every interface.
+      HOST: deps.config.host,
+      ...(deps.config.publicUrl ? { PUBLIC_URL: deps.config.publicUrl } : {}),
+      DATABASE_URL: databaseUrl,
+      AGENT_PLATFORM_SECRET_KEY: signingKey,
+      AGENT_PLATFORM_RUNTIME_KEY_ID: keyId,
+      AGENT_PLATFORM_DATA_DIR: cwd,
+      AGENT_PLATFORM_ROLES: 'runtime',
+      AGENT_PLATFORM_COMPILE_CACHE: resolve(deps.config.dataDir, 'compile-cache'),
+      AGENT_PLATFORM_GRAPH_CONFIG: spec.configPath,
+      AGENT_PLATFORM_DEPLOYMENT_ID: spec.deploymentId,
+      ...(spec.revisionId ? { AGENT_PLATFORM_REVISION_ID: spec.revisionId } : {}),
+    };
+  };
 
-    const startChild = async () => {
-      const keyId = `${spec.deploymentId}:${randomBytes(16).toString('hex')}`;
-      const env = {
-        // The secrets first: nothing of the runtime's own configuration can be overridden by one.
-        ...Object.fromEntries(secrets.map((secret) => [secret.name, secret.value])),
-        ...baseEnvironment(cwd),
-        LOG_LEVEL: deps.config.logLevel,
-        HOST: deps.config.host === '0.0.0.0' ? '127.0.0.1' : deps.config.host,
-        DATABASE_URL: await runtimeDatabaseUrl(deps, spec.deploymentId),
-        AGENT_PLATFORM_SECRET_KEY: deps.secrets.derive(keyId).key.toString('base64'),
-        AGENT_PLATFORM_RUNTIME_KEY_ID: keyId,
-        AGENT_PLATFORM_DATA_DIR: cwd,
-        AGENT_PLATFORM_ROLES: 'runtime',
-        AGENT_PLATFORM_CHILD_MODE: 'serve',
-        AGENT_PLATFORM_GRAPH_CONFIG: spec.configPath,
-        AGENT_PLATFORM_DEPLOYMENT_ID: spec.deploymentId,
-        ...(spec.revisionId ? { AGENT_PLATFORM_REVISION_ID: spec.revisionId } : {}),
-      };
-      const { child, output } = spawnChild(env, cwd);
-      const report = await firstReport(child, output, START_TIMEOUT_MS);
-      if (report.type === 'failed') {
-        child.kill('SIGKILL');
-        throw new Error(`${report.message}\n${output()}`);
-      }
-      return { child, report };
+  /** Serves a loaded child, and keeps a runtime up: one that dies unasked is started again. */
+  const launchLoaded = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], loaded: Child): Promise<LaunchedRuntime> => {
+    const { log } = loaded;
+    const cwd = dirname(spec.configPath);
+    const startChild = async (child?: Child) => {
+      // A prepared child that died while it waited is replaced by a fresh one.
+      const alive = child && child.process.exitCode === null && child.process.signalCode === null && child.process.connected;
+      const running = alive ? child : await spawnLoaded(await childEnvironment(spec, secrets, log), cwd, log);
+      return { ...running, report: await serveChild(running) };
     };
 
-    let current = await startChild();
+    let current = await startChild(loaded);
     let stopping = false;
     let restarts = 0;
 
     const superviseChild = (running: typeof current) => {
-      running.child.once('exit', (code, signal) => {
+      running.process.once('exit', (code, signal) => {
         if (stopping) return;
         deps.logger.error({ deploymentId: spec.deploymentId, code, signal }, 'a deployment runtime died; starting it again');
         // Its row would send graph requests to a dead address until the sweep removes it.
-        void deleteDeploymentRuntime(deps.db, running.report.type === 'ready' ? running.report.runtimeId : '').catch(() => undefined);
+        void deleteDeploymentRuntime(deps.db, running.report.runtimeId).catch(() => undefined);
         void restart();
       });
     };
@@ -173,25 +219,37 @@ export const childProcessLauncher = (deps: Deps): RuntimeLauncher => ({
     };
     superviseChild(current);
 
-    const launched: LaunchedRuntime = {
+    return {
       get url() {
-        return current.report.type === 'ready' ? current.report.url : '';
+        return current.report.url;
       },
-      graphIds: current.report.type === 'ready' ? current.report.graphIds : [],
+      graphIds: current.report.graphIds,
       where: 'child process',
-      pid: () => current.child.pid,
+      pid: () => current.process.pid,
       async stop() {
         stopping = true;
-        const { child } = current;
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        const exited = once(child, 'exit');
-        if (child.connected) child.send('stop');
-        else child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        await exited;
-        clearTimeout(timer);
+        await stopChild(current.process);
       },
     };
-    return launched;
-  },
-});
+  };
+
+  const prepare = async (spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<PreparedRuntime> => {
+    const row = await findControlDeployment(deps.db, spec.deploymentId);
+    const secrets = row ? deploymentSecrets(deps, row) : [];
+    // One log (and one output budget) per revision, restarts of its runtime included.
+    const log = new ChildOutputLog((type, message) => (spec.revisionId ? logRevision(deps, spec.revisionId, type, message) : Promise.resolve()));
+    const loaded = await spawnLoaded(await childEnvironment(spec, secrets, log), dirname(spec.configPath), log);
+    return {
+      graphIds: loaded.graphIds,
+      launch: () => launchLoaded(spec, secrets, loaded),
+      discard: () => stopChild(loaded.process),
+    };
+  };
+
+  return {
+    prepare,
+    async launch(spec) {
+      return (await prepare(spec)).launch();
+    },
+  };
+}

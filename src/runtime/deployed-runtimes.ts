@@ -1,34 +1,87 @@
 // The runtimes of control-plane deployments that this process launched (the worker role): one per
 // revision being deployed or active. Stops them when a deployment is deleted or a newer revision took
-// over (the `deployments.stop-runtimes` event, whichever process published it), and on start-up brings
-// back the active revision of every deployment.
+// over (the `deployments.stop-runtimes` event, whichever process published it), and on start-up (and
+// then every RESTORE_INTERVAL_MS) brings back the active revision of every deployment.
+//
+// With several workers, one runs each revision's runtime: a worker holds a session advisory lock per
+// revision it runs (on a connection of its own), and starts or restores a runtime only once it took
+// that lock. A worker that dies loses its connection and so its locks; another worker's next restore
+// pass takes its revisions over.
 import { existsSync } from 'node:fs';
+import pg from 'pg';
 import type { Deps } from '../services/context.js';
 import { revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
 import { findRevision, listActiveRevisions } from '../services/deployments/revisions.store.js';
 import { childProcessLauncher } from './child-launcher.js';
-import type { LaunchedRuntime, RuntimeLauncher } from './launcher.js';
+import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launcher.js';
 
 type Entry = { deploymentId: string; revisionId: string; runtime: LaunchedRuntime };
+type Prepared = { deploymentId: string; runtime: PreparedRuntime; timer: NodeJS.Timeout };
+
+/** How long a build's loaded runtime waits for its deploy (in this process) before it is ended. */
+const PREPARED_TTL_MS = 5 * 60_000;
+/** How often a worker looks for active revisions whose runtime nobody runs (their worker died). */
+export const RESTORE_INTERVAL_MS = 15_000;
 
 export class DeployedRuntimes {
   private readonly entries = new Map<string, Entry>();
+  /** Runtimes a build loaded (its import check), by revision, kept for that revision's deploy. */
+  private readonly prepared = new Map<string, Prepared>();
   private readonly abort = new AbortController();
+  /** The session whose advisory locks say which revisions' runtimes this instance runs. */
+  private lockSession: Promise<pg.Client> | undefined;
+  private readonly claimed = new Set<string>();
+  private restoring: Promise<void> | undefined;
+  private restoreTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly deps: Deps,
-    private readonly launcher: RuntimeLauncher = childProcessLauncher(deps),
+    private readonly launcher: RuntimeLauncher & Required<Pick<RuntimeLauncher, 'prepare'>> = childProcessLauncher(deps),
   ) {
     void this.listen();
   }
 
-  /** Starts the runtime of a built revision; resolves once its graphs are loaded and it answers. */
+  /**
+   * The build's import check: loads the revision's graphs in the process that will run them and
+   * returns their ids (rejects with the loader's error). The process waits for the revision's deploy;
+   * when that runs elsewhere, or not at all, it is ended after a while.
+   */
+  async prepare(deploymentId: string, revisionId: string, configPath: string): Promise<string[]> {
+    await this.discardPrepared(revisionId);
+    const runtime = await this.launcher.prepare({ deploymentId, revisionId, configPath, tracing: undefined });
+    const timer = setTimeout(() => void this.discardPrepared(revisionId), PREPARED_TTL_MS).unref();
+    this.prepared.set(revisionId, { deploymentId, runtime, timer });
+    return runtime.graphIds;
+  }
+
+  /** Starts the runtime of a built revision (in the process its build loaded, when here); resolves once it answers. */
   async start(deploymentId: string, revisionId: string, configPath: string): Promise<LaunchedRuntime> {
     const existing = this.entries.get(revisionId);
     if (existing) return existing.runtime;
-    const runtime = await this.launcher.launch({ deploymentId, revisionId, configPath, tracing: undefined });
-    this.entries.set(revisionId, { deploymentId, revisionId, runtime });
-    return runtime;
+    if (!(await this.claim(revisionId))) {
+      await this.discardPrepared(revisionId);
+      throw new Error(`another worker runs the runtime of revision ${revisionId}`);
+    }
+    const prepared = this.prepared.get(revisionId);
+    this.prepared.delete(revisionId);
+    if (prepared) clearTimeout(prepared.timer);
+    try {
+      const runtime = prepared ? await prepared.runtime.launch() : await this.launcher.launch({ deploymentId, revisionId, configPath, tracing: undefined });
+      this.entries.set(revisionId, { deploymentId, revisionId, runtime });
+      return runtime;
+    } catch (error) {
+      await this.release(revisionId);
+      throw error;
+    }
+  }
+
+  /** Ends the runtime a build loaded for a revision that will not deploy here. */
+  async discardPrepared(revisionId: string): Promise<void> {
+    const prepared = this.prepared.get(revisionId);
+    if (!prepared) return;
+    this.prepared.delete(revisionId);
+    clearTimeout(prepared.timer);
+    await prepared.runtime.discard().catch((error: unknown) => this.deps.logger.error({ err: error }, 'a loaded runtime did not stop cleanly'));
   }
 
   /** The runtime this process runs for a revision, if any. */
@@ -36,43 +89,119 @@ export class DeployedRuntimes {
     return this.entries.get(revisionId)?.runtime;
   }
 
-  /** Stops the deployment's runtimes here, except the one of `keepRevisionId`. */
+  /** Stops the deployment's runtimes here, except the one of `keepRevisionId` (and, then, those loaded for a deploy). */
   async stopDeployment(deploymentId: string, keepRevisionId?: string): Promise<void> {
     const stopping = [...this.entries.values()].filter((entry) => entry.deploymentId === deploymentId && entry.revisionId !== keepRevisionId);
-    await Promise.all(stopping.map((entry) => this.stopEntry(entry)));
+    // A revision deploying (keepRevisionId) leaves newer builds waiting for their own deploy.
+    const discarding = keepRevisionId ? [] : [...this.prepared].filter(([, prepared]) => prepared.deploymentId === deploymentId);
+    await Promise.all([...stopping.map((entry) => this.stopEntry(entry)), ...discarding.map(([revisionId]) => this.discardPrepared(revisionId))]);
   }
 
   async stopRevision(revisionId: string): Promise<void> {
+    await this.discardPrepared(revisionId);
     const entry = this.entries.get(revisionId);
     if (entry) await this.stopEntry(entry);
   }
 
-  /** Brings back the active revision of every deployment whose build is on this machine. */
-  async restoreActive(): Promise<void> {
+  /**
+   * Brings back the active revision of every deployment whose build is on this machine and whose
+   * runtime no other worker runs. One pass at a time.
+   */
+  restoreActive(): Promise<void> {
+    this.restoring ??= this.restorePass().finally(() => (this.restoring = undefined));
+    return this.restoring;
+  }
+
+  /** Restores now and then every RESTORE_INTERVAL_MS, until stopped (the worker role). */
+  superviseActive(intervalMs = RESTORE_INTERVAL_MS): Promise<void> {
+    this.restoreTimer ??= setInterval(() => void this.restoreActive(), intervalMs).unref();
+    return this.restoreActive();
+  }
+
+  private async restorePass(): Promise<void> {
     for (const { deployment_id: deploymentId, revision_id: revisionId } of await listActiveRevisions(this.deps.db)) {
+      if (this.abort.signal.aborted) return;
+      if (this.entries.has(revisionId)) continue;
       const revision = await findRevision(this.deps.db, revisionId);
       const configPath = revision ? revisionGraphConfigPath(this.deps.config.dataDir, revision) : undefined;
       if (!configPath || !existsSync(configPath)) {
         this.deps.logger.warn({ deploymentId, revisionId }, 'the active revision has no build on this machine; redeploy it');
         continue;
       }
+      // Another worker runs it (its lock is held): nothing to do here.
+      if (!(await this.claim(revisionId))) continue;
       try {
         await this.start(deploymentId, revisionId, configPath);
         this.deps.logger.info({ deploymentId, revisionId }, 'deployment runtime restored');
       } catch (error) {
         this.deps.logger.error({ err: error, deploymentId, revisionId }, 'could not restore a deployment runtime');
+      } finally {
+        // start() took the lock once more for itself (session locks count): give back this pass's hold.
+        await this.release(revisionId, { once: true });
       }
     }
   }
 
+  /** Aborted when these runtimes stop: ends what listens on their behalf. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
   async stop(): Promise<void> {
     this.abort.abort();
+    clearInterval(this.restoreTimer);
+    await this.restoring;
     await Promise.all([...this.entries.values()].map((entry) => this.stopEntry(entry)));
+    await Promise.all([...this.prepared.keys()].map((revisionId) => this.discardPrepared(revisionId)));
+    // Ending the session releases every lock it still holds.
+    const session = this.lockSession;
+    this.lockSession = undefined;
+    await session?.then((client) => client.end()).catch(() => undefined);
   }
 
   private async stopEntry(entry: Entry): Promise<void> {
     this.entries.delete(entry.revisionId);
     await entry.runtime.stop().catch((error: unknown) => this.deps.logger.error({ err: error }, 'a deployment runtime did not stop cleanly'));
+    await this.release(entry.revisionId);
+  }
+
+  private session(): Promise<pg.Client> {
+    this.lockSession ??= (async () => {
+      const client = new pg.Client({ connectionString: this.deps.db.url, application_name: 'agent-platform-runtime-locks' });
+      client.on('error', (error) => {
+        // The locks went with the connection: another worker may take these revisions over now.
+        this.deps.logger.error({ err: error }, 'lost the connection holding the runtime locks');
+        this.lockSession = undefined;
+        this.claimed.clear();
+      });
+      await client.connect();
+      return client;
+    })();
+    return this.lockSession;
+  }
+
+  /** Takes the revision's runtime lock (again, if held: session locks count); whether it is ours. */
+  private async claim(revisionId: string): Promise<boolean> {
+    const client = await this.session();
+    const { rows } = await client.query<{ claimed: boolean }>(
+      "SELECT pg_try_advisory_lock(hashtext('agent-platform:revision-runtime'), hashtext($1)) AS claimed",
+      [revisionId],
+    );
+    if (rows[0]!.claimed) this.claimed.add(revisionId);
+    return rows[0]!.claimed;
+  }
+
+  /** Gives back the revision's runtime lock: every hold of it, or one (`once`). */
+  private async release(revisionId: string, options: { once?: boolean } = {}): Promise<void> {
+    if (!this.claimed.has(revisionId) || !this.lockSession) return;
+    const client = await this.lockSession;
+    for (;;) {
+      const { rows } = await client
+        .query<{ released: boolean }>("SELECT pg_advisory_unlock(hashtext('agent-platform:revision-runtime'), hashtext($1)) AS released", [revisionId])
+        .catch(() => ({ rows: [{ released: false }] }));
+      if (!rows[0]!.released || options.once) break;
+    }
+    if (!options.once) this.claimed.delete(revisionId);
   }
 
   private async listen(): Promise<void> {

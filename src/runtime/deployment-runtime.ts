@@ -71,11 +71,16 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces } };
     const tracer = spec.tracing && traces ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, traces) : undefined;
     const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer });
-    steps.push(() => runtime.stop());
+    let runtimeStopped: Promise<void> | undefined;
+    const stopRuntime = () => (runtimeStopped ??= runtime.stop());
+    steps.push(stopRuntime);
     const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
     steps.push(() => server.stop());
     await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
     steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));
+    // First at stop: it fetches no more runs and finishes its own before it leaves deployment_runtimes,
+    // so a deploy that waits for the previous revision's row to go knows it takes no new run.
+    steps.push(stopRuntime);
     return { runtimeId: runtime.workerId, url: server.url, graphIds: graphs.graphIds(), wake: () => queue.wakeLocal(), stop };
   } catch (error) {
     await stop();

@@ -18,8 +18,23 @@ export type LaunchedRuntime = {
   stop(): Promise<void>;
 };
 
+/** A runtime whose graphs are loaded but that does not serve yet (see RuntimeLauncher.prepare). */
+export type PreparedRuntime = {
+  graphIds: string[];
+  /** Starts serving: the same process, now connected to the database and working the run queue. */
+  launch(): Promise<LaunchedRuntime>;
+  /** Ends it unlaunched. */
+  discard(): Promise<void>;
+};
+
 export interface RuntimeLauncher {
   launch(spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<LaunchedRuntime>;
+  /**
+   * Loads the graphs and stops there (rejects with the loader's error): a build's import check whose
+   * process the deploy takes over, so a deploy starts one cold process, not two. Launchers that
+   * cannot split the two leave it out.
+   */
+  prepare?(spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<PreparedRuntime>;
 }
 
 /**

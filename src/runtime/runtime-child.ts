@@ -1,8 +1,11 @@
 // The body of a deployment's runtime child process (child-launcher.ts). It holds only what its
 // environment gives it: a database login of its own, a signing key derived for this runtime (never
-// the installation's secret key) and the deployment's secrets. Two modes, from the launcher over IPC:
-//   check   load every graph of the config (the build's import check), report their ids, exit
-//   serve   run the deployment's runtime until told to stop, or until the launcher goes away
+// the installation's secret key) and the deployment's secrets. Its life, driven over IPC:
+//   1. load every graph of the config and report `loaded` with their ids (or `failed` with the
+//      loader's error): this is the build's import check;
+//   2. on `serve`, start the deployment's runtime and report `ready` with its address: the deploy
+//      takes over the process the build checked, instead of starting a second cold one;
+//   3. on `stop` (or when the launcher goes away), stop and exit.
 import { MemorySaver } from '@langchain/langgraph';
 import { InMemoryStore } from '@langchain/langgraph';
 import { loadConfig } from '../config.js';
@@ -11,57 +14,66 @@ import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 
 /** Launcher → child. */
-export type ChildCommand = 'stop';
+export type ChildCommand = 'serve' | 'stop';
 /** Child → launcher. */
-export type ChildReport = { type: 'ready'; url: string; graphIds: string[]; runtimeId: string } | { type: 'failed'; message: string };
+export type ChildReport =
+  | { type: 'loaded'; graphIds: string[] }
+  | { type: 'ready'; url: string; graphIds: string[]; runtimeId: string }
+  | { type: 'failed'; message: string };
 
 const send = (report: ChildReport) => new Promise<void>((resolve) => (process.send ? process.send(report, () => resolve()) : resolve()));
+const describe = (error: unknown) => (error instanceof Error ? (error.stack ?? error.message) : String(error));
 
-const mode = process.env.AGENT_PLATFORM_CHILD_MODE;
 const configPath = process.env.AGENT_PLATFORM_GRAPH_CONFIG!;
 const deploymentId = process.env.AGENT_PLATFORM_DEPLOYMENT_ID!;
 
 // The launcher going away (a crash included) takes the runtime with it: no orphan keeps serving.
 process.on('disconnect', () => process.exit(0));
 
-if (mode === 'check') {
-  try {
-    const graphConfig = readGraphConfig(configPath);
-    applyGraphConfigEnv(graphConfig);
-    const silent = createLogger({ logLevel: 'silent', logPretty: false });
-    const graphs = await GraphRegistry.load(graphConfig, { checkpointer: new MemorySaver(), store: new InMemoryStore() }, silent);
-    await send({ type: 'ready', url: '', graphIds: graphs.graphIds(), runtimeId: '' });
-    process.exit(0);
-  } catch (error) {
-    await send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-    process.exit(1);
-  }
-} else {
-  const graphConfig = readGraphConfig(configPath);
-  applyGraphConfigEnv(graphConfig);
-  const config = loadConfig(process.env);
-  const logger = createLogger(config).child({ deploymentId, revisionId: process.env.AGENT_PLATFORM_REVISION_ID });
-  let stopProcess: () => Promise<void> = async () => undefined;
-  try {
-    // Loaded here only: the import check (above) needs none of the platform's wiring, and starts faster without it.
-    const { startStandaloneRuntime } = await import('./standalone-runtime.js');
-    const { running, stop } = await startStandaloneRuntime(config, logger, config.databaseUrl, {
-      deploymentId,
-      configPath,
-      tracing: undefined,
-      revisionId: process.env.AGENT_PLATFORM_REVISION_ID,
-      keyId: process.env.AGENT_PLATFORM_RUNTIME_KEY_ID,
-    });
-    stopProcess = stop;
-    process.on('message', (command: ChildCommand) => {
-      if (command === 'stop') void stopProcess().then(() => process.exit(0));
-    });
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void stopProcess().then(() => process.exit(0)));
-    await send({ type: 'ready', url: running.url, graphIds: running.graphIds, runtimeId: running.runtimeId });
-  } catch (error) {
-    logger.error({ err: error }, 'the runtime could not start');
-    await send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
-    await stopProcess();
-    process.exit(1);
-  }
+let stopProcess: () => Promise<void> = async () => undefined;
+const exitAfterStop = () => void stopProcess().then(() => process.exit(0));
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, exitAfterStop);
+// Listening from the start: a message that arrives while nobody listens is lost.
+let serveRequested: () => void = () => undefined;
+const serveCommand = new Promise<void>((resolve) => (serveRequested = resolve));
+process.on('message', (command: ChildCommand) => {
+  if (command === 'serve') serveRequested();
+  if (command === 'stop') exitAfterStop();
+});
+
+const graphConfig = readGraphConfig(configPath);
+applyGraphConfigEnv(graphConfig);
+const config = loadConfig(process.env);
+const logger = createLogger(config).child({ deploymentId, revisionId: process.env.AGENT_PLATFORM_REVISION_ID });
+
+try {
+  const silent = createLogger({ logLevel: 'silent', logPretty: false });
+  const graphs = await GraphRegistry.load(graphConfig, { checkpointer: new MemorySaver(), store: new InMemoryStore() }, silent);
+  await send({ type: 'loaded', graphIds: graphs.graphIds() });
+} catch (error) {
+  await send({ type: 'failed', message: describe(error) });
+  process.exit(1);
+}
+
+// Loaded while the pipeline moves the revision on, so `serve` finds the platform's wiring compiled.
+const standaloneRuntime = import('./standalone-runtime.js');
+standaloneRuntime.catch(() => undefined); // reported by serve(), if it is asked to
+
+await serveCommand;
+try {
+  const { startStandaloneRuntime } = await standaloneRuntime;
+  const { running, stop } = await startStandaloneRuntime(config, logger, config.databaseUrl, {
+    deploymentId,
+    configPath,
+    tracing: undefined,
+    revisionId: process.env.AGENT_PLATFORM_REVISION_ID,
+    keyId: process.env.AGENT_PLATFORM_RUNTIME_KEY_ID,
+  });
+  stopProcess = stop;
+  await send({ type: 'ready', url: running.url, graphIds: running.graphIds, runtimeId: running.runtimeId });
+} catch (error) {
+  logger.error({ err: error }, 'the runtime could not start');
+  await send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+  await stopProcess();
+  process.exit(1);
 }

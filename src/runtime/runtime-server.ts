@@ -16,6 +16,15 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * The host other processes reach this runtime at: the bound address, or, when bound to every
+ * interface, the host of the configured public URL (the machine's name as the api sees it), else loopback.
+ */
+export function advertisedHost(host: string, publicUrl: string | undefined): string {
+  if (host !== '0.0.0.0' && host !== '::') return host.includes(':') ? `[${host}]` : host;
+  return publicUrl ? new URL(publicUrl).hostname : '127.0.0.1';
+}
+
 /** Listens on `host` (a free port) and answers the graph requests of runtime `runtimeId`. */
 export async function startRuntimeServer(ctx: RuntimeContext, runtimeId: string, host: string): Promise<RuntimeServer> {
   const server = createServer((req, res) => {
@@ -41,7 +50,7 @@ export async function startRuntimeServer(ctx: RuntimeContext, runtimeId: string,
     server.listen(0, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  const shownHost = advertisedHost(host, ctx.config.publicUrl);
   return {
     url: `http://${shownHost}:${port}`,
     stop: () =>

@@ -87,11 +87,14 @@ export async function startRuntime(
   // and only when jobs may be waiting: after a wake-up (a run created here, a `runs.queued` NOTIFY
   // from elsewhere, the once-a-second backstop) or when the last fetch filled every free slot.
   let running = 0;
-  let fetching = false;
+  let fetching: Promise<void> | undefined;
   let mayHaveJobs = true;
-  const pump = async (): Promise<void> => {
-    if (fetching) return; // the fetch in flight loops again if a wake-up came meanwhile
-    fetching = true;
+  const pump = (): Promise<void> => {
+    // The fetch in flight loops again if a wake-up came meanwhile.
+    fetching ??= fetchJobs().finally(() => (fetching = undefined));
+    return fetching;
+  };
+  const fetchJobs = async (): Promise<void> => {
     try {
       while (mayHaveJobs && running < options.concurrency && !stop.signal.aborted) {
         mayHaveJobs = false;
@@ -103,8 +106,6 @@ export async function startRuntime(
     } catch (error) {
       mayHaveJobs = true;
       ctx.logger.warn({ err: error }, 'could not fetch runs');
-    } finally {
-      fetching = false;
     }
   };
   const wake = () => {
@@ -135,6 +136,9 @@ export async function startRuntime(
       clearInterval(poll);
       queue.onLocalWake(undefined);
       stop.abort();
+      // A fetch in flight may still hand this runtime jobs: they start, and are waited for, before
+      // the deployment's persistence closes (a run started after would find its pool ended).
+      await fetching;
       for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
       for (let waited = 0; running > 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
       await lockClient.end().catch(() => undefined);

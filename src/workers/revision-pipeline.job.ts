@@ -1,26 +1,30 @@
 // The revision pipeline, two pg-boss jobs worked by the worker role (queues in boss.ts):
 //   revisions.build    AWAITING_BUILD → BUILDING: clone at the ref, check the graph config, install
-//                      dependencies, load every graph in a child process → AWAITING_DEPLOY (or BUILD_FAILED)
-//   revisions.deploy   DEPLOYING: start the revision's runtime, wait until it answers, make it the
-//                      active revision, stop the previous one → DEPLOYED (or DEPLOY_FAILED)
+//                      dependencies, load every graph in the revision's runtime process, which then
+//                      waits for its deploy → AWAITING_DEPLOY (or BUILD_FAILED)
+//   revisions.deploy   DEPLOYING: start the revision's runtime (the build's process when this worker
+//                      built it, else a fresh one), wait until it answers, make it the active revision,
+//                      stop the previous one → DEPLOYED (or DEPLOY_FAILED)
+// A worker wakes its build queue when any process queues a build (`revisions.queued`) and its deploy
+// queue when it finishes a build, instead of waiting for pg-boss's next poll.
 // Every move is conditional on the status it leaves, so a revision SKIPPED by a newer one or
 // INTERRUPTED by a DELETE meanwhile stops at the next step (and a runtime it started is stopped).
 import type { PgBoss } from 'pg-boss';
 import { DeployedRuntimes } from '../runtime/deployed-runtimes.js';
-import { checkGraphsInChild } from '../runtime/child-launcher.js';
 import { ensureSystemAssistants } from '../services/assistants/assistants.service.js';
 import type { Deps } from '../services/context.js';
-import { agentContext, deploymentGitCredentials, deploymentSecrets, forgetDeploymentRow } from '../services/deployments/deployments.service.js';
+import { agentContext, deploymentGitCredentials, forgetDeploymentRow } from '../services/deployments/deployments.service.js';
 import { logRevision, moveRevision, REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
 import { activateRevision, findControlDeployment, findRevision, setRevisionBuild } from '../services/deployments/revisions.store.js';
 import { checkoutSource, installDependencies, locateGraphConfig, revisionDirectory, revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
 import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
+import { countOtherRevisionRuntimes } from '../services/deployments/deployments.store.js';
 
 type RevisionJob = { revisionId: string };
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-export async function buildRevision(deps: Deps, boss: PgBoss, revisionId: string): Promise<void> {
+export async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntimes, revisionId: string, wakeDeploy: () => void = () => undefined): Promise<void> {
   if (!(await moveRevision(deps, revisionId, 'AWAITING_BUILD', ['QUEUED']))) return;
   if (!(await moveRevision(deps, revisionId, 'BUILDING', ['AWAITING_BUILD']))) return;
   const log = (message: string) => logRevision(deps, revisionId, 'build', message);
@@ -38,20 +42,28 @@ export async function buildRevision(deps: Deps, boss: PgBoss, revisionId: string
     const configPath = locateGraphConfig(dir, graphConfigPath);
     await installDependencies(dir, configPath, log);
     await log('Loading the graphs');
-    const graphIds = await checkGraphsInChild({ configPath, secrets: deploymentSecrets(deps, deployment) });
+    const graphIds = await runtimes.prepare(deployment.id, revisionId, configPath);
     await setRevisionBuild(deps.db, revisionId, { graphIds });
     await log(`Build succeeded: graphs ${graphIds.join(', ')}`);
     if (await moveRevision(deps, revisionId, 'AWAITING_DEPLOY', ['BUILDING'])) {
       await boss.send(REVISION_DEPLOY_QUEUE, { revisionId } satisfies RevisionJob, { singletonKey: revisionId });
+      wakeDeploy();
+    } else {
+      await runtimes.discardPrepared(revisionId);
     }
   } catch (error) {
+    await runtimes.discardPrepared(revisionId);
     await log(`Build failed: ${errorMessage(error)}`);
     await moveRevision(deps, revisionId, 'BUILD_FAILED', ['BUILDING']);
   }
 }
 
 export async function deployRevision(deps: Deps, runtimes: DeployedRuntimes, revisionId: string): Promise<void> {
-  if (!(await moveRevision(deps, revisionId, 'DEPLOYING', ['AWAITING_DEPLOY']))) return;
+  if (!(await moveRevision(deps, revisionId, 'DEPLOYING', ['AWAITING_DEPLOY']))) {
+    // SKIPPED or INTERRUPTED while it waited: the process its build loaded has nothing to serve.
+    await runtimes.discardPrepared(revisionId);
+    return;
+  }
   const log = (message: string) => logRevision(deps, revisionId, 'deploy', message);
   try {
     const revision = await findRevision(deps.db, revisionId);
@@ -72,12 +84,15 @@ export async function deployRevision(deps: Deps, runtimes: DeployedRuntimes, rev
     forgetDeploymentRow(deployment.id);
     const system = { ...deps, viewer: SYSTEM_VIEWER };
     await ensureSystemAssistants(await agentContext(system, deployment.id));
+    // The previous revision's runtime stops (whichever worker runs it) before the revision is
+    // DEPLOYED: a client that runs the graph once it sees DEPLOYED gets the new revision's.
+    await deps.events.publish('deployments.stop-runtimes', { deploymentId: deployment.id, keepRevisionId: revisionId });
+    if (!(await previousRuntimesGone(deps, deployment.id, revisionId))) await log('The previous runtime had not stopped after 30 s; deploying anyway');
     if (!(await moveRevision(deps, revisionId, 'DEPLOYED', ['DEPLOYING']))) {
       await runtimes.stopRevision(revisionId);
       return;
     }
     await log('Deployed');
-    await deps.events.publish('deployments.stop-runtimes', { deploymentId: deployment.id, keepRevisionId: revisionId });
   } catch (error) {
     await log(`Deploy failed: ${errorMessage(error)}`);
     await runtimes.stopRevision(revisionId);
@@ -85,16 +100,34 @@ export async function deployRevision(deps: Deps, runtimes: DeployedRuntimes, rev
   }
 }
 
+/** Waits (up to 30 s) until no runtime of another revision of the deployment is live. */
+async function previousRuntimesGone(deps: Deps, deploymentId: string, revisionId: string): Promise<boolean> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 100))) {
+    if ((await countOtherRevisionRuntimes(deps.db, deploymentId, revisionId)) === 0) return true;
+  }
+  return false;
+}
+
 /** Works both queues in this process, with its launcher of deployed runtimes; returns them (to stop). */
 export async function workRevisionPipeline(deps: Deps, boss: PgBoss): Promise<DeployedRuntimes> {
   const runtimes = new DeployedRuntimes(deps);
-  // Builds are CPU and disk heavy: two at a time per worker.
-  await boss.work<RevisionJob>(REVISION_BUILD_QUEUE, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async ([job]) => {
-    await buildRevision(deps, boss, job!.data.revisionId);
-  });
-  await boss.work<RevisionJob>(REVISION_DEPLOY_QUEUE, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async ([job]) => {
+  const deployWorker = await boss.work<RevisionJob>(REVISION_DEPLOY_QUEUE, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async ([job]) => {
     await deployRevision(deps, runtimes, job!.data.revisionId);
   });
-  void runtimes.restoreActive();
+  // Builds are CPU and disk heavy: two at a time per worker.
+  const buildWorker = await boss.work<RevisionJob>(REVISION_BUILD_QUEUE, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async ([job]) => {
+    await buildRevision(deps, boss, runtimes, job!.data.revisionId, () => boss.notifyWorker(deployWorker));
+  });
+  void wakeOnQueuedBuilds(deps, boss, buildWorker, runtimes.signal);
+  void runtimes.superviseActive();
   return runtimes;
+}
+
+/** Polls the build queue as soon as any process queued a build. */
+async function wakeOnQueuedBuilds(deps: Deps, boss: PgBoss, buildWorker: string, signal: AbortSignal): Promise<void> {
+  try {
+    for await (const _ of deps.events.subscribe('revisions.queued', { signal })) boss.notifyWorker(buildWorker);
+  } catch (error) {
+    if (!signal.aborted) deps.logger.error({ err: error }, 'stopped listening for queued builds');
+  }
 }

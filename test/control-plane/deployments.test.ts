@@ -2,7 +2,7 @@
 // repositories the test makes (`file://` urls), runtimes in child processes, the agent server at each
 // deployment's url used with the official SDK.
 import { Client } from '@langchain/langgraph-sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DeployedRuntimes } from '../../src/runtime/deployed-runtimes.js';
 import { findRevision } from '../../src/services/deployments/revisions.store.js';
 import { buildTenant } from '../factories.js';
@@ -36,8 +36,10 @@ async function ask(url: string, input: string): Promise<any> {
   return client.runs.wait(thread.thread_id, 'agent', { input: { input } });
 }
 
-const buildLog = async (deploymentId: string, revisionId: string) =>
-  (await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=build`)).body.resources.map((line: any) => line.message).join('\n');
+const revisionLog = async (type: 'build' | 'deploy', deploymentId: string, revisionId: string) =>
+  (await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}&limit=100`)).body.resources.map((line: any) => line.message).join('\n');
+const buildLog = (deploymentId: string, revisionId: string) => revisionLog('build', deploymentId, revisionId);
+const deployLog = (deploymentId: string, revisionId: string) => revisionLog('deploy', deploymentId, revisionId);
 
 /** PATCHes and returns the new latest revision (resources[0] of the list, as the spec's client takes it). */
 async function patchRevision(deploymentId: string, sourceRevisionConfig: Record<string, unknown>): Promise<string> {
@@ -70,6 +72,10 @@ describe('the typical sequence', () => {
     const platformPassword = decodeURIComponent(new URL(databaseUrl()).password);
     expect(answer.seen.database_url).not.toContain(platformPassword);
     expect(answer.seen.secret_key).not.toBe(platform.deps.config.secretKey!.toString('base64'));
+    // The runtime's output is in the revision's logs: while the build loads the graphs in the build
+    // log, once it serves in the deploy log; the secret masked.
+    expect(await buildLog(deployment.id, first.id)).toContain('loading graph v1 with secret [redacted]');
+    await vi.waitFor(async () => expect(await deployLog(deployment.id, first.id)).toContain('answering hello with secret [redacted]'), { timeout: 10_000, interval: 100 });
     for (const path of [`/v2/deployments/${deployment.id}`, '/v2/deployments', `/v2/deployments/${deployment.id}/revisions/${first.id}/logs?type=build`, `/v2/deployments/${deployment.id}/revisions/${first.id}/logs?type=deploy`]) {
       expect(JSON.stringify((await api('GET', path)).body)).not.toContain('s3cret-value');
     }
@@ -115,16 +121,30 @@ describe('the typical sequence', () => {
     expect((await api('GET', `/v2/deployments/${deployment.id}`)).body.active_revision_id).toBe(latest);
     expect(await buildLog(deployment.id, latest)).toContain('Build succeeded');
 
-    // A restart of the worker: its runtimes stop with it, and on start the active revision comes back.
+    // A restart with two workers: their runtimes stop with them; on start one of them (whichever took
+    // the revision's lock) brings the active revision back, and when that one goes away the other
+    // takes it over on its next pass.
     await platform.deps.deployedRuntimes!.stop();
-    const restarted = new DeployedRuntimes(platform.deps);
+    const workers = [new DeployedRuntimes(platform.deps), new DeployedRuntimes(platform.deps)];
+    const liveRuntimes = async () =>
+      (await platform.deps.db.pool.query('SELECT id FROM deployment_runtimes WHERE deployment_id = $1 AND revision_id = $2', [deployment.id, latest])).rowCount;
     try {
-      await restarted.restoreActive();
+      await Promise.all(workers.map((worker) => worker.restoreActive()));
+      const running = workers.filter((worker) => worker.runtimeOf(latest));
+      expect(running).toHaveLength(1);
+      expect(await liveRuntimes()).toBe(1);
       expect((await ask(url, 'after restart')).reply).toBe('v2: after restart');
+
+      const idle = workers.find((worker) => !worker.runtimeOf(latest))!;
+      await running[0]!.stop();
+      await idle.restoreActive();
+      expect(idle.runtimeOf(latest)).toBeDefined();
+      expect(await liveRuntimes()).toBe(1);
+      expect((await ask(url, 'taken over')).reply).toBe('v2: taken over');
 
       expect((await api('DELETE', `/v2/deployments/${deployment.id}`)).status).toBe(204);
     } finally {
-      await restarted.stop();
+      await Promise.all(workers.map((worker) => worker.stop()));
     }
     await expect(sdk(url).assistants.search()).rejects.toThrow(/404/);
     expect((await api('GET', `/v2/deployments/${deployment.id}`)).status).toBe(404);
@@ -250,6 +270,11 @@ describe('bad input and tenancy', () => {
     expect(revisions.body).toEqual({ resources: [expect.objectContaining({ id: created.body.latest_revision_id, status: expect.any(String) })], offset: 1 });
     expect((await otherApi('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}/logs`)).status).toBe(404);
     expect((await otherApi('POST', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}/redeploy`)).status).toBe(404);
+    // Its agent server's public reference exists as long as the deployment does; an unknown id has none.
+    expect((await fetch(`${platform.url}/deployments/${created.body.id}/openapi.json`)).status).toBe(200);
     await api('DELETE', `/v2/deployments/${created.body.id}`);
+    expect((await fetch(`${platform.url}/deployments/${created.body.id}/openapi.json`)).status).toBe(404);
+    expect((await fetch(`${platform.url}/deployments/${crypto.randomUUID()}/openapi.json`)).status).toBe(404);
+    expect((await fetch(`${platform.url}/deployments/not-a-uuid/docs`)).status).toBe(404);
   });
 });

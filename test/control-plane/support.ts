@@ -51,8 +51,12 @@ const State = Annotation.Root({
   seen: Annotation<Record<string, unknown>>(),
 });
 
+// Output of the runtime: kept in the revision's build and deploy logs, secrets masked.
+console.log('loading graph ${version} with secret', process.env.GREETING_SECRET);
+
 export const graph = new StateGraph(State)
   .addNode('answer', async (state) => {
+    console.error('answering', state.input, 'with secret', process.env.GREETING_SECRET);
     if (state.input === 'slow') await new Promise((resolve) => setTimeout(resolve, 60_000));
     return {
       reply: '${version}: ' + state.input,

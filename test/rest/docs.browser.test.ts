@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { upsertLocalDeployment } from '../../src/services/deployments/deployments.store.js';
+import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
 const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -19,10 +21,14 @@ const ARTIFACTS = new URL('../../.vitest-artifacts/', import.meta.url).pathname;
 describe('/docs in headless Chromium', () => {
   let platform: TestPlatform;
   let browser: Browser;
+  // An agent server's reference is served at the url of a deployment that exists.
+  const deploymentId = randomUUID();
 
   beforeAll(async () => {
     if (chromiumMissing) return;
     platform = await startTestPlatform();
+    const tenant = await buildTenant(platform.system);
+    await upsertLocalDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'docs', configPath: '/nowhere/langgraph.json', graphIds: [] });
     browser = await chromium.launch({
       executablePath: CHROMIUM_PATH,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -36,7 +42,7 @@ describe('/docs in headless Chromium', () => {
 
   const cases = [
     { name: 'platform', path: '/docs', title: 'Agent Platform', operation: '/api/v1/bulk-exports' },
-    { name: 'agent-server', path: `/deployments/${randomUUID()}/docs`, title: 'Agent Platform: agent server', operation: '/threads/{threadId}/runs/stream' },
+    { name: 'agent-server', path: `/deployments/${deploymentId}/docs`, title: 'Agent Platform: agent server', operation: '/threads/{threadId}/runs/stream' },
   ];
 
   for (const reference of cases) {

@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentServerRouter } from '../../src/rest/agent-server/router.js';
 import { openApiPaths } from '../../src/rest/openapi/document.js';
 import { restRouter } from '../../src/rest/router.js';
+import { upsertLocalDeployment } from '../../src/services/deployments/deployments.store.js';
+import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
 type Layer = { route?: { path: string; methods: Record<string, boolean> }; handle: { stack?: Layer[] }; rawPath?: string };
@@ -68,7 +70,10 @@ describe('OpenAPI documents', () => {
   });
 
   it("a deployment's agent-server document validates and covers every mounted agent-server route", async () => {
+    // Served at the url of a deployment that exists (an unknown one answers 404).
     const deploymentId = randomUUID();
+    const tenant = await buildTenant(platform.system);
+    await upsertLocalDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'openapi', configPath: '/nowhere/langgraph.json', graphIds: [] });
     const document = await fetchDocument(`/deployments/${deploymentId}/openapi.json`);
     expect(document.servers).toEqual([{ url: `/deployments/${deploymentId}` }]);
     const result = await validate(structuredClone(document) as never);

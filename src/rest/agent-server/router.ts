@@ -5,7 +5,7 @@ import { Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
-import { agentContext } from '../../services/deployments/deployments.service.js';
+import { agentContext, deploymentExists } from '../../services/deployments/deployments.service.js';
 import { truncateDeployment } from '../../services/deployments/truncate.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { localViewer } from '../../services/tenancy/viewer.js';
@@ -50,6 +50,12 @@ export type AgentServerTarget = { deploymentId: string; anonymous: true; dev: bo
  */
 export function agentServerRouter(deps: Deps, target: AgentServerTarget, options: { customApp?: CustomApp; ui?: UiBundles } = {}): Router {
   const router = Router({ mergeParams: true });
+  if (!('anonymous' in target)) {
+    // Even the public pages (the reference) answer only at the url of a deployment that exists.
+    router.use(async (req, _res, next) => {
+      next((await deploymentExists(deps, String(req.params[target.fromPath]))) ? undefined : AppError.notFound('Deployment not found'));
+    });
+  }
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp));
   // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.

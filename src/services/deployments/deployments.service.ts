@@ -42,6 +42,11 @@ function mayUse(viewer: Viewer, row: DeploymentRow): boolean {
   return viewer.organizationId === row.organization_id;
 }
 
+/** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
+export async function deploymentExists(deps: Deps, deploymentId: string): Promise<boolean> {
+  return (await deploymentRow(deps, deploymentId)) !== undefined;
+}
+
 /**
  * The agent-server context for a deployment, if the viewer may use it (see mayUse). NOT_FOUND
  * otherwise: another organization's key learns nothing about the deployment. `dev` enables the

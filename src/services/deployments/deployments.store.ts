@@ -69,6 +69,15 @@ export async function recordThreadTtl(db: Database, deploymentId: string, ttl: {
   ]);
 }
 
+/** How many live runtimes of the deployment run a revision other than `revisionId`. */
+export async function countOtherRevisionRuntimes(db: Database, deploymentId: string, revisionId: string): Promise<number> {
+  const { rows } = await db.pool.query<{ count: number }>(
+    'SELECT count(*)::int AS count FROM deployment_runtimes WHERE deployment_id = $1 AND revision_id IS DISTINCT FROM $2',
+    [deploymentId, revisionId],
+  );
+  return rows[0]!.count;
+}
+
 export async function deleteDeploymentRuntime(db: Database, runtimeId: string): Promise<void> {
   await db.pool.query('DELETE FROM deployment_runtimes WHERE id = $1', [runtimeId]);
 }

@@ -53,6 +53,7 @@ export async function queueRevision(deps: Deps, deploymentId: string, revisionId
   await moveRevisionsOf(deps, deploymentId, 'SKIPPED', NOT_YET_DEPLOYING, { olderThan: revisionId });
   await moveRevision(deps, revisionId, 'QUEUED', ['CREATING']);
   await deps.boss.send(REVISION_BUILD_QUEUE, { revisionId }, { singletonKey: revisionId });
+  await deps.events.publish('revisions.queued', { revisionId });
 }
 
 /** A deployment of the viewer's workspace, by id; NOT_FOUND otherwise. Imported lazily to avoid a cycle. */
