@@ -120,10 +120,16 @@ export type CopyBatch = { batch: RecordBatch; rows: number; last: { start_time: 
  * of at most `capacity` rows into an Arrow record batch.
  */
 export function recordBatchFromCopy(columns: ExportColumn[], copy: Buffer, capacity: number): CopyBatch {
+  return recordBatchFromSpans(columns, copy, copyFieldSpans(copy, columns.length + 2, capacity));
+}
+
+/** Where each field of each row lies in a binary COPY buffer (the first stage of decoding). */
+export type CopySpans = { fields: FieldSpans[]; rows: number };
+
+export function copyFieldSpans(copy: Buffer, fieldCount: number, capacity: number): CopySpans {
   if (copy.length < 19 || !copy.subarray(0, 11).equals(COPY_SIGNATURE)) throw new Error('not a binary COPY stream');
   let position = 19 + copy.readInt32BE(15);
-  const fieldCount = columns.length + 2;
-  const spans: FieldSpans[] = Array.from({ length: fieldCount }, () => ({ starts: new Int32Array(capacity), lengths: new Int32Array(capacity) }));
+  const fields: FieldSpans[] = Array.from({ length: fieldCount }, () => ({ starts: new Int32Array(capacity), lengths: new Int32Array(capacity) }));
   let rows = 0;
   for (;;) {
     const count = copy.readInt16BE(position);
@@ -134,12 +140,17 @@ export function recordBatchFromCopy(columns: ExportColumn[], copy: Buffer, capac
     for (let field = 0; field < fieldCount; field++) {
       const length = copy.readInt32BE(position);
       position += 4;
-      spans[field]!.starts[rows] = position;
-      spans[field]!.lengths[rows] = length;
+      fields[field]!.starts[rows] = position;
+      fields[field]!.lengths[rows] = length;
       if (length > 0) position += length;
     }
     rows++;
   }
+  return { fields, rows };
+}
+
+/** The Arrow columns of a scanned COPY buffer (the second stage of decoding), and the batch's cursor. */
+export function recordBatchFromSpans(columns: ExportColumn[], copy: Buffer, { fields: spans, rows }: CopySpans): CopyBatch {
   const fields = columns.map((column) => new Field(column.name, column.type, true));
   const children = columns.map((column, index) => columnFromCopy(column, copy, spans[index]!, rows));
   const batch = new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: rows, children }));

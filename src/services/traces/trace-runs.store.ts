@@ -286,11 +286,29 @@ function filterIndexServed(node: FilterNode): boolean {
  */
 export async function copyRunBatch(
   pool: pg.Pool,
-  scope: { tenantId: string; sessionId: string; start: Date; end: Date; filter: string | null },
+  scope: RunBatchScope,
   columns: readonly { sql: string }[],
-  cursor: { start_time: string; id: string } | null | undefined,
+  cursor: RunBatchCursor,
   limit: number,
 ): Promise<Buffer> {
+  const client = await pool.connect();
+  try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of client.query(copyTo(`COPY (${runBatchSelect(scope, columns, cursor, limit)}) TO STDOUT (FORMAT binary)`))) chunks.push(chunk as Buffer);
+    client.release();
+    return Buffer.concat(chunks);
+  } catch (error) {
+    // A COPY stopped halfway leaves the connection mid-protocol: it is closed, not reused.
+    client.release(error as Error);
+    throw error;
+  }
+}
+
+type RunBatchScope = { tenantId: string; sessionId: string; start: Date; end: Date; filter: string | null };
+type RunBatchCursor = { start_time: string; id: string } | null | undefined;
+
+/** The SELECT of one export batch, values inlined (COPY takes no bind parameters); bench:export profiles it alone too. */
+export function runBatchSelect(scope: RunBatchScope, columns: readonly { sql: string }[], cursor: RunBatchCursor, limit: number): string {
   const params = new SqlParams();
   const conditions = [
     `r.tenant_id = ${params.add(scope.tenantId)}::uuid`,
@@ -305,17 +323,7 @@ export async function copyRunBatch(
                    WHERE ${conditions.join(' AND ')}
                    ORDER BY r.start_time, r.id
                    LIMIT ${Number(limit)}`;
-  const client = await pool.connect();
-  try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of client.query(copyTo(`COPY (${inlineParams(select, params.values)}) TO STDOUT (FORMAT binary)`))) chunks.push(chunk as Buffer);
-    client.release();
-    return Buffer.concat(chunks);
-  } catch (error) {
-    // A COPY stopped halfway leaves the connection mid-protocol: it is closed, not reused.
-    client.release(error as Error);
-    throw error;
-  }
+  return inlineParams(select, params.values);
 }
 
 /**
