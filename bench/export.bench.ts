@@ -24,7 +24,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createDestination } from '../src/services/exports/destinations.service.js';
 import { createExport, exportFieldsOf } from '../src/services/exports/exports.service.js';
-import { copyRunBatch, runBatchSelect } from '../src/services/traces/trace-runs.store.js';
+import { copyRunBatch, runBatchBoundary, runBatchSelect } from '../src/services/traces/trace-runs.store.js';
 import { copyFieldSpans, exportColumns, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
 import { MultipartObject } from '../src/services/exports/s3.js';
 import { Table as ArrowTable, tableToIPC } from 'apache-arrow';
@@ -191,7 +191,8 @@ async function pureEncodeRate(
   while (read < sampleRows) {
     let clock = performance.now();
     const size = Math.min(limits.batchRows, sampleRows - read);
-    const { batch, rows, last } = recordBatchFromCopy(columns, await copyRunBatch(deps.db.pool, scope, columns, cursor, size), size);
+    const upTo = await runBatchBoundary(deps.db.pool, scope, cursor, size);
+    const { batch, rows, last } = recordBatchFromCopy(columns, await copyRunBatch(deps.db.pool, scope, columns, cursor, upTo), size);
     readSeconds += (performance.now() - clock) / 1000;
     if (!rows) break;
     cursor = last;
@@ -230,10 +231,11 @@ async function profileStages(deps: import('../src/services/context.js').Deps, en
   let rows = 0;
   let copyBytes = 0;
   for (;;) {
-    const select = runBatchSelect(scope, columns, cursor, limits.batchRows);
+    const upTo = await timed('plan: batch boundary (index keys)', () => runBatchBoundary(deps.db.pool, scope, cursor, limits.batchRows));
+    const select = runBatchSelect(scope, columns, cursor, upTo);
     // Needs a superuser (the embedded PostgreSQL's): PostgreSQL producing the rows, no client reading them.
     await timed('PostgreSQL alone (COPY … TO /dev/null)', () => deps.db.pool.query(`COPY (${select}) TO '/dev/null' (FORMAT binary)`));
-    const copy = await timed('COPY into this process (PostgreSQL + socket)', () => copyRunBatch(deps.db.pool, scope, columns, cursor, limits.batchRows));
+    const copy = await timed('COPY into this process (PostgreSQL + socket)', () => copyRunBatch(deps.db.pool, scope, columns, cursor, upTo));
     const spans = await timed('decode: field spans', () => copyFieldSpans(copy, columns.length + 2, limits.batchRows));
     if (!spans.rows) break;
     const { batch, last } = await timed('decode: Arrow columns', () => recordBatchFromSpans(columns, copy, spans));

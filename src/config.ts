@@ -109,6 +109,8 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_EXPORT_LEASE_SECONDS: z.coerce.number().min(0.5).default(120),
   /** A storage request that takes longer fails (and the run is retried): a stalled store must not hang a worker. */
   AGENT_PLATFORM_EXPORT_S3_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
+  /** Batches of one export run read from PostgreSQL at once, each over its own connection. */
+  AGENT_PLATFORM_EXPORT_READ_CONNECTIONS: z.coerce.number().int().min(1).max(8).default(2),
   /** Export runs one worker process executes at once. */
   AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(2),
   /** Delay after a scheduled window ends before its export starts. */
@@ -165,6 +167,7 @@ export type ExportLimits = {
   leaseSeconds: number;
   s3TimeoutSeconds: number;
   workerConcurrency: number;
+  readConnections: number;
   spawnDelaySeconds: number;
 };
 
@@ -245,6 +248,7 @@ export function loadConfig(
       leaseSeconds: value.AGENT_PLATFORM_EXPORT_LEASE_SECONDS,
       s3TimeoutSeconds: value.AGENT_PLATFORM_EXPORT_S3_TIMEOUT_SECONDS,
       workerConcurrency: value.AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY,
+      readConnections: value.AGENT_PLATFORM_EXPORT_READ_CONNECTIONS,
       spawnDelaySeconds: value.AGENT_PLATFORM_EXPORT_SPAWN_DELAY_SECONDS,
     },
   };

@@ -125,26 +125,36 @@ export type CopyBatch = { batch: RecordBatch; rows: number; last: { start_time: 
 
 /**
  * Decodes the output of `COPY (SELECT <columns' sql>, r.start_time, r.id …) TO STDOUT (FORMAT binary)`
- * of at most `capacity` rows into an Arrow record batch.
+ * into an Arrow record batch; `expectedRows` sizes the first allocation.
  */
-export function recordBatchFromCopy(columns: ExportColumn[], copy: Buffer, capacity: number): CopyBatch {
-  return recordBatchFromSpans(columns, copy, copyFieldSpans(copy, columns.length + 2, capacity));
+export function recordBatchFromCopy(columns: ExportColumn[], copy: Buffer, expectedRows: number): CopyBatch {
+  return recordBatchFromSpans(columns, copy, copyFieldSpans(copy, columns.length + 2, expectedRows));
 }
 
 /** Where each field of each row lies in a binary COPY buffer (the first stage of decoding). */
 export type CopySpans = { fields: FieldSpans[]; rows: number };
 
-export function copyFieldSpans(copy: Buffer, fieldCount: number, capacity: number): CopySpans {
+export function copyFieldSpans(copy: Buffer, fieldCount: number, expectedRows: number): CopySpans {
   if (copy.length < 19 || !copy.subarray(0, 11).equals(COPY_SIGNATURE)) throw new Error('not a binary COPY stream');
   let position = 19 + copy.readInt32BE(15);
-  const fields: FieldSpans[] = Array.from({ length: fieldCount }, () => ({ starts: new Int32Array(capacity), lengths: new Int32Array(capacity) }));
+  let capacity = Math.max(16, expectedRows);
+  let fields: FieldSpans[] = Array.from({ length: fieldCount }, () => ({ starts: new Int32Array(capacity), lengths: new Int32Array(capacity) }));
   let rows = 0;
   for (;;) {
     const count = copy.readInt16BE(position);
     position += 2;
     if (count === -1) break;
     if (count !== fieldCount) throw new Error(`binary COPY row of ${count} fields, expected ${fieldCount}`);
-    if (rows === capacity) throw new Error(`binary COPY of more than ${capacity} rows`);
+    if (rows === capacity) {
+      // More rows than planned: runs ingested into the batch's key range since it was planned.
+      capacity *= 2;
+      fields = fields.map(({ starts, lengths }) => {
+        const grown = { starts: new Int32Array(capacity), lengths: new Int32Array(capacity) };
+        grown.starts.set(starts);
+        grown.lengths.set(lengths);
+        return grown;
+      });
+    }
     for (let field = 0; field < fieldCount; field++) {
       const length = copy.readInt32BE(position);
       position += 4;
