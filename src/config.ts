@@ -97,8 +97,11 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_EXPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(72 * 3600),
   AGENT_PLATFORM_EXPORT_RUNS_PER_EXPORT: z.coerce.number().int().min(1).default(45),
   AGENT_PLATFORM_EXPORT_EXPORTS_PER_WORKSPACE: z.coerce.number().int().min(1).default(15),
-  /** Rows read from PostgreSQL per batch; also the Parquet row group size. */
-  AGENT_PLATFORM_EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  /**
+   * Rows read from PostgreSQL per batch; also the Parquet row group size. 5000 by bench:export (250k
+   * rows, load 7): 18.4k rows/s at 597 MiB peak RSS against 13.7k rows/s at 639 MiB with 10000.
+   */
+  AGENT_PLATFORM_EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(5_000),
   /** A file is closed, and checkpointed, once it reaches this size. */
   AGENT_PLATFORM_EXPORT_FILE_SIZE: byteSize.default('256mb'),
   /** S3 multipart part size (S3 refuses parts under 5 MiB but the last). */

@@ -330,11 +330,13 @@ export async function runBatchBoundary(pool: pg.Pool, scope: RunBatchScope, curs
   const params = new SqlParams();
   const conditions = runBatchConditions(scope, cursor, params);
   const { rows: found } = await pool.query<{ start_time: string; id: string }>(
-    `SELECT to_char(r.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS start_time, r.id::text AS id
-       FROM trace_runs r
-      WHERE ${conditions.join(' AND ')}
-      ORDER BY r.start_time, r.id
-     OFFSET ${Number(rows) - 1} LIMIT 1`,
+    // Formatted outside: in the inner SELECT to_char would run on every row skipped by the OFFSET.
+    `SELECT to_char(k.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS start_time, k.id::text AS id
+       FROM (SELECT r.start_time, r.id
+               FROM trace_runs r
+              WHERE ${conditions.join(' AND ')}
+              ORDER BY r.start_time, r.id
+             OFFSET ${Number(rows) - 1} LIMIT 1) AS k`,
     params.values,
   );
   return found[0] ?? null;
