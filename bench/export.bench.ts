@@ -5,13 +5,18 @@
 // the same batches (read with the export's own query, converted before the clock starts): the ceiling.
 // It checks the export is complete (rows written == rows in range) and asserts nothing about time.
 //
+// First it profiles one export of --profile-rows rows stage by stage, one stage at a time: PostgreSQL
+// alone (COPY TO /dev/null), COPY into this process, decoding, Arrow, Arrow → parquet-wasm, Parquet
+// encode, upload; so the end-to-end figures can be read against where the time goes.
+//
 // Options: --rows <n> (one size; default: 250000, 500000 and 1000000 in turn), --days <n> (default 4),
-// --encode-sample <n> (rows encoded for the ceiling, default 200000).
+// --encode-sample <n> (rows encoded for the ceiling, default 200000), --profile-rows <n> (default
+// 100000; 0 skips the profile). AGENT_PLATFORM_EXPORT_* variables of the shell apply to the export.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -19,16 +24,25 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createDestination } from '../src/services/exports/destinations.service.js';
 import { createExport, exportFieldsOf } from '../src/services/exports/exports.service.js';
-import { copyRunBatch } from '../src/services/traces/trace-runs.store.js';
-import { exportColumns, recordBatchFromCopy, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
+import { copyRunBatch, runBatchBoundary, runBatchSelect } from '../src/services/traces/trace-runs.store.js';
+import { copyFieldSpans, exportColumns, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
+import { MultipartObject } from '../src/services/exports/s3.js';
+import { Table as ArrowTable, tableToIPC } from 'apache-arrow';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { startPlatform } from '../src/platform.js';
 import { createBenchTenant } from './tenant.js';
+import { insertExportRuns } from './export-runs-fill.js';
 import * as parquet from 'parquet-wasm';
 
 const { values: args } = parseArgs({
-  options: { rows: { type: 'string' }, days: { type: 'string', default: '4' }, 'encode-sample': { type: 'string', default: '200000' } },
+  options: {
+    rows: { type: 'string' },
+    days: { type: 'string', default: '4' },
+    'encode-sample': { type: 'string', default: '200000' },
+    'profile-rows': { type: 'string', default: '100000' },
+  },
 });
+const PROFILE_ROWS = Number(args['profile-rows']);
 const SIZES = args.rows ? [Number(args.rows)] : [250_000, 500_000, 1_000_000];
 const DAYS = Number(args.days);
 const ENCODE_SAMPLE = Number(args['encode-sample']);
@@ -51,40 +65,6 @@ async function startS3rver(directory: string) {
   return { endpoint: `http://127.0.0.1:${port}`, stop: async () => { child.kill('SIGTERM'); await once(child, 'exit'); } };
 }
 
-/**
- * Realistic trace runs straight into trace_runs (one INSERT … SELECT per chunk): traces of five runs
- * (chain root, two chain nodes, an LLM call, a tool) with inputs, outputs, metadata, tags, tokens and
- * costs of typical sizes, spread evenly over `days` UTC days.
- */
-async function insertRuns(pool: import('pg').Pool, tenantId: string, sessionId: string, rows: number, days: number) {
-  const chunk = 50_000;
-  for (let from = 0; from < rows; from += chunk) {
-    await pool.query(
-      `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, parent_run_id, parent_run_ids, name, run_type, start_time, end_time, status,
-                               is_root, dotted_order, inputs, outputs, error, extra, events, tags, total_tokens, prompt_tokens, completion_tokens,
-                               total_cost, prompt_cost, completion_cost, first_token_time)
-       SELECT $1::uuid, id, $2::uuid, trace, CASE WHEN pos = 0 THEN NULL ELSE trace END, CASE WHEN pos = 0 THEN '{}'::uuid[] ELSE ARRAY[trace] END,
-              (ARRAY['AgentExecutor','planner','executor','ChatOpenAI','search'])[pos + 1], (ARRAY['chain','chain','chain','llm','tool'])[pos + 1],
-              t, t + make_interval(secs => 0.2 + (g % 900) / 1000.0), CASE WHEN g % 50 = 0 THEN 'error' ELSE 'success' END,
-              pos = 0, to_char(t AT TIME ZONE 'UTC', 'YYYYMMDD"T"HH24MISSUS"Z"') || id::text,
-              jsonb_build_object('messages', jsonb_build_array(jsonb_build_object('role', 'user', 'content', repeat(md5(g::text), 8))), 'context', repeat(md5((g + 1)::text), 6)),
-              CASE WHEN g % 50 = 0 THEN NULL ELSE jsonb_build_object('output', repeat(md5((g + 2)::text), 10)) END,
-              CASE WHEN g % 50 = 0 THEN 'ToolException: upstream timed out' END,
-              jsonb_build_object('metadata', jsonb_build_object('user_id', 'user-' || g % 50, 'thread_id', 'thread-' || g % 200, 'ls_model_name', 'gpt-4o-mini'),
-                                 'runtime', jsonb_build_object('sdk', 'langsmith-js', 'sdk_version', '0.12.0')),
-              CASE WHEN pos = 3 THEN jsonb_build_array(jsonb_build_object('name', 'new_token', 'time', t)) END,
-              ARRAY['bench', 'shard-' || g % 8], CASE WHEN pos = 3 THEN 300 + g % 700 END, CASE WHEN pos = 3 THEN 200 + g % 500 END,
-              CASE WHEN pos = 3 THEN 100 + g % 200 END, CASE WHEN pos = 3 THEN (g % 1000) / 100000.0 END,
-              CASE WHEN pos = 3 THEN (g % 700) / 100000.0 END, CASE WHEN pos = 3 THEN (g % 300) / 100000.0 END, CASE WHEN pos = 3 THEN t + interval '150 ms' END
-         FROM (SELECT g, g % 5 AS pos, gen_random_uuid() AS id,
-                      ('00000000-0000-4000-8000-' || lpad(to_hex(g / 5), 12, '0'))::uuid AS trace,
-                      to_timestamp($3::float8 + (g::float8 / $4::float8) * $5::float8) AS t
-                 FROM generate_series($6::bigint, $7::bigint) AS g) AS s`,
-      [tenantId, sessionId, DAY0 / 1000, rows, days * 86_400, from, Math.min(rows, from + chunk) - 1],
-    );
-  }
-}
-
 const mib = (bytes: number) => (bytes / 1024 ** 2).toFixed(0);
 
 async function main() {
@@ -98,6 +78,8 @@ async function main() {
     LOG_LEVEL: 'warn',
     AGENT_PLATFORM_INGEST_THREADS: '0',
     AGENT_PLATFORM_ROLES: 'api,worker',
+    // The export's own settings may be tried from the shell (e.g. AGENT_PLATFORM_EXPORT_BATCH_ROWS=5000).
+    ...Object.fromEntries(Object.entries(process.env).filter(([key]) => key.startsWith('AGENT_PLATFORM_EXPORT_'))),
   });
   console.log(`starting the platform (embedded PostgreSQL in ${dataDir}), s3rver at ${s3.endpoint} …`);
   const platform = await startPlatform(config, pino({ level: config.logLevel }));
@@ -117,11 +99,19 @@ async function main() {
       credentials: { access_key_id: 'S3RVER', secret_access_key: 'S3RVER' },
     });
 
+    if (PROFILE_ROWS > 0) {
+      const project = await deps.db.prisma.tracingProject.create({ data: { id: crypto.randomUUID(), workspaceId: workspace.id, name: `bench-profile-${Date.now()}` } });
+      await insertExportRuns(deps.db.pool, workspace.id, project.id, PROFILE_ROWS, 1, DAY0);
+      await deps.db.pool.query('VACUUM ANALYZE trace_runs');
+      await profileStages(deps, s3.endpoint, { tenantId: workspace.id, sessionId: project.id, start: new Date(DAY0), end: new Date(DAY0 + 86_400_000), filter: null });
+      await deps.db.pool.query('DELETE FROM trace_runs WHERE tenant_id = $1 AND session_id = $2', [workspace.id, project.id]);
+    }
+
     for (const rows of SIZES) {
       const project = await deps.db.prisma.tracingProject.create({ data: { id: crypto.randomUUID(), workspaceId: workspace.id, name: `bench-${rows}-${Date.now()}` } });
       process.stdout.write(`${rows} rows: inserting … `);
       const insertStart = performance.now();
-      await insertRuns(deps.db.pool, workspace.id, project.id, rows, DAYS);
+      await insertExportRuns(deps.db.pool, workspace.id, project.id, rows, DAYS, DAY0);
       await deps.db.pool.query('VACUUM ANALYZE trace_runs');
       console.log(`${((performance.now() - insertStart) / 1000).toFixed(1)} s; exporting …`);
 
@@ -162,7 +152,9 @@ async function main() {
   console.log('\n| rows | runs (days) | files | seconds | rows/s end to end | parquet-wasm encode rows/s | ratio | peak RSS MiB |');
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const row of table) console.log(`| ${row.join(' | ')} |`);
-  console.log(`\nTargets: ratio ≥ 0.6, peak RSS ≤ 600 MiB and flat as rows grow. Machine: ${(await import('node:os')).cpus().length} cores, load ${(await import('node:os')).loadavg()[0]!.toFixed(1)}.`);
+  const limits = config.exports;
+  console.log(`\nBatches of ${limits.batchRows} rows, ${limits.readConnections} read connections per run, ${limits.workerConcurrency} runs at once.`);
+  console.log(`Targets: ratio ≥ 0.6, peak RSS ≤ 600 MiB and flat as rows grow. Machine: ${(await import('node:os')).cpus().length} cores, load ${(await import('node:os')).loadavg()[0]!.toFixed(1)}.`);
 }
 
 /** Waits for the export to finish, woken by its progress events. */
@@ -182,8 +174,9 @@ async function waitForExport(deps: import('../src/services/context.js').Deps, ex
 
 /**
  * parquet-wasm alone (zstd, the export's row groups) on the export's own batches: rows read with the
- * export's query and converted to parquet-wasm record batches before the clock starts, encoded one
- * batch per file. Batches are kept only for `sampleRows` rows, so the sample bounds this step's memory.
+ * export's query and converted to a parquet-wasm table off the clock, then encoded (one batch per
+ * file) on the clock, one batch at a time: wasm memory never shrinks, so holding the whole sample
+ * there would raise the peak RSS measured for the next size.
  */
 async function pureEncodeRate(
   deps: import('../src/services/context.js').Deps,
@@ -195,15 +188,17 @@ async function pureEncodeRate(
   const exportRow = { exportFields: [] as string[] } as unknown as Parameters<typeof exportFieldsOf>[0];
   const columns = exportColumns(exportFieldsOf(exportRow), 'v2_beta');
   const scope = { tenantId, sessionId, start: new Date(DAY0), end: new Date(DAY0 + DAYS * 86_400_000), filter: null };
-  const batches: parquet.Table[] = [];
   let cursor: { start_time: string; id: string } | null = null;
   let read = 0;
   let readSeconds = 0;
   let convertSeconds = 0;
+  let encodeSeconds = 0;
+  let bytes = 0;
   while (read < sampleRows) {
     let clock = performance.now();
     const size = Math.min(limits.batchRows, sampleRows - read);
-    const { batch, rows, last } = recordBatchFromCopy(columns, await copyRunBatch(deps.db.pool, scope, columns, cursor, size), size);
+    const upTo = await runBatchBoundary(deps.db.pool, scope, cursor, size);
+    const { batch, rows, last } = recordBatchFromCopy(columns, await copyRunBatch(deps.db.pool, scope, columns, cursor, upTo), size);
     readSeconds += (performance.now() - clock) / 1000;
     if (!rows) break;
     cursor = last;
@@ -211,15 +206,61 @@ async function pureEncodeRate(
     clock = performance.now();
     const wasmBatches = toWasmBatches(batch);
     convertSeconds += (performance.now() - clock) / 1000;
-    batches.push(parquet.Table.fromIPCStream(concatIpc(wasmBatches)));
+    const table = parquet.Table.fromIPCStream(concatIpc(wasmBatches));
+    clock = performance.now();
+    // writeParquet consumes (frees) the table.
+    bytes += parquet.writeParquet(table, writerProperties('zstandard', limits.batchRows)).byteLength;
+    encodeSeconds += (performance.now() - clock) / 1000;
   }
-  const start = performance.now();
-  let bytes = 0;
-  // writeParquet consumes (frees) each table.
-  for (const table of batches) bytes += parquet.writeParquet(table, writerProperties('zstandard', limits.batchRows)).byteLength;
-  const seconds = (performance.now() - start) / 1000;
   if (bytes === 0) throw new Error('nothing encoded');
-  return { encodeRate: read / seconds, readRate: read / readSeconds, convertRate: read / convertSeconds };
+  return { encodeRate: read / encodeSeconds, readRate: read / readSeconds, convertRate: read / convertSeconds };
+}
+
+/**
+ * One day's export, stage by stage and one stage at a time (nothing overlaps, unlike the runner), with
+ * the export's own columns, batch size, codec and part size: how long each stage takes per row.
+ */
+async function profileStages(deps: import('../src/services/context.js').Deps, endpoint: string, scope: Parameters<typeof copyRunBatch>[1]) {
+  const limits = deps.config.exports;
+  const columns = exportColumns(exportFieldsOf({ exportFields: [] } as unknown as Parameters<typeof exportFieldsOf>[0]), 'v2_beta');
+  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  const upload = new MultipartObject(client, 'bench', `profile/${Date.now()}.parquet`, limits.partSizeBytes);
+  const stages = new Map<string, number>();
+  const timed = async <T>(stage: string, work: () => T | Promise<T>): Promise<T> => {
+    const start = performance.now();
+    const value = await work();
+    stages.set(stage, (stages.get(stage) ?? 0) + performance.now() - start);
+    return value;
+  };
+  let cursor: { start_time: string; id: string } | null = null;
+  let rows = 0;
+  let copyBytes = 0;
+  for (;;) {
+    const upTo = await timed('plan: batch boundary (index keys)', () => runBatchBoundary(deps.db.pool, scope, cursor, limits.batchRows));
+    const select = runBatchSelect(scope, columns, cursor, upTo);
+    // Needs a superuser (the embedded PostgreSQL's): PostgreSQL producing the rows, no client reading them.
+    await timed('PostgreSQL alone (COPY … TO /dev/null)', () => deps.db.pool.query(`COPY (${select}) TO '/dev/null' (FORMAT binary)`));
+    const copy = await timed('COPY into this process (PostgreSQL + socket)', () => copyRunBatch(deps.db.pool, scope, columns, cursor, upTo));
+    const spans = await timed('decode: field spans', () => copyFieldSpans(copy, columns.length + 2, limits.batchRows));
+    if (!spans.rows) break;
+    const { batch, last } = await timed('decode: Arrow columns', () => recordBatchFromSpans(columns, copy, spans));
+    const table = await timed('Arrow → parquet-wasm (IPC)', () => parquet.Table.fromIPCStream(tableToIPC(new ArrowTable([batch]), 'stream')));
+    const encoded = await timed('Parquet encode (zstd)', () => parquet.writeParquet(table, writerProperties('zstandard', limits.batchRows)));
+    await timed('upload (S3 multipart → s3rver)', () => upload.write(encoded));
+    rows += spans.rows;
+    copyBytes += copy.byteLength;
+    cursor = last;
+  }
+  await timed('upload (S3 multipart → s3rver)', () => upload.complete());
+  client.destroy();
+  console.log(`stage profile: ${rows} rows in batches of ${limits.batchRows}, ${(copyBytes / rows).toFixed(0)} COPY bytes per row, load ${loadavg()[0]!.toFixed(1)}`);
+  console.log('| stage | ms | µs per row | rows/s |\n|---|---:|---:|---:|');
+  let pipeline = 0;
+  for (const [stage, ms] of stages) {
+    if (!stage.startsWith('PostgreSQL alone')) pipeline += ms;
+    console.log(`| ${stage} | ${ms.toFixed(0)} | ${((ms * 1000) / rows).toFixed(1)} | ${((rows / ms) * 1000).toFixed(0)} |`);
+  }
+  console.log(`| sum from COPY to upload, one after another | ${pipeline.toFixed(0)} | ${((pipeline * 1000) / rows).toFixed(1)} | ${((rows / pipeline) * 1000).toFixed(0)} |\n`);
 }
 
 /** parquet-wasm record batches → one IPC stream buffer (a wasm Table), outside the timed section. */

@@ -107,8 +107,11 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_EXPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(72 * 3600),
   AGENT_PLATFORM_EXPORT_RUNS_PER_EXPORT: z.coerce.number().int().min(1).default(45),
   AGENT_PLATFORM_EXPORT_EXPORTS_PER_WORKSPACE: z.coerce.number().int().min(1).default(15),
-  /** Rows read from PostgreSQL per batch; also the Parquet row group size. */
-  AGENT_PLATFORM_EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  /**
+   * Rows read from PostgreSQL per batch; also the Parquet row group size. 5000 by bench:export (250k
+   * rows, load 7): 18.4k rows/s at 597 MiB peak RSS against 13.7k rows/s at 639 MiB with 10000.
+   */
+  AGENT_PLATFORM_EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(5_000),
   /** A file is closed, and checkpointed, once it reaches this size. */
   AGENT_PLATFORM_EXPORT_FILE_SIZE: byteSize.default('256mb'),
   /** S3 multipart part size (S3 refuses parts under 5 MiB but the last). */
@@ -119,6 +122,8 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_EXPORT_LEASE_SECONDS: z.coerce.number().min(0.5).default(120),
   /** A storage request that takes longer fails (and the run is retried): a stalled store must not hang a worker. */
   AGENT_PLATFORM_EXPORT_S3_TIMEOUT_SECONDS: z.coerce.number().positive().default(300),
+  /** Batches of one export run read from PostgreSQL at once, each over its own connection. */
+  AGENT_PLATFORM_EXPORT_READ_CONNECTIONS: z.coerce.number().int().min(1).max(8).default(2),
   /** Export runs one worker process executes at once. */
   AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(2),
   /** Delay after a scheduled window ends before its export starts. */
@@ -176,6 +181,7 @@ export type ExportLimits = {
   leaseSeconds: number;
   s3TimeoutSeconds: number;
   workerConcurrency: number;
+  readConnections: number;
   spawnDelaySeconds: number;
 };
 
@@ -259,6 +265,7 @@ export function loadConfig(
       leaseSeconds: value.AGENT_PLATFORM_EXPORT_LEASE_SECONDS,
       s3TimeoutSeconds: value.AGENT_PLATFORM_EXPORT_S3_TIMEOUT_SECONDS,
       workerConcurrency: value.AGENT_PLATFORM_EXPORT_WORKER_CONCURRENCY,
+      readConnections: value.AGENT_PLATFORM_EXPORT_READ_CONNECTIONS,
       spawnDelaySeconds: value.AGENT_PLATFORM_EXPORT_SPAWN_DELAY_SECONDS,
     },
   };

@@ -6,8 +6,8 @@ import { destinationConfig, destinationCredentials } from './destinations.servic
 import { exportFieldsOf } from './exports.service.js';
 import type { DestinationConfigValue, FormatVersion } from './exports.schemas.js';
 import * as store from './exports.store.js';
-import { copyRunBatch } from '../traces/trace-runs.store.js';
-import { type CopyBatch, exportColumns, ParquetStreamWriter, recordBatchFromCopy } from './parquet.js';
+import { copyRunBatch, runBatchBoundary } from '../traces/trace-runs.store.js';
+import { type CopyBatch, type ExportColumn, exportColumns, ParquetStreamWriter, recordBatchFromCopy } from './parquet.js';
 import { destinationClient, destinationRoot, MultipartObject, storageErrorReason } from './s3.js';
 
 /** The folder of one day of an export: the spec's Hive layout for v2_beta, `runs/<date>` for v1. */
@@ -103,20 +103,16 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
     await progress();
   };
 
-  const read = async (after: store.RunResult['latest_cursor']) =>
-    recordBatchFromCopy(columns, await copyRunBatch(deps.db.pool, scope, columns, after, limits.batchRows), limits.batchRows);
+  const batches = readAhead(deps, scope, columns, cursor);
   try {
-    // The next batch is read while this one is encoded and uploaded: PostgreSQL works meanwhile.
-    let nextBatch: Promise<CopyBatch> | undefined = read(cursor);
-    while (nextBatch) {
+    for (;;) {
       if (signal.aborted) throw new RunTimedOut();
-      const { batch, rows, last }: CopyBatch = await nextBatch;
-      nextBatch = rows === limits.batchRows ? read(last) : undefined;
-      // A rejected read-ahead is reported by the await above on the next turn, or dropped with the run.
-      nextBatch?.catch(() => undefined);
+      const next = await batches.next();
       // Once per batch: stop here when the run was cancelled, timed out or taken over.
       if (!(await store.heartbeatRun(deps.db.pool, run.id, owner))) throw new LostLease();
-      if (rows === 0) break;
+      if (!next) break;
+      const { batch, rows, last } = next;
+      if (rows === 0) continue;
       // File names are the run and the file's index: a retry rewrites an unfinished file under the
       // same name rather than leaving a partial duplicate beside it.
       writer ??= new ParquetStreamWriter(
@@ -137,4 +133,41 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
   } finally {
     client.destroy();
   }
+}
+
+/**
+ * The run's batches after `cursor`, in order, read ahead: while the caller encodes and uploads one,
+ * up to `readConnections` more are read at once, each over its own connection (PostgreSQL producing
+ * the rows is the slow stage). Each batch is planned as a key range ending at runBatchBoundary, so the
+ * ranges read at once meet exactly: no row missed or read twice.
+ */
+function readAhead(deps: Deps, scope: Parameters<typeof copyRunBatch>[1], columns: ExportColumn[], cursor: store.RunResult['latest_cursor']) {
+  const limits = deps.config.exports;
+  const inFlight: Promise<CopyBatch>[] = [];
+  let from = cursor;
+  let planned = false;
+  let filling: Promise<void> | undefined;
+  const fill = async () => {
+    while (!planned && inFlight.length < limits.readConnections) {
+      const upTo = await runBatchBoundary(deps.db.pool, scope, from, limits.batchRows);
+      const after = from;
+      const read = copyRunBatch(deps.db.pool, scope, columns, after, upTo).then((copy) => recordBatchFromCopy(columns, copy, limits.batchRows));
+      // A failed read is reported when its turn comes, or dropped with the run.
+      read.catch(() => undefined);
+      inFlight.push(read);
+      if (upTo) from = upTo;
+      else planned = true;
+    }
+  };
+  return {
+    /** The next batch, or null after the last. */
+    async next(): Promise<CopyBatch | null> {
+      await (filling ?? fill());
+      const batch = inFlight.shift();
+      if (!batch) return null;
+      filling = fill();
+      filling.catch(() => undefined);
+      return batch;
+    },
+  };
 }

@@ -31,16 +31,16 @@ export type ByteSink = {
 };
 
 /** How a field is read from trace_runs and typed in the file. */
-type ColumnKind = 'text' | 'json' | 'timestamp' | 'textList' | 'bool' | 'int' | 'float';
+type ColumnKind = 'text' | 'uuid' | 'json' | 'timestamp' | 'textList' | 'uuidList' | 'bool' | 'int' | 'float';
 
 const FIELD_KINDS: Record<ExportableField, ColumnKind> = {
-  id: 'text',
-  tenant_id: 'text',
-  session_id: 'text',
-  trace_id: 'text',
-  parent_run_id: 'text',
-  parent_run_ids: 'textList',
-  reference_example_id: 'text',
+  id: 'uuid',
+  tenant_id: 'uuid',
+  session_id: 'uuid',
+  trace_id: 'uuid',
+  parent_run_id: 'uuid',
+  parent_run_ids: 'uuidList',
+  reference_example_id: 'uuid',
   name: 'text',
   run_type: 'text',
   start_time: 'timestamp',
@@ -72,13 +72,15 @@ const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-
 /**
  * The columns of an export's files. v2_beta types them (timestamps as timestamp[us, UTC], lists as
  * list<string>, JSON as strings); v1 writes timestamps as ISO strings and lists as JSON arrays.
- * Each column's SQL yields the PostgreSQL type its binary COPY decoder below expects.
+ * Each column's SQL yields the PostgreSQL type its binary COPY decoder below expects. UUIDs and JSON
+ * are read in their binary forms and turned into text here: PostgreSQL's casts to text were about half
+ * of its time producing an export's rows (bench:export's stage profile).
  */
 export function exportColumns(fields: readonly ExportableField[], format: FormatVersion): ExportColumn[] {
   return fields.map((name) => {
     const column = `r.${name}`;
     const kind = FIELD_KINDS[name];
-    if (format === 'v1' && (kind === 'timestamp' || kind === 'textList')) {
+    if (format === 'v1' && (kind === 'timestamp' || kind === 'textList' || kind === 'uuidList')) {
       const sql = kind === 'timestamp' ? isoSql(column) : `to_json(${column})::text`;
       return { name, kind: 'text', sql, type: new Utf8() };
     }
@@ -87,6 +89,13 @@ export function exportColumns(fields: readonly ExportableField[], format: Format
         return { name, kind, sql: `${column}::timestamptz`, type: new TimestampMicrosecond('UTC') };
       case 'textList':
         return { name, kind, sql: `${column}::text[]`, type: new List(new Field('item', new Utf8(), true)) };
+      case 'uuidList':
+        return { name, kind, sql: `${column}::uuid[]`, type: new List(new Field('item', new Utf8(), true)) };
+      case 'uuid':
+        return { name, kind, sql: `${column}::uuid`, type: new Utf8() };
+      case 'json':
+        // Binary jsonb is a version byte and the same text as jsonb::text, without the cast's copy.
+        return { name, kind, sql: `${column}::jsonb`, type: new Utf8() };
       case 'bool':
         return { name, kind, sql: `${column}::bool`, type: new Bool() };
       case 'int':
@@ -94,7 +103,6 @@ export function exportColumns(fields: readonly ExportableField[], format: Format
       case 'float':
         return { name, kind, sql: `${column}::float8`, type: new Float64() };
       default:
-        // text, and JSON as its text: the bytes go to the file as PostgreSQL sends them.
         return { name, kind, sql: `${column}::text`, type: new Utf8() };
     }
   });
@@ -117,29 +125,50 @@ export type CopyBatch = { batch: RecordBatch; rows: number; last: { start_time: 
 
 /**
  * Decodes the output of `COPY (SELECT <columns' sql>, r.start_time, r.id …) TO STDOUT (FORMAT binary)`
- * of at most `capacity` rows into an Arrow record batch.
+ * into an Arrow record batch; `expectedRows` sizes the first allocation.
  */
-export function recordBatchFromCopy(columns: ExportColumn[], copy: Buffer, capacity: number): CopyBatch {
+export function recordBatchFromCopy(columns: ExportColumn[], copy: Buffer, expectedRows: number): CopyBatch {
+  return recordBatchFromSpans(columns, copy, copyFieldSpans(copy, columns.length + 2, expectedRows));
+}
+
+/** Where each field of each row lies in a binary COPY buffer (the first stage of decoding). */
+export type CopySpans = { fields: FieldSpans[]; rows: number };
+
+export function copyFieldSpans(copy: Buffer, fieldCount: number, expectedRows: number): CopySpans {
   if (copy.length < 19 || !copy.subarray(0, 11).equals(COPY_SIGNATURE)) throw new Error('not a binary COPY stream');
   let position = 19 + copy.readInt32BE(15);
-  const fieldCount = columns.length + 2;
-  const spans: FieldSpans[] = Array.from({ length: fieldCount }, () => ({ starts: new Int32Array(capacity), lengths: new Int32Array(capacity) }));
+  let capacity = Math.max(16, expectedRows);
+  let fields: FieldSpans[] = Array.from({ length: fieldCount }, () => ({ starts: new Int32Array(capacity), lengths: new Int32Array(capacity) }));
   let rows = 0;
   for (;;) {
     const count = copy.readInt16BE(position);
     position += 2;
     if (count === -1) break;
     if (count !== fieldCount) throw new Error(`binary COPY row of ${count} fields, expected ${fieldCount}`);
-    if (rows === capacity) throw new Error(`binary COPY of more than ${capacity} rows`);
+    if (rows === capacity) {
+      // More rows than planned: runs ingested into the batch's key range since it was planned.
+      capacity *= 2;
+      fields = fields.map(({ starts, lengths }) => {
+        const grown = { starts: new Int32Array(capacity), lengths: new Int32Array(capacity) };
+        grown.starts.set(starts);
+        grown.lengths.set(lengths);
+        return grown;
+      });
+    }
     for (let field = 0; field < fieldCount; field++) {
       const length = copy.readInt32BE(position);
       position += 4;
-      spans[field]!.starts[rows] = position;
-      spans[field]!.lengths[rows] = length;
+      fields[field]!.starts[rows] = position;
+      fields[field]!.lengths[rows] = length;
       if (length > 0) position += length;
     }
     rows++;
   }
+  return { fields, rows };
+}
+
+/** The Arrow columns of a scanned COPY buffer (the second stage of decoding), and the batch's cursor. */
+export function recordBatchFromSpans(columns: ExportColumn[], copy: Buffer, { fields: spans, rows }: CopySpans): CopyBatch {
   const fields = columns.map((column) => new Field(column.name, column.type, true));
   const children = columns.map((column, index) => columnFromCopy(column, copy, spans[index]!, rows));
   const batch = new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: rows, children }));
@@ -199,6 +228,51 @@ function utf8FromSpans(copy: Buffer, starts: Int32Array, lengths: Int32Array, co
   return makeData({ type: new Utf8(), length: count, valueOffsets: offsets, data, ...validityOf(lengths, count) });
 }
 
+const HEX = new TextEncoder().encode('0123456789abcdef');
+/** Where the dashes of a UUID's text go: after its 4th, 6th, 8th and 10th byte. */
+const UUID_DASH_AFTER = [0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0];
+
+/** A Utf8 column of UUIDs in PostgreSQL's text form (36 characters, lowercase) from binary 16-byte values. */
+function uuidTextFromSpans(copy: Buffer, starts: Int32Array, lengths: Int32Array, count: number): Data<Utf8> {
+  const offsets = new Int32Array(count + 1);
+  let total = 0;
+  for (let i = 0; i < count; i++) {
+    if (lengths[i] === 16) total += 36;
+    else if (lengths[i] !== -1) throw new Error(`binary uuid of ${lengths[i]} bytes`);
+    offsets[i + 1] = total;
+  }
+  const data = new Uint8Array(total);
+  for (let i = 0; i < count; i++) {
+    if (lengths[i] !== 16) continue;
+    let to = offsets[i]!;
+    const from = starts[i]!;
+    for (let b = 0; b < 16; b++) {
+      const byte = copy[from + b]!;
+      data[to++] = HEX[byte >> 4]!;
+      data[to++] = HEX[byte & 15]!;
+      if (UUID_DASH_AFTER[b]) data[to++] = 45; // '-'
+    }
+  }
+  return makeData({ type: new Utf8(), length: count, valueOffsets: offsets, data, ...validityOf(lengths, count) });
+}
+
+/** The text spans of binary jsonb values: past the format's version byte (1). */
+function jsonbText(copy: Buffer, spans: FieldSpans, rows: number): [Int32Array, Int32Array] {
+  const starts = new Int32Array(rows);
+  const lengths = new Int32Array(rows);
+  for (let i = 0; i < rows; i++) {
+    const length = spans.lengths[i]!;
+    if (length === -1) {
+      lengths[i] = -1;
+      continue;
+    }
+    if (length < 1 || copy[spans.starts[i]!] !== 1) throw new Error('binary jsonb of an unknown version');
+    starts[i] = spans.starts[i]! + 1;
+    lengths[i] = length - 1;
+  }
+  return [starts, lengths];
+}
+
 /** Eight big-endian bytes per value → little-endian, in place of a typed array's buffer (Arrow is little-endian). */
 function swap64(copy: Buffer, spans: FieldSpans, rows: number): Uint8Array {
   const out = new Uint8Array(rows * 8);
@@ -235,17 +309,30 @@ function columnFromCopy(column: ExportColumn, copy: Buffer, spans: FieldSpans, r
       return makeData({ type: new Bool(), length: rows, data, ...validityOf(lengths, rows) });
     }
     case 'textList':
-      return listFromCopy(column, copy, spans, rows);
+      return listFromCopy(column, copy, spans, rows, utf8FromSpans);
+    case 'uuidList':
+      return listFromCopy(column, copy, spans, rows, uuidTextFromSpans);
+    case 'uuid':
+      return uuidTextFromSpans(copy, starts, lengths, rows);
+    case 'json':
+      return utf8FromSpans(copy, ...jsonbText(copy, spans, rows), rows);
     default:
       return utf8FromSpans(copy, starts, lengths, rows);
   }
 }
 
 /**
- * A list<string> column from binary text[] values: ndim, has-nulls flag, element type, then per
- * dimension its size and lower bound, then the elements (length, bytes). Dimensions are flattened.
+ * A list<string> column from binary array values (text[], uuid[]): ndim, has-nulls flag, element
+ * type, then per dimension its size and lower bound, then the elements (length, bytes), turned into
+ * strings by `itemColumn`. Dimensions are flattened.
  */
-function listFromCopy(column: ExportColumn, copy: Buffer, spans: FieldSpans, rows: number): Data {
+function listFromCopy(
+  column: ExportColumn,
+  copy: Buffer,
+  spans: FieldSpans,
+  rows: number,
+  itemColumn: (copy: Buffer, starts: Int32Array, lengths: Int32Array, count: number) => Data<Utf8>,
+): Data {
   const offsets = new Int32Array(rows + 1);
   let itemStarts = new Int32Array(rows * 2 + 16);
   let itemLengths = new Int32Array(rows * 2 + 16);
@@ -276,7 +363,7 @@ function listFromCopy(column: ExportColumn, copy: Buffer, spans: FieldSpans, row
     }
     offsets[i + 1] = items;
   }
-  const child = utf8FromSpans(copy, itemStarts, itemLengths, items);
+  const child = itemColumn(copy, itemStarts, itemLengths, items);
   return makeData({ type: column.type as List<Utf8>, length: rows, valueOffsets: offsets, child, ...validityOf(spans.lengths, rows) });
 }
 

@@ -294,16 +294,67 @@ function filterIndexServed(node: FilterNode): boolean {
  * One batch of an export run's trace runs after `cursor`, in (start_time, id) order: keyset paging on
  * the (tenant_id, session_id, start_time, id) index, read by binary COPY (the exporter decodes the
  * bytes straight into Arrow columns, see exports/parquet.ts). Each row is the columns followed by the
- * row's `start_time` and `id`, its cursor.
+ * row's `start_time` and `id`, its cursor. The batch is every row up to `upTo` (inclusive; from
+ * runBatchBoundary) or, without it, the rest of the range: bounded by keys rather than a LIMIT, so
+ * batches planned ahead and read at once meet exactly.
  */
 export async function copyRunBatch(
   pool: pg.Pool,
-  scope: { tenantId: string; sessionId: string; start: Date; end: Date; filter: string | null },
+  scope: RunBatchScope,
   columns: readonly { sql: string }[],
-  cursor: { start_time: string; id: string } | null | undefined,
-  limit: number,
+  cursor: RunBatchCursor,
+  upTo: RunBatchCursor,
 ): Promise<Buffer> {
+  const client = await pool.connect();
+  try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of client.query(copyTo(`COPY (${runBatchSelect(scope, columns, cursor, upTo)}) TO STDOUT (FORMAT binary)`))) chunks.push(chunk as Buffer);
+    client.release();
+    return Buffer.concat(chunks);
+  } catch (error) {
+    // A COPY stopped halfway leaves the connection mid-protocol: it is closed, not reused.
+    client.release(error as Error);
+    throw error;
+  }
+}
+
+type RunBatchScope = { tenantId: string; sessionId: string; start: Date; end: Date; filter: string | null };
+type RunBatchCursor = { start_time: string; id: string } | null | undefined;
+
+/** The SELECT of one export batch, values inlined (COPY takes no bind parameters); bench:export profiles it alone too. */
+export function runBatchSelect(scope: RunBatchScope, columns: readonly { sql: string }[], cursor: RunBatchCursor, upTo: RunBatchCursor): string {
   const params = new SqlParams();
+  const conditions = runBatchConditions(scope, cursor, params);
+  if (upTo) conditions.push(`(r.start_time, r.id) <= (${params.add(upTo.start_time)}::timestamptz, ${params.add(upTo.id)}::uuid)`);
+  const select = `SELECT ${columns.map((column) => column.sql).join(', ')}, r.start_time, r.id
+                    FROM trace_runs r
+                   WHERE ${conditions.join(' AND ')}
+                   ORDER BY r.start_time, r.id`;
+  return inlineParams(select, params.values);
+}
+
+/**
+ * The (start_time, id) of the `rows`-th run after `cursor`, the end of a batch of `rows` runs; null
+ * when fewer remain. Reads only the index's keys (and the filter's columns), so the exporter can plan
+ * its next batches before the current one has arrived.
+ */
+export async function runBatchBoundary(pool: pg.Pool, scope: RunBatchScope, cursor: RunBatchCursor, rows: number): Promise<{ start_time: string; id: string } | null> {
+  const params = new SqlParams();
+  const conditions = runBatchConditions(scope, cursor, params);
+  const { rows: found } = await pool.query<{ start_time: string; id: string }>(
+    // Formatted outside: in the inner SELECT to_char would run on every row skipped by the OFFSET.
+    `SELECT to_char(k.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS start_time, k.id::text AS id
+       FROM (SELECT r.start_time, r.id
+               FROM trace_runs r
+              WHERE ${conditions.join(' AND ')}
+              ORDER BY r.start_time, r.id
+             OFFSET ${Number(rows) - 1} LIMIT 1) AS k`,
+    params.values,
+  );
+  return found[0] ?? null;
+}
+
+function runBatchConditions(scope: RunBatchScope, cursor: RunBatchCursor, params: SqlParams): string[] {
   const conditions = [
     `r.tenant_id = ${params.add(scope.tenantId)}::uuid`,
     `r.session_id = ${params.add(scope.sessionId)}::uuid`,
@@ -312,22 +363,7 @@ export async function copyRunBatch(
   ];
   if (cursor) conditions.push(`(r.start_time, r.id) > (${params.add(cursor.start_time)}::timestamptz, ${params.add(cursor.id)}::uuid)`);
   if (scope.filter) conditions.push(`(${compileFilter(scope.filter, 'r', params)})`);
-  const select = `SELECT ${columns.map((column) => column.sql).join(', ')}, r.start_time, r.id
-                    FROM trace_runs r
-                   WHERE ${conditions.join(' AND ')}
-                   ORDER BY r.start_time, r.id
-                   LIMIT ${Number(limit)}`;
-  const client = await pool.connect();
-  try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of client.query(copyTo(`COPY (${inlineParams(select, params.values)}) TO STDOUT (FORMAT binary)`))) chunks.push(chunk as Buffer);
-    client.release();
-    return Buffer.concat(chunks);
-  } catch (error) {
-    // A COPY stopped halfway leaves the connection mid-protocol: it is closed, not reused.
-    client.release(error as Error);
-    throw error;
-  }
+  return conditions;
 }
 
 /**
