@@ -25,7 +25,9 @@ export function connectDatabase(url: string, options: { poolSize: number; applic
   });
   // An idle client that loses its connection emits here; without a listener the process would crash.
   pool.on('error', () => undefined);
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  // Prisma's defaults (2 s to start an interactive transaction, 5 s to finish it) turn a busy machine
+  // into 500s; a request would rather wait for a connection. Past these bounds the error answers 503.
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: { maxWait: 10_000, timeout: 30_000 } });
   return {
     url,
     prisma,

@@ -34,6 +34,8 @@ function fromHttpError(error: unknown): AppError | undefined {
   if (type === 'entity.too.large' || status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large.');
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') return AppError.badRequest('Unsupported content encoding.');
   if (typeof status === 'number' && status >= 400 && status < 500) return new AppError('BAD_REQUEST', 'Bad request.');
+  // Prisma's transaction API gave up waiting for a connection or for the transaction: the server is busy.
+  if ((error as { code?: string } | undefined)?.code === 'P2028') return new AppError('UNAVAILABLE', 'The server is busy; try again.');
   return unstorableTextFromDatabase(error);
 }
 
