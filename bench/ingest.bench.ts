@@ -258,7 +258,7 @@ async function main() {
     const perRequest = (ms: number) => `${(ms / REQUESTS).toFixed(1)} ms`;
     console.log(`  CPU per request   main thread busy ${perRequest(cpu.mainBusyMs)}, load generator thread busy ${perRequest(load.busyMs)}, this process ${perRequest(cpu.processMs)} (all threads: server, load generator, GC), PostgreSQL ${cpu.postgresMs === null ? 'n/a' : perRequest(cpu.postgresMs)}; machine ${(cpu.machineMs / cpu.wallMs).toFixed(2)} of ${availableParallelism()} cores busy, ${(cpu.othersMs / cpu.wallMs).toFixed(2)} by other processes`);
     console.log(`  runs sent         ${load.runsSent.toLocaleString('en-US')}, stored ${stored.toLocaleString('en-US')} ${stored === load.runsSent ? '(nothing lost)' : '(MISMATCH)'}`);
-    console.log(`raw ceiling (multi-row INSERT … ON CONFLICT of 100 rows, ${RAW_CONNECTIONS} connections, same table):`);
+    console.log(`raw ceiling (multi-row INSERT of 100 rows, duplicates skipped by the trace_run_ids trigger, ${RAW_CONNECTIONS} connections, same table):`);
     console.log(`  VALUES lists      ${Math.round(rawRates.values).toLocaleString('en-US')} rows/s`);
     console.log(`  unnest(arrays)    ${Math.round(rawRates.unnest).toLocaleString('en-US')} rows/s (the form ingest uses)`);
     console.log(`HTTP / best raw     ${(httpRate / rawRate).toFixed(2)}×`);
