@@ -70,6 +70,28 @@ describe('store.index: vector search', () => {
     expect((await server.client.store.searchItems(['notes', user], { query: 'fish', limit: 1 })).items[0]!.score).toBeGreaterThan(0.99);
   });
 
+  it('takes `index` through GraphQL as the REST body does: the fields to embed, or false', async () => {
+    const user = crypto.randomUUID();
+    const put = async (key: string, value: object, index?: unknown) => {
+      const response = await fetch(`${server.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          query: `mutation($input: PutStoreItemInput!) { putStoreItem(input: $input) { ... on MutationPutStoreItemSuccess { data { key } } ... on AppError { code message } } }`,
+          variables: { input: { deploymentId: server.deploymentId, namespace: ['gql', user], key, value, index } },
+        }),
+      });
+      return ((await response.json()) as { data: { putStoreItem: Record<string, unknown> } }).data.putStoreItem;
+    };
+    expect(await put('title-fish', { text: 'nothing here', title: 'fish fish' }, ['title'])).toEqual({ data: { key: 'title-fish' } });
+    expect(await put('unindexed', { text: 'fish fish fish' }, false)).toEqual({ data: { key: 'unindexed' } });
+    expect(await put('birds', { text: 'a bird' })).toEqual({ data: { key: 'birds' } });
+    expect(await put('bad', { text: 'x' }, 'title')).toMatchObject({ code: 'VALIDATION_FAILED' });
+    const { items } = await server.client.store.searchItems(['gql', user], { query: 'fish' });
+    expect(items.map((item) => item.key)).toEqual(['title-fish', 'birds', 'unindexed']);
+    expect(items[0]!.score).toBeGreaterThan(0.99);
+  });
+
   it('embeds what a graph puts, and the graph’s own store.search ranks by similarity too', async () => {
     const user = crypto.randomUUID();
     await server.client.store.putItem(['notes', user], 'from-api', { text: 'dog dog' });

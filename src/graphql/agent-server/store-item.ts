@@ -93,6 +93,8 @@ const PutStoreItemInput = builder.inputType('PutStoreItemInput', {
     key: t.string({ required: true, description: 'Key.' }),
     value: t.field({ type: 'JSON', required: true, description: 'A JSON object.' }),
     ttl: t.float({ required: false, description: "Minutes until it expires; absent: the graph config's store.ttl.default_ttl, else never." }),
+    // JSON rather than a list: the REST and SDK form is `false` (do not embed) or the fields to embed.
+    index: t.field({ type: 'JSON', required: false, description: "With the graph config's store.index: false (do not embed this item) or the value's fields to embed; absent: the configured fields." }),
   }),
 });
 
@@ -105,7 +107,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
       const agent = await agentContext(ctx, deploymentId);
-      await putItem(agent, { namespace: input.namespace, key: input.key, value: input.value, ttl: input.ttl ?? undefined });
+      await putItem(agent, { namespace: input.namespace, key: input.key, value: input.value, ttl: input.ttl ?? undefined, index: input.index ?? undefined });
       const item = await getItem(agent, { namespace: input.namespace.join('.'), key: input.key, refresh_ttl: false });
       return { ...item!, deploymentId };
     },
