@@ -164,7 +164,8 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.runsPruneStateless.name, cron: '*/10 * * * *' },
   // Every minute (cron's finest grain): the unfolded tail a usage read adds stays a minute of deltas.
   { queue: QUEUES.usageFold.name, cron: '* * * * *' },
-  { queue: QUEUES.storeSweep.name, cron: '*/5 * * * *' },
+  // Every minute, as threads.sweep: each deployment's own sweep_interval_minutes paces its deletes.
+  { queue: QUEUES.storeSweep.name, cron: '* * * * *' },
   // Every minute: a TTL is in minutes.
   { queue: QUEUES.threadsSweep.name, cron: '* * * * *' },
   // Retention is in days; hourly keeps each pass small.
