@@ -1,5 +1,6 @@
 // The realistic trace runs bench:export exports (and its stage profile reads).
 import type pg from 'pg';
+import { insertClaimingIdsSql } from '../src/services/traces/trace-runs.store.js';
 
 /**
  * Realistic trace runs straight into trace_runs (one INSERT … SELECT per chunk): traces of five runs
@@ -10,7 +11,7 @@ export async function insertExportRuns(pool: pg.Pool, tenantId: string, sessionI
   const chunk = 50_000;
   for (let from = 0; from < rows; from += chunk) {
     await pool.query(
-      `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, parent_run_id, parent_run_ids, name, run_type, start_time, end_time, status,
+      insertClaimingIdsSql(`INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, parent_run_id, parent_run_ids, name, run_type, start_time, end_time, status,
                                is_root, dotted_order, inputs, outputs, error, extra, events, tags, total_tokens, prompt_tokens, completion_tokens,
                                total_cost, prompt_cost, completion_cost, first_token_time)
        SELECT $1::uuid, id, $2::uuid, trace, CASE WHEN pos = 0 THEN NULL ELSE trace END, CASE WHEN pos = 0 THEN '{}'::uuid[] ELSE ARRAY[trace] END,
@@ -29,7 +30,7 @@ export async function insertExportRuns(pool: pg.Pool, tenantId: string, sessionI
          FROM (SELECT g, g % 5 AS pos, gen_random_uuid() AS id,
                       ('00000000-0000-4000-8000-' || lpad(to_hex(g / 5), 12, '0'))::uuid AS trace,
                       to_timestamp($3::float8 + (g::float8 / $4::float8) * $5::float8) AS t
-                 FROM generate_series($6::bigint, $7::bigint) AS g) AS s`,
+                 FROM generate_series($6::bigint, $7::bigint) AS g) AS s`),
       [tenantId, sessionId, day0 / 1000, rows, days * 86_400, from, Math.min(rows, from + chunk) - 1],
     );
   }

@@ -1,6 +1,7 @@
 // Synthetic trace runs for bench:scale and the query-plan tests: multi-row INSERT … SELECT straight into
 // trace_runs, everything derived from the row number so a table grows by appending.
 import type pg from 'pg';
+import { insertClaimingIdsSql } from '../src/services/traces/trace-runs.store.js';
 
 // A version-4-shaped UUID derived from a text (the API validates UUIDs strictly).
 export const uuidOf = (text: string) => `overlay(overlay(md5(${text}) placing '4' from 13) placing '8' from 17)::uuid`;
@@ -19,7 +20,7 @@ export async function fillTraceRuns(pool: pg.Pool, tenantId: string, projects: s
   for (let start = from; start < to; start += CHUNK) {
     const end = Math.min(to, start + CHUNK);
     await pool.query(
-      `WITH g AS (
+      insertClaimingIdsSql(`WITH g AS (
          SELECT i, i / 5 AS t, i % 5 AS k, abs(hashint4(i)) AS h, abs(hashint4(i / 5)) AS th FROM generate_series($3::int, $4::int - 1) AS i
        ), s AS (
          SELECT g.*, floor(${projects.length} * power((th % 1024) / 1024.0, 2))::int AS p,
@@ -45,7 +46,7 @@ export async function fillTraceRuns(pool: pg.Pool, tenantId: string, projects: s
                                                                 'ls_model_name', CASE WHEN k IN (1, 4) THEN 'gpt-4o-mini' END)),
               CASE WHEN th % 20 = 0 THEN ARRAY['env:' || CASE WHEN th % 10 < 7 THEN 'prod' ELSE 'dev' END, 'vip'] ELSE ARRAY['env:' || CASE WHEN th % 10 < 7 THEN 'prod' ELSE 'dev' END] END,
               CASE WHEN k IN (1, 4) THEN h % 2000 END, CASE WHEN k IN (1, 4) THEN h % 1500 END, CASE WHEN k IN (1, 4) THEN h % 500 END
-         FROM r`,
+         FROM r`),
       [tenantId, projects, start, end],
     );
     progress?.(end);

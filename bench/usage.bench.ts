@@ -13,6 +13,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
+import { insertClaimingIdsSql } from '../src/services/traces/trace-runs.store.js';
 
 const PROJECTS = 50;
 const USERS = 20;
@@ -87,12 +88,12 @@ async function main() {
     for (let from = 1; from <= TRACES; from += LOAD_CHUNK) {
       const to = Math.min(TRACES, from + LOAD_CHUNK - 1);
       await pool.query(
-        `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order, api_key_id, user_id)
+        insertClaimingIdsSql(`INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order, api_key_id, user_id)
          SELECT $1::uuid, r.id, ($2::uuid[])[1 + ${pick(1, '$7')}], r.id, 'bench', 'chain', r.start_time, 'success', true, 'bench',
                 ($3::uuid[])[1 + ${pick(2, '$8')}], ($4::uuid[])[1 + ${pick(3, '$9')}]
            FROM generate_series($5::bigint, $6::bigint) AS g,
                 LATERAL (SELECT gen_random_uuid() AS id,
-                                to_timestamp($10::float8 + (g - 1) * $11::float8) AS start_time) AS r`,
+                                to_timestamp($10::float8 + (g - 1) * $11::float8) AS start_time) AS r`),
         [workspace.id, projectIds, keyIds, users, from, to, PROJECTS, KEYS, USERS, start / 1000, (DAYS * 86_400) / TRACES],
       );
       process.stdout.write(`  ${fmt(to)} rows, ${fmt(to / ((performance.now() - loadStarted) / 1000))} rows/s\r`);

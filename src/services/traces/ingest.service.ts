@@ -18,7 +18,7 @@
 //   unchanged and returned in `duplicates` (REST answers 409). A malformed run rejects the whole batch
 //   with VALIDATION_FAILED (`loc` like ["post", 3, "start_time"]) before anything is written; an
 //   unknown session_id or parent run is NOT_FOUND.
-// - Posts alone (the SDK's usual batch) are one statement: an INSERT (duplicates skipped by trace_run_ids's trigger) from per-column
+// - Posts alone (the SDK's usual batch) are one statement: an INSERT (ids claimed in trace_run_ids in the same statement, duplicates left out) from per-column
 //   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts). With patches or
 //   attachments, one transaction: that INSERT, one UPDATE … FROM (VALUES) for patches, the deferred
 //   patches and the attachments. Then a sweep applies patches that raced ahead of their posts in a
@@ -50,6 +50,7 @@ import type { Ingester, IngestResult } from './ingest-types.js';
 import {
   applyPatches,
   deferPatches,
+  findParentRuns,
   hasPendingPatches,
   insertAttachments,
   insertRuns,
@@ -337,11 +338,7 @@ async function deriveHierarchy(db: pg.PoolClient, tenantId: string, runs: Normal
   for (const run of runs) if (run.dottedOrder) known.set(run.id, { traceId: run.traceId!, dottedOrder: run.dottedOrder, parentRunIds: run.parentRunIds });
   const missingParents = [...new Set(pending.flatMap((run) => (run.parentRunId && !known.has(run.parentRunId) && !pending.some((p) => p.id === run.parentRunId) ? [run.parentRunId] : [])))];
   if (missingParents.length) {
-    const { rows } = await db.query<{ id: string; trace_id: string; dotted_order: string; parent_run_ids: string[] | null }>(
-      'SELECT id, trace_id, dotted_order, parent_run_ids FROM trace_runs WHERE tenant_id = $1 AND id = ANY($2::uuid[])',
-      [tenantId, missingParents],
-    );
-    for (const row of rows) known.set(row.id, { traceId: row.trace_id, dottedOrder: row.dotted_order, parentRunIds: row.parent_run_ids ?? [] });
+    for (const row of await findParentRuns(db, tenantId, missingParents)) known.set(row.id, { traceId: row.trace_id, dottedOrder: row.dotted_order, parentRunIds: row.parent_run_ids ?? [] });
   }
   // Parents may follow their children in the batch: resolve in passes.
   let remaining = pending;

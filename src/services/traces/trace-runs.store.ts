@@ -7,9 +7,9 @@
 //
 // trace_runs is partitioned by week of start_time (migration trace_runs_partitioned): newest-first
 // reads walk the partitions newest first (an ordered Append) and stop after the page; a run id is
-// unique per tenant through trace_run_ids (a trigger claims it on insert: a duplicate row is skipped,
-// so INSERT … RETURNING leaves it out), whose start_time prunes reads and patches by id to one
-// partition.
+// unique per tenant through trace_run_ids (every INSERT claims its ids there first, set-based in the
+// same statement: a duplicate row is left out, so INSERT … RETURNING omits it), whose start_time
+// prunes reads and patches by id to one partition.
 import type pg from 'pg';
 import { escapeLiteral } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
@@ -111,6 +111,31 @@ export const findRunSql = () =>
 export async function findRun(pool: pg.Pool, tenantId: string, id: string): Promise<TraceRunRow | undefined> {
   const { rows } = await pool.query<TraceRunRow>(findRunSql(), [tenantId, id]);
   return rows[0];
+}
+
+/**
+ * The statement of findParentRuns ($1 tenant, $2 run ids): each id's start time from trace_run_ids
+ * picks the one partition its row is read from (a lookup per id; LIMIT 1 keeps it per id, where a
+ * plain join would let the planner scan every partition for the ids).
+ */
+export const findParentRunsSql = () =>
+  `SELECT r.id, r.trace_id, r.dotted_order, r.parent_run_ids FROM trace_run_ids i
+    CROSS JOIN LATERAL (SELECT r.id, r.trace_id, r.dotted_order, r.parent_run_ids FROM trace_runs r
+                         WHERE r.tenant_id = i.tenant_id AND r.id = i.id AND r.start_time = i.start_time LIMIT 1) r
+    WHERE i.tenant_id = $1 AND i.id = ANY($2::uuid[])`;
+
+/** Where stored runs sit in their traces (ingest derives a child's dotted order from its parent's). */
+export async function findParentRuns(
+  db: pg.Pool | pg.PoolClient,
+  tenantId: string,
+  ids: string[],
+): Promise<{ id: string; trace_id: string; dotted_order: string; parent_run_ids: string[] | null }[]> {
+  const { rows } = await db.query<{ id: string; trace_id: string; dotted_order: string; parent_run_ids: string[] | null }>({
+    name: 'traces.find_parent_runs',
+    text: findParentRunsSql(),
+    values: [tenantId, ids],
+  });
+  return rows;
 }
 
 /** The direct children of the parents (ids) within their traces, in execution order. */
@@ -473,10 +498,12 @@ const valuesClause = (rows: number, columns: readonly (readonly [string, string]
   return parts.join(',');
 };
 
-/** The multi-row INSERT of runs as VALUES lists, for `rows` rows (the benchmark compares it). */
-// No ON CONFLICT: trace_run_ids's trigger skips a run whose id is taken, so RETURNING lists the new ones.
-export function insertRunsSql(rows: number, onConflict = 'RETURNING id'): string {
-  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')}) VALUES ${valuesClause(rows, RUN_COLUMNS)} ${onConflict}`;
+/** The multi-row INSERT of runs as VALUES lists, for `rows` rows, claiming their ids as ingest does (the benchmark compares it). */
+export function insertRunsSql(rows: number, returning = 'RETURNING id'): string {
+  const columns = RUN_COLUMNS.map(([name]) => name).join(',');
+  return `WITH v(${columns}) AS (VALUES ${valuesClause(rows, RUN_COLUMNS)}),
+    claimed AS (INSERT INTO trace_run_ids (tenant_id, id, start_time) SELECT tenant_id, id, start_time FROM v ON CONFLICT DO NOTHING RETURNING id)
+    INSERT INTO trace_runs (${columns}) SELECT * FROM v WHERE v.id IN (SELECT id FROM claimed) ${returning}`;
 }
 
 // The ingest INSERT: one parameter per column, zipped into rows by ROWS FROM. PostgreSQL plans it once
@@ -488,7 +515,8 @@ const PER_REQUEST = new Set(['tenant_id', 'api_key_id', 'user_id']);
 const ARRAY_COLUMNS = new Set(['parent_run_ids', 'tags']);
 const PER_ROW = RUN_COLUMNS.filter(([name]) => !PER_REQUEST.has(name));
 
-export function insertRunsUnnestSql(onConflict = 'RETURNING id'): string {
+/** The INSERT … SELECT from the per-column parameters, without claim or RETURNING. */
+function unnestInsertSql(): string {
   const select = RUN_COLUMNS.map(([name, type]) => {
     if (name === 'tenant_id') return '$1::uuid';
     if (name === 'api_key_id') return '$2::uuid';
@@ -502,7 +530,32 @@ export function insertRunsUnnestSql(onConflict = 'RETURNING id'): string {
     return `unnest(${param}::${ARRAY_COLUMNS.has(name) ? 'text' : type}[])`;
   });
   return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')})
-    SELECT ${select.join(',')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')}) ${onConflict}`;
+    SELECT ${select.join(',')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')})`;
+}
+
+/** The INSERT of runs from per-column arrays (ingest's form, the benchmark's raw ceiling), claiming ids as `claim` says. */
+export function insertRunsUnnestSql(returning = 'RETURNING id', claim: IdClaim = 'cte'): string {
+  return claim === 'none' ? `${unnestInsertSql()} ${returning}` : `WITH ${claimIdsCte()} ${unnestInsertSql()} ${ONLY_CLAIMED} ${returning}`;
+}
+
+const ONLY_CLAIMED = 'WHERE u.id IN (SELECT id FROM claimed)';
+
+/**
+ * How an INSERT into trace_runs claims its ids in trace_run_ids: one CTE per statement (what the
+ * platform does), or not at all (the benchmark's floor: no duplicate could be told).
+ */
+export type IdClaim = 'cte' | 'none';
+
+/**
+ * The CTE `claimed` that claims a batch's ids set-based: it inserts the batch's (tenant, id,
+ * start_time) into trace_run_ids … ON CONFLICT DO NOTHING and returns the ids it claimed; only those
+ * rows go into trace_runs.
+ */
+function claimIdsCte(): string {
+  const param = (column: string) => `$${PER_ROW.findIndex(([name]) => name === column) + 4}`;
+  return `claimed AS (INSERT INTO trace_run_ids (tenant_id, id, start_time)
+      SELECT $1::uuid, c.id, c.start_time FROM unnest(${param('id')}::uuid[], ${param('start_time')}::timestamptz[]) AS c(id, start_time)
+      ON CONFLICT DO NOTHING RETURNING id)`;
 }
 
 /**
@@ -510,10 +563,12 @@ export function insertRunsUnnestSql(onConflict = 'RETURNING id'): string {
  * (ingest-hooks.ts: usage's trace deltas), in one statement, so a batch of posts is one round trip
  * and one implicit transaction rather than BEGIN, INSERT, hooks, COMMIT. Returns the stored ids.
  */
-export function insertRunsWithHooksSql(): string {
-  // A duplicate id is skipped by trace_run_ids's trigger, so RETURNING lists only the runs stored.
-  const insert = insertRunsUnnestSql('RETURNING id, is_root, start_time, session_id');
-  return `WITH stored AS (${insert}), ${afterRunsStoredCtes('stored').join(', ')} SELECT id FROM stored`;
+export function insertRunsWithHooksSql(claim: IdClaim = 'cte'): string {
+  // A duplicate id is left out of `claimed`, so RETURNING lists only the runs stored.
+  const returning = 'RETURNING id, is_root, start_time, session_id';
+  // Data-modifying CTEs must be at the top level: `claimed` beside `stored`, not inside it.
+  const ctes = claim === 'none' ? [`stored AS (${unnestInsertSql()} ${returning})`] : [claimIdsCte(), `stored AS (${unnestInsertSql()} ${ONLY_CLAIMED} ${returning})`];
+  return `WITH ${[...ctes, ...afterRunsStoredCtes('stored')].join(', ')} SELECT id FROM stored`;
 }
 
 const INSERT_RUNS_SQL = insertRunsWithHooksSql();
@@ -594,6 +649,17 @@ export async function insertRuns(client: pg.PoolClient, who: Ingester, runs: Nor
     for (const row of rows) inserted.add(row.id);
   }
   return inserted;
+}
+
+/**
+ * `insert` (an INSERT INTO trace_runs … without RETURNING, of fresh ids: benchmark fills, tests) with
+ * its runs' ids claimed in trace_run_ids in the same statement, as ingest's INSERT does; answers one
+ * row, `stored`, the count. A taken id fails the statement (unique violation) rather than being skipped.
+ */
+export function insertClaimingIdsSql(insert: string): string {
+  return `WITH stored AS (${insert} RETURNING tenant_id, id, start_time),
+    claimed AS (INSERT INTO trace_run_ids (tenant_id, id, start_time) SELECT tenant_id, id, start_time FROM stored)
+    SELECT count(*)::int AS stored FROM stored`;
 }
 
 const PATCH_COLUMNS = [

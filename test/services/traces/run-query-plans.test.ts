@@ -10,6 +10,7 @@ import { fillTraceRuns } from '../../../bench/trace-run-fill.js';
 import {
   applyPatchesStatement,
   createTracePartitions,
+  findParentRunsSql,
   findRunSql,
   type RunSearch,
   runSearchSql,
@@ -196,5 +197,13 @@ describe('one run by id', () => {
       await client.query('ROLLBACK');
       client.release();
     }
+  });
+
+  it("is looked up as a parent (ingest deriving a child's dotted order) in its one partition", async () => {
+    const { rows } = await pool.query<{ id: string }>('SELECT id FROM trace_runs WHERE tenant_id = $1 ORDER BY id LIMIT 2', [tenantId]);
+    const ids = rows.map((row) => row.id);
+    expect(await partitionsRead(pool, { text: findParentRunsSql(), values: [tenantId, ids] })).toEqual([DATA_PARTITION]);
+    const { rows: found } = await pool.query<{ id: string }>(findParentRunsSql(), [tenantId, ids]);
+    expect(found.map((row) => row.id).sort()).toEqual(ids);
   });
 });

@@ -5,7 +5,8 @@
 // partition when it is created.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTracePartitions, deleteRunIdsBefore, dropTracePartitionsBefore, listTracePartitions } from '../../../src/services/traces/trace-runs.store.js';
+import { createTracePartitions, deleteRunIdsBefore, dropTracePartitionsBefore, insertClaimingIdsSql, listTracePartitions } from '../../../src/services/traces/trace-runs.store.js';
+import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
 import { deleteExpiredTraceRuns } from '../../../src/workers/traces-retention.job.js';
 import { buildOrganization, buildWorkspace } from '../../factories.js';
 import { startTestPlatform, type TestPlatform } from '../../helpers.js';
@@ -29,8 +30,8 @@ async function workspaceWithRuns(retentionDays: number | null, ages: number[]) {
     const id = randomUUID();
     runs.set(age, id);
     await pool.query(
-      `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order, tags)
-       VALUES ($1, $2, $3, $2, 'run', 'chain', now() - make_interval(days => $4), 'success', true, $5, '{}')`,
+      insertClaimingIdsSql(`INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order, tags)
+       VALUES ($1, $2, $3, $2, 'run', 'chain', now() - make_interval(days => $4), 'success', true, $5, '{}')`),
       [workspace.id, id, projectId, age, id],
     );
   }
@@ -78,13 +79,12 @@ async function runsAt(startTimes: string[]) {
   const projectId = randomUUID();
   await pool.query(`INSERT INTO tracing_projects (id, workspace_id, name, updated_at) VALUES ($1, $2, 'partitions', now())`, [projectId, workspace.id]);
   const ids = startTimes.map(() => randomUUID());
-  const { rows } = await pool.query<{ id: string }>(
-    `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order, tags)
-     SELECT $1, id, $2, id, 'run', 'chain', start_time, 'success', true, id::text, '{}' FROM unnest($3::uuid[], $4::timestamptz[]) AS u(id, start_time)
-     RETURNING id`,
+  const { rows } = await pool.query<{ stored: number }>(
+    insertClaimingIdsSql(`INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order, tags)
+     SELECT $1, id, $2, id, 'run', 'chain', start_time, 'success', true, id::text, '{}' FROM unnest($3::uuid[], $4::timestamptz[]) AS u(id, start_time)`),
     [workspace.id, projectId, ids, startTimes],
   );
-  expect(rows).toHaveLength(ids.length);
+  expect(rows[0]!.stored).toBe(ids.length);
   await pool.query(
     `INSERT INTO trace_run_attachments (tenant_id, run_id, name, content_type, data, size) SELECT $1, id, 'file', 'text/plain', '\\x00'::bytea, 1 FROM unnest($2::uuid[]) AS id`,
     [workspace.id, ids],
@@ -118,13 +118,11 @@ it('puts a run of a week without a partition in the default one, and moves it wh
     { partition: 'trace_runs_20010305', claimed: true, attachments: 1 },
     { partition: 'trace_runs_default', claimed: true, attachments: 1 },
   ]);
-  // Its id still decides duplicates in its new partition.
-  const again = await pool.query(
-    `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order)
-     SELECT tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order FROM trace_runs WHERE tenant_id = $1 RETURNING id`,
-    [workspaceId],
-  );
-  expect(again.rows).toEqual([]);
+  // Its id still decides duplicates in its new partition: posted again, both runs are duplicates.
+  const again = await ingestRunBatch(platform.deps, { workspaceId }, {
+    post: ids.map((id, i) => ({ id, name: 'run', run_type: 'chain', start_time: ['2001-03-07T10:00:00Z', '2001-03-13T23:59:59Z'][i] })),
+  });
+  expect(again).toMatchObject({ accepted: 0, duplicates: ids });
   // Created already: nothing to do.
   expect(await createTracePartitions(pool, new Date('2001-03-05T00:00:00Z'), new Date('2001-03-12T00:00:00Z'))).toEqual([]);
 });
