@@ -25,7 +25,7 @@ import { loadConfig } from '../src/config.js';
 import { createDestination } from '../src/services/exports/destinations.service.js';
 import { createExport, exportFieldsOf } from '../src/services/exports/exports.service.js';
 import { copyRunBatch, runBatchBoundary, runBatchSelect } from '../src/services/traces/trace-runs.store.js';
-import { copyFieldSpans, exportColumns, IpcStreamEncoder, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
+import { copyFieldSpans, DecodeArena, exportColumns, IpcStreamEncoder, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
 import { MultipartObject } from '../src/services/exports/s3.js';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { startPlatform } from '../src/platform.js';
@@ -272,7 +272,10 @@ async function profileStages(deps: import('../src/services/context.js').Deps, en
   const columns = exportColumns(exportFieldsOf({ exportFields: [] } as unknown as Parameters<typeof exportFieldsOf>[0]), 'v2_beta');
   const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
   const upload = new MultipartObject(client, 'bench', `profile/${Date.now()}.parquet`, limits.partSizeBytes);
+  // Reused from batch to batch, as the runner does.
   const ipc = new IpcStreamEncoder();
+  const arena = new DecodeArena();
+  let copyBuffer: Buffer | undefined;
   /** Per stage: wall ms, and CPU µs of this process or (for `postgres` stages) of the PostgreSQL server. */
   const stages = new Map<string, { ms: number; cpu: number }>();
   const timed = async <T>(stage: string, work: () => T | Promise<T>, postgres = false): Promise<T> => {
@@ -292,10 +295,12 @@ async function profileStages(deps: import('../src/services/context.js').Deps, en
     const select = runBatchSelect(scope, columns, cursor, upTo);
     // Needs a superuser (the embedded PostgreSQL's): PostgreSQL producing the rows, no client reading them.
     await timed('PostgreSQL alone (COPY … TO /dev/null)', () => deps.db.pool.query(`COPY (${select}) TO '/dev/null' (FORMAT binary)`), true);
-    const copy = await timed('COPY into this process (PostgreSQL + socket)', () => copyRunBatch(deps.db.pool, scope, columns, cursor, upTo));
-    const spans = await timed('decode: field spans', () => copyFieldSpans(copy, columns.length + 2, limits.batchRows));
+    const copy = await timed('COPY into this process (PostgreSQL + socket)', () => copyRunBatch(deps.db.pool, scope, columns, cursor, upTo, copyBuffer));
+    copyBuffer = Buffer.from(copy.buffer, copy.byteOffset, copy.buffer.byteLength - copy.byteOffset);
+    arena.reset();
+    const spans = await timed('decode: field spans', () => copyFieldSpans(copy, columns.length + 2, limits.batchRows, arena));
     if (!spans.rows) break;
-    const { batch, last } = await timed('decode: Arrow columns', () => recordBatchFromSpans(columns, copy, spans));
+    const { batch, last } = await timed('decode: Arrow columns', () => recordBatchFromSpans(columns, copy, spans, arena));
     const table = await timed('Arrow → parquet-wasm (IPC)', () => parquet.Table.fromIPCStream(ipc.encode(batch)));
     const encoded = await timed('Parquet encode (zstd)', () => parquet.writeParquet(table, writerProperties('zstandard', limits.batchRows)));
     await timed('upload (S3 multipart → s3rver)', () => upload.write(encoded));
