@@ -15,7 +15,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -25,9 +25,8 @@ import { loadConfig } from '../src/config.js';
 import { createDestination } from '../src/services/exports/destinations.service.js';
 import { createExport, exportFieldsOf } from '../src/services/exports/exports.service.js';
 import { copyRunBatch, runBatchBoundary, runBatchSelect } from '../src/services/traces/trace-runs.store.js';
-import { copyFieldSpans, exportColumns, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
+import { copyFieldSpans, DecodeArena, exportColumns, IpcStreamEncoder, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
 import { MultipartObject } from '../src/services/exports/s3.js';
-import { Table as ArrowTable, tableToIPC } from 'apache-arrow';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { startPlatform } from '../src/platform.js';
 import { createBenchTenant } from './tenant.js';
@@ -66,6 +65,43 @@ async function startS3rver(directory: string) {
 }
 
 const mib = (bytes: number) => (bytes / 1024 ** 2).toFixed(0);
+
+/** CPU time of this process (all its threads), µs. */
+const nodeCpuMicros = () => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+
+const CLOCK_TICK_MICROS = 10_000; // USER_HZ is 100 on Linux
+
+/** utime, stime, cutime, cstime and ppid of a process, from /proc/<pid>/stat (its name may hold spaces). */
+function procStat(pid: number): { ppid: number; own: number; children: number } | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ');
+    // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14).
+    return { ppid: Number(fields[1]), own: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MICROS, children: (Number(fields[13]) + Number(fields[14])) * CLOCK_TICK_MICROS };
+  } catch {
+    return undefined; // exited meanwhile
+  }
+}
+
+/**
+ * CPU time of the whole PostgreSQL server, µs: the postmaster, its ended children (cutime) and the
+ * living ones. Load changes how long a row takes, not how much CPU it needs, so these per-row figures
+ * can be compared across runs on a shared machine.
+ */
+async function postgresCpuMicros(pool: import('pg').Pool): Promise<number> {
+  const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const postmaster = procStat(rows[0]!.pid)!.ppid;
+  const main = procStat(postmaster)!;
+  let total = main.own + main.children;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = procStat(Number(entry));
+    if (stat?.ppid === postmaster) total += stat.own;
+  }
+  return total;
+}
 
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-export-'));
@@ -118,6 +154,8 @@ async function main() {
       global.gc?.();
       let peakRss = process.memoryUsage().rss;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
+      const load = loadavg()[0]!;
+      const [nodeCpuStart, postgresCpuStart] = [nodeCpuMicros(), await postgresCpuMicros(deps.db.pool)];
       const start = performance.now();
       const created = await createExport(ctx, {
         bulk_export_destination_id: destination.id,
@@ -129,16 +167,22 @@ async function main() {
       });
       const finished = await waitForExport(deps, created.id);
       const seconds = (performance.now() - start) / 1000;
+      const nodeCpu = (nodeCpuMicros() - nodeCpuStart) / rows;
+      const postgresCpu = ((await postgresCpuMicros(deps.db.pool)) - postgresCpuStart) / rows;
       clearInterval(sampler);
       const runs = await deps.db.prisma.bulkExportRun.findMany({ where: { bulkExportId: created.id } });
       const written = runs.reduce((sum, run) => sum + ((run.metadata as any).result?.rows_written ?? 0), 0);
       const files = runs.reduce((sum, run) => sum + ((run.metadata as any).result?.exported_files?.length ?? 0), 0);
       if (finished !== 'Completed' || written !== rows) throw new Error(`export ${finished}: ${written} of ${rows} rows written`);
 
-      const { encodeRate, readRate, convertRate } = await pureEncodeRate(deps, workspace.id, project.id, Math.min(rows, ENCODE_SAMPLE));
+      const { encodeRate, encodeCpu, readRate, convertRate } = await pureEncodeRate(deps, workspace.id, project.id, Math.min(rows, ENCODE_SAMPLE));
       const endToEnd = rows / seconds;
-      table.push([String(rows), String(runs.length), String(files), seconds.toFixed(1), endToEnd.toFixed(0), encodeRate.toFixed(0), (endToEnd / encodeRate).toFixed(2), mib(peakRss)]);
+      table.push([
+        String(rows), String(runs.length), String(files), seconds.toFixed(1), endToEnd.toFixed(0), encodeRate.toFixed(0), (endToEnd / encodeRate).toFixed(2), mib(peakRss),
+        nodeCpu.toFixed(1), postgresCpu.toFixed(1), encodeCpu.toFixed(1), load.toFixed(1),
+      ]);
       console.log(`  ${endToEnd.toFixed(0)} rows/s end to end, peak RSS ${mib(peakRss)} MiB, pure encode ${encodeRate.toFixed(0)} rows/s`);
+      console.log(`  CPU per row: platform process ${nodeCpu.toFixed(1)} µs, PostgreSQL ${postgresCpu.toFixed(1)} µs; pure encode ${encodeCpu.toFixed(1)} µs`);
       // The other stages alone, one batch at a time, to show where the time goes.
       console.log(`  stages alone: read (COPY → Arrow) ${readRate.toFixed(0)} rows/s, Arrow → parquet-wasm ${convertRate.toFixed(0)} rows/s`);
       await deps.db.pool.query('DELETE FROM trace_runs WHERE tenant_id = $1 AND session_id = $2', [workspace.id, project.id]);
@@ -149,8 +193,8 @@ async function main() {
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(s3Dir, { recursive: true, force: true });
   }
-  console.log('\n| rows | runs (days) | files | seconds | rows/s end to end | parquet-wasm encode rows/s | ratio | peak RSS MiB |');
-  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('\n| rows | runs (days) | files | seconds | rows/s end to end | parquet-wasm encode rows/s | ratio | peak RSS MiB | platform CPU µs/row | PostgreSQL CPU µs/row | encode CPU µs/row | load at start |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const row of table) console.log(`| ${row.join(' | ')} |`);
   const limits = config.exports;
   console.log(`\nBatches of ${limits.batchRows} rows, ${limits.readConnections} read connections per run, ${limits.workerConcurrency} runs at once.`);
@@ -183,7 +227,7 @@ async function pureEncodeRate(
   tenantId: string,
   sessionId: string,
   sampleRows: number,
-): Promise<{ encodeRate: number; readRate: number; convertRate: number }> {
+): Promise<{ encodeRate: number; encodeCpu: number; readRate: number; convertRate: number }> {
   const limits = deps.config.exports;
   const exportRow = { exportFields: [] as string[] } as unknown as Parameters<typeof exportFieldsOf>[0];
   const columns = exportColumns(exportFieldsOf(exportRow), 'v2_beta');
@@ -193,6 +237,7 @@ async function pureEncodeRate(
   let readSeconds = 0;
   let convertSeconds = 0;
   let encodeSeconds = 0;
+  let encodeCpu = 0;
   let bytes = 0;
   while (read < sampleRows) {
     let clock = performance.now();
@@ -208,12 +253,14 @@ async function pureEncodeRate(
     convertSeconds += (performance.now() - clock) / 1000;
     const table = parquet.Table.fromIPCStream(concatIpc(wasmBatches));
     clock = performance.now();
+    const cpu = nodeCpuMicros();
     // writeParquet consumes (frees) the table.
     bytes += parquet.writeParquet(table, writerProperties('zstandard', limits.batchRows)).byteLength;
+    encodeCpu += nodeCpuMicros() - cpu;
     encodeSeconds += (performance.now() - clock) / 1000;
   }
   if (bytes === 0) throw new Error('nothing encoded');
-  return { encodeRate: read / encodeSeconds, readRate: read / readSeconds, convertRate: read / convertSeconds };
+  return { encodeRate: read / encodeSeconds, encodeCpu: encodeCpu / read, readRate: read / readSeconds, convertRate: read / convertSeconds };
 }
 
 /**
@@ -225,11 +272,19 @@ async function profileStages(deps: import('../src/services/context.js').Deps, en
   const columns = exportColumns(exportFieldsOf({ exportFields: [] } as unknown as Parameters<typeof exportFieldsOf>[0]), 'v2_beta');
   const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
   const upload = new MultipartObject(client, 'bench', `profile/${Date.now()}.parquet`, limits.partSizeBytes);
-  const stages = new Map<string, number>();
-  const timed = async <T>(stage: string, work: () => T | Promise<T>): Promise<T> => {
-    const start = performance.now();
+  // Reused from batch to batch, as the runner does.
+  const ipc = new IpcStreamEncoder();
+  const arena = new DecodeArena();
+  let copyBuffer: Buffer | undefined;
+  /** Per stage: wall ms, and CPU µs of this process or (for `postgres` stages) of the PostgreSQL server. */
+  const stages = new Map<string, { ms: number; cpu: number }>();
+  const timed = async <T>(stage: string, work: () => T | Promise<T>, postgres = false): Promise<T> => {
+    const cpu = () => (postgres ? postgresCpuMicros(deps.db.pool) : nodeCpuMicros());
+    const [start, cpuStart] = [performance.now(), await cpu()];
     const value = await work();
-    stages.set(stage, (stages.get(stage) ?? 0) + performance.now() - start);
+    const [ms, used] = [performance.now() - start, (await cpu()) - cpuStart];
+    const sum = stages.get(stage) ?? { ms: 0, cpu: 0 };
+    stages.set(stage, { ms: sum.ms + ms, cpu: sum.cpu + used });
     return value;
   };
   let cursor: { start_time: string; id: string } | null = null;
@@ -239,12 +294,14 @@ async function profileStages(deps: import('../src/services/context.js').Deps, en
     const upTo = await timed('plan: batch boundary (index keys)', () => runBatchBoundary(deps.db.pool, scope, cursor, limits.batchRows));
     const select = runBatchSelect(scope, columns, cursor, upTo);
     // Needs a superuser (the embedded PostgreSQL's): PostgreSQL producing the rows, no client reading them.
-    await timed('PostgreSQL alone (COPY … TO /dev/null)', () => deps.db.pool.query(`COPY (${select}) TO '/dev/null' (FORMAT binary)`));
-    const copy = await timed('COPY into this process (PostgreSQL + socket)', () => copyRunBatch(deps.db.pool, scope, columns, cursor, upTo));
-    const spans = await timed('decode: field spans', () => copyFieldSpans(copy, columns.length + 2, limits.batchRows));
+    await timed('PostgreSQL alone (COPY … TO /dev/null)', () => deps.db.pool.query(`COPY (${select}) TO '/dev/null' (FORMAT binary)`), true);
+    const copy = await timed('COPY into this process (PostgreSQL + socket)', () => copyRunBatch(deps.db.pool, scope, columns, cursor, upTo, copyBuffer));
+    copyBuffer = Buffer.from(copy.buffer, copy.byteOffset, copy.buffer.byteLength - copy.byteOffset);
+    arena.reset();
+    const spans = await timed('decode: field spans', () => copyFieldSpans(copy, columns.length + 2, limits.batchRows, arena));
     if (!spans.rows) break;
-    const { batch, last } = await timed('decode: Arrow columns', () => recordBatchFromSpans(columns, copy, spans));
-    const table = await timed('Arrow → parquet-wasm (IPC)', () => parquet.Table.fromIPCStream(tableToIPC(new ArrowTable([batch]), 'stream')));
+    const { batch, last } = await timed('decode: Arrow columns', () => recordBatchFromSpans(columns, copy, spans, arena));
+    const table = await timed('Arrow → parquet-wasm (IPC)', () => parquet.Table.fromIPCStream(ipc.encode(batch)));
     const encoded = await timed('Parquet encode (zstd)', () => parquet.writeParquet(table, writerProperties('zstandard', limits.batchRows)));
     await timed('upload (S3 multipart → s3rver)', () => upload.write(encoded));
     rows += spans.rows;
@@ -254,13 +311,18 @@ async function profileStages(deps: import('../src/services/context.js').Deps, en
   await timed('upload (S3 multipart → s3rver)', () => upload.complete());
   client.destroy();
   console.log(`stage profile: ${rows} rows in batches of ${limits.batchRows}, ${(copyBytes / rows).toFixed(0)} COPY bytes per row, load ${loadavg()[0]!.toFixed(1)}`);
-  console.log('| stage | ms | µs per row | rows/s |\n|---|---:|---:|---:|');
+  console.log('| stage | ms | µs per row | rows/s | CPU µs per row |\n|---|---:|---:|---:|---:|');
   let pipeline = 0;
-  for (const [stage, ms] of stages) {
-    if (!stage.startsWith('PostgreSQL alone')) pipeline += ms;
-    console.log(`| ${stage} | ${ms.toFixed(0)} | ${((ms * 1000) / rows).toFixed(1)} | ${((rows / ms) * 1000).toFixed(0)} |`);
+  let pipelineCpu = 0;
+  for (const [stage, { ms, cpu }] of stages) {
+    if (!stage.startsWith('PostgreSQL alone')) {
+      pipeline += ms;
+      pipelineCpu += cpu;
+    }
+    console.log(`| ${stage} | ${ms.toFixed(0)} | ${((ms * 1000) / rows).toFixed(1)} | ${((rows / ms) * 1000).toFixed(0)} | ${(cpu / rows).toFixed(1)} |`);
   }
-  console.log(`| sum from COPY to upload, one after another | ${pipeline.toFixed(0)} | ${((pipeline * 1000) / rows).toFixed(1)} | ${((rows / pipeline) * 1000).toFixed(0)} |\n`);
+  console.log(`| sum from COPY to upload, one after another | ${pipeline.toFixed(0)} | ${((pipeline * 1000) / rows).toFixed(1)} | ${((rows / pipeline) * 1000).toFixed(0)} | ${(pipelineCpu / rows).toFixed(1)} (this process) |`);
+  console.log('(CPU: this process, except PostgreSQL alone: the whole PostgreSQL server, in 10 ms ticks.)\n');
 }
 
 /** parquet-wasm record batches → one IPC stream buffer (a wasm Table), outside the timed section. */

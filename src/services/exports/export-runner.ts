@@ -7,7 +7,7 @@ import { exportFieldsOf } from './exports.service.js';
 import type { DestinationConfigValue, FormatVersion } from './exports.schemas.js';
 import * as store from './exports.store.js';
 import { copyRunBatch, runBatchBoundary } from '../traces/trace-runs.store.js';
-import { type CopyBatch, type ExportColumn, exportColumns, ParquetStreamWriter, recordBatchFromCopy } from './parquet.js';
+import { DecodeArena, type ExportColumn, exportColumns, ParquetStreamWriter, recordBatchFromCopy } from './parquet.js';
 import { destinationClient, destinationRoot, MultipartObject, storageErrorReason } from './s3.js';
 
 /** The folder of one day of an export: the spec's Hive layout for v2_beta, `runs/<date>` for v1. */
@@ -104,14 +104,18 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
   };
 
   const batches = readAhead(deps, scope, columns, cursor);
+  // The batch's columns live here until the writer took them (parquet-wasm copies them at once).
+  const arena = new DecodeArena();
   try {
     for (;;) {
       if (signal.aborted) throw new RunTimedOut();
-      const next = await batches.next();
+      const copy = await batches.next();
       // Once per batch: stop here when the run was cancelled, timed out or taken over.
       if (!(await store.heartbeatRun(deps.db.pool, run.id, owner))) throw new LostLease();
-      if (!next) break;
-      const { batch, rows, last } = next;
+      if (!copy) break;
+      arena.reset();
+      const { batch, rows, last } = recordBatchFromCopy(columns, copy, limits.batchRows, arena);
+      batches.recycle(copy);
       if (rows === 0) continue;
       // File names are the run and the file's index: a retry rewrites an unfinished file under the
       // same name rather than leaving a partial duplicate beside it.
@@ -139,11 +143,14 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
  * The run's batches after `cursor`, in order, read ahead: while the caller encodes and uploads one,
  * up to `readConnections` more are read at once, each over its own connection (PostgreSQL producing
  * the rows is the slow stage). Each batch is planned as a key range ending at runBatchBoundary, so the
- * ranges read at once meet exactly: no row missed or read twice.
+ * ranges read at once meet exactly: no row missed or read twice. A batch is its binary COPY bytes, in
+ * one of a few buffers the caller hands back (recycle) once decoded: fresh multi-megabyte buffers per
+ * batch cost more to first touch than the copies into them.
  */
 function readAhead(deps: Deps, scope: Parameters<typeof copyRunBatch>[1], columns: ExportColumn[], cursor: store.RunResult['latest_cursor']) {
   const limits = deps.config.exports;
-  const inFlight: Promise<CopyBatch>[] = [];
+  const inFlight: Promise<Buffer>[] = [];
+  const spare: Buffer[] = [];
   let from = cursor;
   let planned = false;
   let filling: Promise<void> | undefined;
@@ -151,7 +158,7 @@ function readAhead(deps: Deps, scope: Parameters<typeof copyRunBatch>[1], column
     while (!planned && inFlight.length < limits.readConnections) {
       const upTo = await runBatchBoundary(deps.db.pool, scope, from, limits.batchRows);
       const after = from;
-      const read = copyRunBatch(deps.db.pool, scope, columns, after, upTo).then((copy) => recordBatchFromCopy(columns, copy, limits.batchRows));
+      const read = copyRunBatch(deps.db.pool, scope, columns, after, upTo, spare.pop());
       // A failed read is reported when its turn comes, or dropped with the run.
       read.catch(() => undefined);
       inFlight.push(read);
@@ -160,14 +167,18 @@ function readAhead(deps: Deps, scope: Parameters<typeof copyRunBatch>[1], column
     }
   };
   return {
-    /** The next batch, or null after the last. */
-    async next(): Promise<CopyBatch | null> {
+    /** The next batch's COPY bytes, or null after the last. */
+    async next(): Promise<Buffer | null> {
       await (filling ?? fill());
       const batch = inFlight.shift();
       if (!batch) return null;
       filling = fill();
       filling.catch(() => undefined);
       return batch;
+    },
+    /** Takes back the buffer of a batch the caller is done with, for a later read. */
+    recycle(copy: Buffer) {
+      spare.push(Buffer.from(copy.buffer, copy.byteOffset, copy.buffer.byteLength - copy.byteOffset));
     },
   };
 }

@@ -321,7 +321,8 @@ function filterIndexServed(node: FilterNode): boolean {
  * bytes straight into Arrow columns, see exports/parquet.ts). Each row is the columns followed by the
  * row's `start_time` and `id`, its cursor. The batch is every row up to `upTo` (inclusive; from
  * runBatchBoundary) or, without it, the rest of the range: bounded by keys rather than a LIMIT, so
- * batches planned ahead and read at once meet exactly.
+ * batches planned ahead and read at once meet exactly. The bytes are written into `into` when it is
+ * large enough (the returned buffer is a view of it, or of a larger one that replaced it).
  */
 export async function copyRunBatch(
   pool: pg.Pool,
@@ -329,13 +330,26 @@ export async function copyRunBatch(
   columns: readonly { sql: string }[],
   cursor: RunBatchCursor,
   upTo: RunBatchCursor,
+  into?: Buffer,
 ): Promise<Buffer> {
   const client = await pool.connect();
   try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of client.query(copyTo(`COPY (${runBatchSelect(scope, columns, cursor, upTo)}) TO STDOUT (FORMAT binary)`))) chunks.push(chunk as Buffer);
+    // Into `into` (grown when too small) rather than a fresh buffer per batch: first touching the pages
+    // of a fresh multi-megabyte buffer costs more than the copy (see exports/parquet.ts, DecodeArena).
+    let target = into ?? Buffer.allocUnsafe(1 << 20);
+    let length = 0;
+    for await (const chunk of client.query(copyTo(`COPY (${runBatchSelect(scope, columns, cursor, upTo)}) TO STDOUT (FORMAT binary)`))) {
+      const bytes = chunk as Buffer;
+      if (length + bytes.length > target.length) {
+        const bigger = Buffer.allocUnsafe(Math.max(target.length * 2, length + bytes.length));
+        target.copy(bigger, 0, 0, length);
+        target = bigger;
+      }
+      bytes.copy(target, length);
+      length += bytes.length;
+    }
     client.release();
-    return Buffer.concat(chunks);
+    return target.subarray(0, length);
   } catch (error) {
     // A COPY stopped halfway leaves the connection mid-protocol: it is closed, not reused.
     client.release(error as Error);
