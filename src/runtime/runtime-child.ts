@@ -68,6 +68,8 @@ try {
     tracing: undefined,
     revisionId: process.env.AGENT_PLATFORM_REVISION_ID,
     keyId: process.env.AGENT_PLATFORM_RUNTIME_KEY_ID,
+    // The launcher set up its tables and queue; this process's login only reads and writes.
+    databasePrepared: true,
   });
   stopProcess = stop;
   await send({ type: 'ready', url: running.url, graphIds: running.graphIds, runtimeId: running.runtimeId });
