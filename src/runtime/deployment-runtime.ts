@@ -8,6 +8,7 @@ import { deleteDeploymentRuntime, insertDeploymentRuntime } from '../services/de
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
 import { TraceBatcher } from '../services/traces/trace-batcher.js';
+import { loadCustomApp } from './custom-app.js';
 import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 import { openPersistence } from './persistence.js';
@@ -38,6 +39,11 @@ export type RuntimeSpec = {
    * platform's own login: `serve`, a runtime thread) it sets them up itself.
    */
   databasePrepared?: boolean;
+  /**
+   * Serves the config's `http.app` at its runtime server, where the API forwards the paths its routes
+   * do not own (a deployed runtime; `serve` runs the app in its own process instead).
+   */
+  httpApp?: boolean;
 };
 
 export type RunningDeployment = {
@@ -81,7 +87,8 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     let runtimeStopped: Promise<void> | undefined;
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());
     steps.push(stopRuntime);
-    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
+    const customApp = spec.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
+    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host, customApp);
     steps.push(() => server.stop());
     await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
     steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));

@@ -1,8 +1,9 @@
-// The database login of a deployed runtime: least privilege. Deployed code connects with the
-// DATABASE_URL its runtime was given and may read and write its own deployment's agent-server rows,
-// checkpoints and store, and nothing else: no tenancy, keys, secrets, providers, integrations,
-// exports or traces, no DDL, no other deployment's rows. The graph still runs, streams, checkpoints
-// and uses the store with it.
+// A deployed runtime's isolation. Its database login has least privilege: deployed code connects with
+// the DATABASE_URL its runtime was given and may read and write its own deployment's agent-server
+// rows, checkpoints and store, and nothing else: no tenancy, keys, secrets, providers, integrations,
+// exports or traces, no DDL, no other deployment's rows; the graph still runs, streams, checkpoints
+// and uses the store with it. And the project's `http.app` runs in that runtime, reached through the
+// deployment's url with a key of its organization.
 import { randomUUID } from 'node:crypto';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,8 +30,29 @@ const PROBES: Record<string, string> = {
   own_threads: "SELECT * FROM agent_threads WHERE deployment_id = current_setting('probe.deployment')::uuid",
 };
 
-const probingGraph = {
-  'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' } }),
+const project = {
+  'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' }, http: { app: './app.ts:app' } }),
+  'app.ts': `
+import { Hono } from 'hono';
+import { streamText } from 'hono/streaming';
+
+export const app = new Hono();
+app.use('*', async (c, next) => {
+  await next();
+  c.header('x-project-middleware', 'seen');
+});
+app.get('/custom/hello', (c) => c.json({ pid: process.pid, secret: process.env.APP_SECRET ?? null, api_key: c.req.header('x-api-key') ?? null, query: c.req.query('q') ?? null }));
+app.post('/custom/echo', async (c) => c.json({ echoed: await c.req.json() }, 201));
+app.put('/custom/text', async (c) => c.text('got ' + (await c.req.text()).length + ' bytes', 202, { 'x-custom': 'yes' }));
+app.get('/custom/stream', (c) =>
+  streamText(c, async (stream) => {
+    for (const part of ['one', 'two', 'three']) {
+      await stream.writeln(part);
+      await stream.sleep(20);
+    }
+  }),
+);
+`,
   'agent.ts': `
 import pg from 'pg';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
@@ -73,13 +95,23 @@ export const graph = new StateGraph(State)
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
 let api: Api;
+let deployment: { id: string; latest_revision_id: string };
+let deploymentUrl: string;
 
 beforeAll(async () => {
   platform = await startControlPlanePlatform();
   tenant = await buildTenant(platform.system);
   api = controlPlaneApi(platform.url, { key: tenant.adminKey, tenant: tenant.workspace.id });
-}, 60_000);
-afterAll(() => stopControlPlanePlatform(platform));
+  const created = await api('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(project).url, { name: 'isolated', secrets: [{ name: 'APP_SECRET', value: 'app-s3cret' }] }) });
+  expect(created.status).toBe(201);
+  deployment = created.body;
+  deploymentUrl = `${platform.url}/deployments/${deployment.id}`;
+  expect((await waitForRevision(api, deployment.id, deployment.latest_revision_id)).status).toBe('DEPLOYED');
+}, 240_000);
+afterAll(async () => {
+  if (deployment) await api('DELETE', `/v2/deployments/${deployment.id}`);
+  await stopControlPlanePlatform(platform);
+});
 
 describe("a deployed runtime's database login", () => {
   it('runs, streams, checkpoints and uses the store, but reads nothing of the platform, creates nothing and sees no other deployment', async () => {
@@ -89,13 +121,7 @@ describe("a deployed runtime's database login", () => {
     await pool.query("INSERT INTO deployments (id, tenant_id, name, source, updated_at) VALUES ($1, $2, 'other', 'local', now())", [otherDeployment, tenant.workspace.id]);
     await pool.query('INSERT INTO agent_threads (id, deployment_id, updated_at) VALUES ($1, $2, now())', [randomUUID(), otherDeployment]);
 
-    const repo = makeGitRepo(probingGraph);
-    const created = await api('POST', '/v2/deployments', { body: deploymentBody(repo.url, { name: 'probe' }) });
-    expect(created.status).toBe(201);
-    const deployment = created.body;
-    expect((await waitForRevision(api, deployment.id, deployment.latest_revision_id)).status).toBe('DEPLOYED');
-
-    const client = new Client({ apiUrl: `${platform.url}/deployments/${deployment.id}`, defaultHeaders: { 'x-api-key': tenant.adminKey } });
+    const client = new Client({ apiUrl: deploymentUrl, defaultHeaders: { 'x-api-key': tenant.adminKey } });
     const thread = await client.threads.create();
     const chunks: { event: string; data: any }[] = [];
     for await (const chunk of client.runs.stream(thread.thread_id, 'agent', { input: { input: 'first' }, streamMode: 'values' })) chunks.push(chunk);
@@ -126,7 +152,52 @@ describe("a deployed runtime's database login", () => {
     expect(logins.map((row) => row.usename)).toContain(runtimeLoginRole(deployment.id));
     const { rows: memberships } = await pool.query('SELECT 1 FROM pg_auth_members WHERE member = $1::regrole', [runtimeLoginRole(deployment.id)]);
     expect(memberships).toEqual([]);
+  }, 120_000);
+});
 
-    expect((await api('DELETE', `/v2/deployments/${deployment.id}`)).status).toBe(204);
-  }, 240_000);
+describe("a deployed project's http.app", () => {
+  const call = (path: string, init: RequestInit & { key?: string | null } = {}) =>
+    fetch(`${deploymentUrl}${path}`, { ...init, headers: { ...(init.key === null ? {} : { 'x-api-key': init.key ?? tenant.adminKey }), ...(init.headers as Record<string, string>) } });
+
+  it('answers its routes through the deployment url, from the runtime process, streaming, with status and headers', async () => {
+    const hello = await call('/custom/hello?q=1');
+    expect(hello.status).toBe(200);
+    expect(hello.headers.get('x-project-middleware')).toBe('seen');
+    const seen = await hello.json();
+    // Run by the runtime (its secret is there), not the API process; the platform key is not passed on.
+    expect(seen).toMatchObject({ secret: 'app-s3cret', api_key: null, query: '1' });
+    expect(seen.pid).not.toBe(process.pid);
+
+    const echoed = await call('/custom/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: [1, 2] }) });
+    expect([echoed.status, await echoed.json()]).toEqual([201, { echoed: { a: [1, 2] } }]);
+
+    const text = await call('/custom/text', { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(100_000) });
+    expect([text.status, text.headers.get('x-custom'), await text.text()]).toEqual([202, 'yes', 'got 100000 bytes']);
+
+    // Streamed: the first line arrives before the app finished writing.
+    const stream = await call('/custom/stream');
+    const reader = stream.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first.startsWith('one')).toBe(true);
+    let rest = '';
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value);
+    expect(first + rest).toBe('one\ntwo\nthree\n');
+
+    // The agent server's own routes are still its own.
+    expect((await call('/ok')).status).toBe(200);
+  });
+
+  it("answers 404 to another organization's key, 401 without a key, and 404 for a path nobody owns", async () => {
+    const other = await buildTenant(platform.system);
+    const foreign = await call('/custom/hello', { key: other.adminKey });
+    expect(foreign.status).toBe(404);
+    expect(await foreign.text()).toBe('Deployment not found');
+    expect((await call('/custom/hello', { key: null })).status).toBe(401);
+    const unknown = await call('/custom/nothing-here');
+    // The agent server's own 404, as for any path of a deployment without an app.
+    expect([unknown.status, await unknown.text()]).toEqual([404, `Not found: GET /deployments/${deployment.id}/custom/nothing-here`]);
+    // A body over the limit is refused, not streamed on without end.
+    const huge = await call('/custom/text', { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(platform.deps.config.bodyLimitBytes + 1) });
+    expect(huge.status).toBe(413);
+  });
 });
