@@ -26,6 +26,8 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createDeps } from '../src/process.js';
 import { openPersistence } from '../src/runtime/persistence.js';
+import { setUpDeploymentDatabase } from '../src/runtime/runtime-database.js';
+import type { Database } from '../src/db.js';
 import type { ServiceContext } from '../src/services/context.js';
 import * as tenancy from '../src/services/tenancy/tenancy.service.js';
 import { getRun, queryRuns } from '../src/services/traces/queries.service.js';
@@ -193,7 +195,7 @@ async function main() {
 
     }
 
-    await benchCheckpoints(deps.db.url);
+    await benchCheckpoints(deps.db);
   } finally {
     await wiring.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -201,9 +203,11 @@ async function main() {
 }
 
 /** A thread grown checkpoint by checkpoint through the runtime's saver; history and get state at each size. */
-async function benchCheckpoints(databaseUrl: string) {
+async function benchCheckpoints(db: Database) {
   if (!CHECKPOINT_SIZES.length) return;
-  const persistence = await openPersistence(databaseUrl, randomUUID(), { poolSize: 2 });
+  const deploymentId = randomUUID();
+  await setUpDeploymentDatabase(db, deploymentId, { threadTtl: {} });
+  const persistence = await openPersistence(db.url, deploymentId, { poolSize: 2 });
   try {
     const saver = persistence.checkpointer;
     const threadId = randomUUID();

@@ -1,8 +1,8 @@
 // The control plane's launcher: each deployment's runtime runs in an OS process of its own
 // (runtime-child.ts) whose environment holds what that runtime needs and nothing of the platform's:
 //   - the deployment's secrets, as environment variables;
-//   - a database login of its own (a role made for the deployment, member of the platform's role), so
-//     the platform's database password is not in it;
+//   - a database login of its own (a role made for the deployment that may only read and write what a
+//     runtime uses: runtime-database.ts), so the platform's database password is not in it;
 //   - a signing key derived from the installation's key for this one runtime (key id recorded in
 //     deployment_runtimes): the API signs its graph requests with the same derivation, and the runtime
 //     can neither read the platform's secrets nor sign for another deployment's runtime.
@@ -19,8 +19,10 @@ import { logRevision } from '../services/deployments/revisions.service.js';
 import { findControlDeployment } from '../services/deployments/revisions.store.js';
 import { ChildOutputLog } from './child-output.js';
 import type { RuntimeSpec } from './deployment-runtime.js';
+import { readGraphConfig } from './graph-config.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launcher.js';
 import type { ChildCommand, ChildReport } from './runtime-child.js';
+import { grantRuntimeLogin, runtimeLoginRole, setUpDeploymentDatabase } from './runtime-database.js';
 
 const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
@@ -37,29 +39,31 @@ function baseEnvironment(cwd: string): Record<string, string> {
 }
 
 /**
- * A database URL for the deployment's runtime: a login role of its own (`agent_runtime_<id>`) that is
- * a member of the platform's role and acts as it (`-c role`), so tables and schemas it creates belong
- * to the platform. Its password is derived from the installation's key for that deployment: every
- * runtime of the deployment (the serving one, the next revision's loaded by its build, a restarted
- * one) logs in with the same one, so starting one never locks another out of new connections. When
- * the platform's role may not create roles, the platform's own URL is the fallback, with a warning.
+ * A database URL for the deployment's runtime: a login role of its own (`agent_runtime_<id>`) that may
+ * only read and write what a runtime uses (runtime-database.ts sets the deployment's tables and queue
+ * up first and grants them). Its password is derived from the installation's key for that deployment:
+ * every runtime of the deployment (the serving one, the next revision's loaded by its build, a
+ * restarted one) logs in with the same one, so starting one never locks another out of new
+ * connections. When the platform's role may not create roles, the platform's own URL is the fallback,
+ * with a warning.
  */
-async function runtimeDatabaseUrl(deps: Deps, deploymentId: string): Promise<string> {
-  const role = `agent_runtime_${deploymentId.replace(/-/g, '')}`;
+async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<string> {
+  const { deploymentId } = spec;
+  await setUpDeploymentDatabase(deps.db, deploymentId, readGraphConfig(spec.configPath), deps.boss);
+  const role = runtimeLoginRole(deploymentId);
   const password = deps.secrets.derive(`database-login:${deploymentId}`).key.toString('hex');
   try {
-    const { rows } = await deps.db.pool.query<{ platform_role: string }>('SELECT current_user AS platform_role');
-    const platformRole = rows[0]!.platform_role;
     // Role names and the password are generated here (hex and a uuid), so quoting them is safe.
-    await deps.db.pool.query(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}' IN ROLE "${platformRole.replace(/"/g, '""')}"`).catch(async (error: { code?: string }) => {
+    await deps.db.pool.query(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}'`).catch(async (error: { code?: string }) => {
       // It exists (an earlier runtime, or one starting now): make sure it logs in with this password.
       if (error.code !== '42710') throw error;
       await deps.db.pool.query(`ALTER ROLE "${role}" LOGIN PASSWORD '${password}'`);
     });
+    await grantRuntimeLogin(deps.db, deploymentId);
     const url = new URL(deps.db.url);
     url.username = role;
     url.password = password;
-    url.searchParams.set('options', `-c role=${platformRole}`);
+    url.searchParams.delete('options');
     return url.toString();
   } catch (error) {
     deps.logger.warn({ err: error, deploymentId }, "could not create the runtime's own database role; it uses the platform's login");
@@ -155,7 +159,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
   const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], log: ChildOutputLog) => {
     const cwd = dirname(spec.configPath);
     const keyId = `${spec.deploymentId}:${randomBytes(16).toString('hex')}`;
-    const databaseUrl = await runtimeDatabaseUrl(deps, spec.deploymentId);
+    const databaseUrl = await runtimeDatabaseUrl(deps, spec);
     const signingKey = deps.secrets.derive(keyId).key.toString('base64');
     log.hide([...secrets.map((secret) => secret.value), decodeURIComponent(new URL(databaseUrl).password), signingKey]);
     return {

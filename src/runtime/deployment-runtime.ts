@@ -4,13 +4,15 @@
 // for as long as it runs, so any api process can find it.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
-import { deleteDeploymentRuntime, insertDeploymentRuntime, recordThreadTtl } from '../services/deployments/deployments.store.js';
+import { deleteDeploymentRuntime, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
 import { TraceBatcher } from '../services/traces/trace-batcher.js';
+import { loadCustomApp } from './custom-app.js';
 import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 import { openPersistence } from './persistence.js';
+import { setUpDeploymentDatabase } from './runtime-database.js';
 import { loadStoreEmbedder } from './store-embedder.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
@@ -31,6 +33,17 @@ export type RuntimeSpec = {
   revisionId?: string;
   /** Names the signing key derived for this runtime, when it does not hold the installation's key. */
   keyId?: string;
+  /**
+   * The platform set the deployment's database up before launching it (runtime-database.ts), and its
+   * login may only read and write: it creates no table, schema or queue. Otherwise (a runtime on the
+   * platform's own login: `serve`, a runtime thread) it sets them up itself.
+   */
+  databasePrepared?: boolean;
+  /**
+   * Serves the config's `http.app` at its runtime server, where the API forwards the paths its routes
+   * do not own (a deployed runtime; `serve` runs the app in its own process instead).
+   */
+  httpApp?: boolean;
 };
 
 export type RunningDeployment = {
@@ -55,13 +68,13 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     // the config's env, which it may read as graphs do).
     applyGraphConfigEnv(config);
     const embedder = await loadStoreEmbedder(config);
-    const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, store: config.store, embedder });
+    if (!spec.databasePrepared) await setUpDeploymentDatabase(deps.db, spec.deploymentId, config);
+    const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder });
     steps.push(() => persistence.close());
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);
-    // The api and worker never read the graph config: the sweep finds the threads' default TTL here.
-    await recordThreadTtl(deps.db, spec.deploymentId, config.threadTtl);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
+    if (spec.databasePrepared) queue.markCreated();
     // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after
     // the runtime stopped, once its last run ended.
     const traces = spec.tracing
@@ -74,7 +87,8 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     let runtimeStopped: Promise<void> | undefined;
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());
     steps.push(stopRuntime);
-    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
+    const customApp = spec.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
+    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host, customApp);
     steps.push(() => server.stop());
     await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
     steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));

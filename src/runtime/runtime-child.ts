@@ -11,6 +11,7 @@ import { InMemoryStore } from '@langchain/langgraph';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
+import { loadCustomApp } from './custom-app.js';
 import { GraphRegistry } from './graph-registry.js';
 
 /** Launcher → child. */
@@ -49,6 +50,8 @@ const logger = createLogger(config).child({ deploymentId, revisionId: process.en
 try {
   const silent = createLogger({ logLevel: 'silent', logPretty: false });
   const graphs = await GraphRegistry.load(graphConfig, { checkpointer: new MemorySaver(), store: new InMemoryStore() }, silent);
+  // The project's HTTP app is checked with the graphs (the runtime serves it; imported once, here).
+  await loadCustomApp(graphConfig, silent);
   await send({ type: 'loaded', graphIds: graphs.graphIds() });
 } catch (error) {
   await send({ type: 'failed', message: describe(error) });
@@ -68,6 +71,9 @@ try {
     tracing: undefined,
     revisionId: process.env.AGENT_PLATFORM_REVISION_ID,
     keyId: process.env.AGENT_PLATFORM_RUNTIME_KEY_ID,
+    // The launcher set up its tables and queue; this process's login only reads and writes.
+    databasePrepared: true,
+    httpApp: true,
   });
   stopProcess = stop;
   await send({ type: 'ready', url: running.url, graphIds: running.graphIds, runtimeId: running.runtimeId });

@@ -1,10 +1,24 @@
 // The runtime's end of the request/reply channel (services/deployments/runtime-protocol.ts): a small
-// HTTP server that answers graph requests for the deployment it runs. Only requests signed with the
-// installation's secret key for this runtime are answered.
-import { createServer, type IncomingMessage } from 'node:http';
+// HTTP server that answers graph requests for the deployment it runs and, for a deployed runtime, the
+// project's own HTTP app (`http.app`), which the API forwards the requests its routes do not own to.
+// Only requests signed with the installation's secret key for this runtime are answered.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { isAppError } from '../errors.js';
-import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from '../services/deployments/runtime-protocol.js';
+import {
+  APP_FALL_THROUGH_HEADER,
+  type GraphReply,
+  type GraphRequest,
+  RUNTIME_APP_PREFIX,
+  RUNTIME_EXPIRES_HEADER,
+  RUNTIME_REQUEST_PATH,
+  RUNTIME_SIGNATURE_HEADER,
+  signedAppRequest,
+  signedMessage,
+} from '../services/deployments/runtime-protocol.js';
+import type { CustomApp } from './custom-app.js';
 import { answerGraphRequest } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
 
@@ -25,14 +39,63 @@ export function advertisedHost(host: string, publicUrl: string | undefined): str
   return publicUrl ? new URL(publicUrl).hostname : '127.0.0.1';
 }
 
-/** Listens on `host` (a free port) and answers the graph requests of runtime `runtimeId`. */
-export async function startRuntimeServer(ctx: RuntimeContext, runtimeId: string, host: string): Promise<RuntimeServer> {
+/**
+ * Hands a forwarded request to the project's app (its path relative to the deployment's url) and
+ * streams the answer back. A request none of the app's routes match (or any, without an app) is
+ * answered 404 with APP_FALL_THROUGH_HEADER, so the API answers it as its own 404.
+ */
+async function serveApp(app: CustomApp | undefined, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  const fallThrough = () => void res.writeHead(404, { [APP_FALL_THROUGH_HEADER]: '1' }).end();
+  if (!app) return fallThrough();
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name === RUNTIME_SIGNATURE_HEADER || name === RUNTIME_EXPIRES_HEADER || name === 'connection' || name === 'transfer-encoding') continue;
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+  const request = new Request(`http://${req.headers.host ?? 'localhost'}${path}`, {
+    method: req.method,
+    headers,
+    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+    duplex: 'half',
+  } as RequestInit);
+  const response = await app.fetch(request);
+  if (response.headers.has(APP_FALL_THROUGH_HEADER) || (response.status === 404 && typeof app.notFound !== 'function')) return fallThrough();
+  const outgoing: Record<string, string | string[]> = {};
+  for (const [name, value] of response.headers) if (name !== 'set-cookie' && name !== 'content-length') outgoing[name] = value;
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length) outgoing['set-cookie'] = cookies;
+  res.writeHead(response.status, outgoing);
+  if (!response.body) return void res.end();
+  await pipeline(Readable.fromWeb(response.body as never), res);
+}
+
+/** Listens on `host` (a free port) and answers the graph requests (and `customApp`'s) of runtime `runtimeId`. */
+export async function startRuntimeServer(ctx: RuntimeContext, runtimeId: string, host: string, customApp?: CustomApp): Promise<RuntimeServer> {
+  // Hono runs its middleware, then this handler, when no route matches: the marker says "the API's".
+  customApp?.notFound?.(() => new Response(null, { status: 404, headers: { [APP_FALL_THROUGH_HEADER]: '1' } }));
   const server = createServer((req, res) => {
     const reply = (status: number, body: GraphReply | { detail: string }) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (req.method !== 'POST' || req.url !== RUNTIME_REQUEST_PATH) return reply(404, { detail: 'Not Found' });
+    const url = req.url ?? '/';
+    if (url === RUNTIME_APP_PREFIX || url.startsWith(`${RUNTIME_APP_PREFIX}/`) || url.startsWith(`${RUNTIME_APP_PREFIX}?`)) {
+      const path = url.slice(RUNTIME_APP_PREFIX.length) || '/';
+      const signature = req.headers[RUNTIME_SIGNATURE_HEADER];
+      const expires = Number(req.headers[RUNTIME_EXPIRES_HEADER]);
+      if (typeof signature !== 'string' || !(expires > Date.now()) || !ctx.secrets.verify(signedAppRequest(runtimeId, req.method ?? 'GET', path, expires), signature)) {
+        return reply(401, { detail: 'Bad signature' });
+      }
+      void serveApp(customApp, req, res, path.startsWith('/') ? path : `/${path}`).catch((error: unknown) => {
+        ctx.logger.error({ err: error, path }, 'the HTTP app failed');
+        if (!res.headersSent) reply(500, { detail: 'Internal Server Error' });
+        else res.destroy();
+      });
+      return;
+    }
+    if (req.method !== 'POST' || url !== RUNTIME_REQUEST_PATH) return reply(404, { detail: 'Not Found' });
     void readBody(req).then(async (body) => {
       const signature = req.headers[RUNTIME_SIGNATURE_HEADER];
       if (typeof signature !== 'string' || !ctx.secrets.verify(signedMessage(runtimeId, body), signature)) return reply(401, { detail: 'Bad signature' });

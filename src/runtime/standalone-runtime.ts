@@ -1,5 +1,6 @@
 // A deployment's runtime wired on its own, as a runtime thread or a runtime child process is: its own
-// pool and a pg-boss that only fetches and completes jobs (the platform's worker maintains the queues).
+// pool and a pg-boss that only fetches and completes jobs (the platform's worker maintains the queues;
+// with `databasePrepared`, the platform also installed them and the runtime's login may not).
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { createDeps } from '../process.js';
@@ -20,7 +21,7 @@ export async function startStandaloneRuntime(
     ingestThreads: false,
   });
   try {
-    const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
+    const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs', install: !spec.databasePrepared });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     const running = await runDeployment(wiring.deps, boss, spec);
     wiring.onStop(() => running.stop());

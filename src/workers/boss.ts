@@ -193,7 +193,17 @@ export const bossConnection = (url: string): ConstructorOptions => ({
  * cron clock). `maintain`: queue maintenance (expiry, deletion), done by a worker or a runtime process;
  * a runtime's worker thread leaves it to its process.
  */
-export async function startBoss(deps: Deps, options: { work: boolean; maintain?: boolean; applicationName?: string }): Promise<PgBoss> {
+export async function startBoss(
+  deps: Deps,
+  options: {
+    work: boolean;
+    maintain?: boolean;
+    applicationName?: string;
+    /** Installs or migrates pg-boss's schema and declares the queues (default); a deployed runtime's login may not. */
+    install?: boolean;
+  },
+): Promise<PgBoss> {
+  const install = options.install ?? true;
   const boss = new PgBoss({
     ...bossConnection(deps.db.url),
     application_name: options.applicationName ?? 'agent-platform-jobs',
@@ -205,11 +215,12 @@ export async function startBoss(deps: Deps, options: { work: boolean; maintain?:
     schedule: options.work,
     // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts), not pg-boss's.
     useListenNotify: options.work,
+    migrate: install,
   });
   boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
   jobRetentionSeconds.set(boss, deps.config.jobRetentionSeconds);
   await boss.start();
-  for (const { name, ...queueOptions } of Object.values(QUEUES) as QueueDefinition[]) {
+  for (const { name, ...queueOptions } of install ? (Object.values(QUEUES) as QueueDefinition[]) : []) {
     await boss.createQueue(name, { ...queueOptions, ...finishedJobRetention(boss) });
     // createQueue leaves an existing queue as it was: a changed setting is applied here.
     await boss.updateQueue(name, finishedJobRetention(boss));

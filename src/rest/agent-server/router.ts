@@ -21,6 +21,7 @@ import { jsonRpcErrorHandler, a2aRouter } from './a2a.routes.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
 import { customRoutes } from './custom-routes.js';
+import { deployedAppRoutes } from './deployed-app.routes.js';
 import { mcpRouter } from './mcp.routes.js';
 import { runsRouter } from './runs.routes.js';
 import { storeRouter } from './store.routes.js';
@@ -45,8 +46,9 @@ export type AgentServerTarget = { deploymentId: string; anonymous: true; dev: bo
 
 /**
  * The agent-server API for a target. `customApp` (langgraph.json `http.app`) and `ui` are the
- * project's own routes and UI bundles; `serve` loads them in its process (TODO for the platform's
- * /deployments/:id mount: forward them to the deployment's runtime, which alone may run its code).
+ * project's own routes and UI bundles, which `serve` loads in its process; at the platform's
+ * /deployments/:id mount the deployment's runtime, which alone may run its code, answers the app's
+ * routes (deployed-app.routes.ts; UI bundles are not served there yet).
  */
 export function agentServerRouter(deps: Deps, target: AgentServerTarget, options: { customApp?: CustomApp; ui?: UiBundles } = {}): Router {
   const router = Router({ mergeParams: true });
@@ -105,6 +107,8 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
     });
   }
 
+  // A deployed project's own HTTP app answers what none of these routes own, in its runtime.
+  if (!('anonymous' in target)) router.use(deployedAppRoutes(deps));
   router.use(notFoundHandler);
   // A2A and MCP speak JSON-RPC: their bodies that are not JSON, too large or too deep answer in its shape.
   router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);

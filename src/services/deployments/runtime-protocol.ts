@@ -6,9 +6,9 @@
 // table. Chosen over the event bus because a reply (a thread's history with subgraph states) can be
 // far larger than a NOTIFY payload, HTTP gives each request a deadline and an error of its own when
 // the runtime is gone, and a runtime that is a container or a Kubernetes Deployment (issue 10's
-// launcher) is reached the same way; the custom routes of a graph config's `http.app`, which are user
-// code too, will be forwarded over the same channel. Requests carry a MAC made with the installation's
-// secret key, which every process of the installation shares.
+// launcher) is reached the same way. The custom routes of a graph config's `http.app`, which are user
+// code too, are forwarded over the same channel (under RUNTIME_APP_PREFIX, bodies streamed both ways).
+// Requests carry a MAC made with the installation's secret key, or a key derived from it for the runtime.
 import type { ErrorCode, ValidationIssue } from '../../errors.js';
 
 type Json = Record<string, unknown>;
@@ -45,3 +45,16 @@ export const RUNTIME_SIGNATURE_HEADER = 'x-runtime-signature';
 
 /** What a request's MAC covers: the runtime it is meant for and the exact body. */
 export const signedMessage = (runtimeId: string, body: string) => `${runtimeId}\n${body}`;
+
+/** Where a runtime answers the project's own HTTP app (`http.app`): the deployment-relative path follows it. */
+export const RUNTIME_APP_PREFIX = '/app';
+/** Until when (epoch ms) a forwarded app request's signature holds. */
+export const RUNTIME_EXPIRES_HEADER = 'x-runtime-expires';
+/** Set by a runtime on an app response that matched none of the app's routes: the API answers it (404). */
+export const APP_FALL_THROUGH_HEADER = 'x-agent-platform-fall-through';
+
+/**
+ * What a forwarded app request's MAC covers: the runtime, method, path and expiry. Not the body, which
+ * streams; the request is only ever sent by an API process that authenticated the caller first.
+ */
+export const signedAppRequest = (runtimeId: string, method: string, path: string, expires: number) => `${runtimeId}\napp\n${method}\n${path}\n${expires}`;

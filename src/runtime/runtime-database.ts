@@ -1,0 +1,127 @@
+// The database side of a deployment's runtime, done by the platform: a runtime's login may only read
+// and write, so everything that needs DDL (LangGraph's checkpoint tables, the deployment's store schema
+// and its settings, the run queue) is set up here before the runtime starts, and the login is granted
+// exactly what a runtime uses. Grants are made in one place (`grantRuntimeLogin`) and re-applied at
+// every launch, so tables that appeared since (a new store schema, a pg-boss upgrade) are covered.
+//
+// What a runtime's login may not touch: tenancy (organizations, workspaces, users, memberships), API
+// keys, other columns of `deployments` (its sealed secrets among them), revisions and their logs,
+// OAuth providers, integrations, listeners, export destinations and runs, usage and trace tables (a
+// deployed runtime traces nothing yet), and any other deployment's store schema. Rows of the
+// agent-server tables (threads, runs, assistants, their events) are limited to its own deployment by
+// row-level security (`runtime_own_deployment` policies, see the migration `runtime_login_rls`).
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import type { PgBoss } from 'pg-boss';
+import type { Database } from '../db.js';
+import { recordThreadTtl } from '../services/deployments/deployments.store.js';
+import { runQueueFor } from '../services/runs/run-queue.js';
+import { ensureStoreTables, type StoreSettings, storeSchema, writeStoreSettings } from '../services/store/store-items.store.js';
+import { CHECKPOINT_SCHEMA } from '../services/threads/checkpoints.store.js';
+import type { GraphConfig } from './graph-config.js';
+
+const SETUP_LOCK = 'agent-platform:langgraph-setup';
+const GRANT_LOCK = 'agent-platform:runtime-grants';
+
+/** The database login of a deployment's runtimes: one per deployment, made by the launcher. */
+export const runtimeLoginRole = (deploymentId: string) => `agent_runtime_${deploymentId.replace(/-/g, '')}`;
+
+let checkpointTables: Promise<void> | undefined;
+
+/** LangGraph's checkpoint tables (schema `langgraph`), created once per process under the set-up lock. */
+function ensureCheckpointTables(db: Pick<Database, 'pool'>): Promise<void> {
+  checkpointTables ??= (async () => {
+    const client = await db.pool.connect();
+    try {
+      // Concurrent first starts race on CREATE SCHEMA/TABLE; the advisory lock serialises them.
+      await client.query('SELECT pg_advisory_lock(hashtext($1))', [SETUP_LOCK]);
+      await new PostgresSaver(db.pool, undefined, { schema: CHECKPOINT_SCHEMA }).setup();
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SETUP_LOCK]).catch(() => undefined);
+      client.release();
+    }
+  })().catch((error: unknown) => {
+    checkpointTables = undefined;
+    throw error;
+  });
+  return checkpointTables;
+}
+
+/**
+ * Everything of a deployment's persistence that needs DDL, from its graph config (read as JSON; no
+ * deployment code runs here): the checkpoint tables, its store schema, the store's settings (the
+ * embeddings table shaped to `store.index.dims`), the threads' default TTL (on the deployment's row,
+ * where the sweep reads it) and, when the job queue is given, its run queue. Idempotent. Returns the
+ * store's settings as recorded.
+ */
+export async function setUpDeploymentDatabase(
+  db: Database,
+  deploymentId: string,
+  config: Pick<GraphConfig, 'store' | 'threadTtl'>,
+  boss?: PgBoss,
+): Promise<StoreSettings> {
+  await ensureCheckpointTables(db);
+  await ensureStoreTables(db, deploymentId);
+  const { index, ttl } = config.store ?? {};
+  const settings = await writeStoreSettings(db, deploymentId, {
+    // The runtime loads the embedding function `index.embed` names, and fails to start without it.
+    index: index ? { dims: index.dims, fields: index.fields ?? ['$'] } : null,
+    ttl: ttl ? { defaultTtlMinutes: ttl.default_ttl ?? null, refreshOnRead: ttl.refresh_on_read ?? null, sweepIntervalMinutes: ttl.sweep_interval_minutes ?? null } : null,
+  });
+  await recordThreadTtl(db, deploymentId, config.threadTtl);
+  if (boss) await runQueueFor(boss, deploymentId).ensure();
+  return settings;
+}
+
+// The agent-server tables a runtime reads and writes (rows limited to its deployment by RLS).
+const AGENT_SERVER_TABLES = ['agent_threads', 'agent_runs', 'run_events', 'agent_assistants', 'agent_assistant_versions', 'event_payloads'];
+// Columns of `deployments` a runtime reads: never `secrets`.
+const DEPLOYMENT_COLUMNS = ['id', 'tenant_id', 'name', 'graph_ids', 'active_revision_id', 'deleted_at', 'thread_default_ttl_minutes'];
+
+/**
+ * Grants a deployment's runtime login what a runtime uses, and takes away what an earlier version of
+ * the platform gave it (membership of the platform's role). Idempotent; serialised across processes,
+ * since concurrent GRANTs on one object fail with "tuple concurrently updated".
+ */
+export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId: string): Promise<void> {
+  const role = `"${runtimeLoginRole(deploymentId)}"`;
+  const store = `"${storeSchema(deploymentId)}"`;
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [GRANT_LOCK]);
+    const { rows: memberships } = await client.query<{ name: string }>(
+      `SELECT r.rolname AS name FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid WHERE m.member = $1::regrole`,
+      [runtimeLoginRole(deploymentId)],
+    );
+    for (const { name } of memberships) await client.query(`REVOKE "${name.replace(/"/g, '""')}" FROM ${role}`);
+    await client.query(`ALTER ROLE ${role} RESET ALL`);
+    await client.query(`GRANT USAGE ON SCHEMA public, ${CHECKPOINT_SCHEMA}, ${store}, pgboss TO ${role}`);
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${AGENT_SERVER_TABLES.join(', ')} TO ${role}`);
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON deployment_runtimes TO ${role}`);
+    await client.query(`GRANT SELECT (${DEPLOYMENT_COLUMNS.join(', ')}) ON deployments TO ${role}`);
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${CHECKPOINT_SCHEMA}, ${store} TO ${role}`);
+    // pg-boss: its jobs (every queue's: pg-boss has no per-queue tables for unpartitioned queues) and
+    // what its fetch and complete read; not its schedules or subscriptions.
+    const { rows: jobTables } = await client.query<{ name: string }>(
+      `SELECT quote_ident(relname) AS name FROM pg_class WHERE relnamespace = 'pgboss'::regnamespace AND relkind IN ('r', 'p') AND (relname IN ('job', 'job_common', 'archive') OR relname ~ '^j[0-9a-f]{56}$')`,
+    );
+    if (jobTables.length) await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${jobTables.map(({ name }) => `pgboss.${name}`).join(', ')} TO ${role}`);
+    await client.query(`GRANT SELECT ON pgboss.queue, pgboss.version TO ${role}`);
+    // The sequences behind the granted tables' serial columns.
+    const { rows: sequences } = await client.query<{ name: string }>(
+      `SELECT DISTINCT s.oid::regclass::text AS name
+         FROM pg_class s JOIN pg_depend d ON d.objid = s.oid AND d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+        WHERE s.relkind = 'S' AND d.refobjid IN (
+          SELECT c.oid FROM pg_class c
+           WHERE c.oid = ANY($1::regclass[]) OR c.relnamespace IN ($2::regnamespace, $3::regnamespace, 'pgboss'::regnamespace))`,
+      [[...AGENT_SERVER_TABLES, 'deployment_runtimes'], CHECKPOINT_SCHEMA, storeSchema(deploymentId)],
+    );
+    if (sequences.length) await client.query(`GRANT USAGE, SELECT ON SEQUENCE ${sequences.map(({ name }) => name).join(', ')} TO ${role}`);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
