@@ -7,7 +7,7 @@ import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import { RunEventWriter } from '../services/runs/run-stream.js';
 import type { RunKwargs, RunStatus } from '../services/runs/runs.schemas.js';
 import * as store from '../services/runs/runs.store.js';
-import type { ClaimedRun, RunRow } from '../services/runs/runs.store.js';
+import type { ClaimedRun, JobCompletion, RunRow } from '../services/runs/runs.store.js';
 import { deleteCheckpointsAfter, latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { refreshThreadCache } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -34,6 +34,11 @@ export type ExecuteOptions = {
   tracer?: RunTracer;
   /** The thread's latest checkpoint before the run, when the caller already read it (null: none). */
   startCheckpoint?: string | null;
+  /**
+   * The run's queue job, for a stateless run: completed by the statement that stores the outcome
+   * (one round trip less per run). The result says whether it was; if not, the caller completes it.
+   */
+  completeJob?: JobCompletion;
 };
 
 export type { ClaimedRun } from '../services/runs/runs.store.js';
@@ -68,7 +73,7 @@ function graphInput(kwargs: RunKwargs): unknown {
 }
 
 /** Runs a claimed run to its end and records the outcome. Never throws for graph failures. */
-export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: ExecuteOptions): Promise<RunStatus | 'deleted'> {
+export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: ExecuteOptions): Promise<{ status: RunStatus | 'deleted'; jobCompleted: boolean }> {
   const runId = row.id;
   const threadId = row.thread_id;
   const kwargs = row.kwargs;
@@ -148,6 +153,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
   const reason = options.signal.reason as CancelReason | undefined;
   let resultJson: string | undefined;
   let published = false;
+  let jobCompleted = false;
   if (status === 'interrupted' && reason === 'rollback') {
     // Rollback: the run never happened. Remove it, its events and the checkpoints it wrote.
     await writer.flush().catch(eventsLost);
@@ -166,11 +172,14 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
     if (kwargs.temporary) {
       // No thread to update first: record the outcome and tell the readers in the same write.
       const final = { status, output: resultJson.length < 4000 ? resultJson : undefined };
-      await writer.finish(outcome, final).catch(async (error: unknown) => {
-        eventsLost(error);
-        await recordOutcome();
-        await ctx.events.publish('runs.stream', { runId, ...final }, runId);
-      });
+      await writer.finish(outcome, final, options.completeJob).then(
+        () => (jobCompleted = options.completeJob !== undefined),
+        async (error: unknown) => {
+          eventsLost(error);
+          await recordOutcome();
+          await ctx.events.publish('runs.stream', { runId, ...final }, runId);
+        },
+      );
       published = true;
     } else {
       await writer.finish(outcome).catch(async (error: unknown) => {
@@ -196,7 +205,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
   if (kwargs.webhook && !(status === 'interrupted' && reason === 'rollback')) {
     void sendWebhook(ctx, kwargs.webhook, { ...row, status, kwargs, values: output, error: failure ? serializeError(failure).message : undefined });
   }
-  return status === 'interrupted' && reason === 'rollback' ? 'deleted' : status;
+  return { status: status === 'interrupted' && reason === 'rollback' ? 'deleted' : status, jobCompleted };
 }
 
 /** POSTs the finished run to its webhook: 3 attempts, 10 s each, backing off; failures are logged. */

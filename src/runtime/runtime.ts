@@ -41,12 +41,16 @@ export async function startRuntime(
   const handle = async (job: Job<RunJob>, controller: AbortController, claimed: Promise<ClaimedRun | undefined>) => {
     const runId = job.data.runId;
     let stateless = false;
+    let jobCompleted = false;
     try {
       // The thread's latest checkpoint (for a rollback) is read alongside the claim: the thread's
       // previous run has finished (per-thread order), so nothing can move it in between.
       const [row, startCheckpoint] = await Promise.all([claimed, job.data.threadId ? latestCheckpointId(ctx.deployment.persistence.pool, job.data.threadId) : Promise.resolve(undefined)]);
       stateless = row?.kwargs.temporary ?? false;
-      if (row) await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint });
+      // A stateless run's job is completed with its outcome: no later run waits on it, unlike a kept
+      // thread's, whose next run must not start before this one has also updated the thread.
+      const completeJob = stateless ? await queue.completionUpdate(job.id).catch(() => undefined) : undefined;
+      if (row) ({ jobCompleted } = await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint, completeJob }));
     } catch (error) {
       // Never fail the job: a failed job would hold back the thread's later runs. A run whose claim
       // failed is still pending, with its job about to complete: it ends too rather than wait forever.
@@ -57,7 +61,7 @@ export async function startRuntime(
       active.delete(runId);
     }
     // key_strict_fifo releases the thread's next job only once this one completes.
-    await queue.complete(job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
+    if (!jobCompleted) await queue.complete(job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
     if (!stateless) await wakeIfThreadHasMore(runId);
   };
 

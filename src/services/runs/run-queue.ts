@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import { newId } from '../../ids.js';
 import { finishedJobRetention, RUN_QUEUE_OPTIONS } from '../../workers/boss.js';
+import type { JobCompletion } from './runs.store.js';
 import { runQueueName } from './run-queue-name.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
@@ -47,6 +48,39 @@ export class RunQueue {
   /** Marks a run's job done (batched with other runs' completions under load). */
   complete(jobId: string): Promise<void> {
     return this.completions.add(jobId);
+  }
+
+  private completion: Promise<string | undefined> | undefined;
+
+  /**
+   * pg-boss's completion of a job as a bare UPDATE (parameters `$1` queue name, `$2` job ids, `$3`
+   * output), so the statement that records a run's outcome can complete its job too (see
+   * writeStreamBatch). Captured once from `complete` without touching the database; undefined when
+   * pg-boss's statement is not of the `WITH results AS (UPDATE … RETURNING id) SELECT …` shape a
+   * CTE can hold: callers then use `complete`.
+   */
+  async completionUpdate(jobId: string): Promise<JobCompletion | undefined> {
+    this.completion ??= this.captureCompletion();
+    const update = await this.completion;
+    return update === undefined ? undefined : { update, queue: this.name, jobId };
+  }
+
+  private async captureCompletion(): Promise<string | undefined> {
+    await this.ensure();
+    const placeholder = newId();
+    let captured: { text: string; values: unknown[] } | undefined;
+    await this.boss.complete(this.name, [placeholder], undefined, {
+      db: {
+        executeSql: async (text: string, values?: unknown[]) => {
+          captured = { text, values: values ?? [] };
+          return { rows: [{ count: 1, ids: [placeholder] }] };
+        },
+      },
+    });
+    if (!captured || captured.values.length !== 3 || captured.values[2] != null) return undefined;
+    const update = /^\s*WITH results AS \(\s*(UPDATE\b[\s\S]*?)\s+RETURNING id\s*\)\s*SELECT COUNT\(\*\)/i.exec(captured.text)?.[1];
+    if (!update || /\$(?![123]\b)\d/.test(update)) return undefined;
+    return update;
   }
 
   /** Creates the queue once per process (idempotent across processes). */

@@ -60,8 +60,17 @@ export async function selectEventsAfter(pool: pg.Pool, runId: string, afterSeq: 
 }
 
 /**
+ * A run's queue job, completed by the statement that records the run's outcome: `update` is pg-boss's
+ * completion UPDATE with its own parameters `$1` (queue name), `$2` (job ids) and `$3` (output, null),
+ * as RunQueue.completionUpdate captures it.
+ */
+export type JobCompletion = { update: string; queue: string; jobId: string };
+
+/**
  * One statement for a batch of stream writes: the runs' outcomes (status, output, ended), their new
- * events, and the NOTIFY signals that tell readers, so readers never see a signal before its event.
+ * events, the NOTIFY signals that tell readers, so readers never see a signal before its event, and
+ * the queue jobs of runs that end here (a job completed in its own statement is one more round trip
+ * per run, and completing it here means it is done exactly when the outcome is stored).
  */
 export async function writeStreamBatch(
   pool: pg.Pool,
@@ -69,15 +78,30 @@ export async function writeStreamBatch(
     outcomes: { runId: string; status: string; output: string }[];
     events: { runId: string; seq: number; event: string; data: string }[];
     signals: [channel: string, payload: string][];
+    jobs?: JobCompletion[];
   },
 ): Promise<void> {
-  const { outcomes, events, signals } = batch;
+  const { outcomes, events, signals, jobs = [] } = batch;
+  const values: unknown[] = [];
+  // One completion per queue (and statement shape), its parameters renumbered after the batch's nine.
+  const byQueue = new Map<string, { update: string; queue: string; jobIds: string[] }>();
+  for (const job of jobs) {
+    const key = `${job.queue}\n${job.update}`;
+    const group = byQueue.get(key) ?? { update: job.update, queue: job.queue, jobIds: [] };
+    group.jobIds.push(job.jobId);
+    byQueue.set(key, group);
+  }
+  const completions = [...byQueue.values()].map((group, i) => {
+    const base = 9 + values.length;
+    values.push(group.queue, group.jobIds, null);
+    return `, completed_${i} AS (${group.update.replace(/\$([123])\b/g, (_, n: string) => `$${base + Number(n)}`)})`;
+  });
   await pool.query(
     `WITH outcome AS (
        UPDATE agent_runs r SET status = o.status, output = o.output::jsonb, updated_at = now(), ended_at = now()
        FROM unnest($1::uuid[], $2::text[], $3::text[]) AS o(id, status, output) WHERE r.id = o.id),
      events AS (
-       INSERT INTO run_events (run_id, seq, event, data) SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[]))
+       INSERT INTO run_events (run_id, seq, event, data) SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[]))${completions.join('')}
      SELECT count(pg_notify(channel, payload)) FROM unnest($8::text[], $9::text[]) AS s(channel, payload)`,
     [
       outcomes.map((outcome) => outcome.runId),
@@ -89,6 +113,7 @@ export async function writeStreamBatch(
       events.map((event) => event.data),
       signals.map(([channel]) => channel),
       signals.map(([, payload]) => payload),
+      ...values,
     ],
   );
 }
