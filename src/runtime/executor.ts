@@ -4,6 +4,8 @@
 import { resolvedTargetProblem } from '../limits/outbound-url.js';
 import { Command } from '@langchain/langgraph';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
+import type { Job } from 'pg-boss';
+import type { RunJob } from '../services/runs/run-queue.js';
 import { RunEventWriter } from '../services/runs/run-stream.js';
 import type { RunKwargs, RunStatus } from '../services/runs/runs.schemas.js';
 import * as store from '../services/runs/runs.store.js';
@@ -44,14 +46,12 @@ export type ExecuteOptions = {
 export type { ClaimedRun } from '../services/runs/runs.store.js';
 
 /**
- * Claims pending runs (pending → running) and reads each one's assistant's active version in the same
- * statement, which also appends each run's `metadata` stream event (first of this attempt) and
- * signals it, and (for runs on a kept thread) publishes the `running` status. Runs missing from the
- * result were cancelled, deleted or taken by another runtime.
+ * The claim's NOTIFYs: each run's `metadata` stream event (first of this attempt), and for runs on a
+ * kept thread the `running` status to the thread's streams and status readers.
  */
-export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
+function claimNotifications(ctx: RuntimeContext): string[] {
   const kept = `NOT coalesce((claimed.kwargs->>'temporary')::boolean, false)`;
-  const rows = await store.claimRuns(ctx.db, runIds, workerId, [
+  return [
     ctx.events.notifySql(
       'runs.stream',
       'claimed.id',
@@ -60,8 +60,32 @@ export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId:
     // Streams of a kept thread learn here that its run started.
     `CASE WHEN ${kept} THEN ${ctx.events.notifySql('runs.stream', 'claimed.id', `json_build_object('runId', claimed.id, 'status', 'running')`)}::text END`,
     `CASE WHEN ${kept} THEN ${ctx.events.notifySql('runs.status', 'claimed.thread_id', `json_build_object('runId', claimed.id, 'threadId', claimed.thread_id, 'status', 'running')`)}::text END`,
-  ]);
+  ];
+}
+
+/**
+ * Claims pending runs (pending → running) and reads each one's assistant's active version in the same
+ * statement, which also appends each run's `metadata` stream event and sends the claim's NOTIFYs.
+ * Runs missing from the result were cancelled, deleted or taken by another runtime.
+ */
+export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
+  const rows = await store.claimRuns(ctx.db, runIds, workerId, claimNotifications(ctx));
   return new Map(rows.map((row) => [row.id, row]));
+}
+
+/**
+ * Fetches up to `batchSize` jobs of the deployment's run queue and claims their runs: one statement
+ * when pg-boss's fetch has the shape that allows it (RunQueue.fetchStatement), else a fetch and a
+ * claim. A job comes back without `claimed` when its run was cancelled, deleted or taken meanwhile.
+ */
+export async function fetchAndClaimRuns(ctx: RuntimeContext, batchSize: number, workerId: string): Promise<{ job: Pick<Job<RunJob>, 'id' | 'data'>; claimed?: ClaimedRun }[]> {
+  const { queue } = ctx.deployment;
+  const fetch = await queue.fetchStatement(batchSize);
+  if (fetch) return store.fetchAndClaimRuns(ctx.db, fetch, workerId, claimNotifications(ctx));
+  const jobs = await queue.boss.fetch<RunJob>(queue.name, { batchSize });
+  if (!jobs.length) return [];
+  const claimed = await claimRuns(ctx, jobs.map((job) => job.data.runId), workerId);
+  return jobs.map((job) => ({ job, claimed: claimed.get(job.data.runId) }));
 }
 
 function graphInput(kwargs: RunKwargs): unknown {

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import { newId } from '../../ids.js';
 import { finishedJobRetention, RUN_QUEUE_OPTIONS } from '../../workers/boss.js';
-import type { JobCompletion } from './runs.store.js';
+import type { JobCompletion, JobFetch } from './runs.store.js';
 import { runQueueName } from './run-queue-name.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
@@ -81,6 +81,30 @@ export class RunQueue {
     const update = /^\s*WITH results AS \(\s*(UPDATE\b[\s\S]*?)\s+RETURNING id\s*\)\s*SELECT COUNT\(\*\)/i.exec(captured.text)?.[1];
     if (!update || /\$(?![123]\b)\d/.test(update)) return undefined;
     return update;
+  }
+
+  /**
+   * pg-boss's fetch of up to `batchSize` jobs, captured from `fetch` without touching the database and
+   * split into its WITH list and its claiming UPDATE, so the runtime can claim the jobs' runs in the
+   * same statement (runs.store fetchAndClaimRuns). Undefined when pg-boss's statement is not of the
+   * `WITH … UPDATE <job table> j SET … RETURNING …` shape: callers then use `fetch`. Captured at each
+   * fetch, since its parameters follow pg-boss's queue cache.
+   */
+  async fetchStatement(batchSize: number): Promise<JobFetch | undefined> {
+    let captured: { text: string; values: unknown[] } | undefined;
+    await this.boss.fetch(this.name, {
+      batchSize,
+      db: {
+        executeSql: async (text: string, values?: unknown[]) => {
+          captured = { text, values: values ?? [] };
+          return { rows: [] };
+        },
+      },
+    });
+    if (!captured) return undefined;
+    const split = /^\s*(WITH\b[\s\S]*?\))\s*(UPDATE\s+[\w."]+\s+j\s+SET\b[\s\S]*\bRETURNING\b[\s\S]*?)\s*$/i.exec(captured.text);
+    if (!split || /\bfetched\b|\bclaimed\b|\bmetadata\b|\bappended\b/i.test(split[1]!)) return undefined;
+    return { ctes: split[1]!, update: split[2]!, values: captured.values };
   }
 
   /** Creates the queue once per process (idempotent across processes). */

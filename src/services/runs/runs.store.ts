@@ -305,24 +305,70 @@ export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json;
  */
 export async function claimRuns(db: Pick<Database, 'pool'>, runIds: string[], workerId: string, notify: string[]): Promise<ClaimedRun[]> {
   const { rows } = await db.pool.query<ClaimedRun & Record<string, unknown>>(
-    `WITH claimed AS (
-       UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
-       WHERE r.id = ANY($1::uuid[]) AND r.status = 'pending'
+    `WITH ${claimCtes('$1::uuid[]', '$2')}
+     SELECT claimed.*, metadata.seq AS metadata_seq${notify.map((expression, index) => `, ${expression} AS notified_${index}`).join('')}
+     FROM claimed JOIN metadata ON metadata.id = claimed.id`,
+    [runIds, workerId],
+  );
+  return rows.map((row) => withoutNotified(row, notify.length) as ClaimedRun);
+}
+
+/** The claim's CTEs (`claimed`, `metadata`, `appended`) for the runs `runIds` (an SQL uuid[]) by `workerId` (SQL). */
+const claimCtes = (runIds: string, workerId: string) => `claimed AS (
+       UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = ${workerId}, started_at = now(), updated_at = now()
+       WHERE r.id = ANY(${runIds}) AND r.status = 'pending'
        RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
                        FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant),
      metadata AS (
        SELECT c.id, coalesce((SELECT max(e.seq) FROM run_events e WHERE e.run_id = c.id), 0) + 1 AS seq,
               '{"run_id":"' || c.id || '","attempt":' || c.attempt || '}' AS data
        FROM claimed c),
-     appended AS (INSERT INTO run_events (run_id, seq, event, data) SELECT id, seq, 'metadata', data FROM metadata)
-     SELECT claimed.*, metadata.seq AS metadata_seq${notify.map((expression, index) => `, ${expression} AS notified_${index}`).join('')}
-     FROM claimed JOIN metadata ON metadata.id = claimed.id`,
-    [runIds, workerId],
-  );
+     appended AS (INSERT INTO run_events (run_id, seq, event, data) SELECT id, seq, 'metadata', data FROM metadata)`;
+
+function withoutNotified(row: Record<string, unknown>, count: number): Record<string, unknown> {
+  const rest = { ...row };
+  for (let index = 0; index < count; index++) delete rest[`notified_${index}`];
+  return rest;
+}
+
+/**
+ * pg-boss's fetch of a queue's next jobs as RunQueue.fetchStatement captures it: its WITH list
+ * (`ctes`, from `WITH`), its claiming `UPDATE … RETURNING` of the jobs, and its parameters.
+ */
+export type JobFetch = { ctes: string; update: string; values: unknown[] };
+
+/**
+ * Fetches a run queue's next jobs and claims their runs in one statement (pg-boss's fetch, then the
+ * claim of `claimRuns` over the fetched jobs' runs): one round trip where a fetch and a claim were
+ * two. Each fetched job comes back with its run, or without when the run was not pending (cancelled,
+ * deleted or taken meanwhile). A unique violation of a concurrent fetch is no jobs, as for pg-boss.
+ */
+export async function fetchAndClaimRuns(
+  db: Pick<Database, 'pool'>,
+  fetch: JobFetch,
+  workerId: string,
+  notify: string[],
+): Promise<{ job: { id: string; data: { runId: string; threadId?: string } }; claimed?: ClaimedRun }[]> {
+  const worker = `$${fetch.values.length + 1}`;
+  // Statements of runs not claimed come back with null `claimed` columns: their NOTIFYs are skipped.
+  const notified = notify.map((expression, index) => `, CASE WHEN claimed.id IS NOT NULL THEN (${expression})::text END AS notified_${index}`).join('');
+  let rows: Record<string, unknown>[];
+  try {
+    ({ rows } = await db.pool.query(
+      `${fetch.ctes},
+       fetched AS (${fetch.update}),
+       ${claimCtes(`ARRAY(SELECT (f.data->>'runId')::uuid FROM fetched f)`, worker)}
+       SELECT fetched.id AS fetched_job_id, fetched.data AS fetched_job_data, claimed.*, metadata.seq AS metadata_seq${notified}
+       FROM fetched LEFT JOIN claimed ON claimed.id = (fetched.data->>'runId')::uuid LEFT JOIN metadata ON metadata.id = claimed.id`,
+      [...fetch.values, workerId],
+    ));
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') return [];
+    throw error;
+  }
   return rows.map((row) => {
-    const claimed = { ...row };
-    for (let index = 0; index < notify.length; index++) delete claimed[`notified_${index}`];
-    return claimed as ClaimedRun;
+    const { fetched_job_id: jobId, fetched_job_data: jobData, ...run } = withoutNotified(row, notify.length);
+    return { job: { id: jobId as string, data: jobData as { runId: string; threadId?: string } }, claimed: run.id ? (run as ClaimedRun) : undefined };
   });
 }
 
