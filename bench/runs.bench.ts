@@ -112,6 +112,13 @@ async function countStatements(db: pg.Client, runs: number, work: () => Promise<
   await db.query('SELECT pg_stat_statements_reset()');
   await new Promise((resolve) => setTimeout(resolve, elapsed));
   const idle = await statementsByKind(db);
+  if (process.env.BENCH_SHOW_STATEMENTS) {
+    const { rows } = await db.query<{ query: string; calls: number }>(
+      `SELECT s.query, s.calls::int FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 15`,
+    );
+    console.error(`  idle for ${(elapsed / 1000).toFixed(1)} s, per second:`);
+    for (const row of rows) console.error(`  ${(row.calls / (elapsed / 1000)).toFixed(2).padStart(6)}/s  [${kindOf(row.query)}] ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+  }
   const byKind: Record<string, number> = {};
   for (const [kind, calls] of busy) {
     const perRun = (calls - (idle.get(kind) ?? 0)) / runs;
