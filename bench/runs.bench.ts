@@ -66,7 +66,9 @@ const STATEMENT_KINDS: [kind: string, pattern: RegExp][] = [
   ['transaction (BEGIN/COMMIT)', /^\s*(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)\b/i],
   ['thread lock', /FOR UPDATE OF t\b/i],
   ['run insert (+ job, wake-up)', /INSERT INTO agent_runs/i],
-  ['run claim (+ metadata event)', /SET status = 'running'/i],
+  // The claim, alone or after pg-boss's fetch in the same statement (pg_stat_statements may show the
+  // status literal as a parameter).
+  ['run claim (+ job fetch, metadata event)', /attempt = attempt \+ 1/i],
   ['events + outcome', /run_events/i],
   ['status changes (runs, threads)', /UPDATE agent_(runs|threads)/i],
   ['checkpoint writes', /INSERT INTO "?langgraph"?\.|INSERT INTO checkpoint/i],
