@@ -10,6 +10,8 @@
 //   BENCH_BEFORE_ROOT=<checkout>  also measure another checkout's platform (e.g. main), side by side
 //   BENCH_STATEMENT_RUNS (50)     runs counted per kind for the statements-per-run rows
 //   BENCH_SHOW_STATEMENTS=1       print each counted statement with its calls per run
+//   BENCH_CPU_PROF_DIR=<dir>      run each serve under `node --cpu-prof` (profiles in <dir>/<column>) and
+//                                 print where its threads' CPU went during the throughput row
 //   --json <file>                 also write the figures as a flat { name: { value, unit, floor?, reference? } }
 //
 // Per run it also prints where the time and the PostgreSQL round trips go, counted so the figures do not
@@ -17,6 +19,9 @@
 // PostgreSQL is restarted with it preloaded; statements of as long idle are subtracted), the stages from
 // the run rows' own timestamps (created → claimed: queue hand-off; claimed → ended: graph and
 // persistence; the client's time outside that span: HTTP parse and response), and the bytes stored.
+// During the throughput row it reads /proc for CPU µs per run of each part (the serve process's api
+// thread, runtime thread and helper threads; PostgreSQL's backends) and the bytes the serve process read
+// and wrote per run (HTTP and PostgreSQL wire).
 //
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
@@ -25,7 +30,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
+import { printSummaries, summarizeProfiles } from './cpu-profile-summary.js';
 import { graph } from './graphs/two-node.js';
+import { CPU_PARTS, type PerRun, perRun, sampleProcesses } from './process-cpu.js';
 import { freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -43,7 +50,7 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 };
 
-type Figures = { waitP50: number; waitP99: number; firstEventP50: number; runsPerSecond: number };
+type Figures = { waitP50: number; waitP99: number; firstEventP50: number; runsPerSecond: number; perRun?: PerRun };
 
 /** Where a run's time, round trips and bytes go (the platform columns only). */
 type Breakdown = {
@@ -59,7 +66,9 @@ const STATEMENT_KINDS: [kind: string, pattern: RegExp][] = [
   ['transaction (BEGIN/COMMIT)', /^\s*(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)\b/i],
   ['thread lock', /FOR UPDATE OF t\b/i],
   ['run insert (+ job, wake-up)', /INSERT INTO agent_runs/i],
-  ['run claim (+ metadata event)', /SET status = 'running'/i],
+  // The claim, alone or after pg-boss's fetch in the same statement (pg_stat_statements may show the
+  // status literal as a parameter).
+  ['run claim (+ job fetch, metadata event)', /attempt = attempt \+ 1/i],
   ['events + outcome', /run_events/i],
   ['status changes (runs, threads)', /UPDATE agent_(runs|threads)/i],
   ['checkpoint writes', /INSERT INTO "?langgraph"?\.|INSERT INTO checkpoint/i],
@@ -105,6 +114,13 @@ async function countStatements(db: pg.Client, runs: number, work: () => Promise<
   await db.query('SELECT pg_stat_statements_reset()');
   await new Promise((resolve) => setTimeout(resolve, elapsed));
   const idle = await statementsByKind(db);
+  if (process.env.BENCH_SHOW_STATEMENTS) {
+    const { rows } = await db.query<{ query: string; calls: number }>(
+      `SELECT s.query, s.calls::int FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 15`,
+    );
+    console.error(`  idle for ${(elapsed / 1000).toFixed(1)} s, per second:`);
+    for (const row of rows) console.error(`  ${(row.calls / (elapsed / 1000)).toFixed(2).padStart(6)}/s  [${kindOf(row.query)}] ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+  }
   const byKind: Record<string, number> = {};
   for (const [kind, calls] of busy) {
     const perRun = (calls - (idle.get(kind) ?? 0)) / runs;
@@ -151,7 +167,10 @@ async function measureBreakdown(url: string, db: pg.Client, clientMeanMs: number
   };
 }
 
-async function measure(name: string, url: string, db?: pg.Client): Promise<Figures & { breakdown?: Breakdown }> {
+/** The serve process and its PostgreSQL's data folder, for the /proc readings; a profile folder when profiling. */
+type Watched = { pid: number; postgresDir: string; profileDir?: string };
+
+async function measure(name: string, url: string, db?: pg.Client, watched?: Watched): Promise<Figures & { breakdown?: Breakdown }> {
   const client = new Client({ apiUrl: url, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
   const input = { steps: [] };
   for (let i = 0; i < 20; i++) await client.runs.wait(null, 'two_node', { input });
@@ -177,6 +196,8 @@ async function measure(name: string, url: string, db?: pg.Client): Promise<Figur
   let completed = 0;
   let failed = 0;
   const deadline = performance.now() + SECONDS * 1000;
+  const before = watched && sampleProcesses(watched.pid, watched.postgresDir);
+  const fromMicros = Number(process.hrtime.bigint() / 1000n);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -191,13 +212,19 @@ async function measure(name: string, url: string, db?: pg.Client): Promise<Figur
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
+  const toMicros = Number(process.hrtime.bigint() / 1000n);
+  const usage = watched && perRun(before!, sampleProcesses(watched.pid, watched.postgresDir), completed);
+  if (watched?.profileDir) profileWindows.set(watched.profileDir, { fromMicros, toMicros, runs: completed });
   if (failed) console.error(`${name}: ${failed} runs failed under load`);
-  const figures = { waitP50: percentile(waits, 50), waitP99: percentile(waits, 99), firstEventP50: percentile(firstEvents, 50), runsPerSecond: completed / elapsed };
+  const figures = { waitP50: percentile(waits, 50), waitP99: percentile(waits, 99), firstEventP50: percentile(firstEvents, 50), runsPerSecond: completed / elapsed, perRun: usage };
   const meanWait = waits.reduce((sum, value) => sum + value, 0) / waits.length;
   const breakdown = db ? await measureBreakdown(url, db, meanWait, { from, to }) : undefined;
   console.error(`${name}: ${JSON.stringify({ ...figures, breakdown })}`);
   return { ...figures, breakdown };
 }
+
+/** Profile folders of the columns measured under --cpu-prof, with their throughput window. */
+const profileWindows = new Map<string, { fromMicros: number; toMicros: number; runs: number }>();
 
 async function inProcessRate(): Promise<{ msPerRun: number; runsPerSecond: number }> {
   for (let i = 0; i < 200; i++) await graph.invoke({ steps: [] });
@@ -217,12 +244,22 @@ async function measurePlatform(name: string, checkout: string, tracing: boolean)
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-runs-'));
   chmodSync(dataDir, 0o711);
   const dataPath = join(dataDir, 'data');
-  const start = async () => {
+  const profileDir = process.env.BENCH_CPU_PROF_DIR ? join(process.env.BENCH_CPU_PROF_DIR, name.replace(/[^a-z0-9]+/gi, '-')) : undefined;
+  const start = async (profiled = false) => {
     const port = await freePort();
     const started = await startProcess(
       process.execPath,
       [join(checkout, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/langgraph.json'), '--port', String(port), '--data-dir', dataPath],
-      { cwd: checkout, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(tracing) }, ready: /running at http/ },
+      {
+        cwd: checkout,
+        env: {
+          LOG_LEVEL: 'warn',
+          DATABASE_URL: '',
+          AGENT_SERVER_TRACING: String(tracing),
+          ...(profiled && profileDir ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`.trim() } : {}),
+        },
+        ready: /running at http/,
+      },
     );
     return { ...started, port };
   };
@@ -232,14 +269,20 @@ async function measurePlatform(name: string, checkout: string, tracing: boolean)
     await setup.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`);
     await setup.end();
     await stopProcess(first.child);
-    const platform = await start();
+    const platform = await start(true);
     const db = await connectEmbedded(dataPath);
     try {
       await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-      return await measure(name, `http://127.0.0.1:${platform.port}`, db);
+      return await measure(name, `http://127.0.0.1:${platform.port}`, db, { pid: platform.child.pid!, postgresDir: join(dataPath, 'postgres'), profileDir });
     } finally {
       await db.end().catch(() => undefined);
       await stopProcess(platform.child);
+      // The profiles are written as the process exits.
+      const window = profileDir && profileWindows.get(profileDir);
+      if (window) {
+        console.log(`\nCPU profile of ${name}, throughput row only (${window.runs} runs; profiles in ${profileDir}):`);
+        printSummaries(summarizeProfiles(profileDir!, window), window.runs);
+      }
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
@@ -312,6 +355,10 @@ async function main() {
   console.log(row(`thread runs/stream: round trips (statements) per run (${STATEMENT_RUNS} runs)`, '', (f) => f.breakdown?.statements.thread.total, 2));
   for (const kind of kinds('thread')) console.log(row(`  ${kind}`, '', (f) => f.breakdown?.statements.thread.byKind[kind] ?? (f.breakdown ? 0 : undefined), 2));
   console.log(row('background statements per second while idle (pollers, timers)', '/s', (f) => f.breakdown ? (f.breakdown.statements.stateless.idlePerSecond + f.breakdown.statements.thread.idlePerSecond) / 2 : undefined, 2));
+  for (const part of CPU_PARTS) console.log(row(`CPU per run under load: ${part}`, 'µs', (f) => f.perRun?.cpuMicroseconds[part], 0));
+  console.log(row('CPU per run under load: all', 'µs', (f) => (f.perRun ? Object.values(f.perRun.cpuMicroseconds).reduce((sum, value) => sum + value, 0) : undefined), 0));
+  console.log(row('bytes read per run by the serve process (HTTP, PostgreSQL wire)', 'B', (f) => f.perRun?.serveReadBytes, 0));
+  console.log(row('bytes written per run by the serve process (HTTP, PostgreSQL wire)', 'B', (f) => f.perRun?.serveWrittenBytes, 0));
   console.log(row('bytes stored per stateless run (events, output)', 'B', (f) => f.breakdown?.bytes.stateless, 0));
   console.log(row('bytes stored per thread run (events, output, checkpoints)', 'B', (f) => f.breakdown?.bytes.thread, 0));
   console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s |${columns.slice(1).map(() => ' |').join('')}`);
@@ -342,6 +389,11 @@ async function main() {
       put(`${p}.idle_statements_per_second`, (breakdown.statements.stateless.idlePerSecond + breakdown.statements.thread.idlePerSecond) / 2, 'statements/s');
       put(`${p}.bytes_per_stateless_run`, breakdown.bytes.stateless, 'bytes');
       put(`${p}.bytes_per_thread_run`, breakdown.bytes.thread, 'bytes');
+      if (figures.perRun) {
+        for (const part of CPU_PARTS) put(`${p}.cpu_per_run.${part.split(' (')[0]!.replace(/[^a-z0-9]+/gi, '_').toLowerCase()}`, figures.perRun.cpuMicroseconds[part], 'µs');
+        put(`${p}.serve_bytes_read_per_run`, figures.perRun.serveReadBytes, 'bytes');
+        put(`${p}.serve_bytes_written_per_run`, figures.perRun.serveWrittenBytes, 'bytes');
+      }
     }
     const tracingOn = out['runs.tracing_on.runs_per_second'];
     if (tracingOn && out['runs.tracing_off.runs_per_second']) tracingOn.reference = out['runs.tracing_off.runs_per_second'].value;

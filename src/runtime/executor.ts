@@ -4,10 +4,12 @@
 import { resolvedTargetProblem } from '../limits/outbound-url.js';
 import { Command } from '@langchain/langgraph';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
+import type { Job } from 'pg-boss';
+import type { RunJob } from '../services/runs/run-queue.js';
 import { RunEventWriter } from '../services/runs/run-stream.js';
 import type { RunKwargs, RunStatus } from '../services/runs/runs.schemas.js';
 import * as store from '../services/runs/runs.store.js';
-import type { ClaimedRun, RunRow } from '../services/runs/runs.store.js';
+import type { ClaimedRun, JobCompletion, RunRow } from '../services/runs/runs.store.js';
 import { deleteCheckpointsAfter, latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { refreshThreadCache } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -34,19 +36,22 @@ export type ExecuteOptions = {
   tracer?: RunTracer;
   /** The thread's latest checkpoint before the run, when the caller already read it (null: none). */
   startCheckpoint?: string | null;
+  /**
+   * The run's queue job, for a stateless run: completed by the statement that stores the outcome
+   * (one round trip less per run). The result says whether it was; if not, the caller completes it.
+   */
+  completeJob?: JobCompletion;
 };
 
 export type { ClaimedRun } from '../services/runs/runs.store.js';
 
 /**
- * Claims pending runs (pending → running) and reads each one's assistant's active version in the same
- * statement, which also appends each run's `metadata` stream event (first of this attempt) and
- * signals it, and (for runs on a kept thread) publishes the `running` status. Runs missing from the
- * result were cancelled, deleted or taken by another runtime.
+ * The claim's NOTIFYs: each run's `metadata` stream event (first of this attempt), and for runs on a
+ * kept thread the `running` status to the thread's streams and status readers.
  */
-export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
+function claimNotifications(ctx: RuntimeContext): string[] {
   const kept = `NOT coalesce((claimed.kwargs->>'temporary')::boolean, false)`;
-  const rows = await store.claimRuns(ctx.db, runIds, workerId, [
+  return [
     ctx.events.notifySql(
       'runs.stream',
       'claimed.id',
@@ -55,8 +60,32 @@ export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId:
     // Streams of a kept thread learn here that its run started.
     `CASE WHEN ${kept} THEN ${ctx.events.notifySql('runs.stream', 'claimed.id', `json_build_object('runId', claimed.id, 'status', 'running')`)}::text END`,
     `CASE WHEN ${kept} THEN ${ctx.events.notifySql('runs.status', 'claimed.thread_id', `json_build_object('runId', claimed.id, 'threadId', claimed.thread_id, 'status', 'running')`)}::text END`,
-  ]);
+  ];
+}
+
+/**
+ * Claims pending runs (pending → running) and reads each one's assistant's active version in the same
+ * statement, which also appends each run's `metadata` stream event and sends the claim's NOTIFYs.
+ * Runs missing from the result were cancelled, deleted or taken by another runtime.
+ */
+export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
+  const rows = await store.claimRuns(ctx.db, runIds, workerId, claimNotifications(ctx));
   return new Map(rows.map((row) => [row.id, row]));
+}
+
+/**
+ * Fetches up to `batchSize` jobs of the deployment's run queue and claims their runs: one statement
+ * when pg-boss's fetch has the shape that allows it (RunQueue.fetchStatement), else a fetch and a
+ * claim. A job comes back without `claimed` when its run was cancelled, deleted or taken meanwhile.
+ */
+export async function fetchAndClaimRuns(ctx: RuntimeContext, batchSize: number, workerId: string): Promise<{ job: Pick<Job<RunJob>, 'id' | 'data'>; claimed?: ClaimedRun }[]> {
+  const { queue } = ctx.deployment;
+  const fetch = await queue.fetchStatement(batchSize);
+  if (fetch) return store.fetchAndClaimRuns(ctx.db, fetch, workerId, claimNotifications(ctx));
+  const jobs = await queue.boss.fetch<RunJob>(queue.name, { batchSize });
+  if (!jobs.length) return [];
+  const claimed = await claimRuns(ctx, jobs.map((job) => job.data.runId), workerId);
+  return jobs.map((job) => ({ job, claimed: claimed.get(job.data.runId) }));
 }
 
 function graphInput(kwargs: RunKwargs): unknown {
@@ -68,7 +97,7 @@ function graphInput(kwargs: RunKwargs): unknown {
 }
 
 /** Runs a claimed run to its end and records the outcome. Never throws for graph failures. */
-export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: ExecuteOptions): Promise<RunStatus | 'deleted'> {
+export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: ExecuteOptions): Promise<{ status: RunStatus | 'deleted'; jobCompleted: boolean }> {
   const runId = row.id;
   const threadId = row.thread_id;
   const kwargs = row.kwargs;
@@ -148,6 +177,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
   const reason = options.signal.reason as CancelReason | undefined;
   let resultJson: string | undefined;
   let published = false;
+  let jobCompleted = false;
   if (status === 'interrupted' && reason === 'rollback') {
     // Rollback: the run never happened. Remove it, its events and the checkpoints it wrote.
     await writer.flush().catch(eventsLost);
@@ -166,11 +196,14 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
     if (kwargs.temporary) {
       // No thread to update first: record the outcome and tell the readers in the same write.
       const final = { status, output: resultJson.length < 4000 ? resultJson : undefined };
-      await writer.finish(outcome, final).catch(async (error: unknown) => {
-        eventsLost(error);
-        await recordOutcome();
-        await ctx.events.publish('runs.stream', { runId, ...final }, runId);
-      });
+      await writer.finish(outcome, final, options.completeJob).then(
+        () => (jobCompleted = options.completeJob !== undefined),
+        async (error: unknown) => {
+          eventsLost(error);
+          await recordOutcome();
+          await ctx.events.publish('runs.stream', { runId, ...final }, runId);
+        },
+      );
       published = true;
     } else {
       await writer.finish(outcome).catch(async (error: unknown) => {
@@ -196,7 +229,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
   if (kwargs.webhook && !(status === 'interrupted' && reason === 'rollback')) {
     void sendWebhook(ctx, kwargs.webhook, { ...row, status, kwargs, values: output, error: failure ? serializeError(failure).message : undefined });
   }
-  return status === 'interrupted' && reason === 'rollback' ? 'deleted' : status;
+  return { status: status === 'interrupted' && reason === 'rollback' ? 'deleted' : status, jobCompleted };
 }
 
 /** POSTs the finished run to its webhook: 3 attempts, 10 s each, backing off; failures are logged. */

@@ -7,7 +7,7 @@ import { newId } from '../ids.js';
 import type { RunJob } from '../services/runs/run-queue.js';
 import { failUnendedRun } from '../services/runs/runs.store.js';
 import { latestCheckpointId } from '../services/threads/checkpoints.store.js';
-import { type CancelReason, type ClaimedRun, claimRuns, executeRun, type RunTracer } from './executor.js';
+import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
 import { pruneDeadRuntimes, recoverOrphanedRuns, runtimeLockKey, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
 import type { RuntimeContext } from './runtime-context.js';
 
@@ -29,27 +29,28 @@ export async function startRuntime(
   await lockClient.connect();
   await lockClient.query('SELECT pg_advisory_lock(hashtext($1))', [runtimeLockKey(workerId)]);
 
-  void (async () => {
-    for await (const { runId, action } of ctx.events.subscribe('runs.cancel', { signal: stop.signal })) {
-      active.get(runId)?.abort(action satisfies CancelReason);
-    }
-  })();
+  // Runs are fetched and claimed in one statement, so a run is registered in `active` only once its
+  // claim has committed: a cancel heard while a fetch is in flight is kept here and applied to the
+  // run if that fetch claimed it (a run still pending when cancelled is ended by the canceller).
+  const cancelledDuringFetch = new Map<string, CancelReason>();
 
-  // Each fetched batch of jobs is claimed in one statement; `claimed` resolves to the job's run (or
-  // undefined when it was cancelled, deleted or taken meanwhile). The job's AbortController is
-  // registered before the claim, so a cancel sent right after the claim commits is not missed.
-  const handle = async (job: Job<RunJob>, controller: AbortController, claimed: Promise<ClaimedRun | undefined>) => {
+  // `claimed` is the job's run, or undefined when it was cancelled, deleted or taken meanwhile.
+  const handle = async (job: Pick<Job<RunJob>, 'id' | 'data'>, controller: AbortController, row: ClaimedRun | undefined) => {
     const runId = job.data.runId;
     let stateless = false;
+    let jobCompleted = false;
     try {
-      // The thread's latest checkpoint (for a rollback) is read alongside the claim: the thread's
-      // previous run has finished (per-thread order), so nothing can move it in between.
-      const [row, startCheckpoint] = await Promise.all([claimed, job.data.threadId ? latestCheckpointId(ctx.deployment.persistence.pool, job.data.threadId) : Promise.resolve(undefined)]);
+      // The thread's latest checkpoint (for a rollback): the thread's previous run has finished
+      // (per-thread order), so nothing can move it before this run starts.
+      const startCheckpoint = job.data.threadId ? await latestCheckpointId(ctx.deployment.persistence.pool, job.data.threadId) : undefined;
       stateless = row?.kwargs.temporary ?? false;
-      if (row) await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint });
+      // A stateless run's job is completed with its outcome: no later run waits on it, unlike a kept
+      // thread's, whose next run must not start before this one has also updated the thread.
+      const completeJob = stateless ? await queue.completionUpdate(job.id).catch(() => undefined) : undefined;
+      if (row) ({ jobCompleted } = await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint, completeJob }));
     } catch (error) {
-      // Never fail the job: a failed job would hold back the thread's later runs. A run whose claim
-      // failed is still pending, with its job about to complete: it ends too rather than wait forever.
+      // Never fail the job: a failed job would hold back the thread's later runs. A run that failed
+      // before its outcome was written, with its job about to complete, ends too rather than wait forever.
       ctx.logger.error({ err: error, runId }, 'run execution failed');
       await failUnendedRun(ctx.db, runId).catch(() => undefined);
       await ctx.events.publish('runs.stream', { runId, status: 'error' }, runId).catch(() => undefined);
@@ -57,24 +58,22 @@ export async function startRuntime(
       active.delete(runId);
     }
     // key_strict_fifo releases the thread's next job only once this one completes.
-    await queue.complete(job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
+    if (!jobCompleted) await queue.complete(job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
     if (!stateless) await wakeIfThreadHasMore(runId);
   };
 
-  const start = (jobs: Job<RunJob>[]) => {
-    const controllers = jobs.map((job) => {
+  const start = (fetched: Awaited<ReturnType<typeof fetchAndClaimRuns>>) => {
+    for (const { job, claimed } of fetched) {
       const controller = new AbortController();
       active.set(job.data.runId, controller);
-      return controller;
-    });
-    const claims = claimRuns(ctx, jobs.map((job) => job.data.runId), workerId);
-    jobs.forEach((job, i) => {
+      const cancelled = cancelledDuringFetch.get(job.data.runId);
+      if (cancelled) controller.abort(cancelled);
       running++;
-      void handle(job, controllers[i]!, claims.then((rows) => rows.get(job.data.runId))).finally(() => {
+      void handle(job, controller, claimed).finally(() => {
         running--;
         if (mayHaveJobs) void pump();
       });
-    });
+    }
   };
 
   const wakeIfThreadHasMore = async (runId: string) => {
@@ -99,9 +98,11 @@ export async function startRuntime(
       while (mayHaveJobs && running < options.concurrency && !stop.signal.aborted) {
         mayHaveJobs = false;
         const wanted = options.concurrency - running;
-        const jobs = await queue.boss.fetch<RunJob>(queue.name, { batchSize: wanted });
-        if (jobs.length) start(jobs);
-        if (jobs.length >= wanted) mayHaveJobs = true;
+        cancelledDuringFetch.clear();
+        const fetched = await fetchAndClaimRuns(ctx, wanted, workerId);
+        if (fetched.length) start(fetched);
+        cancelledDuringFetch.clear();
+        if (fetched.length >= wanted) mayHaveJobs = true;
       }
     } catch (error) {
       mayHaveJobs = true;
@@ -113,6 +114,13 @@ export async function startRuntime(
     void pump();
   };
 
+  void (async () => {
+    for await (const { runId, action } of ctx.events.subscribe('runs.cancel', { signal: stop.signal })) {
+      const controller = active.get(runId);
+      if (controller) controller.abort(action satisfies CancelReason);
+      else if (fetching) cancelledDuringFetch.set(runId, action);
+    }
+  })();
   await queue.ensure();
   void (async () => {
     for await (const { origin } of ctx.events.subscribe('runs.queued', { key: ctx.deployment.deploymentId, signal: stop.signal })) {

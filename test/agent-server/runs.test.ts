@@ -2,7 +2,9 @@
 // subgraphs, interrupts and resume, errors, factories, the store, stateless runs, Last-Event-ID.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseUrl } from '../helpers.js';
 import { collect, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
@@ -210,6 +212,34 @@ describe('stateless runs', () => {
     ]);
     expect(batch).toHaveLength(2);
     expect(await server.client.threads.count()).toBe(before);
+  });
+
+  it('completes a stateless run’s queue job in the statement that stores its outcome, and a kept thread’s after', async () => {
+    const stateless = await Promise.all([1, 2, 3].map(() => server.client.runs.create(null as unknown as string, 'nested', { input: {} })));
+    const thread = await server.client.threads.create();
+    const kept = await server.client.runs.create(thread.thread_id, 'nested', { input: {} });
+    for (const run of stateless) await collect(server.client.runs.joinStream(null, run.run_id));
+    await server.client.runs.join(thread.thread_id, kept.run_id);
+    const db = new pg.Client({ connectionString: databaseUrl() });
+    await db.connect();
+    try {
+      // pg-boss stamps completed_on with the transaction's now(), as the outcome does ended_at: equal
+      // stamps mean one statement. A kept thread's job completes after the thread is updated.
+      const jobOf = async (runId: string) => {
+        for (let waited = 0; ; waited += 20) {
+          const { rows } = await db.query<{ status: string; state: string; same: boolean }>(
+            `SELECT r.status, j.state, j.completed_on = r.ended_at AS same FROM agent_runs r JOIN pgboss.job j ON j.id::text = r.job_id WHERE r.id = $1`,
+            [runId],
+          );
+          if (rows[0]?.state === 'completed' || waited > 5000) return rows[0];
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      };
+      for (const run of stateless) expect(await jobOf(run.run_id)).toEqual({ status: 'success', state: 'completed', same: true });
+      expect(await jobOf(kept.run_id)).toEqual({ status: 'success', state: 'completed', same: false });
+    } finally {
+      await db.end();
+    }
   });
 
   it('keeps the thread when on_completion is keep', async () => {

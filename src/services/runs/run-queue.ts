@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import { newId } from '../../ids.js';
 import { finishedJobRetention, RUN_QUEUE_OPTIONS } from '../../workers/boss.js';
+import type { JobCompletion, JobFetch } from './runs.store.js';
 import { runQueueName } from './run-queue-name.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
@@ -47,6 +48,63 @@ export class RunQueue {
   /** Marks a run's job done (batched with other runs' completions under load). */
   complete(jobId: string): Promise<void> {
     return this.completions.add(jobId);
+  }
+
+  private completion: Promise<string | undefined> | undefined;
+
+  /**
+   * pg-boss's completion of a job as a bare UPDATE (parameters `$1` queue name, `$2` job ids, `$3`
+   * output), so the statement that records a run's outcome can complete its job too (see
+   * writeStreamBatch). Captured once from `complete` without touching the database; undefined when
+   * pg-boss's statement is not of the `WITH results AS (UPDATE … RETURNING id) SELECT …` shape a
+   * CTE can hold: callers then use `complete`.
+   */
+  async completionUpdate(jobId: string): Promise<JobCompletion | undefined> {
+    this.completion ??= this.captureCompletion();
+    const update = await this.completion;
+    return update === undefined ? undefined : { update, queue: this.name, jobId };
+  }
+
+  private async captureCompletion(): Promise<string | undefined> {
+    await this.ensure();
+    const placeholder = newId();
+    let captured: { text: string; values: unknown[] } | undefined;
+    await this.boss.complete(this.name, [placeholder], undefined, {
+      db: {
+        executeSql: async (text: string, values?: unknown[]) => {
+          captured = { text, values: values ?? [] };
+          return { rows: [{ count: 1, ids: [placeholder] }] };
+        },
+      },
+    });
+    if (!captured || captured.values.length !== 3 || captured.values[2] != null) return undefined;
+    const update = /^\s*WITH results AS \(\s*(UPDATE\b[\s\S]*?)\s+RETURNING id\s*\)\s*SELECT COUNT\(\*\)/i.exec(captured.text)?.[1];
+    if (!update || /\$(?![123]\b)\d/.test(update)) return undefined;
+    return update;
+  }
+
+  /**
+   * pg-boss's fetch of up to `batchSize` jobs, captured from `fetch` without touching the database and
+   * split into its WITH list and its claiming UPDATE, so the runtime can claim the jobs' runs in the
+   * same statement (runs.store fetchAndClaimRuns). Undefined when pg-boss's statement is not of the
+   * `WITH … UPDATE <job table> j SET … RETURNING …` shape: callers then use `fetch`. Captured at each
+   * fetch, since its parameters follow pg-boss's queue cache.
+   */
+  async fetchStatement(batchSize: number): Promise<JobFetch | undefined> {
+    let captured: { text: string; values: unknown[] } | undefined;
+    await this.boss.fetch(this.name, {
+      batchSize,
+      db: {
+        executeSql: async (text: string, values?: unknown[]) => {
+          captured = { text, values: values ?? [] };
+          return { rows: [] };
+        },
+      },
+    });
+    if (!captured) return undefined;
+    const split = /^\s*(WITH\b[\s\S]*?\))\s*(UPDATE\s+[\w."]+\s+j\s+SET\b[\s\S]*\bRETURNING\b[\s\S]*?)\s*$/i.exec(captured.text);
+    if (!split || /\bfetched\b|\bclaimed\b|\bmetadata\b|\bappended\b/i.test(split[1]!)) return undefined;
+    return { ctes: split[1]!, update: split[2]!, values: captured.values };
   }
 
   /** Creates the queue once per process (idempotent across processes). */

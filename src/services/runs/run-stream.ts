@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import type { Deps } from '../context.js';
 import type { RunStreamSignal } from '../../events.js';
-import { selectEventsAfter, writeStreamBatch } from './runs.store.js';
+import { type JobCompletion, selectEventsAfter, writeStreamBatch } from './runs.store.js';
 
 export type RunEvent = {
   /** Position in the run's stream, from 1; the SSE `id`. */
@@ -85,8 +85,8 @@ export async function* followRunEvents(
 /** A run's final state, written by the runtime together with the run's last events. */
 export type RunOutcome = { status: string; output: string };
 
-/** One run's share of a stream write: events to append, a signal to publish, maybe its outcome. */
-type StreamWrite = { runId: string; events: RunEvent[]; notify?: [channel: string, payload: string]; outcome?: RunOutcome };
+/** One run's share of a stream write: events to append, a signal to publish, maybe its outcome and its job's completion. */
+type StreamWrite = { runId: string; events: RunEvent[]; notify?: [channel: string, payload: string]; outcome?: RunOutcome; job?: JobCompletion };
 
 // Stream writes of all the runs a process executes go through one coalescer per pool: under load,
 // the events and outcomes of many runs are stored, and their signals sent, in one statement (of at
@@ -101,6 +101,7 @@ function streamWrites(pool: pg.Pool): Coalescer<StreamWrite> {
         outcomes: writes.flatMap((write) => (write.outcome ? [{ runId: write.runId, ...write.outcome }] : [])),
         events: writes.flatMap((write) => write.events.map((event) => ({ runId: write.runId, ...event }))),
         signals: writes.flatMap((write) => (write.notify ? [write.notify] : [])),
+        jobs: writes.flatMap((write) => (write.job ? [write.job] : [])),
       });
     }, { maxBatch: 256 });
     writers.set(pool, writer);
@@ -142,15 +143,16 @@ export class RunEventWriter {
   /**
    * The run's last write: whatever is still queued is stored together with `outcome` (the run's
    * status and output) and signalled in one NOTIFY together with `final` (its status for readers),
-   * so a fast run's tail costs one (shared) round trip. Nothing may be pushed afterwards.
+   * so a fast run's tail costs one (shared) round trip; given `job`, the run's queue job is completed
+   * by the same statement. Nothing may be pushed afterwards.
    */
-  async finish(outcome: RunOutcome, final?: Pick<RunStreamSignal, 'status' | 'output'>): Promise<void> {
+  async finish(outcome: RunOutcome, final?: Pick<RunStreamSignal, 'status' | 'output'>, job?: JobCompletion): Promise<void> {
     this.holding = true;
     while (this.writing) await this.writing;
     if (this.failure) throw this.failure;
     const batch = this.queue;
     this.queue = [];
-    await this.write(batch, final ?? {}, outcome);
+    await this.write(batch, final ?? {}, outcome, job);
   }
 
   private async drain(): Promise<void> {
@@ -168,7 +170,7 @@ export class RunEventWriter {
   }
 
   /** Stores `events` (and `outcome`) and signals them, inline when small, else by their last seq. */
-  private write(events: RunEvent[], final: Pick<RunStreamSignal, 'status' | 'output'>, outcome?: RunOutcome): Promise<void> {
+  private write(events: RunEvent[], final: Pick<RunStreamSignal, 'status' | 'output'>, outcome?: RunOutcome, job?: JobCompletion): Promise<void> {
     const lastSeq = events.length ? events[events.length - 1]!.seq : undefined;
     const size = events.reduce((sum, e) => sum + e.data.length + e.event.length + 32, 0);
     const candidates: RunStreamSignal[] = [
@@ -181,6 +183,6 @@ export class RunEventWriter {
     if (events.length || final.status) {
       for (const signal of candidates) if ((notify = this.deps.events.notifyArguments('runs.stream', signal, this.runId))) break;
     }
-    return streamWrites(this.deps.db.pool).add({ runId: this.runId, events, notify, outcome });
+    return streamWrites(this.deps.db.pool).add({ runId: this.runId, events, notify, outcome, job });
   }
 }

@@ -60,8 +60,17 @@ export async function selectEventsAfter(pool: pg.Pool, runId: string, afterSeq: 
 }
 
 /**
+ * A run's queue job, completed by the statement that records the run's outcome: `update` is pg-boss's
+ * completion UPDATE with its own parameters `$1` (queue name), `$2` (job ids) and `$3` (output, null),
+ * as RunQueue.completionUpdate captures it.
+ */
+export type JobCompletion = { update: string; queue: string; jobId: string };
+
+/**
  * One statement for a batch of stream writes: the runs' outcomes (status, output, ended), their new
- * events, and the NOTIFY signals that tell readers, so readers never see a signal before its event.
+ * events, the NOTIFY signals that tell readers, so readers never see a signal before its event, and
+ * the queue jobs of runs that end here (a job completed in its own statement is one more round trip
+ * per run, and completing it here means it is done exactly when the outcome is stored).
  */
 export async function writeStreamBatch(
   pool: pg.Pool,
@@ -69,15 +78,30 @@ export async function writeStreamBatch(
     outcomes: { runId: string; status: string; output: string }[];
     events: { runId: string; seq: number; event: string; data: string }[];
     signals: [channel: string, payload: string][];
+    jobs?: JobCompletion[];
   },
 ): Promise<void> {
-  const { outcomes, events, signals } = batch;
+  const { outcomes, events, signals, jobs = [] } = batch;
+  const values: unknown[] = [];
+  // One completion per queue (and statement shape), its parameters renumbered after the batch's nine.
+  const byQueue = new Map<string, { update: string; queue: string; jobIds: string[] }>();
+  for (const job of jobs) {
+    const key = `${job.queue}\n${job.update}`;
+    const group = byQueue.get(key) ?? { update: job.update, queue: job.queue, jobIds: [] };
+    group.jobIds.push(job.jobId);
+    byQueue.set(key, group);
+  }
+  const completions = [...byQueue.values()].map((group, i) => {
+    const base = 9 + values.length;
+    values.push(group.queue, group.jobIds, null);
+    return `, completed_${i} AS (${group.update.replace(/\$([123])\b/g, (_, n: string) => `$${base + Number(n)}`)})`;
+  });
   await pool.query(
     `WITH outcome AS (
        UPDATE agent_runs r SET status = o.status, output = o.output::jsonb, updated_at = now(), ended_at = now()
        FROM unnest($1::uuid[], $2::text[], $3::text[]) AS o(id, status, output) WHERE r.id = o.id),
      events AS (
-       INSERT INTO run_events (run_id, seq, event, data) SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[]))
+       INSERT INTO run_events (run_id, seq, event, data) SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[]))${completions.join('')}
      SELECT count(pg_notify(channel, payload)) FROM unnest($8::text[], $9::text[]) AS s(channel, payload)`,
     [
       outcomes.map((outcome) => outcome.runId),
@@ -89,6 +113,7 @@ export async function writeStreamBatch(
       events.map((event) => event.data),
       signals.map(([channel]) => channel),
       signals.map(([, payload]) => payload),
+      ...values,
     ],
   );
 }
@@ -280,24 +305,70 @@ export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json;
  */
 export async function claimRuns(db: Pick<Database, 'pool'>, runIds: string[], workerId: string, notify: string[]): Promise<ClaimedRun[]> {
   const { rows } = await db.pool.query<ClaimedRun & Record<string, unknown>>(
-    `WITH claimed AS (
-       UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = $2, started_at = now(), updated_at = now()
-       WHERE r.id = ANY($1::uuid[]) AND r.status = 'pending'
+    `WITH ${claimCtes('$1::uuid[]', '$2')}
+     SELECT claimed.*, metadata.seq AS metadata_seq${notify.map((expression, index) => `, ${expression} AS notified_${index}`).join('')}
+     FROM claimed JOIN metadata ON metadata.id = claimed.id`,
+    [runIds, workerId],
+  );
+  return rows.map((row) => withoutNotified(row, notify.length) as ClaimedRun);
+}
+
+/** The claim's CTEs (`claimed`, `metadata`, `appended`) for the runs `runIds` (an SQL uuid[]) by `workerId` (SQL). */
+const claimCtes = (runIds: string, workerId: string) => `claimed AS (
+       UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = ${workerId}, started_at = now(), updated_at = now()
+       WHERE r.id = ANY(${runIds}) AND r.status = 'pending'
        RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
                        FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant),
      metadata AS (
        SELECT c.id, coalesce((SELECT max(e.seq) FROM run_events e WHERE e.run_id = c.id), 0) + 1 AS seq,
               '{"run_id":"' || c.id || '","attempt":' || c.attempt || '}' AS data
        FROM claimed c),
-     appended AS (INSERT INTO run_events (run_id, seq, event, data) SELECT id, seq, 'metadata', data FROM metadata)
-     SELECT claimed.*, metadata.seq AS metadata_seq${notify.map((expression, index) => `, ${expression} AS notified_${index}`).join('')}
-     FROM claimed JOIN metadata ON metadata.id = claimed.id`,
-    [runIds, workerId],
-  );
+     appended AS (INSERT INTO run_events (run_id, seq, event, data) SELECT id, seq, 'metadata', data FROM metadata)`;
+
+function withoutNotified(row: Record<string, unknown>, count: number): Record<string, unknown> {
+  const rest = { ...row };
+  for (let index = 0; index < count; index++) delete rest[`notified_${index}`];
+  return rest;
+}
+
+/**
+ * pg-boss's fetch of a queue's next jobs as RunQueue.fetchStatement captures it: its WITH list
+ * (`ctes`, from `WITH`), its claiming `UPDATE … RETURNING` of the jobs, and its parameters.
+ */
+export type JobFetch = { ctes: string; update: string; values: unknown[] };
+
+/**
+ * Fetches a run queue's next jobs and claims their runs in one statement (pg-boss's fetch, then the
+ * claim of `claimRuns` over the fetched jobs' runs): one round trip where a fetch and a claim were
+ * two. Each fetched job comes back with its run, or without when the run was not pending (cancelled,
+ * deleted or taken meanwhile). A unique violation of a concurrent fetch is no jobs, as for pg-boss.
+ */
+export async function fetchAndClaimRuns(
+  db: Pick<Database, 'pool'>,
+  fetch: JobFetch,
+  workerId: string,
+  notify: string[],
+): Promise<{ job: { id: string; data: { runId: string; threadId?: string } }; claimed?: ClaimedRun }[]> {
+  const worker = `$${fetch.values.length + 1}`;
+  // Statements of runs not claimed come back with null `claimed` columns: their NOTIFYs are skipped.
+  const notified = notify.map((expression, index) => `, CASE WHEN claimed.id IS NOT NULL THEN (${expression})::text END AS notified_${index}`).join('');
+  let rows: Record<string, unknown>[];
+  try {
+    ({ rows } = await db.pool.query(
+      `${fetch.ctes},
+       fetched AS (${fetch.update}),
+       ${claimCtes(`ARRAY(SELECT (f.data->>'runId')::uuid FROM fetched f)`, worker)}
+       SELECT fetched.id AS fetched_job_id, fetched.data AS fetched_job_data, claimed.*, metadata.seq AS metadata_seq${notified}
+       FROM fetched LEFT JOIN claimed ON claimed.id = (fetched.data->>'runId')::uuid LEFT JOIN metadata ON metadata.id = claimed.id`,
+      [...fetch.values, workerId],
+    ));
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') return [];
+    throw error;
+  }
   return rows.map((row) => {
-    const claimed = { ...row };
-    for (let index = 0; index < notify.length; index++) delete claimed[`notified_${index}`];
-    return claimed as ClaimedRun;
+    const { fetched_job_id: jobId, fetched_job_data: jobData, ...run } = withoutNotified(row, notify.length);
+    return { job: { id: jobId as string, data: jobData as { runId: string; threadId?: string } }, claimed: run.id ? (run as ClaimedRun) : undefined };
   });
 }
 

@@ -1,0 +1,73 @@
+// CPU time and I/O bytes of a `serve` process and its PostgreSQL, read from /proc (Linux), so the
+// benches can say what a run costs each part in CPU µs and bytes: counts that hardly depend on the
+// machine's load, unlike latencies. The serve process is split by thread: its main thread (HTTP, the
+// api and worker roles), the runtime thread and the ingest threads (named `ap-runtime`, `ap-ingest` by
+// workers/thread-entry.mjs), and the rest (V8's GC and compiler helpers, libuv's thread pool).
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const CPU_PARTS = ['api thread (HTTP, api + worker roles)', 'runtime thread', 'ingest threads', 'V8 / libuv helper threads', 'PostgreSQL (all backends)'] as const;
+export type CpuPart = (typeof CPU_PARTS)[number];
+export type ProcessSample = { cpuSeconds: Record<CpuPart, number>; readBytes: number; writtenBytes: number };
+
+const ticksPerSecond = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** utime + stime of a /proc stat file, in seconds (fields after the parenthesised name, which may hold spaces). */
+function cpuSecondsOf(statPath: string): number {
+  try {
+    const fields = readFileSync(statPath, 'utf8').split(') ')[1]!.split(' ');
+    // fields[0] is the state (stat field 3): utime and stime are stat fields 14 and 15.
+    return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+  } catch {
+    return 0; // the thread or process ended meanwhile
+  }
+}
+
+function parentOf(pid: string): number | undefined {
+  try {
+    return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One reading: `pid` the serve process, `postgresDir` the data folder of its PostgreSQL (postmaster.pid
+ * names the postmaster; its children are the backends and background processes). Backends that exited
+ * since the last reading take their CPU time with them: the pools keep theirs open during a bench.
+ */
+export function sampleProcesses(pid: number, postgresDir: string): ProcessSample {
+  const cpuSeconds = Object.fromEntries(CPU_PARTS.map((part) => [part, 0])) as Record<CpuPart, number>;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let name = '';
+    try {
+      name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const part: CpuPart =
+      Number(tid) === pid ? CPU_PARTS[0] : name.startsWith('ap-runtime') ? CPU_PARTS[1] : name.startsWith('ap-ingest') ? CPU_PARTS[2] : CPU_PARTS[3];
+    cpuSeconds[part] += cpuSecondsOf(`/proc/${pid}/task/${tid}/stat`);
+  }
+  const postmaster = Number(readFileSync(join(postgresDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  cpuSeconds[CPU_PARTS[4]] += cpuSecondsOf(`/proc/${postmaster}/stat`);
+  for (const entry of readdirSync('/proc')) {
+    if (/^\d+$/.test(entry) && parentOf(entry) === postmaster) cpuSeconds[CPU_PARTS[4]] += cpuSecondsOf(`/proc/${entry}/stat`);
+  }
+  // rchar/wchar: every read and write system call of the process (sockets: HTTP and the PostgreSQL
+  // wire; pipes; files), whether or not it reached a disk.
+  const io = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((line) => line.split(': ') as [string, string]));
+  return { cpuSeconds, readBytes: Number(io.rchar), writtenBytes: Number(io.wchar) };
+}
+
+/** Per run between two readings: CPU µs by part, and bytes the serve process read and wrote. */
+export function perRun(before: ProcessSample, after: ProcessSample, runs: number) {
+  const cpuMicroseconds = Object.fromEntries(CPU_PARTS.map((part) => [part, ((after.cpuSeconds[part] - before.cpuSeconds[part]) * 1e6) / runs])) as Record<CpuPart, number>;
+  return {
+    cpuMicroseconds,
+    serveReadBytes: (after.readBytes - before.readBytes) / runs,
+    serveWrittenBytes: (after.writtenBytes - before.writtenBytes) / runs,
+  };
+}
+export type PerRun = ReturnType<typeof perRun>;
