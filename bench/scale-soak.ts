@@ -79,8 +79,11 @@ export async function soak(minutes: number): Promise<void> {
       const row: string[] = [];
       const bytes: number[] = [];
       for (const table of TABLES) {
-        // Summed over partitions (pg-boss's job table is partitioned by queue).
-        const { rows } = await stats.query<{ rows: string; bytes: string }>(`SELECT count(*) AS rows, (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('${table}')) AS bytes FROM ${table}`);
+        // Summed over partitions (pg-boss's job table is partitioned by queue); pg_partition_tree lists
+        // nothing for a plain table, which is its own size.
+        const { rows } = await stats.query<{ rows: string; bytes: string }>(
+          `SELECT count(*) AS rows, COALESCE((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('${table}')), pg_total_relation_size('${table}')) AS bytes FROM ${table}`,
+        );
         row.push(`${Number(rows[0]!.rows).toLocaleString('en')} rows, ${(Number(rows[0]!.bytes) / 1024).toFixed(0)} kB`);
         bytes.push(Number(rows[0]!.bytes));
       }
