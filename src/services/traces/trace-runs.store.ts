@@ -209,6 +209,19 @@ export function runSearchSql(tenantId: string, search: RunSearch): { text: strin
     };
   }
   if (sessions.length === 1) where.push(`r.session_id = ${params.add(sessions[0], 'uuid')}`);
+  if (sessions.length === 1 && projectIndexCovers(search)) {
+    // The page's keys from an index-only scan of the project index, whose keys hold every column the
+    // filter reads (a latency or token range): rows the filter skips are never fetched. Then the page's
+    // rows by primary key, each pruned to its partition by its start time.
+    return {
+      text: `SELECT ${selectList(search.select)} FROM trace_runs r
+               JOIN (SELECT r.id, r.start_time FROM trace_runs r WHERE ${where.join(' AND ')}
+                      ORDER BY r.start_time ${direction}, r.id ${direction} LIMIT ${limit}) page
+                 ON r.tenant_id = $1 AND r.id = page.id AND r.start_time = page.start_time
+              ORDER BY r.start_time ${direction}, r.id ${direction}`,
+      values: params.values,
+    };
+  }
   return {
     text: `SELECT ${selectList(search.select)} FROM trace_runs r WHERE ${where.join(' AND ')}
             ORDER BY r.start_time ${direction}, r.id ${direction} LIMIT ${limit}`,
@@ -268,6 +281,26 @@ const WALK_BUDGET_MS = 100;
 
 // Filter fields whose eq/has/in an index serves together with the project's time order.
 const INDEXED_FIELDS = new Set(['name', 'status', 'run_type', 'is_root', 'tags', 'id', 'trace_id', 'session_id', 'start_time']);
+
+// Filter fields the project index (tenant_id, session_id, start_time, id, end_time, total_tokens,
+// prompt_tokens, completion_tokens) holds as keys: a filter on these alone is checked in the index.
+const PROJECT_INDEX_FIELDS = new Set(['latency', 'end_time', 'total_tokens', 'prompt_tokens', 'completion_tokens', 'start_time', 'id', 'session_id']);
+
+/** Whether a search of one project filters on nothing but columns the project index holds (and has a filter). */
+function projectIndexCovers(search: RunSearch): boolean {
+  if (!search.filter || search.ids?.length || search.trace || search.parentRun || search.referenceExamples?.length || search.runType) return false;
+  if ((search.isRoot ?? null) !== null || (search.error ?? null) !== null || search.text || search.traceFilter || search.treeFilter) return false;
+  const covered = (node: FilterNode): boolean => {
+    if (node.type === 'and' || node.type === 'or') return node.args.every(covered);
+    if (node.type === 'not') return covered(node.arg);
+    return 'field' in node && node.field !== null && PROJECT_INDEX_FIELDS.has(node.field.name);
+  };
+  try {
+    return covered(parseFilter(search.filter));
+  } catch {
+    return false; // a malformed filter fails in compileFilter with its own error
+  }
+}
 
 /** Whether the search's conditions are all ones an index serves in order (no walk needed). */
 function indexServes(search: RunSearch): boolean {
