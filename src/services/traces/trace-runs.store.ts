@@ -816,29 +816,33 @@ export async function createTracePartitions(pool: pg.Pool, from: Date, to: Date)
 
 /**
  * Drops the week partitions wholly before `horizon` (every workspace's retention has passed for all
- * their runs); returns their names. The ids of their runs are released by deleteRunIdsBefore. A lock
- * wait is bounded: a long read holding the table makes the drop wait for the next pass, not block
- * every query queued behind it.
+ * their runs); returns their names, and those left `busy`. The ids of their runs are released by
+ * deleteRunIdsBefore. A lock wait is bounded (`lockTimeoutMs`): a long read holding a partition leaves
+ * it for the next pass (still past the horizon then, so it goes then) rather than blocking every query
+ * queued behind the drop, and the pass carries on with the other partitions.
  */
-export async function dropTracePartitionsBefore(pool: pg.Pool, horizon: Date): Promise<string[]> {
+export async function dropTracePartitionsBefore(pool: pg.Pool, horizon: Date, lockTimeoutMs = 5_000): Promise<{ dropped: string[]; busy: string[] }> {
   const dropped: string[] = [];
+  const busy: string[] = [];
   for (const partition of await listTracePartitions(pool)) {
     if (partition.to.getTime() > horizon.getTime()) break;
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      await client.query(`SET LOCAL lock_timeout = '5s'`);
+      await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
       await client.query(`DROP TABLE ${partition.name}`);
       await client.query('COMMIT');
       dropped.push(partition.name);
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
+      // 55P03 lock_not_available: the lock timeout passed.
+      if ((error as { code?: unknown }).code !== '55P03') throw error;
+      busy.push(partition.name);
     } finally {
       client.release();
     }
   }
-  return dropped;
+  return { dropped, busy };
 }
 
 /**
