@@ -13,8 +13,9 @@
 //                                   printing each table's rows and size every minute (see scale-soak.ts)
 //   DATABASE_URL                    use that database instead of a fresh embedded one
 //
-// trace_runs is partitioned by week: the fill's weeks get their partitions first (as the schedule makes
-// them ahead in production), and a plan's scans are counted per trace_runs index over the partitions.
+// trace_runs is partitioned by week: each new week of the fill is built as a bare table, indexed and
+// attached as its partition (fastFillTraceRuns; a week a previous size ended in is topped up through
+// trace_runs), and a plan's scans are counted per trace_runs index over the partitions.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,8 +33,7 @@ import type { ServiceContext } from '../src/services/context.js';
 import * as tenancy from '../src/services/tenancy/tenancy.service.js';
 import { getRun, queryRuns } from '../src/services/traces/queries.service.js';
 import { createBenchTenant } from './tenant.js';
-import { FILL_START, FILL_SECONDS_PER_RUN, fillTraceRuns, uuidOf } from './trace-run-fill.js';
-import { createTracePartitions } from '../src/services/traces/trace-runs.store.js';
+import { fastFillTraceRuns, uuidOf } from './trace-run-fill.js';
 import { soak } from './scale-soak.js';
 
 const { values: args } = parseArgs({
@@ -154,12 +154,12 @@ async function main() {
     for (const size of RUN_SIZES) {
       console.log(`\n${size.toLocaleString('en')} trace runs`);
       const started = performance.now();
-      await createTracePartitions(deps.db.pool, FILL_START, new Date(FILL_START.getTime() + size * FILL_SECONDS_PER_RUN * 1000 + 1));
-      await fillTraceRuns(deps.db.pool, tenant.workspace.id, projects, filled, size, (done) => process.stdout.write(`\r  filled ${done.toLocaleString('en')} runs`));
-      process.stdout.write('\n');
+      await fastFillTraceRuns(deps.db.pool, tenant.workspace.id, projects, filled, size, (line) => console.log(`  ${line}`));
+      const fillSeconds = (performance.now() - started) / 1000;
       await deps.db.pool.query('VACUUM ANALYZE trace_runs');
+      const total = (performance.now() - started) / 1000;
+      console.log(`  fill ${fillSeconds.toFixed(1)} s (${Math.round((size - filled) / fillSeconds).toLocaleString('en')} runs/s, load ${(await import('node:os')).loadavg()[0]!.toFixed(2)}), + VACUUM ANALYZE ${total.toFixed(1)} s`);
       filled = size;
-      console.log(`  fill + VACUUM ANALYZE ${((performance.now() - started) / 1000).toFixed(1)} s`);
       const { rows } = await deps.db.pool.query<{ trace_id: string }>(`SELECT ${uuidOf("'trace-' || ($1::int / 10)")} AS trace_id`, [size]);
       traceId = rows[0]!.trace_id;
       const { rows: parts } = await deps.db.pool.query<{ child: string; parent: string }>(

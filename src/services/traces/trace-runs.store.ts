@@ -234,6 +234,19 @@ export function runSearchSql(tenantId: string, search: RunSearch): { text: strin
     };
   }
   if (sessions.length === 1) where.push(`r.session_id = ${params.add(sessions[0], 'uuid')}`);
+  if (sessions.length === 1 && projectIndexCovers(search)) {
+    // The page's keys from an index-only scan of the project index, whose keys hold every column the
+    // filter reads (a latency or token range): rows the filter skips are never fetched. Then the page's
+    // rows by primary key, each pruned to its partition by its start time.
+    return {
+      text: `SELECT ${selectList(search.select)} FROM trace_runs r
+               JOIN (SELECT r.id, r.start_time FROM trace_runs r WHERE ${where.join(' AND ')}
+                      ORDER BY r.start_time ${direction}, r.id ${direction} LIMIT ${limit}) page
+                 ON r.tenant_id = $1 AND r.id = page.id AND r.start_time = page.start_time
+              ORDER BY r.start_time ${direction}, r.id ${direction}`,
+      values: params.values,
+    };
+  }
   return {
     text: `SELECT ${selectList(search.select)} FROM trace_runs r WHERE ${where.join(' AND ')}
             ORDER BY r.start_time ${direction}, r.id ${direction} LIMIT ${limit}`,
@@ -293,6 +306,26 @@ const WALK_BUDGET_MS = 100;
 
 // Filter fields whose eq/has/in an index serves together with the project's time order.
 const INDEXED_FIELDS = new Set(['name', 'status', 'run_type', 'is_root', 'tags', 'id', 'trace_id', 'session_id', 'start_time']);
+
+// Filter fields the project index (tenant_id, session_id, start_time, id, end_time, total_tokens,
+// prompt_tokens, completion_tokens) holds as keys: a filter on these alone is checked in the index.
+const PROJECT_INDEX_FIELDS = new Set(['latency', 'end_time', 'total_tokens', 'prompt_tokens', 'completion_tokens', 'start_time', 'id', 'session_id']);
+
+/** Whether a search of one project filters on nothing but columns the project index holds (and has a filter). */
+function projectIndexCovers(search: RunSearch): boolean {
+  if (!search.filter || search.ids?.length || search.trace || search.parentRun || search.referenceExamples?.length || search.runType) return false;
+  if ((search.isRoot ?? null) !== null || (search.error ?? null) !== null || search.text || search.traceFilter || search.treeFilter) return false;
+  const covered = (node: FilterNode): boolean => {
+    if (node.type === 'and' || node.type === 'or') return node.args.every(covered);
+    if (node.type === 'not') return covered(node.arg);
+    return 'field' in node && node.field !== null && PROJECT_INDEX_FIELDS.has(node.field.name);
+  };
+  try {
+    return covered(parseFilter(search.filter));
+  } catch {
+    return false; // a malformed filter fails in compileFilter with its own error
+  }
+}
 
 /** Whether the search's conditions are all ones an index serves in order (no walk needed). */
 function indexServes(search: RunSearch): boolean {
@@ -863,29 +896,33 @@ export async function createTracePartitions(pool: pg.Pool, from: Date, to: Date)
 
 /**
  * Drops the week partitions wholly before `horizon` (every workspace's retention has passed for all
- * their runs); returns their names. The ids of their runs are released by deleteRunIdsBefore. A lock
- * wait is bounded: a long read holding the table makes the drop wait for the next pass, not block
- * every query queued behind it.
+ * their runs); returns their names, and those left `busy`. The ids of their runs are released by
+ * deleteRunIdsBefore. A lock wait is bounded (`lockTimeoutMs`): a long read holding a partition leaves
+ * it for the next pass (still past the horizon then, so it goes then) rather than blocking every query
+ * queued behind the drop, and the pass carries on with the other partitions.
  */
-export async function dropTracePartitionsBefore(pool: pg.Pool, horizon: Date): Promise<string[]> {
+export async function dropTracePartitionsBefore(pool: pg.Pool, horizon: Date, lockTimeoutMs = 5_000): Promise<{ dropped: string[]; busy: string[] }> {
   const dropped: string[] = [];
+  const busy: string[] = [];
   for (const partition of await listTracePartitions(pool)) {
     if (partition.to.getTime() > horizon.getTime()) break;
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      await client.query(`SET LOCAL lock_timeout = '5s'`);
+      await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
       await client.query(`DROP TABLE ${partition.name}`);
       await client.query('COMMIT');
       dropped.push(partition.name);
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
+      // 55P03 lock_not_available: the lock timeout passed.
+      if ((error as { code?: unknown }).code !== '55P03') throw error;
+      busy.push(partition.name);
     } finally {
       client.release();
     }
   }
-  return dropped;
+  return { dropped, busy };
 }
 
 /**

@@ -56,7 +56,7 @@ it('deletes only runs past their workspace’s retention (or the default), with 
 
   // Only these workspaces: other test files share the database and may hold old runs.
   const mine = [short.workspaceId, byDefault.workspaceId, long.workspaceId];
-  expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 4, droppedPartitions: [] });
+  expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 4, droppedPartitions: [], busyPartitions: [] });
 
   const kept = (set: { runs: Map<number, string> }, ages: number[]) => ages.map((age) => set.runs.get(age)!).sort();
   expect(await remaining(short.workspaceId)).toEqual({ runs: kept(short, [1, 6]), attachments: kept(short, [1, 6]) });
@@ -67,7 +67,7 @@ it('deletes only runs past their workspace’s retention (or the default), with 
   expect(ids.map((row) => row.id)).toEqual(kept(short, [1, 6]));
 
   // A second pass finds nothing more of these workspaces.
-  expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 0, droppedPartitions: [] });
+  expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 0, droppedPartitions: [], busyPartitions: [] });
   expect((await remaining(short.workspaceId)).runs).toEqual(kept(short, [1, 6]));
 });
 
@@ -135,7 +135,7 @@ it('drops only the partitions wholly past the horizon, with their run ids and at
 
   // The horizon falls inside the third week: the first two are wholly before it.
   const horizon = new Date('2001-01-16T12:00:00Z');
-  expect(await dropTracePartitionsBefore(pool, horizon)).toEqual(['trace_runs_20010101', 'trace_runs_20010108']);
+  expect(await dropTracePartitionsBefore(pool, horizon)).toEqual({ dropped: ['trace_runs_20010101', 'trace_runs_20010108'], busy: [] });
   while ((await deleteRunIdsBefore(pool, horizon, 1000)) === 1000);
   expect(await whereAre(workspaceId, ids)).toEqual([
     { partition: null, claimed: false, attachments: 0 },
@@ -156,4 +156,36 @@ it('drops only the partitions wholly past the horizon, with their run ids and at
     [workspaceId, ids[0]],
   );
   expect(reposted.rows).toEqual([{ id: ids[0] }]);
+});
+
+it('leaves a partition a long read holds for the next pass, which drops it and releases its ids', async () => {
+  const { pool } = platform.deps.db;
+  await createTracePartitions(pool, new Date('2001-02-05T00:00:00Z'), new Date('2001-02-19T00:00:00Z'));
+  const { workspaceId, ids } = await runsAt(['2001-02-06T00:00:00Z', '2001-02-13T00:00:00Z']);
+  const horizon = new Date('2001-02-19T00:00:00Z');
+  const reader = await pool.connect();
+  try {
+    // A read in progress on the first week holds its lock until it ends.
+    await reader.query('BEGIN');
+    await reader.query('SELECT count(*) FROM trace_runs_20010205');
+    const first = await dropTracePartitionsBefore(pool, horizon, 100);
+    expect(first.busy).toEqual(['trace_runs_20010205']);
+    expect(first.dropped).toContain('trace_runs_20010212');
+    while ((await deleteRunIdsBefore(pool, horizon, 1000)) === 1000);
+    // The busy week's run is still there and keeps its id; the dropped week's id is released.
+    expect(await whereAre(workspaceId, ids)).toEqual([
+      { partition: 'trace_runs_20010205', claimed: true, attachments: 1 },
+      { partition: null, claimed: false, attachments: 0 },
+    ]);
+  } finally {
+    await reader.query('COMMIT');
+    reader.release();
+  }
+  // The next pass, the read over: retention converges.
+  expect((await dropTracePartitionsBefore(pool, horizon, 100)).dropped).toContain('trace_runs_20010205');
+  while ((await deleteRunIdsBefore(pool, horizon, 1000)) === 1000);
+  expect(await whereAre(workspaceId, ids)).toEqual([
+    { partition: null, claimed: false, attachments: 0 },
+    { partition: null, claimed: false, attachments: 0 },
+  ]);
 });
