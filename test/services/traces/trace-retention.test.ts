@@ -149,13 +149,13 @@ it('drops only the partitions wholly past the horizon, with their run ids and at
   const ahead = new Date(Date.now() + 21 * 86_400_000);
   expect((await listTracePartitions(pool)).some((partition) => partition.from <= ahead && ahead < partition.to)).toBe(true);
 
-  // A released id can be posted again.
+  // A released id can be claimed again (a claim of an id still held fails on trace_run_ids' key).
   const reposted = await pool.query(
-    `INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order)
-     VALUES ($1, $2, $2, $2, 'run', 'chain', now(), 'success', true, 'x') RETURNING id`,
+    insertClaimingIdsSql(`INSERT INTO trace_runs (tenant_id, id, session_id, trace_id, name, run_type, start_time, status, is_root, dotted_order)
+     VALUES ($1, $2, $2, $2, 'run', 'chain', now(), 'success', true, 'x')`),
     [workspaceId, ids[0]],
   );
-  expect(reposted.rows).toEqual([{ id: ids[0] }]);
+  expect(reposted.rows).toEqual([{ stored: 1 }]);
 });
 
 it('leaves a partition a long read holds for the next pass, which drops it and releases its ids', async () => {
