@@ -17,6 +17,7 @@ import { loadStoreEmbedder } from './store-embedder.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
 import { startRuntimeServer } from './runtime-server.js';
+import { bundleGraphUis } from './ui-bundles.js';
 
 export type RuntimeSpec = {
   deploymentId: string;
@@ -44,6 +45,11 @@ export type RuntimeSpec = {
    * do not own (a deployed runtime; `serve` runs the app in its own process instead).
    */
   httpApp?: boolean;
+  /**
+   * Bundles the config's `ui` components and serves them at its runtime server (a deployed runtime:
+   * the bundler may run project config, so never in the API; `serve` bundles in its own process).
+   */
+  ui?: boolean;
 };
 
 export type RunningDeployment = {
@@ -67,6 +73,9 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     // Deployment code, like its graphs: the embedding function is loaded here, never in the API (with
     // the config's env, which it may read as graphs do).
     applyGraphConfigEnv(config);
+    // Bundled while the graphs load; awaited before the runtime server answers.
+    const uiBundled = spec.ui ? bundleGraphUis(config, deps.logger) : undefined;
+    uiBundled?.catch(() => undefined); // reported where it is awaited
     const embedder = await loadStoreEmbedder(config);
     if (!spec.databasePrepared) await setUpDeploymentDatabase(deps.db, spec.deploymentId, config);
     const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder });
@@ -88,7 +97,7 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());
     steps.push(stopRuntime);
     const customApp = spec.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
-    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host, customApp);
+    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host, { customApp, ui: await uiBundled });
     steps.push(() => server.stop());
     await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
     steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));

@@ -74,6 +74,7 @@ try {
     // The launcher set up its tables and queue; this process's login only reads and writes.
     databasePrepared: true,
     httpApp: true,
+    ui: true,
   });
   stopProcess = stop;
   await send({ type: 'ready', url: running.url, graphIds: running.graphIds, runtimeId: running.runtimeId });

@@ -1,17 +1,23 @@
 // The runtime's end of the request/reply channel (services/deployments/runtime-protocol.ts): a small
 // HTTP server that answers graph requests for the deployment it runs and, for a deployed runtime, the
-// project's own HTTP app (`http.app`), which the API forwards the requests its routes do not own to.
+// project's own HTTP app (`http.app`) and its generative UI (`ui`), which the API forwards the requests
+// its routes do not own to.
 // Only requests signed with the installation's secret key for this runtime are answered.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import express from 'express';
 import { isAppError } from '../errors.js';
+import { uiRouter } from '../rest/agent-server/ui.routes.js';
+import { errorHandler } from '../rest/middleware/errors.js';
+import { jsonBody } from '../rest/middleware/json-body.js';
 import {
   APP_FALL_THROUGH_HEADER,
   type GraphReply,
   type GraphRequest,
   RUNTIME_APP_PREFIX,
+  RUNTIME_DEPLOYMENT_URL_HEADER,
   RUNTIME_EXPIRES_HEADER,
   RUNTIME_REQUEST_PATH,
   RUNTIME_SIGNATURE_HEADER,
@@ -21,6 +27,7 @@ import {
 import type { CustomApp } from './custom-app.js';
 import { answerGraphRequest } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
+import type { UiBundles } from './ui-bundles.js';
 
 export type RuntimeServer = { url: string; stop(): Promise<void> };
 
@@ -71,8 +78,32 @@ async function serveApp(app: CustomApp | undefined, req: IncomingMessage, res: S
   await pipeline(Readable.fromWeb(response.body as never), res);
 }
 
-/** Listens on `host` (a free port) and answers the graph requests (and `customApp`'s) of runtime `runtimeId`. */
-export async function startRuntimeServer(ctx: RuntimeContext, runtimeId: string, host: string, customApp?: CustomApp): Promise<RuntimeServer> {
+/**
+ * The project's generative UI, answered by the router `serve` uses, with its links at the deployment's
+ * url (which the API sends). A `/ui/` path it has no route for falls through to the API's 404.
+ */
+function uiApp(ctx: RuntimeContext, ui: UiBundles): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(jsonBody(ctx.config, { strict: false }));
+  app.use(uiRouter(ui, { urlOf: (req) => req.get(RUNTIME_DEPLOYMENT_URL_HEADER) }));
+  app.use((_req, res) => void res.writeHead(404, { [APP_FALL_THROUGH_HEADER]: '1' }).end());
+  app.use(errorHandler('plain', ctx.logger));
+  return app;
+}
+
+/**
+ * Listens on `host` (a free port) and answers the graph requests of runtime `runtimeId`, and the
+ * project's `customApp` and `ui` bundles when given.
+ */
+export async function startRuntimeServer(
+  ctx: RuntimeContext,
+  runtimeId: string,
+  host: string,
+  project: { customApp?: CustomApp; ui?: UiBundles } = {},
+): Promise<RuntimeServer> {
+  const { customApp } = project;
+  const ui = project.ui ? uiApp(ctx, project.ui) : undefined;
   // Hono runs its middleware, then this handler, when no route matches: the marker says "the API's".
   customApp?.notFound?.(() => new Response(null, { status: 404, headers: { [APP_FALL_THROUGH_HEADER]: '1' } }));
   const server = createServer((req, res) => {
@@ -88,7 +119,12 @@ export async function startRuntimeServer(ctx: RuntimeContext, runtimeId: string,
       if (typeof signature !== 'string' || !(expires > Date.now()) || !ctx.secrets.verify(signedAppRequest(runtimeId, req.method ?? 'GET', path, expires), signature)) {
         return reply(401, { detail: 'Bad signature' });
       }
-      void serveApp(customApp, req, res, path.startsWith('/') ? path : `/${path}`).catch((error: unknown) => {
+      const appPath = path.startsWith('/') ? path : `/${path}`;
+      if (ui && appPath.startsWith('/ui/')) {
+        req.url = appPath;
+        return void ui(req, res);
+      }
+      void serveApp(customApp, req, res, appPath).catch((error: unknown) => {
         ctx.logger.error({ err: error, path }, 'the HTTP app failed');
         if (!res.headersSent) reply(500, { detail: 'Internal Server Error' });
         else res.destroy();

@@ -2,8 +2,8 @@
 // the DATABASE_URL its runtime was given and may read and write its own deployment's agent-server
 // rows, checkpoints and store, and nothing else: no tenancy, keys, secrets, providers, integrations,
 // exports or traces, no DDL, no other deployment's rows; the graph still runs, streams, checkpoints
-// and uses the store with it. And the project's `http.app` runs in that runtime, reached through the
-// deployment's url with a key of its organization.
+// and uses the store with it. And the project's `http.app` and `ui` run in that runtime, reached
+// through the deployment's url with a key of its organization.
 import { randomUUID } from 'node:crypto';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +31,14 @@ const PROBES: Record<string, string> = {
 };
 
 const project = {
-  'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' }, http: { app: './app.ts:app' } }),
+  'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' }, http: { app: './app.ts:app' }, ui: { agent: './ui.tsx' } }),
+  // Generative UI components, shaped like the conformance fixture's.
+  'ui.tsx': `
+import './ui.css';
+const Card = (props: { city: string }) => <div className="card">Weather in {props.city}</div>;
+export default { weather: Card };
+`,
+  'ui.css': '.card { padding: 8px; }\n',
   'app.ts': `
 import { Hono } from 'hono';
 import { streamText } from 'hono/streaming';
@@ -185,6 +192,22 @@ describe("a deployed project's http.app", () => {
 
     // The agent server's own routes are still its own.
     expect((await call('/ok')).status).toBe(200);
+  });
+
+  it('serves the `ui` bundled in the runtime, its links at the deployment url', async () => {
+    const client = new Client({ apiUrl: deploymentUrl, defaultHeaders: { 'x-api-key': tenant.adminKey } });
+    const html = await client['~ui'].getComponent('agent', 'weather');
+    const script = `${deploymentUrl}/ui/agent/entrypoint.js`;
+    expect(html).toContain(`<link rel="stylesheet" href="${deploymentUrl}/ui/agent/entrypoint.css" />`);
+    expect(html).toContain(`<script src="${script}" onload='__LGUI_agent.render("weather", "{{shadowRootId}}")'></script>`);
+    const js = await call('/ui/agent/entrypoint.js');
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(await js.text()).toContain('Weather in ');
+    // Answered as `serve` answers: a graph without UI is 404, and another organization's key sees nothing.
+    const missing = await call('/ui/nothing', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"weather"}' });
+    expect([missing.status, await missing.text()]).toEqual([404, 'UI not found for agent "nothing"']);
+    const other = await buildTenant(platform.system);
+    expect((await call('/ui/agent/entrypoint.js', { key: other.adminKey })).status).toBe(404);
   });
 
   it("answers 404 to another organization's key, 401 without a key, and 404 for a path nobody owns", async () => {

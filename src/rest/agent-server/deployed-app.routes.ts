@@ -11,14 +11,17 @@ import type { RequestHandler } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import { forwardAppRequest } from '../../services/deployments/runtime-client.js';
+import { RUNTIME_DEPLOYMENT_URL_HEADER } from '../../services/deployments/runtime-protocol.js';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) and what the forwarding sets itself.
-const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'x-api-key']);
+const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'x-api-key', RUNTIME_DEPLOYMENT_URL_HEADER]);
 
 /** Express middleware for the platform's `/deployments/:id` mount, after its routes and authentication. */
 export function deployedAppRoutes(deps: Pick<Deps, 'config'>): RequestHandler {
   return async (req, res, next) => {
     const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !NOT_FORWARDED.has(name)));
+    // `req.baseUrl` is this mount's path as requested: /deployments/<id>.
+    headers[RUNTIME_DEPLOYMENT_URL_HEADER] = `${deps.config.publicUrl ?? `${req.protocol}://${req.get('host')}`}${req.baseUrl}`;
     let body: Buffer | Transform | undefined;
     if (req.body !== undefined) {
       body = Buffer.from(JSON.stringify(req.body));

@@ -48,7 +48,7 @@ export type AgentServerTarget = { deploymentId: string; anonymous: true; dev: bo
  * The agent-server API for a target. `customApp` (langgraph.json `http.app`) and `ui` are the
  * project's own routes and UI bundles, which `serve` loads in its process; at the platform's
  * /deployments/:id mount the deployment's runtime, which alone may run its code, answers the app's
- * routes (deployed-app.routes.ts; UI bundles are not served there yet).
+ * routes and UI bundles (deployed-app.routes.ts forwards them).
  */
 export function agentServerRouter(deps: Deps, target: AgentServerTarget, options: { customApp?: CustomApp; ui?: UiBundles } = {}): Router {
   const router = Router({ mergeParams: true });

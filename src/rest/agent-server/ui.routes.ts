@@ -1,6 +1,7 @@
 // Generative UI, as the reference server serves it: `POST /ui/{graph_id}` answers the HTML that loads
 // a component (its stylesheet and script, at this server's own URL), and the bundle's files are
-// served under `/ui/{graph_id}/`.
+// served under `/ui/{graph_id}/`. `serve` mounts this router itself; a deployed project's runtime serves
+// it behind the API (runtime-server.ts), which tells it the deployment's url the links must name.
 import { extname } from 'node:path';
 import { type Request, Router } from 'express';
 import { z } from 'zod';
@@ -15,7 +16,11 @@ const ownUrl = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${
 
 const escapeAttribute = (text: string) => text.replace(/&/g, '&amp;').replace(/'/g, '&#39;').replace(/</g, '&lt;');
 
-export function uiRouter(bundles: UiBundles, options: { publicUrl?: string }): Router {
+/**
+ * `urlOf`: where the router is reached, when not at this server's own URL (a deployment's url, as
+ * the API that forwards to the runtime was reached).
+ */
+export function uiRouter(bundles: UiBundles, options: { publicUrl?: string; urlOf?: (req: Request) => string | undefined }): Router {
   const router = Router();
 
   router.post('/ui/:graphId', (req, res) => {
@@ -23,7 +28,7 @@ export function uiRouter(bundles: UiBundles, options: { publicUrl?: string }): R
     const graphId = req.params.graphId;
     const files = bundles.files(graphId);
     if (!files?.length) throw AppError.notFound(`UI not found for agent "${graphId}"`);
-    const base = `${ownUrl(req, options.publicUrl)}/ui/${encodeURIComponent(graphId)}`;
+    const base = `${options.urlOf?.(req) ?? ownUrl(req, options.publicUrl)}/ui/${encodeURIComponent(graphId)}`;
     const tags = files.filter((file) => extname(file.basename) === '.css').map((file) => `<link rel="stylesheet" href="${base}/${file.basename}" />`);
     const script = files.find((file) => extname(file.basename) === '.js');
     if (script) {

@@ -58,3 +58,9 @@ export const APP_FALL_THROUGH_HEADER = 'x-agent-platform-fall-through';
  * streams; the request is only ever sent by an API process that authenticated the caller first.
  */
 export const signedAppRequest = (runtimeId: string, method: string, path: string, expires: number) => `${runtimeId}\napp\n${method}\n${path}\n${expires}`;
+
+/**
+ * Set by the API on every forwarded app request (a caller's own value is replaced): the deployment's
+ * url as the caller reached it, which the runtime's generative UI HTML links the bundle's files at.
+ */
+export const RUNTIME_DEPLOYMENT_URL_HEADER = 'x-agent-platform-deployment-url';
