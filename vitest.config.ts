@@ -9,6 +9,8 @@ export default defineConfig({
   resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
   test: {
     globalSetup: ['./test/global-setup.ts'],
+    // Each test file's own database, copied from the template global setup migrates.
+    setupFiles: ['./test/file-database.ts'],
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
