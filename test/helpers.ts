@@ -31,6 +31,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       // Revision builds and deployed runtimes are slow to start: only the control-plane tests turn
       // the pipeline on.
       AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'false',
+      // A cron clock pass each second (30 s in production): a real tick reaches its queue within a
+      // second of its minute instead of keeping a test waiting.
+      AGENT_PLATFORM_CRON_CLOCK_SECONDS: '1',
       ...overrides,
     },
   );

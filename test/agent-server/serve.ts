@@ -48,6 +48,8 @@ export async function startServe(options: { configPath?: string; dir?: string; e
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
     // Tracing has its own test (tracing.test.ts); elsewhere it would only add load.
     AGENT_SERVER_TRACING: 'false',
+    // As in testConfig (helpers.ts): a real cron tick is sent within a second of its minute.
+    AGENT_PLATFORM_CRON_CLOCK_SECONDS: '1',
     ...options.env,
   }, options.readyTimeoutMs);
   const deploymentId = /deployment ([0-9a-f-]{36})/.exec(child.output())![1]!;
