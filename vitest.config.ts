@@ -9,12 +9,18 @@ export default defineConfig({
   resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
   test: {
     globalSetup: ['./test/global-setup.ts'],
+    // Each test file's own database, copied from the template global setup migrates.
+    setupFiles: ['./test/file-database.ts'],
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Pothos and graphql must be one copy in the test realm ("schema from another module or realm").
     server: { deps: { inline: [/@pothos\//] } },
     pool: 'forks',
+    // Two files at a time (vitest's default on 2 cores is one): most of a file's time is spent waiting
+    // for child processes (serve, the CLI, runtimes) to start and for real clocks, which leaves the
+    // other core idle. Safe because each file has its own database (test/file-database.ts).
+    maxWorkers: 2,
     reporters: ['default', './test/summary-reporter.ts'],
   },
 });

@@ -52,6 +52,12 @@ const EnvSchema = z.object({
    * history: an hour by default keeps the queue's table small under a steady stream of runs.
    */
   AGENT_PLATFORM_JOB_RETENTION_SECONDS: z.coerce.number().int().min(0).max(365 * 86_400).default(3600),
+  /**
+   * Seconds between two passes of the worker role's cron clock (pg-boss `cronMonitorIntervalSeconds`):
+   * a cron's tick reaches its queue within this of its minute. 30 by default, as in pg-boss; tests
+   * shorten it so a real tick does not keep them waiting.
+   */
+  AGENT_PLATFORM_CRON_CLOCK_SECONDS: z.coerce.number().int().min(1).max(45).default(30),
   /** Connections of a process's job queue (pg-boss), plus its one listener. */
   AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -152,6 +158,7 @@ export type Config = {
   checkpointerPoolSize: number;
   jobsPoolSize: number;
   jobRetentionSeconds: number;
+  cronClockSeconds: number;
   traceRetentionDays: number;
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   logPretty: boolean;
@@ -233,6 +240,7 @@ export function loadConfig(
     checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),
     jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
     jobRetentionSeconds: value.AGENT_PLATFORM_JOB_RETENTION_SECONDS,
+    cronClockSeconds: value.AGENT_PLATFORM_CRON_CLOCK_SECONDS,
     traceRetentionDays: value.AGENT_PLATFORM_TRACE_RETENTION_DAYS,
     logLevel: value.LOG_LEVEL,
     logPretty: value.LOG_PRETTY,

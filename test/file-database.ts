@@ -1,0 +1,27 @@
+// Runs before every test file (vitest `setupFiles`): copies the migrated template (test/global-setup.ts)
+// into a database of the file's own, which `databaseUrl()` in test/helpers.ts answers. Copying takes a
+// fraction of a second. Global teardown removes them all at once.
+import { randomBytes } from 'node:crypto';
+import { basename } from 'node:path';
+import pg from 'pg';
+import { expect, inject } from 'vitest';
+import { TEMPLATE_DATABASE, TEST_DATABASE_PREFIX } from './database-names.js';
+
+const adminUrl = inject('adminDatabaseUrl');
+// Named after the test file, so a leftover or a slow query in pg_stat_activity says whose it is.
+const fileName = basename(expect.getState().testPath ?? 'test', '.test.ts').replace(/[^a-z0-9]+/gi, '_').toLowerCase().slice(0, 32);
+const name = `${TEST_DATABASE_PREFIX}${fileName}_${randomBytes(4).toString('hex')}`;
+
+const admin = new pg.Client({ connectionString: adminUrl });
+await admin.connect();
+try {
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}`);
+} finally {
+  await admin.end();
+}
+
+const url = new URL(adminUrl);
+url.pathname = `/${name}`;
+// Read through databaseUrl() in test/helpers.ts; each test file runs in a process of its own.
+process.env.TEST_FILE_DATABASE_URL = url.toString();
+
