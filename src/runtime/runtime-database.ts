@@ -12,7 +12,7 @@
 // row-level security (`runtime_own_deployment` policies, see the migration `runtime_login_rls`).
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import type { PgBoss } from 'pg-boss';
-import type { Database } from '../db.js';
+import { type Database, withTransaction } from '../db.js';
 import { recordThreadTtl } from '../services/deployments/deployments.store.js';
 import { runQueueFor } from '../services/runs/run-queue.js';
 import { ensureStoreTables, type StoreSettings, storeSchema, writeStoreSettings } from '../services/store/store-items.store.js';
@@ -85,9 +85,7 @@ const DEPLOYMENT_COLUMNS = ['id', 'tenant_id', 'name', 'graph_ids', 'active_revi
 export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId: string): Promise<void> {
   const role = `"${runtimeLoginRole(deploymentId)}"`;
   const store = `"${storeSchema(deploymentId)}"`;
-  const client = await db.pool.connect();
-  try {
-    await client.query('BEGIN');
+  await withTransaction(db, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [GRANT_LOCK]);
     const { rows: memberships } = await client.query<{ name: string }>(
       `SELECT r.rolname AS name FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid WHERE m.member = $1::regrole`,
@@ -117,11 +115,5 @@ export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId
       [[...AGENT_SERVER_TABLES, 'deployment_runtimes'], CHECKPOINT_SCHEMA, storeSchema(deploymentId)],
     );
     if (sequences.length) await client.query(`GRANT USAGE, SELECT ON SEQUENCE ${sequences.map(({ name }) => name).join(', ')} TO ${role}`);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

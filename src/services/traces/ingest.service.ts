@@ -211,20 +211,15 @@ function tagList(value: unknown, loc: (string | number)[]): string[] | null {
   return tags;
 }
 
-function jsonField(value: unknown, loc: (string | number)[]): string | null {
-  if (value === undefined || value === null) return null;
-  try {
-    return toJsonb(value);
-  } catch {
-    throw invalid(loc, 'is not serialisable as JSON');
-  }
-}
-
+/** A run patch's JSON field, as text for the statement. */
+const jsonField = (value: unknown, loc: (string | number)[]) => toJsonField(value, loc, toJsonb);
 /** A run create's JSON field: raw JSON from the wire stays the bytes it came as (toJsonbValue). */
-function jsonColumn(value: unknown, loc: (string | number)[]): JsonbValue | null {
+const jsonColumn = (value: unknown, loc: (string | number)[]) => toJsonField(value, loc, toJsonbValue);
+
+function toJsonField<T>(value: unknown, loc: (string | number)[], encode: (value: unknown) => T): T | null {
   if (value === undefined || value === null) return null;
   try {
-    return toJsonbValue(value);
+    return encode(value);
   } catch {
     throw invalid(loc, 'is not serialisable as JSON');
   }

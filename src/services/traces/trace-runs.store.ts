@@ -13,6 +13,7 @@
 import type pg from 'pg';
 import { escapeLiteral } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
+import { withTransaction } from '../../db.js';
 import { deriveStatus, type JsonbValue, toJsonb, toText } from './derive.js';
 import { compileFilter, type FilterNode, parseFilter, SqlParams } from './filter.js';
 import { afterRunsStoredCtes } from './ingest-hooks.js';
@@ -859,9 +860,7 @@ export async function listTracePartitions(db: pg.Pool | pg.PoolClient): Promise<
  * partition is attached rather than created in place, which locks the parent less.
  */
 export async function createTracePartitions(pool: pg.Pool, from: Date, to: Date): Promise<string[]> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return withTransaction({ pool }, async (client) => {
     // One creator at a time (the schedule, a test, the benchmark's fill).
     await client.query(`SELECT pg_advisory_xact_lock(hashtext('trace_runs partitions'))`);
     const existing = new Set((await listTracePartitions(client)).map((partition) => partition.from.getTime()));
@@ -884,14 +883,8 @@ export async function createTracePartitions(pool: pg.Pool, from: Date, to: Date)
       await client.query(`ALTER TABLE trace_runs ATTACH PARTITION ${name} FOR VALUES FROM (${lower}) TO (${upper})`);
       created.push(name);
     }
-    await client.query('COMMIT');
     return created;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**
@@ -906,20 +899,16 @@ export async function dropTracePartitionsBefore(pool: pg.Pool, horizon: Date, lo
   const busy: string[] = [];
   for (const partition of await listTracePartitions(pool)) {
     if (partition.to.getTime() > horizon.getTime()) break;
-    const client = await pool.connect();
     try {
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
-      await client.query(`DROP TABLE ${partition.name}`);
-      await client.query('COMMIT');
+      await withTransaction({ pool }, async (client) => {
+        await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
+        await client.query(`DROP TABLE ${partition.name}`);
+      });
       dropped.push(partition.name);
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
       // 55P03 lock_not_available: the lock timeout passed.
       if ((error as { code?: unknown }).code !== '55P03') throw error;
       busy.push(partition.name);
-    } finally {
-      client.release();
     }
   }
   return { dropped, busy };
