@@ -28,7 +28,9 @@ const tooLarge = (limit: number) => new AppError('PAYLOAD_TOO_LARGE', `Request b
 export async function readRawBody(stream: Readable, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of stream) {
+  // Leaving the loop must not destroy the request: the 413 is answered once the client has sent the
+  // rest (afterRefusedBody in middleware/errors.ts), not by a reset mid-upload.
+  for await (const chunk of stream.iterator({ destroyOnReturn: false })) {
     size += (chunk as Buffer).length;
     if (size > limit) {
       stream.resume(); // drain, so the connection can answer

@@ -213,6 +213,26 @@ describe('keep-alive after 413', () => {
     expect((await send('GET', '/api/v1/workspaces')).status).toBe(200);
     agent.destroy();
   });
+
+  it('fetch gets the 413, not a reset, when the body is refused while it is still being sent', async () => {
+    // Chunked (no declared length), sent in pieces: the parser refuses it after the first megabytes,
+    // while the rest is still coming, as with a large upload on a real network.
+    const chunk = new Uint8Array(256 * 1024).fill(0x20);
+    const slowBody = (chunks: number) =>
+      new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          if (chunks-- === 0) return controller.close();
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          controller.enqueue(chunk);
+        },
+      });
+    const refused = (path: string, chunks: number) =>
+      fetch(`${platform.url}${path}`, { method: 'POST', headers: headers(), body: slowBody(chunks), duplex: 'half' } as RequestInit);
+    const agentServer = await refused('/runs/query', 24);
+    expect([agentServer.status, await agentServer.json()]).toMatchObject([413, { error: expect.stringMatching(/^Request body exceeds/) }]);
+    const platformApi = await refused('/api/v1/workspaces', 64);
+    expect([platformApi.status, await platformApi.json()]).toEqual([413, { detail: 'Request body is too large.' }]);
+  });
 });
 
 describe('graphql-ws', () => {

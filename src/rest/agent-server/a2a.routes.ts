@@ -7,6 +7,7 @@ import { AppError, isAppError } from '../../errors.js';
 import { JsonRpcRequest } from '../../services/a2a/a2a.schemas.js';
 import { agentCard, cancelTask, getTask, sendMessage, streamMessage, TASK_NOT_CANCELABLE, TASK_NOT_FOUND } from '../../services/a2a/a2a.service.js';
 import { openSse } from './sse.js';
+import { afterRefusedBody } from '../middleware/errors.js';
 
 type RpcId = string | number | null;
 
@@ -140,7 +141,7 @@ export const jsonRpcErrorHandler: ErrorRequestHandler = (error, _req, res, next)
   if (res.headersSent) return next(error);
   const { type, status } = (error ?? {}) as { type?: string; status?: number };
   if (type === 'entity.parse.failed') return sendRpcError(res, null, new RpcError(PARSE_ERROR, 'Parse error: the body is not valid JSON.', 400));
-  if (type === 'entity.too.large' || status === 413) return sendRpcError(res, null, new RpcError(INVALID_REQUEST, 'Request body is too large.', 413));
+  if (type === 'entity.too.large' || status === 413) return afterRefusedBody(res, () => sendRpcError(res, null, new RpcError(INVALID_REQUEST, 'Request body is too large.', 413)));
   const rpc = toRpcError(error);
   if (rpc) return sendRpcError(res, null, rpc);
   next(error);

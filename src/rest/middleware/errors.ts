@@ -53,8 +53,12 @@ export function errorHandler(dialect: ErrorDialect, logger: Logger): ErrorReques
 }
 
 function send(res: Parameters<ErrorRequestHandler>[2], dialect: ErrorDialect, status: number, message: string, details: AppError['details']) {
+  if (status === 413) return afterRefusedBody(res, () => answer(res, dialect, status, message, details));
+  answer(res, dialect, status, message, details);
+}
+
+function answer(res: Parameters<ErrorRequestHandler>[2], dialect: ErrorDialect, status: number, message: string, details: AppError['details']) {
   res.status(status);
-  if (status === 413) closeAfterResponse(res);
   switch (dialect) {
     case 'fastapi':
       res.json({ detail: status === 422 && Array.isArray(details) ? details : message });
@@ -73,21 +77,52 @@ export const notFoundHandler: RequestHandler = (req) => {
   throw AppError.notFound(`Not found: ${req.method} ${req.originalUrl.split('?')[0]}`);
 };
 
+// How much of a refused body is read and dropped before the 413 is sent, and for how long.
+const REFUSED_BODY_DRAIN_BYTES = 64 * 1024 * 1024;
+const REFUSED_BODY_DRAIN_MS = 5_000;
+
 /**
- * A refused body may still be arriving: rather than read (and discard) up to its declared length, the
- * connection closes after the answer, so the client's next request opens a fresh one instead of
- * being read as the rest of this body.
+ * Answers a refused (too large) body once the client has finished sending it, then closes the
+ * connection. Answering mid-upload and closing made the client's next write hit a reset: fetch
+ * (undici, the official SDKs) then reports "fetch failed" / ECONNRESET, never the 413. The rest of the
+ * body is read and dropped, bounded like nginx's lingering close: a body declared or sent beyond
+ * REFUSED_BODY_DRAIN_BYTES, or still arriving after REFUSED_BODY_DRAIN_MS, is answered (and the
+ * connection closed) at once. The connection always closes, so the client's next request opens a fresh
+ * one instead of being read as the rest of this body.
  */
-function closeAfterResponse(res: Parameters<ErrorRequestHandler>[2]) {
+export function afterRefusedBody(res: Parameters<ErrorRequestHandler>[2], send: () => void): void {
   res.set('Connection', 'close');
+  const req = res.req;
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (req.readableEnded || req.destroyed || declared > REFUSED_BODY_DRAIN_BYTES) return send();
+  let drained = 0;
+  let sent = false;
+  const finish = () => {
+    if (sent) return;
+    sent = true;
+    clearTimeout(timer);
+    req.off('data', onData).off('end', finish).off('error', finish).off('close', finish);
+    if (!res.writableEnded && !res.destroyed) send();
+  };
+  const onData = (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > REFUSED_BODY_DRAIN_BYTES) finish();
+  };
+  const timer = setTimeout(finish, REFUSED_BODY_DRAIN_MS);
+  // A body parser that gave up unpiped and paused the request; reading resumes it.
+  req.unpipe();
+  req.on('data', onData).once('end', finish).once('error', finish).once('close', finish);
+  req.resume();
 }
 
 /** Body errors on /graphql (malformed JSON, too deep, too large) answer in GraphQL's own shape. */
 export const graphqlBodyErrorHandler: ErrorRequestHandler = (error, _req, res, next) => {
   const appError = isAppError(error) ? error : fromHttpError(error);
   if (!appError || res.headersSent) return next(error);
-  if (appError.code === 'PAYLOAD_TOO_LARGE') closeAfterResponse(res);
-  res.status(STATUS[appError.code] === 422 ? 400 : STATUS[appError.code]).json({
-    errors: [{ message: appError.message, extensions: { code: appError.code } }],
-  });
+  const sendErrors = () =>
+    res.status(STATUS[appError.code] === 422 ? 400 : STATUS[appError.code]).json({
+      errors: [{ message: appError.message, extensions: { code: appError.code } }],
+    });
+  if (appError.code === 'PAYLOAD_TOO_LARGE') return afterRefusedBody(res, sendErrors);
+  sendErrors();
 };
