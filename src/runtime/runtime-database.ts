@@ -117,3 +117,23 @@ export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId
     if (sequences.length) await client.query(`GRANT USAGE, SELECT ON SEQUENCE ${sequences.map(({ name }) => name).join(', ')} TO ${role}`);
   });
 }
+
+/**
+ * Takes a deleted deployment's runtime login away, so nothing logs in as it again: the role stops
+ * logging in, its open sessions are ended (its runtimes are being stopped anyway), its grants are
+ * revoked (`DROP OWNED BY`, which in this database also covers its column grants) and the role is
+ * dropped. Idempotent: no role (already dropped, or runtimes fell back to the platform's login), no-op.
+ */
+export async function dropRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId: string): Promise<void> {
+  const name = runtimeLoginRole(deploymentId);
+  await withTransaction(db, async (client) => {
+    // Same lock as the grants, so a launch granting it now is not half undone.
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [GRANT_LOCK]);
+    const { rowCount } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
+    if (!rowCount) return;
+    await client.query(`ALTER ROLE "${name}" NOLOGIN`);
+    await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [name]);
+    await client.query(`DROP OWNED BY "${name}"`);
+    await client.query(`DROP ROLE "${name}"`);
+  });
+}

@@ -6,6 +6,7 @@
 // through the deployment's url with a key of its organization.
 import { randomUUID } from 'node:crypto';
 import { Client } from '@langchain/langgraph-sdk';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeLoginRole } from '../../src/runtime/runtime-database.js';
 import { buildTenant } from '../factories.js';
@@ -223,4 +224,26 @@ describe("a deployed project's http.app", () => {
     const huge = await call('/custom/text', { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(platform.deps.config.bodyLimitBytes + 1) });
     expect(huge.status).toBe(413);
   });
+});
+
+describe('deleting the deployment', () => {
+  it('drops its runtime login: its sessions end and nothing can log in as it again', async () => {
+    const role = runtimeLoginRole(deployment.id);
+    const { pool } = platform.deps.db;
+    const loginUrl = new URL(platform.deps.db.url);
+    loginUrl.username = role;
+    loginUrl.password = platform.deps.secrets.derive(`database-login:${deployment.id}`).key.toString('hex');
+    loginUrl.searchParams.delete('options');
+    // The login works while the deployment exists.
+    const before = new pg.Client({ connectionString: loginUrl.toString() });
+    await before.connect();
+    await before.end();
+
+    expect((await api('DELETE', `/v2/deployments/${deployment.id}`)).status).toBe(204);
+    expect((await pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount).toBe(0);
+    expect((await pool.query('SELECT 1 FROM pg_stat_activity WHERE usename = $1', [role])).rowCount).toBe(0);
+    const after = new pg.Client({ connectionString: loginUrl.toString() });
+    await expect(after.connect()).rejects.toMatchObject({ code: expect.stringMatching(/^28/) });
+    await after.end().catch(() => undefined);
+  }, 60_000);
 });

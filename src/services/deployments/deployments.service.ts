@@ -3,6 +3,7 @@
 import { basename, dirname } from 'node:path';
 import { AppError } from '../../errors.js';
 import { readGraphConfig } from '../../runtime/graph-config.js';
+import { dropRuntimeLogin } from '../../runtime/runtime-database.js';
 import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
@@ -254,8 +255,8 @@ export async function createRevision(ctx: ServiceContext, deployment: ControlDep
 }
 
 /**
- * Deletes a deployment: unfinished revisions become INTERRUPTED, its url answers 404, and every
- * launcher stops its runtimes.
+ * Deletes a deployment: unfinished revisions become INTERRUPTED, its url answers 404, every
+ * launcher stops its runtimes, and their database login is dropped.
  */
 export async function deleteDeployment(ctx: ServiceContext, id: string): Promise<void> {
   const row = await findOwnDeployment(ctx, id, 'workspaces:write');
@@ -263,6 +264,9 @@ export async function deleteDeployment(ctx: ServiceContext, id: string): Promise
   recentRows.delete(row.id);
   await moveRevisionsOf(ctx, row.id, 'INTERRUPTED', UNFINISHED);
   await ctx.events.publish('deployments.stop-runtimes', { deploymentId: row.id });
+  // Its runtimes' database login goes with it. The deletion stands if that fails (say, the platform's
+  // role may no longer drop roles): the login can still reach only this deleted deployment's rows.
+  await dropRuntimeLogin(ctx.db, row.id).catch((error: unknown) => ctx.logger.warn({ err: error, deploymentId: row.id }, "could not drop the deleted deployment's runtime login"));
 }
 
 /** Forgets a cached deployment row (its graphs or deletion changed). */
