@@ -118,6 +118,12 @@ const EnvSchema = z.object({
    * rows, load 7): 18.4k rows/s at 597 MiB peak RSS against 13.7k rows/s at 639 MiB with 10000.
    */
   AGENT_PLATFORM_EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(5_000),
+  /**
+   * COPY bytes per batch: a run reads as many rows per batch as fit in this at the bytes per row seen
+   * so far (at most BATCH_ROWS), so the memory a run holds (its batches read ahead, their Arrow
+   * columns, their copy in parquet-wasm) is bounded by bytes whatever the size of a row.
+   */
+  AGENT_PLATFORM_EXPORT_BATCH_BYTES: byteSize.default('4mb'),
   /** A file is closed, and checkpointed, once it reaches this size. */
   AGENT_PLATFORM_EXPORT_FILE_SIZE: byteSize.default('256mb'),
   /** S3 multipart part size (S3 refuses parts under 5 MiB but the last). */
@@ -182,6 +188,7 @@ export type ExportLimits = {
   runsPerExport: number;
   exportsPerWorkspace: number;
   batchRows: number;
+  batchBytes: number;
   fileSizeBytes: number;
   partSizeBytes: number;
   sweepSeconds: number;
@@ -267,6 +274,7 @@ export function loadConfig(
       runsPerExport: value.AGENT_PLATFORM_EXPORT_RUNS_PER_EXPORT,
       exportsPerWorkspace: value.AGENT_PLATFORM_EXPORT_EXPORTS_PER_WORKSPACE,
       batchRows: value.AGENT_PLATFORM_EXPORT_BATCH_ROWS,
+      batchBytes: toBytes(value.AGENT_PLATFORM_EXPORT_BATCH_BYTES),
       fileSizeBytes: toBytes(value.AGENT_PLATFORM_EXPORT_FILE_SIZE),
       partSizeBytes: Math.max(5 * 1024 ** 2, toBytes(value.AGENT_PLATFORM_EXPORT_PART_SIZE)),
       sweepSeconds: value.AGENT_PLATFORM_EXPORT_SWEEP_SECONDS,

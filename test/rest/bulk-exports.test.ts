@@ -22,8 +22,9 @@ beforeAll(async () => {
   await s3.createBucket(BUCKET);
   platform = await startTestPlatform({
     jobs: true,
-    // Small batches and files: several files per day, so rolling and checkpoints are exercised.
-    config: { AGENT_PLATFORM_EXPORT_BATCH_ROWS: '5', AGENT_PLATFORM_EXPORT_FILE_SIZE: '1b', AGENT_PLATFORM_EXPORT_SWEEP_SECONDS: '1' },
+    // Small batches and files: several files per day, so rolling and checkpoints are exercised. The
+    // batch bytes fit fewer rows than BATCH_ROWS: batches after the first are sized by their rows' bytes.
+    config: { AGENT_PLATFORM_EXPORT_BATCH_ROWS: '5', AGENT_PLATFORM_EXPORT_BATCH_BYTES: '2kb', AGENT_PLATFORM_EXPORT_FILE_SIZE: '1b', AGENT_PLATFORM_EXPORT_SWEEP_SECONDS: '1' },
   });
   tenant = await buildTenant(platform.system, { planTier: 'plus' });
   other = await buildTenant(platform.system, { planTier: 'enterprise' });

@@ -139,26 +139,55 @@ async function writeRunFiles(deps: Deps, run: store.RunToExecute, owner: string,
   }
 }
 
+/** Rows of a run's first batch, before its bytes per row are known: small, so a run of huge rows starts small. */
+const FIRST_BATCH_ROWS = 500;
+
+/**
+ * Rows of the next batch: as many as fit in `batchBytes` of COPY output at the bytes per row seen so
+ * far, at most `batchRows` (also the Parquet row group size). So a run's memory is bounded by bytes:
+ * rows of 100 kB each make batches of 40 rows, not of 5000 (500 MB).
+ */
+export function nextBatchRows(limits: { batchRows: number; batchBytes: number }, seen: { rows: number; bytes: number }): number {
+  if (seen.rows === 0) return Math.min(limits.batchRows, FIRST_BATCH_ROWS);
+  return Math.max(1, Math.min(limits.batchRows, Math.floor(limits.batchBytes / (seen.bytes / seen.rows))));
+}
+
 /**
  * The run's batches after `cursor`, in order, read ahead: while the caller encodes and uploads one,
  * up to `readConnections` more are read at once, each over its own connection (PostgreSQL producing
  * the rows is the slow stage). Each batch is planned as a key range ending at runBatchBoundary, so the
- * ranges read at once meet exactly: no row missed or read twice. A batch is its binary COPY bytes, in
- * one of a few buffers the caller hands back (recycle) once decoded: fresh multi-megabyte buffers per
- * batch cost more to first touch than the copies into them.
+ * ranges read at once meet exactly: no row missed or read twice; its row count is nextBatchRows, so a
+ * run holds about (readConnections + 1) × batchBytes of COPY output however fast it reads. A batch is
+ * its binary COPY bytes, in one of a few buffers the caller hands back (recycle) once decoded: fresh
+ * multi-megabyte buffers per batch cost more to first touch than the copies into them.
  */
 function readAhead(deps: Deps, scope: Parameters<typeof copyRunBatch>[1], columns: ExportColumn[], cursor: store.RunResult['latest_cursor']) {
   const limits = deps.config.exports;
   const inFlight: Promise<Buffer>[] = [];
   const spare: Buffer[] = [];
+  /** Full batches read so far: their rows and COPY bytes. */
+  const seen = { rows: 0, bytes: 0 };
   let from = cursor;
   let planned = false;
   let filling: Promise<void> | undefined;
   const fill = async () => {
     while (!planned && inFlight.length < limits.readConnections) {
-      const upTo = await runBatchBoundary(deps.db.pool, scope, from, limits.batchRows);
+      // Until the first batch arrived, one read at a time: its size sets the next ones'.
+      if (seen.rows === 0 && inFlight.length > 0) await inFlight[0]!.catch(() => undefined);
+      const rows = nextBatchRows(limits, seen);
+      const upTo = await runBatchBoundary(deps.db.pool, scope, from, rows);
       const after = from;
       const read = copyRunBatch(deps.db.pool, scope, columns, after, upTo, spare.pop());
+      // Only a full batch (upTo found) has a known row count; the last one is not counted.
+      if (upTo) {
+        void read.then(
+          (copy) => {
+            seen.rows += rows;
+            seen.bytes += copy.byteLength;
+          },
+          () => undefined,
+        );
+      }
       // A failed read is reported when its turn comes, or dropped with the run.
       read.catch(() => undefined);
       inFlight.push(read);

@@ -78,14 +78,16 @@ export async function validateDestinationAccess(config: DestinationConfigValue, 
 }
 
 /**
- * One object written by S3 multipart upload from a stream of byte chunks: parts of `partSize` bytes
- * are uploaded as they fill, so memory holds at most one part.
+ * One object written by S3 multipart upload from a stream of byte chunks: chunks are copied into one
+ * part buffer, uploaded once it holds `partSize` bytes and then reused, so memory holds one part per
+ * object (not the chunks and a joined copy of them), and no part-sized garbage is left per part.
  */
 export class MultipartObject {
   private uploadId: string | undefined;
   private readonly parts: { PartNumber: number; ETag: string | undefined }[] = [];
-  private pending: Uint8Array[] = [];
-  private pendingBytes = 0;
+  /** The part being filled; grown up to partSize as chunks come (a small file never takes a whole part). */
+  private part = Buffer.alloc(0);
+  private partBytes = 0;
   bytes = 0;
 
   constructor(
@@ -96,14 +98,24 @@ export class MultipartObject {
   ) {}
 
   async write(chunk: Uint8Array): Promise<void> {
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.byteLength;
     this.bytes += chunk.byteLength;
-    if (this.pendingBytes >= this.partSize) await this.flushPart();
+    let offset = 0;
+    while (offset < chunk.byteLength) {
+      const take = Math.min(chunk.byteLength - offset, this.partSize - this.partBytes);
+      if (this.partBytes + take > this.part.byteLength) {
+        const bigger = Buffer.allocUnsafe(Math.min(this.partSize, Math.max(this.part.byteLength * 2, this.partBytes + take, 1 << 20)));
+        this.part.copy(bigger, 0, 0, this.partBytes);
+        this.part = bigger;
+      }
+      this.part.set(chunk.subarray(offset, offset + take), this.partBytes);
+      this.partBytes += take;
+      offset += take;
+      if (this.partBytes === this.partSize) await this.flushPart();
+    }
   }
 
   async complete(): Promise<void> {
-    if (this.pendingBytes > 0 || this.parts.length === 0) await this.flushPart();
+    if (this.partBytes > 0 || this.parts.length === 0) await this.flushPart();
     await this.client.send(
       new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId, MultipartUpload: { Parts: this.parts } }),
     );
@@ -120,13 +132,13 @@ export class MultipartObject {
       const created = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, ContentType: 'application/vnd.apache.parquet' }));
       this.uploadId = created.UploadId;
     }
-    const body = Buffer.concat(this.pending, this.pendingBytes);
-    this.pending = [];
-    this.pendingBytes = 0;
+    // The buffer is reused once the upload answered: write() awaits this, so nothing fills it meanwhile.
+    const body = this.part.subarray(0, this.partBytes);
     const PartNumber = this.parts.length + 1;
     const uploaded = await this.client.send(
       new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId, PartNumber, Body: body, ContentLength: body.byteLength }),
     );
     this.parts.push({ PartNumber, ETag: uploaded.ETag });
+    this.partBytes = 0;
   }
 }
