@@ -17,8 +17,14 @@ export interface EventMap {
   'runs.status': { runId: string; threadId: string; status: string };
   /** Agent server: stop a pending or running run. Key: run id; runtimes listen to all. */
   'runs.cancel': { runId: string; action: 'interrupt' | 'rollback' };
-  /** Agent server: runs are waiting in a deployment's queue; wakes its runtimes. Key: deployment id. `origin`: the RunQueue that woke its own runtime already. */
-  'runs.queued': { deploymentId: string; origin?: string };
+  /**
+   * Agent server: runs are waiting in a deployment's queue; wakes its runtimes. Key: deployment id.
+   * `origin`: the RunQueue that woke its own runtime already. `afterSeconds`: the run is due that long
+   * from now (`after_seconds`), when runtimes fetch it.
+   */
+  'runs.queued': { deploymentId: string; origin?: string; afterSeconds?: number };
+  /** Tenancy: a key was revoked or a user's roles changed; every process drops its cached viewers. Key: none. */
+  'tenancy.changed': { apiKeyId?: string };
   /** Bulk export: an export or one of its runs changed (status, rows, files). Key: export id. */
   'exports.progress': { exportId: string; runId?: string };
   /** Bulk export: runs are waiting to start; wakes the workers' dispatchers. */

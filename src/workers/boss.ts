@@ -2,7 +2,7 @@
 // platform is declared here with explicit options; queues are created at start-up, and the `worker`
 // role works the jobs and runs the cron clock. Job payloads carry ids only; the rows they point at
 // hold the state.
-import { type ConstructorOptions, PgBoss, type Queue } from 'pg-boss';
+import { type ConstructorOptions, type Job, PgBoss, type Queue } from 'pg-boss';
 import { PreparingClient } from '../database/prepared-statements.js';
 import type { Deps } from '../services/context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
@@ -24,10 +24,19 @@ import { BOSS_SCHEMA } from './boss-schema.js';
 
 type QueueDefinition = Omit<Queue, 'name'> & { name: string };
 
-/** Every fixed-name queue the platform uses, with its options. Areas add their queues here. */
+/**
+ * Every fixed-name queue the platform uses, with its options. Areas add their queues here.
+ *
+ * `notify`: sending a job (or a schedule's tick) wakes the worker role's workers at once through
+ * pg-boss's LISTEN/NOTIFY, and they poll only as a slow backstop (pg-boss's 30 s) instead of every
+ * 2 s each, which was most of an idle installation's statements. A retry is announced by no NOTIFY:
+ * `workNotified` wakes the worker when a failed job's retry delay is over. Only a job that expired
+ * (its worker died) waits for the backstop, at most 30 s more.
+ */
 export const QUEUES = {
   eventsPrune: {
     name: 'events.prune',
+    notify: true,
     // One prune at a time is enough; duplicates while one waits are dropped.
     policy: 'singleton',
     retryLimit: 2,
@@ -36,6 +45,7 @@ export const QUEUES = {
   },
   usageFold: {
     name: 'usage.fold',
+    notify: true,
     // Folds serialise on an advisory lock anyway; a fold queued behind a running one adds nothing.
     policy: 'singleton',
     retryLimit: 3,
@@ -54,6 +64,7 @@ export const QUEUES = {
   },
   runsSweep: {
     name: 'runs.sweep',
+    notify: true,
     // Ends runs whose runtime died; one sweep at a time.
     policy: 'singleton',
     retryLimit: 0,
@@ -61,6 +72,7 @@ export const QUEUES = {
   },
   runsPruneStateless: {
     name: 'runs.prune-stateless',
+    notify: true,
     policy: 'singleton',
     retryLimit: 2,
     retryDelay: 60,
@@ -68,6 +80,7 @@ export const QUEUES = {
   },
   cronsFire: {
     name: CRON_FIRE_QUEUE,
+    notify: true,
     // Each cron's own schedule (keyed by the cron id, see services/crons/cron-schedule.ts) sends its
     // ticks here. A failed tick is not retried: the next tick is the next run.
     policy: 'standard',
@@ -76,6 +89,7 @@ export const QUEUES = {
   },
   storeSweep: {
     name: 'store.sweep',
+    notify: true,
     // Deletes expired store items (reads skip them already); one sweep at a time.
     policy: 'singleton',
     retryLimit: 1,
@@ -84,6 +98,7 @@ export const QUEUES = {
   },
   threadsSweep: {
     name: 'threads.sweep',
+    notify: true,
     // Deletes threads whose TTL ran out; one sweep at a time.
     policy: 'singleton',
     retryLimit: 2,
@@ -92,6 +107,7 @@ export const QUEUES = {
   },
   tracesRetention: {
     name: 'traces.retention',
+    notify: true,
     // Deletes trace runs past their workspace's retention; one pass at a time.
     policy: 'singleton',
     retryLimit: 2,
@@ -100,6 +116,7 @@ export const QUEUES = {
   },
   tracesPartitions: {
     name: 'traces.partitions',
+    notify: true,
     // Creates trace_runs's week partitions ahead; one pass at a time.
     policy: 'singleton',
     retryLimit: 2,
@@ -108,6 +125,7 @@ export const QUEUES = {
   },
   revisionBuild: {
     name: REVISION_BUILD_QUEUE,
+    notify: true,
     // One job per revision (singletonKey = revision id). Not retried: a failed build is BUILD_FAILED
     // with its reason in the log; a worker that died mid-build leaves the job to expire, and the
     // expired job's retry finds the revision BUILDING and fails it as interrupted.
@@ -118,6 +136,7 @@ export const QUEUES = {
   },
   revisionsWatch: {
     name: 'revisions.watch-refs',
+    notify: true,
     // build_on_push: one sweep over the watched refs at a time.
     policy: 'singleton',
     retryLimit: 0,
@@ -125,6 +144,7 @@ export const QUEUES = {
   },
   revisionDeploy: {
     name: REVISION_DEPLOY_QUEUE,
+    notify: true,
     policy: 'short',
     retryLimit: 0,
     expireInSeconds: 10 * 60,
@@ -227,24 +247,24 @@ export async function startBoss(
   for (const { name, ...queueOptions } of install ? (Object.values(QUEUES) as QueueDefinition[]) : []) {
     await boss.createQueue(name, { ...queueOptions, ...finishedJobRetention(boss) });
     // createQueue leaves an existing queue as it was: a changed setting is applied here.
-    await boss.updateQueue(name, finishedJobRetention(boss));
+    await boss.updateQueue(name, { ...finishedJobRetention(boss), notify: queueOptions.notify ?? false });
   }
   if (options.work) {
-    await boss.work(QUEUES.eventsPrune.name, async () => pruneEventPayloads(deps));
-    await boss.work(QUEUES.usageFold.name, async () => foldUsage(deps));
+    await workNotified(boss, QUEUES.eventsPrune, async () => pruneEventPayloads(deps));
+    await workNotified(boss, QUEUES.usageFold, async () => foldUsage(deps));
     await workExports(deps, boss);
-    await boss.work(QUEUES.runsSweep.name, async () => sweepOrphanedRunsJob(deps, boss));
-    await boss.work(QUEUES.runsPruneStateless.name, async () => pruneStatelessRunsJob(deps));
-    await boss.work(QUEUES.storeSweep.name, async () => sweepStoreJob(deps));
-    await boss.work(QUEUES.cronsFire.name, async (jobs) => fireCronJob(deps, jobs));
-    await boss.work(QUEUES.threadsSweep.name, async () => sweepExpiredThreads(deps));
-    await boss.work(QUEUES.tracesRetention.name, async () => deleteExpiredTraceRuns(deps));
-    await boss.work(QUEUES.tracesPartitions.name, async () => createTracePartitionsAhead(deps));
+    await workNotified(boss, QUEUES.runsSweep, async () => sweepOrphanedRunsJob(deps, boss));
+    await workNotified(boss, QUEUES.runsPruneStateless, async () => pruneStatelessRunsJob(deps));
+    await workNotified(boss, QUEUES.storeSweep, async () => sweepStoreJob(deps));
+    await workNotified(boss, QUEUES.cronsFire, async (jobs) => fireCronJob(deps, jobs));
+    await workNotified(boss, QUEUES.threadsSweep, async () => sweepExpiredThreads(deps));
+    await workNotified(boss, QUEUES.tracesRetention, async () => deleteExpiredTraceRuns(deps));
+    await workNotified(boss, QUEUES.tracesPartitions, async () => createTracePartitionsAhead(deps));
     // The control plane's pipeline; the runtimes it launches live as long as this job queue.
     if (deps.config.controlPlaneWorker) {
       const deployedRuntimes = await workRevisionPipeline(deps, boss);
       deps.deployedRuntimes = deployedRuntimes;
-      await boss.work(QUEUES.revisionsWatch.name, async () => watchPushedRefs(deps));
+      await workNotified(boss, QUEUES.revisionsWatch, async () => watchPushedRefs(deps));
       boss.once('stopped', () => void deployedRuntimes.stop());
     }
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
@@ -252,4 +272,26 @@ export async function startBoss(
     await boss.send(QUEUES.tracesPartitions.name, {});
   }
   return boss;
+}
+
+// A little after the retry is due, so the fetch finds it (the delay counts from pg-boss's write of
+// the failure, just after the handler throws).
+const RETRY_WAKE_MARGIN_MS = 500;
+
+/**
+ * Works a `notify` queue (see QUEUES): NOTIFY wakes its worker for new jobs; a job whose handler
+ * throws and that the queue retries wakes it again once the queue's retry delay is over, as its
+ * polling did before.
+ */
+export async function workNotified<T extends object>(boss: PgBoss, queue: QueueDefinition, handler: (jobs: Job<T>[]) => Promise<unknown>): Promise<string> {
+  let workerId = '';
+  workerId = await boss.work<T>(queue.name, async (jobs) => {
+    try {
+      return await handler(jobs);
+    } catch (error) {
+      if (queue.retryLimit) setTimeout(() => boss.notifyWorker(workerId), (queue.retryDelay ?? 0) * 1000 + RETRY_WAKE_MARGIN_MS).unref();
+      throw error;
+    }
+  });
+  return workerId;
 }

@@ -170,6 +170,17 @@ describe('background runs', () => {
     expect(events(onlyUpdates)).toEqual(['metadata', 'updates', 'updates', 'updates']);
   });
 
+  it('starts a run with after_seconds once it is due', async () => {
+    const thread = await server.client.threads.create();
+    const created = Date.now();
+    const run = await server.client.runs.create(thread.thread_id, 'nested', { input: {}, afterSeconds: 1 });
+    expect(run.status).toBe('pending');
+    expect(await server.client.runs.join(thread.thread_id, run.run_id)).toEqual({ trail: ['parent', 'child', 'grandchild'] });
+    const waited = Date.now() - created;
+    expect(waited).toBeGreaterThanOrEqual(900);
+    expect(waited).toBeLessThan(10_000);
+  });
+
   it('creates a thread on demand with if_not_exists=create', async () => {
     const threadId = crypto.randomUUID();
     await server.client.runs.wait(threadId, 'nested', { input: {}, ifNotExists: 'create' });

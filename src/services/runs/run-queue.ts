@@ -13,6 +13,15 @@ export type RunJob = { runId: string; threadId?: string };
 
 export { runQueueName };
 
+// A delayed run's job is fetchable from `after_seconds` on by PostgreSQL's clock: a little later by ours.
+const DUE_MARGIN_MS = 100;
+
+/** Calls `wake` now, or when a run delayed by `afterSeconds` falls due. */
+export function wakeWhenDue(wake: () => void, afterSeconds: number | undefined): void {
+  if (afterSeconds) setTimeout(wake, afterSeconds * 1000 + DUE_MARGIN_MS).unref();
+  else wake();
+}
+
 export class RunQueue {
   private ready: Promise<void> | undefined;
 
@@ -34,9 +43,9 @@ export class RunQueue {
     this.localWaker = waker;
   }
 
-  /** Wakes this process's runtime, if it has one (other processes hear `runs.queued`). */
-  wakeLocal(): void {
-    this.localWaker?.();
+  /** Wakes this process's runtime, if it has one, now or when a delayed run falls due (other processes hear `runs.queued`). */
+  wakeLocal(afterSeconds?: number): void {
+    wakeWhenDue(() => this.localWaker?.(), afterSeconds);
   }
 
   // key_strict_fifo releases a thread's next job only once this one is completed, so completions are

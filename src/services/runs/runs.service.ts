@@ -146,7 +146,9 @@ async function createParsedRun(
   // with no transaction; other strategies read the thread's runs in flight under its row lock first.
   const jobInsert = await ctx.deployment.queue.jobInsert(job);
   const inOneStatement = !!jobInsert && (temporary || (!stateless && strategy === 'enqueue' && body.if_not_exists !== 'create'));
-  const wake = body.after_seconds ? undefined : ctx.events.notifyArguments('runs.queued', { deploymentId, origin: ctx.deployment.queue.origin }, deploymentId);
+  // A delayed run's wake-up says when it is due: runtimes fetch it then (their poll is only a backstop).
+  const queued = { deploymentId, origin: ctx.deployment.queue.origin, ...(body.after_seconds ? { afterSeconds: body.after_seconds } : {}) };
+  const wake = ctx.events.notifyArguments('runs.queued', queued, deploymentId);
   // A run created in one statement announces its `pending` status in it too; with a transaction
   // (other strategies cancel runs in flight first) it is published after, in that order.
   const pending = !temporary && inOneStatement ? ctx.events.notifyArguments('runs.status', { runId, threadId, status: 'pending' }, threadId) : undefined;
@@ -209,10 +211,8 @@ async function createParsedRun(
   }
   // Wake-ups, not state: the response need not wait for them.
   const log = (error: unknown) => ctx.logger.warn({ err: error }, 'could not publish a run event');
-  if (!body.after_seconds) {
-    ctx.deployment.queue.wakeLocal();
-    if (!woken) void ctx.events.publish('runs.queued', { deploymentId, origin: ctx.deployment.queue.origin }, deploymentId).catch(log);
-  }
+  ctx.deployment.queue.wakeLocal(queued.afterSeconds);
+  if (!woken) void ctx.events.publish('runs.queued', queued, deploymentId).catch(log);
   if (!temporary && !announced) void ctx.events.publish('runs.status', { runId, threadId, status: 'pending' }, threadId).catch(log);
   return run;
 }
