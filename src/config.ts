@@ -58,6 +58,12 @@ const EnvSchema = z.object({
    * shorten it so a real tick does not keep them waiting.
    */
   AGENT_PLATFORM_CRON_CLOCK_SECONDS: z.coerce.number().int().min(1).max(45).default(30),
+  /**
+   * Seconds an API process reuses a resolved API key (its user's roles, the tenant's check) before
+   * reading it again; 0 reads it on every request. Revoking a key or changing roles clears every
+   * process's cache at once (a notification); this bound only matters if that notification is lost.
+   */
+  AGENT_PLATFORM_API_KEY_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(5),
   /** Connections of a process's job queue (pg-boss), plus its one listener. */
   AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -174,6 +180,7 @@ export type Config = {
   controlPlaneWorker: boolean;
   runtimeDeployments: string[];
   ingestThreads: number;
+  ingestWriteConnections: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined; flushIntervalMs: number; queueCapacity: number };
   usageDataStart: Date;
   exports: ExportLimits;

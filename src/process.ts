@@ -9,6 +9,7 @@ import { migrateDatabase } from './database/migrate.js';
 import { connectDatabase } from './db.js';
 import { EventBus } from './events.js';
 import type { Deps } from './services/context.js';
+import { ViewerCache } from './services/tenancy/viewer-cache.js';
 import { IngestThreads } from './workers/ingest-threads.js';
 
 export type CreateDepsOptions = {
@@ -63,7 +64,8 @@ export async function createDeps(config: Config, logger: Logger, options: Create
   const events = new EventBus(db.pool, db.url, logger);
   const threaded = options.ingestThreads ?? (config.roles.includes('api') && config.ingestThreads > 0);
   const ingestThreads = threaded && config.ingestThreads > 0 ? new IngestThreads({ config, databaseUrl: db.url }, config.ingestThreads, logger) : undefined;
-  const deps: Deps = { config, db, events, secrets, logger, ingestThreads };
+  const viewers = new ViewerCache(config.apiKeyCacheSeconds * 1000);
+  const deps: Deps = { config, db, events, secrets, logger, viewers, ingestThreads };
 
   const steps: (() => Promise<unknown>)[] = [];
   const stop = async () => {
@@ -76,7 +78,10 @@ export async function createDeps(config: Config, logger: Logger, options: Create
     await embedded?.stop();
   };
   try {
-    if (options.listen ?? true) await events.start();
+    if (options.listen ?? true) {
+      await events.start();
+      viewers.followChanges(events);
+    }
   } catch (error) {
     await stop();
     throw error;

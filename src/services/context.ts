@@ -6,6 +6,7 @@ import type { Database } from '../db.js';
 import type { EventBus } from '../events.js';
 import type { PgBoss } from 'pg-boss';
 import type { IngestRequest, Ingester, IngestResult } from './traces/ingest-types.js';
+import type { ViewerCache } from './tenancy/viewer-cache.js';
 import type { Viewer } from './tenancy/viewer.js';
 
 /** Process-wide dependencies, built once at start-up. */
@@ -15,6 +16,8 @@ export type Deps = {
   events: EventBus;
   secrets: SecretBox;
   logger: Logger;
+  /** API keys resolved recently in this process (authenticateApiKey); cleared on tenancy changes. */
+  viewers: ViewerCache;
   /** Where trace ingestion does its CPU work; absent: in the request's thread. */
   ingestThreads?: { ingest(who: Ingester, request: IngestRequest): Promise<IngestResult> };
   /** The process's job queue, once started (agent-server requests enqueue runs on it). */

@@ -9,6 +9,7 @@ import { PreparingClient } from '../../src/database/prepared-statements.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { newId } from '../../src/ids.js';
 import { registerLocalDeployment } from '../../src/services/deployments/deployments.service.js';
+import { ViewerCache } from '../../src/services/tenancy/viewer-cache.js';
 import { ingestRunBatch } from '../../src/services/traces/ingest.service.js';
 import { fixtureConfig } from '../agent-server/serve.js';
 import { buildApiKey, buildTenant, buildWorkspace } from '../factories.js';
@@ -37,7 +38,8 @@ beforeAll(async () => {
   platform = await startTestPlatform();
   countingPool = new pg.Pool({ connectionString: platform.deps.db.url, max: 4, Client: CountingClient });
   counting = new PrismaClient({ adapter: new PrismaPg(countingPool) });
-  app = buildApp({ ...platform.deps, db: { ...platform.deps.db, pool: countingPool, prisma: counting } });
+  // No API-key cache: every request counted authenticates, so one request's count equals another's.
+  app = buildApp({ ...platform.deps, db: { ...platform.deps.db, pool: countingPool, prisma: counting }, viewers: new ViewerCache(0) });
   url = await app.start(0, '127.0.0.1');
 });
 afterAll(async () => {

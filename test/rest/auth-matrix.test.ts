@@ -1,9 +1,12 @@
 // One authentication for REST and GraphQL: the same key, tenant and permission rules, each surface in
 // its own error shape.
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDeps } from '../../src/process.js';
 import { revokeApiKey } from '../../src/services/tenancy/tenancy.service.js';
+import { SYSTEM_VIEWER } from '../../src/services/tenancy/viewer.js';
 import { buildApiKey, buildTenant } from '../factories.js';
-import { graphql, startTestPlatform, type TestPlatform } from '../helpers.js';
+import { graphql, startTestPlatform, type TestPlatform, testConfig } from '../helpers.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -139,5 +142,40 @@ describe('GraphQL authentication', () => {
     });
     expect(revoked.data.revokeApiKey.__typename).toBe('MutationRevokeApiKeySuccess');
     expect((await graphql(platform.url, query, { key })).status).toBe(401);
+  });
+});
+
+// Each process keeps resolved keys a few seconds (viewer-cache.ts); revocation must still bite at once.
+describe('revoking a key that this process has cached', () => {
+  const newKey = async () => (await (await rest('/api/v1/api-key', { key: tenant.adminKey, method: 'POST', body: { description: 'cached' } })).json()) as { id: string; key: string };
+
+  it('refuses the key on its next request after a revoke through this process', async () => {
+    const created = await newKey();
+    expect((await rest('/api/v1/workspaces', { key: created.key })).status).toBe(200);
+    expect((await rest(`/api/v1/api-key/${created.id}`, { key: tenant.adminKey, method: 'DELETE' })).status).toBeLessThan(300);
+    const response = await rest('/api/v1/workspaces', { key: created.key });
+    expect(response.status).toBe(401);
+    expect((await rest('/api/v1/workspaces', { key: created.key, tenant: tenant.workspace.id })).status).toBe(401);
+  });
+
+  it('refuses the key well within the cache TTL after another process revokes it', async () => {
+    const created = await newKey();
+    expect((await rest('/api/v1/workspaces', { key: created.key })).status).toBe(200);
+    // Another process: its own pool and no LISTEN connection, like the admin CLI.
+    const config = testConfig();
+    const other = await createDeps(config, pino({ level: 'silent' }), { databaseUrl: config.databaseUrl, listen: false, ingestThreads: false });
+    try {
+      await revokeApiKey({ ...other.deps, viewer: SYSTEM_VIEWER }, created.id);
+    } finally {
+      await other.stop();
+    }
+    // The notification clears this process's cache; the TTL (5 s here) is only the fallback.
+    const deadline = Date.now() + 2_000;
+    let status = 200;
+    while (status === 200 && Date.now() < deadline) {
+      status = (await rest('/api/v1/workspaces', { key: created.key })).status;
+      if (status === 200) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(status).toBe(401);
   });
 });

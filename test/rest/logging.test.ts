@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { connectDatabase } from '../../src/db.js';
 import { REDACTED_PATHS } from '../../src/logger.js';
+import { ViewerCache } from '../../src/services/tenancy/viewer-cache.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
@@ -73,7 +74,8 @@ describe('request logs', () => {
   it('an unexpected failure is a 500 that shows no stack, SQL or connection detail, and is logged', async () => {
     // The same app over a database that cannot be reached: every request fails unexpectedly.
     const broken = connectDatabase('postgresql://agent:secret-password@127.0.0.1:1/nowhere', { poolSize: 2 });
-    const app = buildApp({ ...platform.deps, db: broken, logger: pino({ level: 'silent' }) });
+    // A cache of its own (none): the platform's has the key's viewer, which needs no database.
+    const app = buildApp({ ...platform.deps, db: broken, viewers: new ViewerCache(0), logger: pino({ level: 'silent' }) });
     const brokenUrl = await app.start(0, '127.0.0.1');
     try {
       const rest = await fetch(`${brokenUrl}/api/v1/workspaces`, { headers: { 'x-api-key': key } });

@@ -37,10 +37,14 @@ export async function authenticateApiKey(
   const requested = tenantId?.trim() || undefined;
   if (requested && !isUuid(requested)) throw AppError.badRequest('X-Tenant-Id must be a workspace ID (a UUID).');
 
-  // One round trip on every request: the key, its user's organization role, the user's workspace roles
-  // (bounded to the key's workspace), and the organization of the requested tenant. Revocation is
-  // read fresh each time, so it takes effect at once in every process.
-  const { rows } = await deps.db.pool.query<AuthRow>(AUTHENTICATE_SQL, [hashApiKey(key.trim()), requested ?? null]);
+  const secretHash = hashApiKey(key.trim());
+  const cached = deps.viewers.get(secretHash, requested);
+  if (cached) return cached;
+
+  // One round trip per key and tenant per cache TTL (viewer-cache.ts says how revocation reaches
+  // every process): the key, its user's organization role, the user's workspace roles (bounded to
+  // the key's workspace), and the organization of the requested tenant.
+  const { rows } = await deps.db.pool.query<AuthRow>(AUTHENTICATE_SQL, [secretHash, requested ?? null]);
   const row = rows[0];
   if (!row) throw AppError.unauthenticated('Invalid API key.');
 
@@ -69,6 +73,7 @@ export async function authenticateApiKey(
       .query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [row.id])
       .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not record API key use'));
   }
+  deps.viewers.set(secretHash, requested, viewer);
   return viewer;
 }
 
@@ -99,6 +104,15 @@ const AUTHENTICATE_SQL = `
     FROM api_keys k
     JOIN organization_memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
    WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`;
+
+/**
+ * After a committed change to keys or roles: this process forgets its cached viewers before the
+ * caller answers (so its next request is checked afresh), and every other process is told to.
+ */
+async function tenancyChanged(ctx: ServiceContext, change: { apiKeyId?: string } = {}): Promise<void> {
+  ctx.viewers.clear();
+  await ctx.events.publish('tenancy.changed', change);
+}
 
 /** The API-key viewer of a tenant-scoped call; a local (serve) caller has no tenant: FORBIDDEN. */
 function tenantViewer(ctx: ServiceContext): ApiKeyViewer {
@@ -142,7 +156,7 @@ export async function createWorkspace(ctx: ServiceContext, input: WorkspaceCreat
   assertCan(ctx.viewer, 'organization:manage');
   const organizationId = organizationOf(ctx.viewer, data.organizationId);
   const { viewer } = ctx;
-  return ctx.db.prisma.$transaction(async (tx) => {
+  const workspace = await ctx.db.prisma.$transaction(async (tx) => {
     const clash = await tx.workspace.findUnique({ where: { organizationId_name: { organizationId, name: data.name } } });
     if (clash) throw AppError.conflict(`A workspace named "${data.name}" already exists.`);
     if (!(await tx.organization.findUnique({ where: { id: organizationId } }))) {
@@ -154,6 +168,9 @@ export async function createWorkspace(ctx: ServiceContext, input: WorkspaceCreat
     }
     return workspace;
   });
+  // The creator's role in it is new: cached viewers of the creator's keys do not hold it yet.
+  if (viewer.kind === 'api-key') await tenancyChanged(ctx);
+  return workspace;
 }
 
 /** Workspaces the viewer can read, oldest first. */
@@ -205,7 +222,7 @@ export async function createUser(ctx: ServiceContext, input: UserCreateInput) {
   const data = parseInput(UserCreate, input);
   assertCan(ctx.viewer, 'organization:manage');
   const organizationId = organizationOf(ctx.viewer, data.organizationId);
-  return ctx.db.prisma.$transaction(async (tx) => {
+  const user = await ctx.db.prisma.$transaction(async (tx) => {
     if (!(await tx.organization.findUnique({ where: { id: organizationId } }))) {
       throw AppError.notFound(`Organization ${organizationId} not found.`);
     }
@@ -231,6 +248,9 @@ export async function createUser(ctx: ServiceContext, input: UserCreateInput) {
     }
     return user;
   });
+  // An existing user's roles may have changed (upserts): their keys' cached viewers are stale.
+  await tenancyChanged(ctx);
+  return user;
 }
 
 /** Users of an organization (the viewer's own for API keys). Needs organization:read. */
@@ -320,7 +340,9 @@ export async function revokeApiKey(ctx: ServiceContext, id: string) {
   const apiKey = isUuid(id) ? await ctx.db.prisma.apiKey.findFirst({ where: { id, ...apiKeysVisibleTo(ctx) } }) : null;
   if (!apiKey) throw AppError.notFound(`API key ${id} not found.`);
   if (apiKey.revokedAt) return apiKey;
-  return ctx.db.prisma.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
+  const revoked = await ctx.db.prisma.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
+  await tenancyChanged(ctx, { apiKeyId: id });
+  return revoked;
 }
 
 function apiKeysVisibleTo(ctx: ServiceContext, organizationId?: string): Prisma.ApiKeyWhereInput {
