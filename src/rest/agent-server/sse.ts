@@ -1,5 +1,6 @@
 // Server-sent events as the langgraph SDK reads them: `event:`, `data:` (one line of JSON) and `id:`
 // per event, comment heartbeats while idle, and respect for a slow reader (backpressure).
+import type { Socket } from 'node:net';
 import type { Request, Response } from 'express';
 
 const HEARTBEAT_MS = 15_000;
@@ -25,11 +26,28 @@ export function openSse(req: Request, res: Response, headers: Record<string, str
   const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS);
   heartbeat.unref();
   void req;
+  // Events of one batch (a run's events arrive together in one notification, and its end follows its
+  // last event) are written in the same tick: corked until the next tick, they go out in one socket
+  // write, as one HTTP chunk, instead of one write of three pieces (size, data, CRLF) per event.
+  // The socket is corked, not the response: ending a corked response (OutgoingMessage.end) leaves a
+  // cork of its own on the socket, and the last events then never left (caught by the A2A stream test).
+  // Corking and uncorking the same socket in this tick and the next is balanced whatever happens between.
+  let corkedSocket: Socket | null = null;
+  const corkUntilNextTick = () => {
+    if (corkedSocket || !res.socket) return;
+    const socket = (corkedSocket = res.socket);
+    socket.cork();
+    process.nextTick(() => {
+      corkedSocket = null;
+      socket.uncork();
+    });
+  };
   return {
     signal: disconnected.signal,
     async write(event: SseEvent): Promise<void> {
       if (disconnected.signal.aborted) return;
       const text = `event: ${event.event}\ndata: ${event.data}\n${event.id !== undefined ? `id: ${event.id}\n` : ''}\n`;
+      corkUntilNextTick();
       if (!res.write(text)) await new Promise<void>((resolve) => {
         const done = () => {
           res.off('drain', done);
