@@ -7,8 +7,11 @@
 //
 // Options: --requests <n> (default 600, × 100 runs), --concurrency <n> (default 32), --raw-connections
 // <n> (default 4), --pool <n> (the server's DB pool; default: the configuration's default),
+// --write-connections <n> (INSERTs in flight per ingest thread, group commit; 64 = a statement per
+// request, as before group commit; default: the configuration's default),
 // --ingest-threads <n> (threads parsing and storing ingested runs; 0: the request thread; default: the
-// configuration's default), --profile-requests <n> (default 40: requests of the breakdown), --json
+// configuration's default), --profile-requests <n> (default 40: requests of the breakdown, one at a
+// time and then all at once), --json
 // <file> (also write the figures as { name: { value, unit, floor? } }, read by `npm run bench`).
 //
 // Then the breakdown: fresh requests through ingestion's stages one at a time, in a worker thread of
@@ -25,11 +28,17 @@ import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { makeRequests, RUNS_PER_REQUEST, RUNS_PER_TRACE } from './ingest-payload.js';
+import { formatWaits, sampleWaits } from './pg-waits.js';
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
 
 type LoadOptions = { url: string; key: string; requests: number; concurrency: number; session: string };
-type LoadResult = { busyMs: number; runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
+type LoadResult = { busyMs: number; cpuMs: number; runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
 
+/** CPU time of the calling thread alone, in ms (not the process: the server, client and PostgreSQL are told apart). */
+function threadCpuMs(): number {
+  const usage = process.threadCpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
 
 // ───────────────────────────── load generator (worker thread) ─────────────────────────────
 
@@ -39,6 +48,7 @@ async function generateLoad(options: LoadOptions): Promise<LoadResult> {
   const latenciesMs: number[] = [];
   let next = 0;
   const elu = performance.eventLoopUtilization();
+  const cpu = threadCpuMs();
   const started = performance.now();
   const lane = async () => {
     while (next < requests.length) {
@@ -57,6 +67,7 @@ async function generateLoad(options: LoadOptions): Promise<LoadResult> {
   await Promise.all(Array.from({ length: options.concurrency }, lane));
   return {
     busyMs: performance.eventLoopUtilization(elu).active,
+    cpuMs: threadCpuMs() - cpu,
     runsSent: requests.length * RUNS_PER_REQUEST,
     statuses,
     latenciesMs,
@@ -93,6 +104,7 @@ async function main() {
       'raw-connections': { type: 'string', default: '4' },
       pool: { type: 'string' },
       'ingest-threads': { type: 'string' },
+      'write-connections': { type: 'string' },
       'profile-requests': { type: 'string', default: '40' },
       json: { type: 'string' },
     },
@@ -105,7 +117,7 @@ async function main() {
   const traceRuns = await import('../src/services/traces/trace-runs.store.js');
   const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
 
-  const platform = await startBenchPlatform({ AGENT_PLATFORM_DB_POOL_SIZE: args.pool, AGENT_PLATFORM_INGEST_THREADS: args['ingest-threads'] });
+  const platform = await startBenchPlatform({ AGENT_PLATFORM_DB_POOL_SIZE: args.pool, AGENT_PLATFORM_INGEST_THREADS: args['ingest-threads'], AGENT_PLATFORM_INGEST_WRITE_CONNECTIONS: args['write-connections'] });
   const config = platform.config;
   try {
     const { workspace, user, key } = await createBenchTenant(platform.deps);
@@ -116,9 +128,13 @@ async function main() {
 
     console.log(`HTTP: ${REQUESTS} multipart posts × ${RUNS_PER_REQUEST} runs, ${CONCURRENCY} concurrent …`);
     const before = await countRuns(platform.deps.db.pool, workspace.id);
+    const walBefore = await walLsn(platform.deps.db.pool);
+    const httpWaits = await sampleWaits(platform.deps.db.url);
     const cpuBefore = cpuSnapshot();
     const load = await runLoad({ url: platform.url!, key, requests: REQUESTS, concurrency: CONCURRENCY, session });
     const cpu = cpuSince(cpuBefore);
+    const httpWaitProfile = await httpWaits.stop();
+    const httpWalBytes = await walBytesSince(platform.deps.db.pool, walBefore);
     const stored = (await countRuns(platform.deps.db.pool, workspace.id)) - before;
     const sorted = [...load.latenciesMs].sort((a, b) => a - b);
 
@@ -140,10 +156,14 @@ async function main() {
     });
     // Both statement forms: VALUES lists (3,200 parameters) and the per-column arrays ingest uses.
     const rawSeconds: Record<'values' | 'unnest', number> = { values: 0, unnest: 0 };
+    let rawUnnest: { cpu: ReturnType<typeof cpuSince>; waits: import('./pg-waits.js').WaitProfile; rows: number; walBytes: number } | undefined;
     for (const form of ['values', 'unnest'] as const) {
       const half = form === 'values' ? statements.slice(0, statements.length / 2) : statements.slice(statements.length / 2);
       const sql = form === 'values' ? traceRuns.insertRunsSql(RUNS_PER_REQUEST, '') : traceRuns.insertRunsUnnestSql('');
       let nextStatement = 0;
+      const rawWal = await walLsn(platform.deps.db.pool);
+      const rawWaits = await sampleWaits(platform.deps.db.url);
+      const rawCpuBefore = cpuSnapshot();
       const started = performance.now();
       await Promise.all(
         Array.from({ length: RAW_CONNECTIONS }, async () => {
@@ -159,6 +179,10 @@ async function main() {
         }),
       );
       rawSeconds[form] = (performance.now() - started) / 1000 / (half.length * RUNS_PER_REQUEST);
+      const rawCpu = cpuSince(rawCpuBefore);
+      const waits = await rawWaits.stop();
+      const walBytes = await walBytesSince(platform.deps.db.pool, rawWal);
+      if (form === 'unnest') rawUnnest = { cpu: rawCpu, waits, rows: half.length * RUNS_PER_REQUEST, walBytes };
     }
     const httpRate = load.runsSent / (load.wallMs / 1000);
     const rawRates = { values: 1 / rawSeconds.values, unnest: 1 / rawSeconds.unnest };
@@ -172,11 +196,23 @@ async function main() {
     console.log(`  ack latency       p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms`);
     console.log(`  responses         ${JSON.stringify(load.statuses)}`);
     const perRequest = (ms: number) => `${(ms / REQUESTS).toFixed(1)} ms`;
-    console.log(`  CPU per request   main thread busy ${perRequest(cpu.mainBusyMs)}, load generator thread busy ${perRequest(load.busyMs)}, this process ${perRequest(cpu.processMs)} (all threads: server, load generator, GC), PostgreSQL ${cpu.postgresMs === null ? 'n/a' : perRequest(cpu.postgresMs)}; machine ${(cpu.machineMs / cpu.wallMs).toFixed(2)} of ${availableParallelism()} cores busy, ${(cpu.othersMs / cpu.wallMs).toFixed(2)} by other processes`);
+    const perRun = (ms: number | null, runs: number) => (ms === null ? 'n/a' : `${((ms / runs) * 1000).toFixed(0)} µs`);
+    const serverOtherMs = cpu.processMs - cpu.mainCpuMs - load.cpuMs;
+    console.log(`  CPU per run       server main thread ${perRun(cpu.mainCpuMs, load.runsSent)}, server ingest threads + GC ${perRun(serverOtherMs, load.runsSent)}, PostgreSQL ${perRun(cpu.postgresMs, load.runsSent)}; bench client (load generator thread) ${perRun(load.cpuMs, load.runsSent)} (thread CPU clocks and /proc)`);
+    console.log(`  machine           ${(cpu.machineMs / cpu.wallMs).toFixed(2)} of ${availableParallelism()} cores busy, ${(cpu.othersMs / cpu.wallMs).toFixed(2)} by other processes`);
+    console.log(`  PostgreSQL        ${formatWaits(httpWaitProfile)}`);
+    console.log(`  PostgreSQL CPU    ${formatRoles(cpu.postgresByRole, load.runsSent)}`);
+    console.log(`  WAL               ${Math.round(httpWalBytes / load.runsSent).toLocaleString('en-US')} bytes per run`);
     console.log(`  runs sent         ${load.runsSent.toLocaleString('en-US')}, stored ${stored.toLocaleString('en-US')} ${stored === load.runsSent ? '(nothing lost)' : '(MISMATCH)'}`);
     console.log(`raw ceiling (multi-row INSERT of 100 rows into the same table, ids claimed in trace_run_ids by a CTE in the same statement as ingest must, no usage deltas, ${RAW_CONNECTIONS} connections):`);
     console.log(`  VALUES lists      ${Math.round(rawRates.values).toLocaleString('en-US')} rows/s`);
     console.log(`  unnest(arrays)    ${Math.round(rawRates.unnest).toLocaleString('en-US')} rows/s (the form ingest uses)`);
+    if (rawUnnest) {
+      console.log(`  unnest CPU per row  bench main thread (driver) ${perRun(rawUnnest.cpu.mainCpuMs, rawUnnest.rows)}, PostgreSQL ${perRun(rawUnnest.cpu.postgresMs, rawUnnest.rows)}; machine ${(rawUnnest.cpu.machineMs / rawUnnest.cpu.wallMs).toFixed(2)} cores busy, ${(rawUnnest.cpu.othersMs / rawUnnest.cpu.wallMs).toFixed(2)} by other processes`);
+      console.log(`  unnest PostgreSQL   ${formatWaits(rawUnnest.waits)}`);
+      console.log(`  unnest PostgreSQL CPU ${formatRoles(rawUnnest.cpu.postgresByRole, rawUnnest.rows)}`);
+      console.log(`  unnest WAL          ${Math.round(rawUnnest.walBytes / rawUnnest.rows).toLocaleString('en-US')} bytes per row`);
+    }
     console.log(`HTTP / best raw     ${(httpRate / rawRate).toFixed(2)}×`);
     console.log(`load average        ${loadavg().map((n) => n.toFixed(1)).join(' ')} (other processes on this machine share its cores)`);
 
@@ -199,6 +235,8 @@ async function main() {
         'ingest ack p99': { value: percentile(sorted, 99), unit: 'ms' },
         'ingest runs lost': { value: load.runsSent - stored, unit: 'runs' },
         'ingest statements per request': { value: breakdown.statementsPerRequest, unit: 'statements' },
+        'ingest statements per request (the breakdown\'s requests at once)': { value: breakdown.together.statements / breakdown.requests, unit: 'statements' },
+        'ingest PostgreSQL CPU per run (requests at once)': { value: (breakdown.together.postgresCpuMs / breakdown.runs) * 1000, unit: 'µs' },
         'ingest JS CPU per run (decode → parameters)': { value: (breakdown.jsCpuMs / breakdown.runs) * 1000, unit: 'µs' },
         'ingest PostgreSQL CPU per run': { value: (breakdown.postgresCpuMs / breakdown.runs) * 1000, unit: 'µs' },
       };
@@ -213,12 +251,8 @@ async function main() {
 // ───────────────────────────── breakdown ─────────────────────────────
 
 type Stage = { name: string; cpuMs: number; wallMs: number };
-type Breakdown = { requests: number; runs: number; stages: Stage[]; jsCpuMs: number; postgresCpuMs: number; statementsPerRequest: number; roundTripCpuMs: number; bytes: { encoded: number; decoded: number; parameters: number } };
+type Breakdown = { requests: number; runs: number; stages: Stage[]; jsCpuMs: number; postgresCpuMs: number; statementsPerRequest: number; together: { statements: number; jsCpuMs: number; postgresCpuMs: number }; roundTripCpuMs: number; bytes: { encoded: number; decoded: number; parameters: number } };
 
-const threadCpuMs = () => {
-  const usage = process.threadCpuUsage();
-  return (usage.user + usage.system) / 1000;
-};
 
 /** CPU time of one PostgreSQL backend (from /proc; the server runs on this machine), in ms. */
 function backendCpuMs(pid: number): number {
@@ -279,10 +313,11 @@ async function profileStages(deps: Pick<import('../src/services/context.js').Dep
       };
     },
   });
-  const countingDeps = { config: deps.config, db: { ...deps.db, pool: { connect: async () => counting } as unknown as import('pg').Pool } };
+  const countingDeps = { config: deps.config, db: { ...deps.db, pool: { connect: async () => counting, query: (...args: unknown[]) => (counting.query as (...a: unknown[]) => unknown)(...args) } as unknown as import('pg').Pool } };
   let postgresCpuMs = 0;
   let decoded = 0;
   let roundTripCpuMs = 0;
+  let together = { statements: 0, jsCpuMs: 0, postgresCpuMs: 0 };
   try {
     // Warm-up (JIT, prepared statements) on one request that is not counted.
     await ingest.ingestRunBatch(countingDeps, who, wire.multipartToBatch(wire.parseMultipart(await wire.decodeBody(bodies[0]!.body, 'gzip', limit), bodies[0]!.boundary)));
@@ -310,6 +345,19 @@ async function profileStages(deps: Pick<import('../src/services/context.js').Dep
       await timed('service (normalise again + statements)', () => ingest.ingestRunBatch(countingDeps, who, batch));
       postgresCpuMs += backendCpuMs(backend) - before;
     }
+    // All at once: as many fresh requests handed to the service together, as concurrent clients would
+    // (group commit shares statements among them; --write-connections 64 gives each its own): the
+    // service's statements, this thread's CPU and the backend's, to set beside the one-at-a-time figures.
+    const batches = await Promise.all(
+      makeRequests(session, requests, 3_000_000)
+        .slice(1)
+        .map(async (request) => wire.multipartToBatch(wire.parseMultipart(await wire.decodeBody(request.body, 'gzip', limit), request.boundary))),
+    );
+    const statementsBefore = statements;
+    const cpuBefore = threadCpuMs();
+    const backendBefore = backendCpuMs(backend);
+    await Promise.all(batches.map((batch) => ingest.ingestRunBatch(countingDeps, who, batch)));
+    together = { statements: statements - statementsBefore, jsCpuMs: threadCpuMs() - cpuBefore, postgresCpuMs: backendCpuMs(backend) - backendBefore };
     // For scale: what one round trip costs this thread, whatever the statement.
     const cpu = threadCpuMs();
     for (let i = 0; i < 200; i++) await client.query({ name: 'bench.round_trip', text: 'SELECT $1::int AS x', values: [i] });
@@ -330,7 +378,8 @@ async function profileStages(deps: Pick<import('../src/services/context.js').Dep
     stages: list,
     jsCpuMs,
     postgresCpuMs,
-    statementsPerRequest: statements / count,
+    statementsPerRequest: (statements - together.statements) / count,
+    together,
     roundTripCpuMs,
     bytes: { encoded: bodies.slice(1).reduce((sum, r) => sum + r.body.length, 0), decoded, parameters: parameterBytes },
   };
@@ -343,6 +392,8 @@ function printBreakdown(b: Breakdown) {
   for (const stage of b.stages) console.log(`  ${stage.name.padEnd(42)} CPU ${per(stage.cpuMs)}   wall ${per(stage.wallMs)}`);
   console.log(`  ${'JS CPU per request (all stages, once)'.padEnd(42)} CPU ${per(b.jsCpuMs)}   = ${((b.jsCpuMs / b.runs) * 1000).toFixed(1)} µs per run`);
   console.log(`  ${'PostgreSQL backend CPU per request'.padEnd(42)} CPU ${per(b.postgresCpuMs)}   = ${((b.postgresCpuMs / b.runs) * 1000).toFixed(1)} µs per run (/proc, 10 ms ticks)`);
+  const service = b.stages.find((stage) => stage.name === 'service (normalise again + statements)');
+  console.log(`  ${`service, the ${b.requests} requests at once`.padEnd(42)} CPU ${per(b.together.jsCpuMs)} (one at a time ${per(service?.cpuMs ?? 0).trim()}); PostgreSQL ${((b.together.postgresCpuMs / b.runs) * 1000).toFixed(1)} µs per run (one at a time ${((b.postgresCpuMs / b.runs) * 1000).toFixed(1)}); statements per request ${(b.together.statements / b.requests).toFixed(2)} (one at a time ${b.statementsPerRequest.toFixed(2)})`);
   console.log(`  statements per request ${b.statementsPerRequest.toFixed(1)} (one round trip, SELECT $1, costs this thread ${b.roundTripCpuMs.toFixed(2)} ms CPU); bytes per request: ${Math.round(b.bytes.encoded / b.requests).toLocaleString('en-US')} gzip → ${Math.round(b.bytes.decoded / b.requests).toLocaleString('en-US')} multipart → ${Math.round(b.bytes.parameters / b.requests).toLocaleString('en-US')} in statement parameters`);
 }
 
@@ -364,36 +415,51 @@ function inWorker<T>(options: LoadOptions | ProfileOptions): Promise<T> {
 // CPU accounting for the HTTP phase, so a figure taken on a shared machine can be read: how busy the
 // server's main thread was, what this process (server and load generator) and its PostgreSQL used, and
 // how much of the machine other processes took. PostgreSQL and machine figures come from /proc (Linux).
-type CpuSnapshot = { at: number; elu: EventLoopUtilization; process: NodeJS.CpuUsage; postgres: number | null; machine: number | null };
+type CpuSnapshot = { at: number; elu: EventLoopUtilization; mainCpu: number; process: NodeJS.CpuUsage; postgres: ReturnType<typeof postgresCpuMs>; machine: number | null };
 
 const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
 
-/** utime + stime of every descendant of this process (the embedded PostgreSQL server and its backends), in ms. */
-function postgresCpuMs(): number | null {
+/** PostgreSQL's processes by role, as their titles name them (client connections are "client backends"). */
+const BACKGROUND_ROLES = ['checkpointer', 'background writer', 'walwriter', 'autovacuum launcher', 'autovacuum worker', 'logical replication launcher', 'io worker', 'archiver'];
+const processRole = (title: string) => BACKGROUND_ROLES.find((role) => title.startsWith(`postgres: ${role}`)) ?? (title.startsWith('postgres: ') ? 'client backends' : 'postmaster (and exited children)');
+
+/**
+ * utime + stime of every descendant of this process (the embedded PostgreSQL server and its
+ * processes), in ms, also by role; the postmaster's count includes its exited children (a finished
+ * autovacuum worker).
+ */
+function postgresCpuMs(): { total: number; byRole: Map<string, number> } | null {
   try {
-    const stats = new Map<number, { ppid: number; ms: number }>();
+    const stats = new Map<number, { ppid: number; ms: number; role: string }>();
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       try {
         const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        stats.set(Number(entry), { ppid: Number(fields[1]), ms: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS });
+        const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0+$/, '').replaceAll('\0', ' ');
+        // utime, stime, and (for the postmaster) its reaped children's cutime, cstime.
+        const own = Number(fields[11]) + Number(fields[12]);
+        const children = Number(fields[13]) + Number(fields[14]);
+        stats.set(Number(entry), { ppid: Number(fields[1]), ms: own * CLOCK_TICK_MS, role: processRole(title) });
+        if (!title.startsWith('postgres: ')) stats.get(Number(entry))!.ms += children * CLOCK_TICK_MS;
       } catch {
         // exited meanwhile
       }
     }
     const ours = new Set([process.pid]);
     let total = 0;
+    const byRole = new Map<string, number>();
     for (let grew = true; grew; ) {
       grew = false;
       for (const [pid, stat] of stats) {
         if (!ours.has(pid) && ours.has(stat.ppid)) {
           ours.add(pid);
           total += stat.ms;
+          byRole.set(stat.role, (byRole.get(stat.role) ?? 0) + stat.ms);
           grew = true;
         }
       }
     }
-    return total;
+    return { total, byRole };
   } catch {
     return null;
   }
@@ -411,23 +477,40 @@ function machineCpuMs(): number | null {
 }
 
 function cpuSnapshot(): CpuSnapshot {
-  return { at: performance.now(), elu: performance.eventLoopUtilization(), process: process.cpuUsage(), postgres: postgresCpuMs(), machine: machineCpuMs() };
+  return { at: performance.now(), elu: performance.eventLoopUtilization(), mainCpu: threadCpuMs(), process: process.cpuUsage(), postgres: postgresCpuMs(), machine: machineCpuMs() };
 }
 
 function cpuSince(start: CpuSnapshot) {
   const end = cpuSnapshot();
   const processUsage = process.cpuUsage(start.process);
   const processMs = (processUsage.user + processUsage.system) / 1000;
-  const postgresMs = start.postgres === null || end.postgres === null ? null : end.postgres - start.postgres;
+  const postgresMs = start.postgres === null || end.postgres === null ? null : end.postgres.total - start.postgres.total;
+  const postgresByRole = new Map<string, number>();
+  for (const [role, ms] of end.postgres?.byRole ?? []) postgresByRole.set(role, ms - (start.postgres?.byRole.get(role) ?? 0));
   const machineMs = start.machine === null || end.machine === null ? 0 : end.machine - start.machine;
   return {
     wallMs: end.at - start.at,
     mainBusyMs: performance.eventLoopUtilization(end.elu, start.elu).active,
+    mainCpuMs: end.mainCpu - start.mainCpu,
+    postgresByRole,
     processMs,
     postgresMs,
     machineMs,
     othersMs: Math.max(0, machineMs - processMs - (postgresMs ?? 0)),
   };
+}
+
+/** PostgreSQL CPU per run by process role, largest first. */
+function formatRoles(byRole: Map<string, number>, runs: number): string {
+  return [...byRole].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]).map(([role, ms]) => `${role} ${((ms / runs) * 1000).toFixed(0)} µs`).join(', ') + ' per run';
+}
+
+async function walLsn(pool: import('pg').Pool): Promise<string> {
+  return (await pool.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+}
+
+async function walBytesSince(pool: import('pg').Pool, lsn: string): Promise<number> {
+  return Number((await pool.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS bytes', [lsn])).rows[0]!.bytes);
 }
 
 async function countRuns(pool: import('pg').Pool, workspaceId: string): Promise<number> {

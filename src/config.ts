@@ -97,6 +97,11 @@ const EnvSchema = z.object({
    * two cores: each thread also waits on its database round trips (measured: 2 threads +15% runs/s).
    */
   AGENT_PLATFORM_INGEST_THREADS: z.coerce.number().int().min(0).max(64).default(Math.min(4, Math.max(2, availableParallelism()))),
+  /**
+   * Trace INSERT statements in flight at once per ingest thread (or per process without threads);
+   * concurrent requests wait and share the next statement (services/traces/run-writer.ts).
+   */
+  AGENT_PLATFORM_INGEST_WRITE_CONNECTIONS: z.coerce.number().int().min(1).max(64).default(2),
   /** Runtime role: the deployments whose runtimes this process runs (comma-separated ids; `serve` adds its own). */
   AGENT_PLATFORM_RUNTIME_DEPLOYMENTS: z
     .string()
@@ -169,6 +174,7 @@ export type Config = {
   runtimeDbPoolSize: number;
   checkpointerPoolSize: number;
   jobsPoolSize: number;
+  apiKeyCacheSeconds: number;
   jobRetentionSeconds: number;
   cronClockSeconds: number;
   traceRetentionDays: number;
@@ -253,6 +259,7 @@ export function loadConfig(
     runtimeDbPoolSize: value.AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE,
     checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),
     jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
+    apiKeyCacheSeconds: value.AGENT_PLATFORM_API_KEY_CACHE_SECONDS,
     jobRetentionSeconds: value.AGENT_PLATFORM_JOB_RETENTION_SECONDS,
     cronClockSeconds: value.AGENT_PLATFORM_CRON_CLOCK_SECONDS,
     traceRetentionDays: value.AGENT_PLATFORM_TRACE_RETENTION_DAYS,
@@ -264,6 +271,7 @@ export function loadConfig(
     controlPlaneWorker: value.AGENT_PLATFORM_CONTROL_PLANE_WORKER,
     runtimeDeployments: value.AGENT_PLATFORM_RUNTIME_DEPLOYMENTS,
     ingestThreads: value.AGENT_PLATFORM_INGEST_THREADS,
+    ingestWriteConnections: value.AGENT_PLATFORM_INGEST_WRITE_CONNECTIONS,
     agentServerTracing: {
       enabled: value.AGENT_SERVER_TRACING,
       workspaceId: value.AGENT_SERVER_TRACE_WORKSPACE_ID,

@@ -3,6 +3,8 @@
 
 /** Who ingests: the workspace the runs are stored in, and the key and user stored on every run. */
 export type Ingester = { workspaceId: string; apiKeyId?: string | null; userId?: string | null };
+/** One string per ingester (workspace, key, user): what batches of different requests are grouped by. */
+export const ingesterKey = (who: Ingester): string => `${who.workspaceId}\n${who.apiKeyId ?? ''}\n${who.userId ?? ''}`;
 /** What a batch stored: posts accepted, posts already stored (`duplicates`), patches applied or kept for later. */
 export type IngestResult = { accepted: number; duplicates: string[]; patched: number; deferredPatches: number };
 

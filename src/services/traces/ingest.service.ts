@@ -19,7 +19,9 @@
 //   with VALIDATION_FAILED (`loc` like ["post", 3, "start_time"]) before anything is written; an
 //   unknown session_id or parent run is NOT_FOUND.
 // - Posts alone (the SDK's usual batch) are one statement: an INSERT (ids claimed in trace_run_ids in the same statement, duplicates left out) from per-column
-//   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts). With patches or
+//   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts), shared with the
+//   concurrent requests of the same ingester (run-writer.ts: group commit; each request is answered
+//   after the statement holding its runs commits). With patches or
 //   attachments, one transaction: that INSERT, one UPDATE … FROM (VALUES) for patches, the deferred
 //   patches and the attachments. Then a sweep applies patches that raced ahead of their posts in a
 //   concurrent request (one indexed probe when, as almost always, none wait).
@@ -47,6 +49,7 @@ import {
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
 import { RUN_TYPES } from './traces.schemas.js';
 import type { Ingester, IngestResult } from './ingest-types.js';
+import { createRunWriter, type RunWriter } from './run-writer.js';
 import {
   applyPatches,
   deferPatches,
@@ -138,39 +141,39 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
     return true;
   });
 
-  // One connection for the whole request: under load, every extra pool checkout is a wait in line.
+  // The common batch (the SDK's posts): its runs join the next INSERT of this ingester (run-writer.ts:
+  // group commit), one statement that stores them with their usage deltas in its own implicit
+  // transaction. Project and parent lookups are cached or rare: they take a connection only when they query.
+  if (!patches.length && !attachments.length && unique.length <= RUNS_PER_INSERT) {
+    await deriveHierarchy(deps.db.pool, who.workspaceId, unique);
+    await resolveProjects(deps.db.pool, who.workspaceId, unique);
+    const inserted = await runWriter(deps).write(who, unique).catch((error: unknown) => {
+      throw asClientError(error);
+    });
+    for (const run of unique) if (!inserted.has(run.id)) duplicates.push(run.id);
+    return { accepted: inserted.size, duplicates, patched: 0, deferredPatches: 0 };
+  }
+
+  // Otherwise one connection for the whole request, and one transaction.
   const client = await deps.db.pool.connect();
   try {
     await deriveHierarchy(client, who.workspaceId, unique);
-    const projects = await resolveProjectIds(client, who.workspaceId, {
-      ids: [...new Set(unique.flatMap((run) => (run.sessionId ? [run.sessionId] : [])))],
-      names: [...new Set(unique.flatMap((run) => (run.sessionId ? [] : [run.sessionName ?? DEFAULT_PROJECT_NAME])))],
-    });
-    for (const run of unique) run.sessionId ??= projects.byName.get(run.sessionName ?? DEFAULT_PROJECT_NAME)!;
-
+    await resolveProjects(client, who.workspaceId, unique);
     let inserted: Set<string>;
     let patched = new Set<string>();
     let deferred: NormalizedPatch[] = [];
-    if (!patches.length && !attachments.length && unique.length <= RUNS_PER_INSERT) {
-      // The common batch (the SDK's posts): one statement stores the runs with their usage deltas, its
-      // own implicit transaction.
-      inserted = await insertRuns(client, who, unique).catch((error: unknown) => {
-        throw asClientError(error);
-      });
-    } else {
-      try {
-        await client.query('BEGIN');
-        inserted = await insertRuns(client, who, unique);
-        const merged = mergePatches(patches);
-        patched = await applyPatches(client, who.workspaceId, merged);
-        deferred = merged.filter((patch) => !patched.has(patch.id));
-        if (deferred.length) await deferPatches(client, who.workspaceId, deferred);
-        if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw asClientError(error);
-      }
+    try {
+      await client.query('BEGIN');
+      inserted = await insertRuns(client, who, unique);
+      const merged = mergePatches(patches);
+      patched = await applyPatches(client, who.workspaceId, merged);
+      deferred = merged.filter((patch) => !patched.has(patch.id));
+      if (deferred.length) await deferPatches(client, who.workspaceId, deferred);
+      if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw asClientError(error);
     }
     for (const run of unique) if (!inserted.has(run.id)) duplicates.push(run.id);
 
@@ -184,6 +187,40 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
   } finally {
     client.release();
   }
+}
+
+/** Sets each run's project id (unknown session names create projects). */
+async function resolveProjects(db: pg.Pool | pg.PoolClient, workspaceId: string, runs: NormalizedRun[]): Promise<void> {
+  const projects = await resolveProjectIds(db, workspaceId, {
+    ids: [...new Set(runs.flatMap((run) => (run.sessionId ? [run.sessionId] : [])))],
+    names: [...new Set(runs.flatMap((run) => (run.sessionId ? [] : [run.sessionName ?? DEFAULT_PROJECT_NAME])))],
+  });
+  for (const run of runs) run.sessionId ??= projects.byName.get(run.sessionName ?? DEFAULT_PROJECT_NAME)!;
+}
+
+// Runs per grouped statement (a request with more is written alone). Sized by measurement (bench:ingest's
+// breakdown, 32 requests of 100 runs at once, bench/results/ingest-group-commit-loaded.txt): groups of
+// 1,500 runs cost PostgreSQL 18-41% more CPU per run than a statement per request, 200 about the same,
+// and 200 cost the ingest thread the least JS per request (4.4-5.1 ms against 6.5 for 1,500).
+const RUNS_PER_GROUP = 200;
+
+// One writer per pool: per ingest thread, or per process without threads.
+const writers = new WeakMap<pg.Pool, RunWriter>();
+
+function runWriter(deps: Pick<Deps, 'db' | 'config'>): RunWriter {
+  let writer = writers.get(deps.db.pool);
+  if (!writer) {
+    writer = createRunWriter(deps.db.pool, insertRunsThenSweep, { connections: deps.config.ingestWriteConnections, maxRuns: RUNS_PER_GROUP });
+    writers.set(deps.db.pool, writer);
+  }
+  return writer;
+}
+
+/** One grouped INSERT, then the sweep for patches that raced ahead of these posts (see below). */
+async function insertRunsThenSweep(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
+  const inserted = await insertRuns(client, who, runs);
+  if (inserted.size) await applyPendingPatches(client, who.workspaceId, [...inserted]);
+  return inserted;
 }
 
 // ───────────────────────────── normalisation ─────────────────────────────
@@ -326,7 +363,7 @@ export function normalizePatch(raw: unknown, loc: (string | number)[], id?: stri
  * `POST /runs` clients), from their parent in this batch or already stored. NOT_FOUND for an unknown
  * parent.
  */
-async function deriveHierarchy(db: pg.PoolClient, tenantId: string, runs: NormalizedRun[]): Promise<void> {
+async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, runs: NormalizedRun[]): Promise<void> {
   const pending = runs.filter((run) => run.dottedOrder === null);
   if (!pending.length) return;
   const known = new Map<string, { traceId: string; dottedOrder: string; parentRunIds: string[] }>();
