@@ -62,6 +62,7 @@ export async function deploymentMetrics(ctx: AgentServerContext): Promise<{ cont
     new Gauge({ name: 'agent_server_trace_batcher_queued', help: "Trace operations queued in the runtime's batcher, not yet stored.", registers: [registry] }).set(batcher.queued);
     new Counter({ name: 'agent_server_trace_batcher_flushed_total', help: "Trace operations the runtime's batcher wrote.", registers: [registry] }).inc(batcher.flushed);
     new Counter({ name: 'agent_server_trace_batcher_backpressure_waits_total', help: "Times a run waited for room in the runtime's full trace batcher.", registers: [registry] }).inc(batcher.backpressureWaits);
+    new Counter({ name: 'agent_server_trace_batcher_writes_total', help: "Batches the runtime's trace batcher wrote (flushed ÷ writes: operations per batch).", registers: [registry] }).inc(batcher.writes ?? 0);
     new Counter({ name: 'agent_server_trace_batcher_failed_total', help: 'Trace operations that could not be stored (logged).', registers: [registry] }).inc(batcher.failed);
   }
 

@@ -6,6 +6,7 @@
 // the counts are on the deployment's /metrics.
 import type { Deps } from '../context.js';
 import { type Ingester, ingestRunBatch, type RunBatch } from './ingest.service.js';
+import { ingesterKey } from './ingest-types.js';
 
 export type TraceBatcherOptions = {
   /** Trace operations (run posts and patches) queued at most; a run beyond that waits for room. */
@@ -25,22 +26,30 @@ export type TraceBatcherStats = {
   backpressureWaits: number;
   /** Operations ingest refused or could not store. */
   failed: number;
+  /** Batches written (ingest calls): flushed ÷ writes is the mean batch size. */
+  writes: number;
 };
 
-type Entry = { who: Ingester; batch: RunBatch; size: number };
+type Entry = { who: Ingester; key: string; batch: RunBatch; size: number };
 
 const sizeOf = (batch: RunBatch) => (batch.post?.length ?? 0) + (batch.patch?.length ?? 0);
-const ingesterKey = (who: Ingester) => JSON.stringify([who.workspaceId, who.apiKeyId ?? null, who.userId ?? null]);
 
 export class TraceBatcher {
+  // Operations not yet taken by a write, in arrival order.
   private queue: Entry[] = [];
+  private waiting = 0;
+  // Operations waiting or being written: what the capacity bounds.
   private queued = 0;
   private flushed = 0;
   private failed = 0;
   private backpressureWaits = 0;
+  private writes = 0;
   private timer: NodeJS.Timeout | undefined;
-  // One write at a time, in queue order: a run's patch is never stored before its post.
-  private writing: Promise<void> = Promise.resolve();
+  // One write at a time, in queue order (a run's patch is never stored before its post). Operations
+  // arriving during a write join the next one: the busier the runtime, the bigger the batches.
+  private draining: Promise<void> | undefined;
+  // Set by flush(): write until nothing waits, not only whole batches.
+  private drainAll = false;
   private roomWaiters: (() => void)[] = [];
   private closed = false;
   private readonly maxBatch: number;
@@ -59,27 +68,29 @@ export class TraceBatcher {
     // An entry larger than the whole queue goes in alone once the queue is empty.
     while (this.queued > 0 && this.queued + size > this.options.capacity && !this.closed) {
       this.backpressureWaits++;
-      this.flushSoon(0);
+      void this.flush();
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
-    this.queue.push({ who, batch, size });
+    this.queue.push({ who, key: ingesterKey(who), batch, size });
+    this.waiting += size;
     this.queued += size;
-    this.flushSoon(this.queued >= this.maxBatch ? 0 : this.options.flushIntervalMs);
+    // A batch's worth is written at once; less waits for the interval (no timer while nothing waits).
+    if (this.waiting >= this.maxBatch) void this.drain();
+    else this.timer ??= setTimeout(() => void this.flush(), this.options.flushIntervalMs);
   }
 
   stats(): TraceBatcherStats {
-    return { queued: this.queued, flushed: this.flushed, backpressureWaits: this.backpressureWaits, failed: this.failed };
+    return { queued: this.queued, flushed: this.flushed, backpressureWaits: this.backpressureWaits, failed: this.failed, writes: this.writes };
   }
 
   /** Writes everything queued so far; resolves once it is stored. */
-  flush(): Promise<void> {
+  async flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    while (this.queue.length) {
-      const entries = this.takeBatch();
-      this.writing = this.writing.then(() => this.write(entries));
-    }
-    return this.writing;
+    do {
+      this.drainAll = true;
+      await this.drain();
+    } while (this.queue.length);
   }
 
   /** Stops the interval and stores what is queued (the runtime calls it once its runs have ended). */
@@ -90,12 +101,19 @@ export class TraceBatcher {
     for (const wake of this.roomWaiters.splice(0)) wake();
   }
 
-  private flushSoon(delayMs: number): void {
-    if (delayMs === 0) {
-      void this.flush();
-      return;
-    }
-    this.timer ??= setTimeout(() => void this.flush(), delayMs);
+  /** The running write loop, or a new one: whole batches, or everything when flush() asked for it. */
+  private drain(): Promise<void> {
+    this.draining ??= this.writeWhileDue().finally(() => {
+      this.drainAll = false;
+      this.draining = undefined;
+      // What arrived as the loop ended waits for the interval.
+      if (this.queue.length) this.timer ??= setTimeout(() => void this.flush(), this.options.flushIntervalMs);
+    });
+    return this.draining;
+  }
+
+  private async writeWhileDue(): Promise<void> {
+    while (this.queue.length && (this.drainAll || this.waiting >= this.maxBatch)) await this.write(this.takeBatch());
   }
 
   private takeBatch(): Entry[] {
@@ -106,15 +124,21 @@ export class TraceBatcher {
       entries.push(entry);
       size += entry.size;
     }
+    this.waiting -= size;
     return entries;
   }
 
   private async write(entries: Entry[]): Promise<void> {
     const size = entries.reduce((sum, entry) => sum + entry.size, 0);
+    this.writes++;
     try {
       // One ingest call per ingester (a runtime has one), the patches of runs posted in the batch folded in.
       const groups = new Map<string, Entry[]>();
-      for (const entry of entries) groups.set(ingesterKey(entry.who), [...(groups.get(ingesterKey(entry.who)) ?? []), entry]);
+      for (const entry of entries) {
+        const group = groups.get(entry.key);
+        if (group) group.push(entry);
+        else groups.set(entry.key, [entry]);
+      }
       for (const group of groups.values()) await this.writeGroup(group);
     } finally {
       this.queued -= size;

@@ -51,6 +51,20 @@ describe('trace batcher', () => {
     expect(runs.every((run) => run.status === 'success' && run.endTime)).toBe(true);
   });
 
+  it('gathers the traces that arrive during a write into the next batch, not one write each', async () => {
+    const project = `batcher-${newId().slice(-8)}`;
+    const batcher = new TraceBatcher(platform.deps, { capacity: 100, flushIntervalMs: 60_000, maxBatch: 4 });
+    const ids = Array.from({ length: 7 }, () => newId());
+    const finished = (id: string, i: number) => ({ post: [{ ...post(project, id, `run-${i}`), ...end(project, id) }] });
+    // A batch's worth starts a write; the next three arrive while it is under way.
+    for (const [i, id] of ids.entries()) await batcher.add(who(), finished(id, i));
+    expect(batcher.stats().writes).toBe(1);
+    await batcher.flush();
+    expect(batcher.stats()).toMatchObject({ queued: 0, flushed: 7, writes: 2, failed: 0 });
+    expect((await storedRuns(project)).map((run) => run.id).sort()).toEqual([...ids].sort());
+    await batcher.close();
+  });
+
   it('stores a queued trace within the flush interval without anyone waiting for it', async () => {
     const project = `batcher-${newId().slice(-8)}`;
     const batcher = new TraceBatcher(platform.deps, { capacity: 100, flushIntervalMs: 20 });

@@ -1,8 +1,7 @@
-// An agent run traced in-process: a LangGraph graph run with LangChain's tracer pointed at the
-// platform's tracing client lands as one trace tree (graph → nodes → LLM call) in the deployment's
-// project, through the same ingest path as the SDK.
+// An agent run traced in-process, as the runtime does it: a LangGraph graph run with the agent-run
+// tracer's callbacks lands, through the runtime's trace batcher and ingest's path, as one trace tree
+// (graph → nodes → LLM call) in the deployment's project; a run cut short keeps the part it ran.
 import { AIMessage, HumanMessage, type BaseMessage } from '@langchain/core/messages';
-import { LangChainTracer } from '@langchain/core/tracers/tracer_langchain';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { ChatResult } from '@langchain/core/outputs';
 import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
@@ -11,7 +10,8 @@ import { newId } from '../../../src/ids.js';
 import type { ServiceContext } from '../../../src/services/context.js';
 import { ensureProject } from '../../../src/services/traces/projects.service.js';
 import { queryRuns } from '../../../src/services/traces/queries.service.js';
-import { createTracingClient } from '../../../src/services/traces/tracing-client.js';
+import { createAgentRunTracer } from '../../../src/services/traces/agent-run-tracer.js';
+import { TraceBatcher } from '../../../src/services/traces/trace-batcher.js';
 import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../../factories.js';
 import { startTestPlatform, type TestPlatform } from '../../helpers.js';
@@ -38,11 +38,14 @@ class UsageReportingModel extends BaseChatModel {
   }
 }
 
-function agentGraph() {
+function agentGraph(prepare: () => Promise<unknown> = async () => undefined) {
   const State = Annotation.Root({ messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }) });
   const model = new UsageReportingModel({});
   return new StateGraph(State)
-    .addNode('prepare', async () => ({ messages: [new HumanMessage('be brief')] }))
+    .addNode('prepare', async () => {
+      await prepare();
+      return { messages: [new HumanMessage('be brief')] };
+    })
     .addNode('agent', async (state) => ({ messages: [await model.invoke(state.messages)] }))
     .addEdge(START, 'prepare')
     .addEdge('prepare', 'agent')
@@ -50,23 +53,25 @@ function agentGraph() {
     .compile();
 }
 
-describe('in-process tracing client', () => {
-  it('records an agent run as a trace tree in the deployment’s project', async () => {
+describe('agent-run tracer', () => {
+  it('queues an agent run as one trace tree by the run’s end, stored in the deployment’s project', async () => {
     const deployment = `deployment-${newId().slice(-8)}`;
     const project = await ensureProject(ctx, deployment);
     expect((await ensureProject(ctx, deployment)).id).toBe(project.id); // idempotent
-    const traces = createTracingClient(
-      platform.deps,
-      { workspaceId: tenant.workspace.id, apiKeyId: null, userId: tenant.admin.id },
-      { projectName: deployment, flushDelayMs: 5 },
-    );
+    // Written only when told (flush), so the test sees what the run's end left queued.
+    const batcher = new TraceBatcher(platform.deps, { capacity: 1000, flushIntervalMs: 60_000 });
+    const tracer = createAgentRunTracer(platform.deps, { workspaceId: tenant.workspace.id, apiKeyId: null, userId: tenant.admin.id }, deployment, batcher);
     const runId = newId();
-    const tracer = new LangChainTracer({ client: traces, projectName: deployment });
-    const result = await agentGraph().invoke({ messages: [new HumanMessage('hi')] }, { callbacks: [tracer], runId });
+    const tracing = tracer({ runId, threadId: runId, assistantId: runId, graphId: 'agent', deploymentId: runId })!;
+    const result = await agentGraph().invoke({ messages: [new HumanMessage('hi')] }, { callbacks: tracing.callbacks, runId });
     expect(result.messages.at(-1)?.content).toBe('hello there');
-    await traces.awaitPendingTraceBatches();
+    await tracing.onEnd?.({ status: 'success' });
+    // The whole finished tree is queued once, one insert per traced run (no separate ends to apply).
+    const queued = batcher.stats().queued;
+    await batcher.flush();
 
     const { runs } = await queryRuns(ctx, { session: [project.id], limit: 100 });
+    expect(queued).toBe(runs.length);
     const root = runs.find((run) => run.isRoot)!;
     expect(root.id).toBe(runId);
     expect(runs.every((run) => run.traceId === runId && run.status === 'success')).toBe(true);
@@ -78,5 +83,27 @@ describe('in-process tracing client', () => {
     expect(llm.parentRunId).toBe(agentNode.id);
     expect(llm).toMatchObject({ promptTokens: 7, completionTokens: 5, totalTokens: 12 });
     expect(runs.every((run) => run.userId === tenant.admin.id)).toBe(true);
+    await batcher.close();
+  });
+
+  it('keeps the trace of a run cut short, once', async () => {
+    const deployment = `deployment-${newId().slice(-8)}`;
+    const batcher = new TraceBatcher(platform.deps, { capacity: 1000, flushIntervalMs: 60_000 });
+    const tracer = createAgentRunTracer(platform.deps, { workspaceId: tenant.workspace.id }, deployment, batcher);
+    const runId = newId();
+    const tracing = tracer({ runId, threadId: runId, assistantId: runId, graphId: 'agent', deploymentId: runId })!;
+    const controller = new AbortController();
+    const graph = agentGraph(async () => {
+      controller.abort();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    });
+    await expect(graph.invoke({ messages: [new HumanMessage('hi')] }, { callbacks: tracing.callbacks, runId, signal: controller.signal })).rejects.toThrow();
+    await tracing.onEnd?.({ status: 'interrupted' });
+    await batcher.close();
+
+    const { runs } = await queryRuns(ctx, { session: [(await ensureProject(ctx, deployment)).id], limit: 100 });
+    expect(runs.filter((run) => run.isRoot).map((run) => run.id)).toEqual([runId]);
+    expect(runs.every((run) => run.traceId === runId)).toBe(true);
+    expect(runs.some((run) => run.name === 'agent')).toBe(false); // it never ran
   });
 });
