@@ -67,33 +67,47 @@ async function time(call: () => Promise<unknown>): Promise<{ p50: number; p99: n
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
 
-/** Records the SQL the service sends, so the benchmark can EXPLAIN exactly that. */
-function recordingPool(pool: pg.Pool): { pool: pg.Pool; last: () => { text: string; values: unknown[] } } {
-  let last = { text: '', values: [] as unknown[] };
+/**
+ * Records the SQL the service sends (all of one call's statements: a walk or a search that reads the
+ * partitions in turn sends several), so the benchmark can EXPLAIN exactly those. The partition list
+ * read from the catalog (cached for a minute) is left out.
+ */
+function recordingPool(pool: pg.Pool): { pool: pg.Pool; take: () => { text: string; values: unknown[] }[] } {
+  let sent: { text: string; values: unknown[] }[] = [];
   const proxy = new Proxy(pool, {
     get(target, property, receiver) {
       if (property === 'query') {
         return (text: string | { text: string; values?: unknown[] }, values?: unknown[]) => {
-          last = typeof text === 'string' ? { text, values: values ?? [] } : { text: text.text, values: text.values ?? values ?? [] };
+          const statement = typeof text === 'string' ? { text, values: values ?? [] } : { text: text.text, values: text.values ?? values ?? [] };
+          if (!statement.text.includes('pg_inherits')) sent.push(statement);
           return target.query(text as string, values);
         };
       }
       return Reflect.get(target, property, receiver);
     },
   });
-  return { pool: proxy, last: () => last };
+  return {
+    pool: proxy,
+    take: () => {
+      const taken = sent;
+      sent = [];
+      return taken;
+    },
+  };
 }
 
-type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; 'Actual Loops'?: number; Plans?: PlanNode[] };
 
 /**
- * The plan's scan nodes of trace_runs's partitions, e.g. "Index Scan tenant_id_session_id_… ×3" (three
+ * The plan's scan nodes of trace_runs's partitions that ran (partitions an ordered read did not get to
+ * are left out), e.g. "Index Scan tenant_id_session_id_… ×3" (three
  * partitions' part of that index) or "Seq Scan"; `parentIndex` names each partition's index by the
  * trace_runs index it is part of.
  */
 function scanSummary(node: PlanNode, parentIndex: Map<string, string>): string {
   const scans: string[] = [];
   const visit = (n: PlanNode) => {
+    if (n['Actual Loops'] === 0) return; // never executed: a partition the read did not get to
     if (n['Node Type'].includes('Scan') && (n['Relation Name']?.startsWith('trace_runs') || n['Index Name']?.startsWith('trace_runs'))) {
       const index = n['Index Name'] && (parentIndex.get(n['Index Name']) ?? n['Index Name']);
       scans.push(index ? `${n['Node Type']} ${index.replace(/^trace_runs_/, '')}` : n['Node Type']);
@@ -170,15 +184,22 @@ async function main() {
       console.log(`  ${partitionCount[0]!.n} partitions of trace_runs (weeks and the default)`);
       for (const query of queries) {
         const figures = await time(query.call);
-        const { text, values } = recorder.last();
-        // Buffers (8 kB pages) the query touched: a figure the machine's load does not change.
-        const explained = await deps.db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode & { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>(
-          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
-          values,
-        );
-        const top = explained.rows[0]!['QUERY PLAN'][0].Plan;
-        const buffers = top['Shared Hit Blocks'] + top['Shared Read Blocks'];
-        const plan = scanSummary(explained.rows[0]!['QUERY PLAN'][0].Plan, parentIndex);
+        recorder.take();
+        await query.call();
+        // Buffers (8 kB pages) the call's statements touched: a figure the machine's load does not change.
+        let buffers = 0;
+        const plans: PlanNode[] = [];
+        const statements = recorder.take();
+        for (const { text, values } of statements) {
+          const explained = await deps.db.pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode & { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>(
+            `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
+            values,
+          );
+          const top = explained.rows[0]!['QUERY PLAN'][0].Plan;
+          buffers += top['Shared Hit Blocks'] + top['Shared Read Blocks'];
+          plans.push(top);
+        }
+        const plan = `${statements.length} statement${statements.length === 1 ? '' : 's'}: ${scanSummary({ 'Node Type': 'Statements', Plans: plans }, parentIndex)}`;
         results.push({ size, query: query.name, ...figures, plan, buffers });
         console.log(`  ${query.name.padEnd(34)} p50 ${ms(figures.p50).padStart(6)} ms  p99 ${ms(figures.p99).padStart(6)} ms  ${String(buffers).padStart(6)} buffers  ${plan}`);
       }

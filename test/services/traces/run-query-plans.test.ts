@@ -8,20 +8,32 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fillTraceRuns } from '../../../bench/trace-run-fill.js';
 import {
+  ALL_TIME,
   applyPatchesStatement,
   createTracePartitions,
   findParentRunsSql,
   findRunSql,
+  listTracePartitions,
   type RunSearch,
   runSearchSql,
   searchRuns,
+  type TimeSlice,
+  timeSlices,
 } from '../../../src/services/traces/trace-runs.store.js';
 import { databaseUrl } from '../../helpers.js';
 
 const RUNS = 40_000;
+// Another tenant's single project, whose runs (numbers LATER_FROM..LATER_TO of the fill, one every 2 s)
+// cross from the week of 29 December 2025 into the week of 5 January 2026 at run 172,800.
+const laterTenant = randomUUID();
+const laterProject = randomUUID();
+const LATER_FROM = 160_000;
+const LATER_TO = 176_000;
 const tenantId = randomUUID();
 const projects = Array.from({ length: 4 }, () => randomUUID());
 let pool: pg.Pool;
+/** The slices of time the service queries (traceTimeSlices, without its cache). */
+let slices: TimeSlice[];
 
 type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; 'Actual Loops'?: number; Plans?: PlanNode[] };
 
@@ -39,7 +51,7 @@ async function scans(search: RunSearch): Promise<string[]> {
       WHERE c.relkind = 'i' AND p.relname LIKE 'trace_runs%'`,
   );
   const parentIndex = new Map(parts.map((row) => [row.child, row.parent]));
-  const { text, values } = runSearchSql(tenantId, search);
+  const { text, values } = runSearchSql(tenantId, search, slices);
   const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
   const found = new Set<string>();
   const visit = (node: PlanNode) => {
@@ -55,15 +67,18 @@ async function scans(search: RunSearch): Promise<string[]> {
 
 beforeAll(async () => {
   pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
-  // The fill's runs start on 1 January 2026 (a day's worth of them).
-  await createTracePartitions(pool, new Date('2026-01-01T00:00:00Z'), new Date('2026-01-02T00:00:00Z'));
+  // The fill's runs start on 1 January 2026 (a day's worth of them); the next week's partition is for
+  // the runs of another tenant (see "newest first across partitions").
+  await createTracePartitions(pool, new Date('2026-01-01T00:00:00Z'), new Date('2026-01-06T00:00:00Z'));
   await fillTraceRuns(pool, tenantId, projects, 0, RUNS);
+  await fillTraceRuns(pool, laterTenant, [laterProject], LATER_FROM, LATER_TO);
+  slices = timeSlices(await listTracePartitions(pool));
   // VACUUM too, as autovacuum would have by a million rows: index-only scans need the visibility map.
   await pool.query('VACUUM ANALYZE trace_runs');
 }, 120_000);
 
 afterAll(async () => {
-  await pool.query('DELETE FROM trace_runs WHERE tenant_id = $1', [tenantId]);
+  await pool.query('DELETE FROM trace_runs WHERE tenant_id = ANY($1::uuid[])', [[tenantId, laterTenant]]);
   await pool.end();
 });
 
@@ -173,7 +188,7 @@ describe('newest runs of a project', () => {
       `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = $2 AND ${condition} ORDER BY start_time DESC, id DESC LIMIT 20`,
       [tenantId, projects[0]],
     );
-    const { rows } = await pool.query<{ id: string }>(runSearchSql(tenantId, search));
+    const { rows } = await pool.query<{ id: string }>(runSearchSql(tenantId, search, slices));
     expect(rows.map((run) => run.id)).toEqual(expected.map((row) => row.id));
     expect(rows).toHaveLength(20);
   });
@@ -185,20 +200,107 @@ describe('newest runs of a project', () => {
   });
 });
 
-describe('one run by id', () => {
-  /** The partitions of trace_runs a statement's execution read (scans that ran at least once). */
-  async function partitionsRead(client: pg.Pool | pg.PoolClient, statement: { text: string; values: unknown[] }): Promise<string[]> {
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
-    const read = new Set<string>();
-    const visit = (node: PlanNode) => {
-      const relation = node['Relation Name'];
-      if (node['Node Type'].includes('Scan') && relation?.startsWith('trace_runs_') && (node['Actual Loops'] ?? 0) > 0) read.add(relation);
-      for (const child of node.Plans ?? []) visit(child);
-    };
-    visit(rows[0]!['QUERY PLAN'][0].Plan);
-    return [...read];
-  }
+/** The partitions of trace_runs a statement's execution read (scans that ran at least once). */
+async function partitionsRead(client: pg.Pool | pg.PoolClient, statement: { text: string; values: unknown[] }): Promise<string[]> {
+  const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
+  const read = new Set<string>();
+  const visit = (node: PlanNode) => {
+    const relation = node['Relation Name'];
+    if (node['Node Type'].includes('Scan') && relation?.startsWith('trace_runs_') && (node['Actual Loops'] ?? 0) > 0) read.add(relation);
+    for (const child of node.Plans ?? []) visit(child);
+  };
+  visit(rows[0]!['QUERY PLAN'][0].Plan);
+  return [...read];
+}
 
+describe('newest first across partitions', () => {
+  const NEWER_WEEK = 'trace_runs_20260105';
+  const OLDER_WEEK = DATA_PARTITION;
+  /** The partitions holding the later tenant's runs that a search of its project read. */
+  const weeksRead = async (search: Partial<RunSearch>, over: TimeSlice[]) => {
+    const read = await partitionsRead(pool, runSearchSql(laterTenant, { sessions: [laterProject], ascending: false, limit: 101, ...search }, over));
+    return read.filter((name) => name === NEWER_WEEK || name === OLDER_WEEK).sort();
+  };
+
+  it('splits time into runs of consecutive week partitions and the ranges around them', () => {
+    const week = (day: string) => ({ name: '', from: new Date(`${day}T00:00:00Z`), to: new Date(new Date(`${day}T00:00:00Z`).getTime() + 7 * 86_400_000) });
+    const at = (day: string) => new Date(`${day}T00:00:00Z`);
+    expect(timeSlices([week('2026-01-05'), week('2026-01-12'), week('2026-02-02')])).toEqual([
+      { from: null, to: at('2026-01-05') },
+      { from: at('2026-01-05'), to: at('2026-01-19') },
+      { from: at('2026-01-19'), to: at('2026-02-02') },
+      { from: at('2026-02-02'), to: at('2026-02-09') },
+      { from: at('2026-02-09'), to: null },
+    ]);
+    expect(timeSlices([])).toEqual(ALL_TIME);
+  });
+
+  it('over the whole table (the default partition in range) reads the head of every partition (the premise)', async () => {
+    expect(await weeksRead({}, ALL_TIME)).toEqual([OLDER_WEEK, NEWER_WEEK]);
+  });
+
+  it('reads only the newest partition when the page fills from it, and the next one only when it does not', async () => {
+    expect(await weeksRead({}, slices)).toEqual([NEWER_WEEK]);
+    // About 40 runs named step_7 are in the newer week: a page of 20 of them is read from it alone.
+    expect(await weeksRead({ filter: 'eq(name, "step_7")', limit: 20 }, slices)).toEqual([NEWER_WEEK]);
+    expect(await weeksRead({ isRoot: true }, slices)).toEqual([NEWER_WEEK]);
+    // The newer week holds 3,200 of the project's runs: a page of 5,000 reads on into the older one.
+    expect(await weeksRead({ limit: 5_000 }, slices)).toEqual([OLDER_WEEK, NEWER_WEEK]);
+    // A cursor in the older week prunes the newer one.
+    const { rows } = await pool.query<{ start_time: string; id: string }>(
+      `SELECT start_time::text, id FROM ${OLDER_WEEK} WHERE tenant_id = $1 ORDER BY start_time DESC, id DESC LIMIT 1`,
+      [laterTenant],
+    );
+    expect(await weeksRead({ after: { startTime: rows[0]!.start_time, id: rows[0]!.id } }, slices)).toEqual([OLDER_WEEK]);
+  });
+
+  it('with a metadata key and value reads the partitions in turn, newest first, and stops once the page is full', async () => {
+    const filter = 'and(eq(metadata_key, "env"), eq(metadata_value, "prod"))';
+    /** The data weeks the statements of searchRuns read, and its rows. */
+    const searched = async (limit: number) => {
+      const sent: { text: string; values: unknown[] }[] = [];
+      const recording = new Proxy(pool, {
+        get: (target, property, receiver) =>
+          property === 'query'
+            ? (statement: string | { text: string; values: unknown[] }, values?: unknown[]) => {
+                if (typeof statement === 'string') return target.query(statement, values); // the partitions, from the catalog
+                sent.push(statement);
+                return target.query(statement);
+              }
+            : Reflect.get(target, property, receiver),
+      });
+      const { rows } = await searchRuns(recording, laterTenant, { sessions: [laterProject], ascending: false, limit, filter });
+      const read = new Set<string>();
+      for (const statement of sent) for (const name of await partitionsRead(pool, statement)) if (name === NEWER_WEEK || name === OLDER_WEEK) read.add(name);
+      const { rows: expected } = await pool.query<{ id: string }>(
+        `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = $2 AND extra->'metadata'->>'env' = 'prod' ORDER BY start_time DESC, id DESC LIMIT ${limit}`,
+        [laterTenant, laterProject],
+      );
+      expect(rows.map((run) => run.id)).toEqual(expected.map((row) => row.id));
+      return [...read].sort();
+    };
+    // About 2,200 of the newer week's 3,200 runs are in env prod.
+    expect(await searched(100)).toEqual([NEWER_WEEK]);
+    expect(await searched(3_000)).toEqual([OLDER_WEEK, NEWER_WEEK]);
+  });
+
+  it('answers across the partition boundary what a brute-force ordering answers, in pages', async () => {
+    const { rows: expected } = await pool.query<{ id: string }>(
+      `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = $2 ORDER BY start_time DESC, id DESC LIMIT 4000`,
+      [laterTenant, laterProject],
+    );
+    const seen: string[] = [];
+    let after: RunSearch['after'] = null;
+    while (seen.length < 4000) {
+      const { rows } = await searchRuns(pool, laterTenant, { sessions: [laterProject], ascending: false, limit: 1000, after });
+      seen.push(...rows.map((run) => run.id));
+      after = { startTime: rows.at(-1)!.startTime, id: rows.at(-1)!.id };
+    }
+    expect(seen).toEqual(expected.map((row) => row.id));
+  });
+});
+
+describe('one run by id', () => {
   it('is read (GET /runs/{id}) and patched in its one partition, found by its start time', async () => {
     const { rows } = await pool.query<{ id: string }>('SELECT id FROM trace_runs WHERE tenant_id = $1 ORDER BY id LIMIT 1', [tenantId]);
     const id = rows[0]!.id;

@@ -168,7 +168,7 @@ it('leaves a partition a long read holds for the next pass, which drops it and r
     // A read in progress on the first week holds its lock until it ends.
     await reader.query('BEGIN');
     await reader.query('SELECT count(*) FROM trace_runs_20010205');
-    const first = await dropTracePartitionsBefore(pool, horizon, 100);
+    const first = await dropTracePartitionsBefore(pool, horizon, { lockTimeoutMs: 100, attempts: 2, pauseMs: 50 });
     expect(first.busy).toEqual(['trace_runs_20010205']);
     expect(first.dropped).toContain('trace_runs_20010212');
     while ((await deleteRunIdsBefore(pool, horizon, 1000)) === 1000);
@@ -182,10 +182,38 @@ it('leaves a partition a long read holds for the next pass, which drops it and r
     reader.release();
   }
   // The next pass, the read over: retention converges.
-  expect((await dropTracePartitionsBefore(pool, horizon, 100)).dropped).toContain('trace_runs_20010205');
+  expect((await dropTracePartitionsBefore(pool, horizon, { attempts: 1 })).dropped).toContain('trace_runs_20010205');
   while ((await deleteRunIdsBefore(pool, horizon, 1000)) === 1000);
   expect(await whereAre(workspaceId, ids)).toEqual([
     { partition: null, claimed: false, attachments: 0 },
     { partition: null, claimed: false, attachments: 0 },
   ]);
+});
+
+it('does not hold queries on trace_runs behind a drop waiting for its lock, and drops the week once the read ends', async () => {
+  const { pool } = platform.deps.db;
+  await createTracePartitions(pool, new Date('2001-03-05T00:00:00Z'), new Date('2001-03-12T00:00:00Z'));
+  const { workspaceId } = await runsAt(['2001-03-06T00:00:00Z']);
+  const reader = await pool.connect();
+  let released = false;
+  try {
+    await reader.query('BEGIN');
+    await reader.query('SELECT count(*) FROM trace_runs_20010305');
+    // Up to a minute of short attempts: the read ends long before.
+    let passOver = false;
+    const pass = dropTracePartitionsBefore(pool, new Date('2001-03-12T00:00:00Z'), { lockTimeoutMs: 100, attempts: 600, pauseMs: 100 }).finally(() => {
+      passOver = true;
+    });
+    // A query on trace_runs answers while the drop is still waiting for the read (a drop waiting on one
+    // long lock would hold it until that wait ended).
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM trace_runs WHERE tenant_id = $1', [workspaceId]);
+    expect(rows).toEqual([{ n: 1 }]);
+    expect(passOver).toBe(false);
+    await reader.query('COMMIT');
+    released = true;
+    expect(await pass).toEqual({ dropped: ['trace_runs_20010305'], busy: [] });
+  } finally {
+    if (!released) await reader.query('COMMIT');
+    reader.release();
+  }
 });
