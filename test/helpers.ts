@@ -6,6 +6,7 @@ import { buildApp } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { createDeps } from '../src/process.js';
 import type { Deps, ServiceContext } from '../src/services/context.js';
+import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
 import { type Boss, startBoss } from '../src/workers/boss.js';
 
@@ -62,6 +63,11 @@ export async function startTestPlatform(options: { config?: Record<string, strin
   wiring.onStop(() => app.stop());
   const url = await app.start(0, '127.0.0.1');
   return { deps, url, boss, system: { ...deps, viewer: SYSTEM_VIEWER }, stop: wiring.stop };
+}
+
+/** A service context acting as an API key's holder (a tenant's `adminKey`, say), optionally in one workspace. */
+export async function contextOfKey(platform: TestPlatform, key: string, workspaceId?: string): Promise<ServiceContext> {
+  return { ...platform.deps, viewer: await authenticateApiKey(platform.deps, key, workspaceId) };
 }
 
 /** POSTs a GraphQL operation with an API key (and optional tenant) and returns status and body. */

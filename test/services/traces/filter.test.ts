@@ -8,9 +8,8 @@ import { compileFilter, FilterError, SqlParams } from '../../../src/services/tra
 import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
 import { ensureProject } from '../../../src/services/traces/projects.service.js';
 import { queryRuns } from '../../../src/services/traces/queries.service.js';
-import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../../factories.js';
-import { startTestPlatform, type TestPlatform } from '../../helpers.js';
+import { contextOfKey, startTestPlatform, type TestPlatform } from '../../helpers.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -29,7 +28,7 @@ const at = (seconds: number) => new Date(T0 + seconds * 1000).toISOString();
 beforeAll(async () => {
   platform = await startTestPlatform();
   tenant = await buildTenant(platform.system);
-  ctx = { ...platform.deps, viewer: await authenticateApiKey(platform.deps, tenant.adminKey, undefined) };
+  ctx = await contextOfKey(platform, tenant.adminKey);
   const project = await ensureProject(ctx, 'filter-fixtures');
   projectId = project.id;
   const session = { session_id: projectId };

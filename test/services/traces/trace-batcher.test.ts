@@ -7,9 +7,8 @@ import type { ServiceContext } from '../../../src/services/context.js';
 import { ensureProject } from '../../../src/services/traces/projects.service.js';
 import { queryRuns } from '../../../src/services/traces/queries.service.js';
 import { TraceBatcher } from '../../../src/services/traces/trace-batcher.js';
-import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../../factories.js';
-import { startTestPlatform, type TestPlatform } from '../../helpers.js';
+import { contextOfKey, startTestPlatform, type TestPlatform } from '../../helpers.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -18,7 +17,7 @@ let ctx: ServiceContext;
 beforeAll(async () => {
   platform = await startTestPlatform();
   tenant = await buildTenant(platform.system);
-  ctx = { ...platform.deps, viewer: await authenticateApiKey(platform.deps, tenant.adminKey, undefined) };
+  ctx = await contextOfKey(platform, tenant.adminKey);
 });
 afterAll(() => platform?.stop());
 
