@@ -9,8 +9,10 @@
 // OAuth providers, integrations, listeners, export destinations and runs, usage and trace tables (a
 // deployed runtime traces nothing yet), and any other deployment's store schema. Rows of the
 // agent-server tables (threads, runs, assistants, their events) are limited to its own deployment by
-// row-level security (`runtime_own_deployment` policies, see the migration `runtime_login_rls`).
+// row-level security (`runtime_own_deployment` policies, see the migration `runtime_login_rls`), and
+// the checkpoint tables to its own threads (`runtime_own_threads`, limitCheckpointsToOwnThreads).
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { type Database, withTransaction } from '../db.js';
 import { recordThreadTtl } from '../services/deployments/deployments.store.js';
@@ -35,6 +37,7 @@ function ensureCheckpointTables(db: Pick<Database, 'pool'>): Promise<void> {
       // Concurrent first starts race on CREATE SCHEMA/TABLE; the advisory lock serialises them.
       await client.query('SELECT pg_advisory_lock(hashtext($1))', [SETUP_LOCK]);
       await new PostgresSaver(db.pool, undefined, { schema: CHECKPOINT_SCHEMA }).setup();
+      await limitCheckpointsToOwnThreads(client);
     } finally {
       await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SETUP_LOCK]).catch(() => undefined);
       client.release();
@@ -44,6 +47,36 @@ function ensureCheckpointTables(db: Pick<Database, 'pool'>): Promise<void> {
     throw error;
   });
   return checkpointTables;
+}
+
+// LangGraph's tables holding thread state, shared by every deployment (keyed by thread id).
+const CHECKPOINT_TABLES = ['checkpoints', 'checkpoint_blobs', 'checkpoint_writes'];
+const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
+/**
+ * Row-level security on the checkpoint tables, as on the agent-server tables: a deployed runtime's
+ * login reads and writes only checkpoints of threads it can see, which `agent_threads`' own policy
+ * limits to its deployment. Without it, deployed code could read (and delete) every other
+ * deployment's thread state. The platform's login owns these tables and is not subject to it; a
+ * runtime pays one primary-key probe of `agent_threads` per checkpoint row. Created once (policies
+ * already there are left as they are, so a start takes no lock on tables runtimes are writing).
+ */
+async function limitCheckpointsToOwnThreads(client: pg.PoolClient): Promise<void> {
+  const { rows } = await client.query<{ table: string }>(
+    `SELECT c.relname AS table FROM pg_class c
+      WHERE c.relnamespace = $1::regnamespace AND c.relname = ANY($2::text[])
+        AND NOT EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'runtime_own_threads')`,
+    [CHECKPOINT_SCHEMA, CHECKPOINT_TABLES],
+  );
+  for (const { table } of rows) {
+    const qualified = `${CHECKPOINT_SCHEMA}."${table}"`;
+    await client.query(`ALTER TABLE ${qualified} ENABLE ROW LEVEL SECURITY`);
+    // thread_id is text: anything that is not a UUID names no thread (rather than failing the cast).
+    await client.query(
+      `CREATE POLICY runtime_own_threads ON ${qualified}
+         USING (EXISTS (SELECT 1 FROM public.agent_threads t WHERE t.id = CASE WHEN thread_id ~ '${UUID_PATTERN}' THEN thread_id::uuid END))`,
+    );
+  }
 }
 
 /**
@@ -73,7 +106,7 @@ export async function setUpDeploymentDatabase(
 }
 
 // The agent-server tables a runtime reads and writes (rows limited to its deployment by RLS).
-const AGENT_SERVER_TABLES = ['agent_threads', 'agent_runs', 'run_events', 'agent_assistants', 'agent_assistant_versions', 'event_payloads'];
+const AGENT_SERVER_TABLES = ['agent_threads', 'agent_runs', 'run_events', 'agent_assistants', 'agent_assistant_versions'];
 // Columns of `deployments` a runtime reads: never `secrets`.
 const DEPLOYMENT_COLUMNS = ['id', 'tenant_id', 'name', 'graph_ids', 'active_revision_id', 'deleted_at', 'thread_default_ttl_minutes'];
 
@@ -97,7 +130,16 @@ export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId
     await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${AGENT_SERVER_TABLES.join(', ')} TO ${role}`);
     await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON deployment_runtimes TO ${role}`);
     await client.query(`GRANT SELECT (${DEPLOYMENT_COLUMNS.join(', ')}) ON deployments TO ${role}`);
-    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${CHECKPOINT_SCHEMA}, ${store} TO ${role}`);
+    // Checkpoints: the thread-state tables (rows limited by limitCheckpointsToOwnThreads), and the
+    // saver's migration record read-only. What an earlier launch granted on that schema is taken back first.
+    await client.query(`REVOKE ALL ON ALL TABLES IN SCHEMA ${CHECKPOINT_SCHEMA} FROM ${role}`);
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${CHECKPOINT_TABLES.map((table) => `${CHECKPOINT_SCHEMA}."${table}"`).join(', ')} TO ${role}`);
+    await client.query(`GRANT SELECT ON ${CHECKPOINT_SCHEMA}.checkpoint_migrations TO ${role}`);
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${store} TO ${role}`);
+    // Large event payloads: a runtime publishes some and reads those it is notified of; it changes
+    // and deletes none (the platform prunes them).
+    await client.query(`REVOKE ALL ON event_payloads FROM ${role}`);
+    await client.query(`GRANT SELECT, INSERT ON event_payloads TO ${role}`);
     // pg-boss: its jobs (every queue's: pg-boss has no per-queue tables for unpartitioned queues) and
     // what its fetch and complete read; not its schedules or subscriptions.
     const { rows: jobTables } = await client.query<{ name: string }>(
@@ -112,7 +154,7 @@ export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId
         WHERE s.relkind = 'S' AND d.refobjid IN (
           SELECT c.oid FROM pg_class c
            WHERE c.oid = ANY($1::regclass[]) OR c.relnamespace IN ($2::regnamespace, $3::regnamespace, 'pgboss'::regnamespace))`,
-      [[...AGENT_SERVER_TABLES, 'deployment_runtimes'], CHECKPOINT_SCHEMA, storeSchema(deploymentId)],
+      [[...AGENT_SERVER_TABLES, 'deployment_runtimes', 'event_payloads'], CHECKPOINT_SCHEMA, storeSchema(deploymentId)],
     );
     if (sequences.length) await client.query(`GRANT USAGE, SELECT ON SEQUENCE ${sequences.map(({ name }) => name).join(', ')} TO ${role}`);
   });

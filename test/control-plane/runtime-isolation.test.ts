@@ -1,6 +1,6 @@
 // A deployed runtime's isolation. Its database login has least privilege: deployed code connects with
 // the DATABASE_URL its runtime was given and may read and write its own deployment's agent-server
-// rows, checkpoints and store, and nothing else: no tenancy, keys, secrets, providers, integrations,
+// rows, its own threads' checkpoints and its store, and nothing else: no tenancy, keys, secrets, providers, integrations,
 // exports or traces, no DDL, no other deployment's rows; the graph still runs, streams, checkpoints
 // and uses the store with it. And the project's `http.app` and `ui` run in that runtime, reached
 // through the deployment's url with a key of its organization.
@@ -29,6 +29,12 @@ const PROBES: Record<string, string> = {
   other_threads: "SELECT * FROM agent_threads WHERE deployment_id <> current_setting('probe.deployment')::uuid",
   other_runs: "SELECT * FROM agent_runs WHERE deployment_id <> current_setting('probe.deployment')::uuid",
   own_threads: "SELECT * FROM agent_threads WHERE deployment_id = current_setting('probe.deployment')::uuid",
+  // Checkpoints of threads that are not this deployment's (the test stores one of another deployment's).
+  other_checkpoints: `SELECT * FROM langgraph.checkpoints c WHERE NOT EXISTS (SELECT 1 FROM agent_threads t WHERE t.id::text = c.thread_id AND t.deployment_id = current_setting('probe.deployment')::uuid)`,
+  other_checkpoint_blobs: `SELECT * FROM langgraph.checkpoint_blobs c WHERE NOT EXISTS (SELECT 1 FROM agent_threads t WHERE t.id::text = c.thread_id AND t.deployment_id = current_setting('probe.deployment')::uuid)`,
+  delete_other_checkpoints: `DELETE FROM langgraph.checkpoints c WHERE NOT EXISTS (SELECT 1 FROM agent_threads t WHERE t.id::text = c.thread_id AND t.deployment_id = current_setting('probe.deployment')::uuid)`,
+  delete_checkpoint_migrations: 'DELETE FROM langgraph.checkpoint_migrations',
+  delete_event_payloads: 'DELETE FROM event_payloads',
 };
 
 const project = {
@@ -127,7 +133,11 @@ describe("a deployed runtime's database login", () => {
     const { pool } = platform.deps.db;
     const otherDeployment = randomUUID();
     await pool.query("INSERT INTO deployments (id, tenant_id, name, source, updated_at) VALUES ($1, $2, 'other', 'local', now())", [otherDeployment, tenant.workspace.id]);
-    await pool.query('INSERT INTO agent_threads (id, deployment_id, updated_at) VALUES ($1, $2, now())', [randomUUID(), otherDeployment]);
+    const otherThread = randomUUID();
+    await pool.query('INSERT INTO agent_threads (id, deployment_id, updated_at) VALUES ($1, $2, now())', [otherThread, otherDeployment]);
+    // And that thread's state, which the runtime must neither read nor delete.
+    await pool.query(`INSERT INTO langgraph.checkpoints (thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata) VALUES ($1, '', 'other', '{}', '{}')`, [otherThread]);
+    await pool.query(`INSERT INTO langgraph.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) VALUES ($1, '', 'messages', '1', 'json', 'secret')`, [otherThread]);
 
     const client = new Client({ apiUrl: deploymentUrl, defaultHeaders: { 'x-api-key': tenant.adminKey } });
     const thread = await client.threads.create();
@@ -146,6 +156,12 @@ describe("a deployed runtime's database login", () => {
     expect(probes.other_threads).toBe('ok 0');
     expect(probes.other_runs).toBe('ok 0');
     expect(probes.own_threads).toBe('ok 1');
+    expect(probes.other_checkpoints).toBe('ok 0');
+    expect(probes.other_checkpoint_blobs).toBe('ok 0');
+    expect(probes.delete_other_checkpoints).toBe('ok 0');
+    expect(probes.delete_checkpoint_migrations).toBe('42501');
+    expect(probes.delete_event_payloads).toBe('42501');
+    expect((await pool.query('SELECT 1 FROM langgraph.checkpoints WHERE thread_id = $1', [otherThread])).rowCount).toBe(1);
 
     // A second turn continues from the first's checkpoint.
     await client.runs.wait(thread.thread_id, 'agent', { input: { input: 'second' } });
