@@ -17,6 +17,7 @@ import type { PgBoss } from 'pg-boss';
 import { type Database, withTransaction } from '../db.js';
 import { recordThreadTtl } from '../services/deployments/deployments.store.js';
 import { runQueueFor } from '../services/runs/run-queue.js';
+import { runQueueName } from '../services/runs/run-queue-name.js';
 import { ensureStoreTables, type StoreSettings, storeSchema, writeStoreSettings } from '../services/store/store-items.store.js';
 import { CHECKPOINT_SCHEMA } from '../services/threads/checkpoints.store.js';
 import type { GraphConfig } from './graph-config.js';
@@ -140,12 +141,15 @@ export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId
     // and deletes none (the platform prunes them).
     await client.query(`REVOKE ALL ON event_payloads FROM ${role}`);
     await client.query(`GRANT SELECT, INSERT ON event_payloads TO ${role}`);
-    // pg-boss: its jobs (every queue's: pg-boss has no per-queue tables for unpartitioned queues) and
-    // what its fetch and complete read; not its schedules or subscriptions.
+    // pg-boss: the table run queues live in (unpartitioned queues share `job_common`), its rows limited
+    // to the deployment's own run queue, and what its fetch and complete read; not the job tables'
+    // parent, other queues' partitions, schedules or subscriptions. Earlier launches' grants on those go.
     const { rows: jobTables } = await client.query<{ name: string }>(
       `SELECT quote_ident(relname) AS name FROM pg_class WHERE relnamespace = 'pgboss'::regnamespace AND relkind IN ('r', 'p') AND (relname IN ('job', 'job_common', 'archive') OR relname ~ '^j[0-9a-f]{56}$')`,
     );
-    if (jobTables.length) await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${jobTables.map(({ name }) => `pgboss.${name}`).join(', ')} TO ${role}`);
+    if (jobTables.length) await client.query(`REVOKE ALL ON ${jobTables.map(({ name }) => `pgboss.${name}`).join(', ')} FROM ${role}`);
+    await limitRunJobsToOwnQueue(client);
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON pgboss.${COMMON_JOB_TABLE} TO ${role}`);
     await client.query(`GRANT SELECT ON pgboss.queue, pgboss.version TO ${role}`);
     // The sequences behind the granted tables' serial columns.
     const { rows: sequences } = await client.query<{ name: string }>(
@@ -159,6 +163,29 @@ export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId
     if (sequences.length) await client.query(`GRANT USAGE, SELECT ON SEQUENCE ${sequences.map(({ name }) => name).join(', ')} TO ${role}`);
   });
 }
+
+// pg-boss's table of unpartitioned queues' jobs (every run queue's, and the platform's own queues').
+const COMMON_JOB_TABLE = 'job_common';
+
+/**
+ * Row-level security on pg-boss's common job table: a deployed runtime's login sees and changes only
+ * the jobs of its own deployment's run queue, so deployed code can neither drop another deployment's
+ * runs nor send jobs to the platform's queues (builds, exports). pg-boss itself runs on the platform's
+ * login, which owns the table and is not subject to it. Created once, inside grantRuntimeLogin's
+ * transaction and lock.
+ */
+async function limitRunJobsToOwnQueue(client: pg.PoolClient): Promise<void> {
+  const { rows } = await client.query(
+    `SELECT 1 FROM pg_class c WHERE c.oid = to_regclass($1)
+        AND NOT EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'runtime_own_queue')`,
+    [`pgboss.${COMMON_JOB_TABLE}`],
+  );
+  if (!rows.length) return;
+  await client.query(`ALTER TABLE pgboss.${COMMON_JOB_TABLE} ENABLE ROW LEVEL SECURITY`);
+  await client.query(`CREATE POLICY runtime_own_queue ON pgboss.${COMMON_JOB_TABLE} USING (name = ${pgLiteral(runQueueName(''))} || public.runtime_login_deployment()::text)`);
+}
+
+const pgLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /**
  * Takes a deleted deployment's runtime login away, so nothing logs in as it again: the role stops

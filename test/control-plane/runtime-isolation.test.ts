@@ -35,6 +35,10 @@ const PROBES: Record<string, string> = {
   delete_other_checkpoints: `DELETE FROM langgraph.checkpoints c WHERE NOT EXISTS (SELECT 1 FROM agent_threads t WHERE t.id::text = c.thread_id AND t.deployment_id = current_setting('probe.deployment')::uuid)`,
   delete_checkpoint_migrations: 'DELETE FROM langgraph.checkpoint_migrations',
   delete_event_payloads: 'DELETE FROM event_payloads',
+  // pg-boss: only its own run queue's jobs; no job for the platform's queues.
+  other_queue_jobs: "SELECT * FROM pgboss.job_common WHERE name <> 'runs.execute.' || current_setting('probe.deployment')",
+  all_jobs: 'SELECT * FROM pgboss.job',
+  send_platform_job: "INSERT INTO pgboss.job_common (name, data) VALUES ('revisions.build', '{}')",
 };
 
 const project = {
@@ -161,6 +165,10 @@ describe("a deployed runtime's database login", () => {
     expect(probes.delete_other_checkpoints).toBe('ok 0');
     expect(probes.delete_checkpoint_migrations).toBe('42501');
     expect(probes.delete_event_payloads).toBe('42501');
+    expect(probes.other_queue_jobs).toBe('ok 0');
+    expect(probes.all_jobs).toBe('42501');
+    expect(probes.send_platform_job).toBe('42501');
+    expect((await pool.query("SELECT 1 FROM pgboss.job WHERE name <> $1 LIMIT 1", [`runs.execute.${deployment.id}`])).rowCount).toBe(1);
     expect((await pool.query('SELECT 1 FROM langgraph.checkpoints WHERE thread_id = $1', [otherThread])).rowCount).toBe(1);
 
     // A second turn continues from the first's checkpoint.
