@@ -82,6 +82,13 @@ const EnvSchema = z.object({
     .optional(),
   /** Trace agent-server runs into a tracing project (serve mode: the installation's default workspace). */
   AGENT_SERVER_TRACING: z.stringbool().default(true),
+  /**
+   * Agent server: a run's stream events and small output ride on the event bus's notifications, which
+   * saves readers a read per batch. Any login of the database may LISTEN on that channel, deployed
+   * code's included, so by default they do not (readers get ids and read the rows, which row-level
+   * security guards); `serve`, where no deployed code connects, turns it on.
+   */
+  AGENT_PLATFORM_RUN_DATA_ON_EVENT_BUS: z.stringbool().default(false),
   /** serve mode: the workspace that receives traces (default: the installation's first workspace). */
   AGENT_SERVER_TRACE_WORKSPACE_ID: z.uuid().optional(),
   /** serve mode: the tracing project's name (default: the graph config's folder name). */
@@ -168,6 +175,7 @@ export type Config = {
   jsonMaxDepth: number;
   zstdWindowLimitBytes: number;
   webhookAllowPrivate: boolean;
+  runDataOnEventBus: boolean;
   graphqlMaxDepth: number;
   graphqlMaxTokens: number;
   dbPoolSize: number;
@@ -253,6 +261,7 @@ export function loadConfig(
     jsonMaxDepth: value.AGENT_PLATFORM_JSON_MAX_DEPTH,
     zstdWindowLimitBytes: toBytes(value.AGENT_PLATFORM_ZSTD_WINDOW_LIMIT),
     webhookAllowPrivate: value.AGENT_PLATFORM_WEBHOOK_ALLOW_PRIVATE,
+    runDataOnEventBus: value.AGENT_PLATFORM_RUN_DATA_ON_EVENT_BUS,
     graphqlMaxDepth: value.AGENT_PLATFORM_GRAPHQL_MAX_DEPTH,
     graphqlMaxTokens: value.AGENT_PLATFORM_GRAPHQL_MAX_TOKENS,
     dbPoolSize: value.AGENT_PLATFORM_DB_POOL_SIZE,

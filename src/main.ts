@@ -28,8 +28,9 @@ function configFrom(options: ProcessOptions, extra: Record<string, string | unde
   );
 }
 
-// `serve` answers many clients of one deployment from one process: larger pools unless configured.
-const SERVE_DEFAULTS = { AGENT_PLATFORM_DB_POOL_SIZE: '24', AGENT_PLATFORM_JOBS_POOL_SIZE: '8' };
+// `serve` answers many clients of one deployment from one process: larger pools unless configured,
+// and run data inline on the event bus (no deployed code connects to its database).
+const SERVE_DEFAULTS = { AGENT_PLATFORM_DB_POOL_SIZE: '24', AGENT_PLATFORM_JOBS_POOL_SIZE: '8', AGENT_PLATFORM_RUN_DATA_ON_EVENT_BUS: 'true' };
 
 const portOption = new Option('-p, --port <port>', 'HTTP port (env PORT, default 4100)').argParser((value) => {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a port number');

@@ -51,12 +51,10 @@ export type { ClaimedRun } from '../services/runs/runs.store.js';
  */
 function claimNotifications(ctx: RuntimeContext): string[] {
   const kept = `NOT coalesce((claimed.kwargs->>'temporary')::boolean, false)`;
+  // The event itself only with run data on the event bus (config runDataOnEventBus); else readers read it.
+  const metadataEvent = ctx.config.runDataOnEventBus ? `, 'events', json_build_array(json_build_object('seq', metadata.seq, 'event', 'metadata', 'data', metadata.data))` : '';
   return [
-    ctx.events.notifySql(
-      'runs.stream',
-      'claimed.id',
-      `json_build_object('runId', claimed.id, 'lastSeq', metadata.seq, 'events', json_build_array(json_build_object('seq', metadata.seq, 'event', 'metadata', 'data', metadata.data)))`,
-    ),
+    ctx.events.notifySql('runs.stream', 'claimed.id', `json_build_object('runId', claimed.id, 'lastSeq', metadata.seq${metadataEvent})`),
     // Streams of a kept thread learn here that its run started.
     `CASE WHEN ${kept} THEN ${ctx.events.notifySql('runs.stream', 'claimed.id', `json_build_object('runId', claimed.id, 'status', 'running')`)}::text END`,
     `CASE WHEN ${kept} THEN ${ctx.events.notifySql('runs.status', 'claimed.thread_id', `json_build_object('runId', claimed.id, 'threadId', claimed.thread_id, 'status', 'running')`)}::text END`,
@@ -195,7 +193,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
     // The stream's last events are stored with the outcome.
     if (kwargs.temporary) {
       // No thread to update first: record the outcome and tell the readers in the same write.
-      const final = { status, output: resultJson.length < 4000 ? resultJson : undefined };
+      const final = { status, output: ctx.config.runDataOnEventBus && resultJson.length < 4000 ? resultJson : undefined };
       await writer.finish(outcome, final, options.completeJob).then(
         () => (jobCompleted = options.completeJob !== undefined),
         async (error: unknown) => {
@@ -212,7 +210,8 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
       });
     }
   }
-  const shownOutput = resultJson && resultJson.length < 4000 ? resultJson : undefined;
+  // A small result rides on the final signal, with run data on the event bus; else readers read the row.
+  const shownOutput = ctx.config.runDataOnEventBus && resultJson && resultJson.length < 4000 ? resultJson : undefined;
   if (!kwargs.temporary) {
     // The statement that shows the run's end on its thread also announces it (unless a payload is too
     // large to go inline: then it is published after).

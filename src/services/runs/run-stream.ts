@@ -122,7 +122,7 @@ export class RunEventWriter {
   private holding = false;
 
   constructor(
-    private readonly deps: Pick<Deps, 'db' | 'events'>,
+    private readonly deps: Pick<Deps, 'db' | 'events' | 'config'>,
     private readonly runId: string,
     startAfterSeq = 0,
   ) {
@@ -173,9 +173,11 @@ export class RunEventWriter {
   private write(events: RunEvent[], final: Pick<RunStreamSignal, 'status' | 'output'>, outcome?: RunOutcome, job?: JobCompletion): Promise<void> {
     const lastSeq = events.length ? events[events.length - 1]!.seq : undefined;
     const size = events.reduce((sum, e) => sum + e.data.length + e.event.length + 32, 0);
+    // Without run data on the event bus (config runDataOnEventBus), only the last candidate, ids and a status.
+    const inline = this.deps.config.runDataOnEventBus;
     const candidates: RunStreamSignal[] = [
-      ...(events.length && size < INLINE_SIGNAL_BYTES ? [{ runId: this.runId, events, lastSeq, ...final }] : []),
-      { runId: this.runId, lastSeq, ...final },
+      ...(inline && events.length && size < INLINE_SIGNAL_BYTES ? [{ runId: this.runId, events, lastSeq, ...final }] : []),
+      ...(inline ? [{ runId: this.runId, lastSeq, ...final }] : []),
       { runId: this.runId, lastSeq, status: final.status },
     ];
     // The last candidate carries ids and a status only, so it always fits inline.
