@@ -9,6 +9,7 @@ import type { Deps, ServiceContext } from '../src/services/context.js';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
 import { type Boss, startBoss } from '../src/workers/boss.js';
+import { buildTenant } from './factories.js';
 
 /** This test file's own database (test/file-database.ts), copied from the migrated template. */
 export const databaseUrl = () => {
@@ -68,6 +69,15 @@ export async function startTestPlatform(options: { config?: Record<string, strin
 /** A service context acting as an API key's holder (a tenant's `adminKey`, say), optionally in one workspace. */
 export async function contextOfKey(platform: TestPlatform, key: string, workspaceId?: string): Promise<ServiceContext> {
   return { ...platform.deps, viewer: await authenticateApiKey(platform.deps, key, workspaceId) };
+}
+
+export type Tenant = Awaited<ReturnType<typeof buildTenant>>;
+
+/** A test platform, a fresh tenant in it, and a service context acting as that tenant's admin key. */
+export async function startTenantPlatform(options: Parameters<typeof startTestPlatform>[0] = {}): Promise<{ platform: TestPlatform; tenant: Tenant; ctx: ServiceContext }> {
+  const platform = await startTestPlatform(options);
+  const tenant = await buildTenant(platform.system);
+  return { platform, tenant, ctx: await contextOfKey(platform, tenant.adminKey) };
 }
 
 /** POSTs a GraphQL operation with an API key (and optional tenant) and returns status and body. */

@@ -12,17 +12,14 @@ import { ensureProject } from '../../../src/services/traces/projects.service.js'
 import { queryRuns } from '../../../src/services/traces/queries.service.js';
 import { createAgentRunTracer } from '../../../src/services/traces/agent-run-tracer.js';
 import { TraceBatcher } from '../../../src/services/traces/trace-batcher.js';
-import { buildTenant } from '../../factories.js';
-import { contextOfKey, startTestPlatform, type TestPlatform } from '../../helpers.js';
+import { startTenantPlatform, type Tenant, type TestPlatform } from '../../helpers.js';
 
 let platform: TestPlatform;
-let tenant: Awaited<ReturnType<typeof buildTenant>>;
+let tenant: Tenant;
 let ctx: ServiceContext;
 
 beforeAll(async () => {
-  platform = await startTestPlatform();
-  tenant = await buildTenant(platform.system);
-  ctx = await contextOfKey(platform, tenant.adminKey);
+  ({ platform, tenant, ctx } = await startTenantPlatform());
 });
 afterAll(() => platform?.stop());
 

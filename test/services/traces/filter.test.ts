@@ -8,11 +8,10 @@ import { compileFilter, FilterError, SqlParams } from '../../../src/services/tra
 import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
 import { ensureProject } from '../../../src/services/traces/projects.service.js';
 import { queryRuns } from '../../../src/services/traces/queries.service.js';
-import { buildTenant } from '../../factories.js';
-import { contextOfKey, startTestPlatform, type TestPlatform } from '../../helpers.js';
+import { startTenantPlatform, type Tenant, type TestPlatform } from '../../helpers.js';
 
 let platform: TestPlatform;
-let tenant: Awaited<ReturnType<typeof buildTenant>>;
+let tenant: Tenant;
 let ctx: ServiceContext;
 let projectId: string;
 
@@ -26,9 +25,7 @@ const T0 = Date.parse('2025-01-01T00:00:00Z');
 const at = (seconds: number) => new Date(T0 + seconds * 1000).toISOString();
 
 beforeAll(async () => {
-  platform = await startTestPlatform();
-  tenant = await buildTenant(platform.system);
-  ctx = await contextOfKey(platform, tenant.adminKey);
+  ({ platform, tenant, ctx } = await startTenantPlatform());
   const project = await ensureProject(ctx, 'filter-fixtures');
   projectId = project.id;
   const session = { session_id: projectId };
