@@ -40,6 +40,7 @@ export async function authenticateApiKey(
   const secretHash = hashApiKey(key.trim());
   const cached = deps.viewers.get(secretHash, requested);
   if (cached) return cached;
+  const generation = deps.viewers.generation;
 
   // One round trip per key and tenant per cache TTL (viewer-cache.ts says how revocation reaches
   // every process): the key, its user's organization role, the user's workspace roles (bounded to
@@ -73,7 +74,7 @@ export async function authenticateApiKey(
       .query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [row.id])
       .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not record API key use'));
   }
-  deps.viewers.set(secretHash, requested, viewer);
+  deps.viewers.set(secretHash, requested, viewer, generation);
   return viewer;
 }
 

@@ -15,8 +15,18 @@ const MAX_ENTRIES = 10_000;
 
 export class ViewerCache {
   private readonly entries = new Map<string, { viewer: ApiKeyViewer; expiresAt: number }>();
+  private clears = 0;
 
   constructor(private readonly ttlMs: number) {}
+
+  /**
+   * Taken before reading a key from the database and handed to `set`: a lookup that was under way
+   * when the cache was cleared (it may have read the key just before its revocation committed) is
+   * then not cached, so it cannot outlive the clear.
+   */
+  get generation(): number {
+    return this.clears;
+  }
 
   /** The viewer cached for a key's hash and requested tenant, while it is fresh. */
   get(secretHash: string, tenantId: string | undefined): ApiKeyViewer | undefined {
@@ -28,14 +38,16 @@ export class ViewerCache {
     return undefined;
   }
 
-  set(secretHash: string, tenantId: string | undefined, viewer: ApiKeyViewer): void {
-    if (this.ttlMs <= 0) return;
+  /** Caches a viewer read while the cache was at `generation` (see there); dropped if it was cleared since. */
+  set(secretHash: string, tenantId: string | undefined, viewer: ApiKeyViewer, generation: number): void {
+    if (this.ttlMs <= 0 || generation !== this.clears) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(entryId(secretHash, tenantId), { viewer, expiresAt: Date.now() + this.ttlMs });
   }
 
   clear(): void {
     this.entries.clear();
+    this.clears++;
   }
 
   /** Clears the cache whenever any process reports a tenancy change, until the bus stops. */
