@@ -27,4 +27,18 @@ describe('Coalescer', () => {
     await first;
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
   });
+
+  it('batches only items of one key, oldest key first, within the weight bound and in order', async () => {
+    const batches: string[][] = [];
+    const coalescer = new Coalescer<string>(
+      async (items) => {
+        batches.push(items);
+        await tick();
+      },
+      { key: (item) => item[0]!, weight: (item) => Number(item.slice(1)), maxWeight: 5 },
+    );
+    // a1 is written at once; the rest wait and are grouped by their letter.
+    await Promise.all(['a1', 'a2', 'b1', 'a2', 'a3', 'a1', 'b9', 'b1'].map((item) => coalescer.add(item)));
+    expect(batches).toEqual([['a1'], ['a2', 'a2'], ['b1'], ['a3', 'a1'], ['b9'], ['b1']]);
+  });
 });
