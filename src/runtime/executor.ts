@@ -174,6 +174,8 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
 
   const reason = options.signal.reason as CancelReason | undefined;
   let resultJson: string | undefined;
+  // A small result rides on the final signal, with run data on the event bus; else readers read the row.
+  const shown = (json: string | undefined) => (ctx.config.runDataOnEventBus && json && json.length < 4000 ? json : undefined);
   let published = false;
   let jobCompleted = false;
   if (status === 'interrupted' && reason === 'rollback') {
@@ -193,7 +195,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
     // The stream's last events are stored with the outcome.
     if (kwargs.temporary) {
       // No thread to update first: record the outcome and tell the readers in the same write.
-      const final = { status, output: ctx.config.runDataOnEventBus && resultJson.length < 4000 ? resultJson : undefined };
+      const final = { status, output: shown(resultJson) };
       await writer.finish(outcome, final, options.completeJob).then(
         () => (jobCompleted = options.completeJob !== undefined),
         async (error: unknown) => {
@@ -210,8 +212,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
       });
     }
   }
-  // A small result rides on the final signal, with run data on the event bus; else readers read the row.
-  const shownOutput = ctx.config.runDataOnEventBus && resultJson && resultJson.length < 4000 ? resultJson : undefined;
+  const shownOutput = shown(resultJson);
   if (!kwargs.temporary) {
     // The statement that shows the run's end on its thread also announces it (unless a payload is too
     // large to go inline: then it is published after).
