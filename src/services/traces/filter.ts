@@ -13,6 +13,7 @@
 //   search(field, value) in that field only.
 import { readFileSync } from 'node:fs';
 import peggy from 'peggy';
+import { escapeLiteral } from 'pg';
 import { AppError } from '../../errors.js';
 import { isUuid } from './derive.js';
 
@@ -147,6 +148,16 @@ export class SqlParams {
     this.values.push(value);
     return `$${this.values.length}${cast ? `::${cast}` : ''}`;
   }
+  /**
+   * A text written into the statement as a literal rather than bound: for a value whose frequency
+   * decides the plan. A recurring statement is prepared and may be given a generic plan, which cannot
+   * see a bound value: for has(tags, …) it then guessed every tag rare and bitmap-scanned and sorted
+   * all of a partition's matches of a common one (9.7 ms at 10M runs, against 5 ms walking the
+   * project's index, which it chooses when it sees the tag).
+   */
+  literal(text: string): string {
+    return escapeLiteral(text);
+  }
 }
 
 /**
@@ -274,14 +285,14 @@ function compileComparison(node: Extract<FilterNode, { type: 'cmp' }>, alias: st
 
   if (op === 'in') {
     if (value.kind !== 'list' || value.value.length === 0) throw errorAt(value.loc, 'in expects a non-empty list');
-    if (def.kind === 'tags') return `(${column} && ${params.add(value.value.map((v) => scalarText(v)), 'text[]')})`;
+    if (def.kind === 'tags') return `(${column} && ARRAY[${value.value.map((v) => params.literal(scalarText(v))).join(', ')}]::text[])`;
     const cast = def.kind === 'uuid' ? 'uuid[]' : def.kind === 'number' ? 'float8[]' : 'text[]';
     return `(${column} = ANY(${params.add(value.value.map((v) => typedScalar(def, v)), cast)}))`;
   }
   if (value.kind === 'list') throw errorAt(value.loc, 'a list is only allowed with in');
 
   if (def.kind === 'tags') {
-    const tag = params.add(scalarText(value));
+    const tag = params.literal(scalarText(value));
     if (op === 'like') return `EXISTS (SELECT 1 FROM unnest(${column}) AS tag WHERE tag LIKE ${tag})`;
     // Containment (@>) rather than = ANY, so the GIN index on tags serves it.
     return op === 'neq' ? `(NOT (${column} @> ARRAY[${tag}]))` : `(${column} @> ARRAY[${tag}])`;

@@ -213,6 +213,18 @@ async function partitionsRead(client: pg.Pool | pg.PoolClient, statement: { text
   return [...read];
 }
 
+/** The partitions of trace_runs in a statement's plan, whether its execution reads them or not. */
+async function partitionsPlanned(client: pg.Pool | pg.PoolClient, statement: { text: string; values: unknown[] }): Promise<string[]> {
+  const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, statement.values);
+  const planned = new Set<string>();
+  const visit = (node: PlanNode) => {
+    if (node['Relation Name']?.startsWith('trace_runs_')) planned.add(node['Relation Name']);
+    for (const child of node.Plans ?? []) visit(child);
+  };
+  visit(rows[0]!['QUERY PLAN'][0].Plan);
+  return [...planned];
+}
+
 describe('newest first across partitions', () => {
   const NEWER_WEEK = 'trace_runs_20260105';
   const OLDER_WEEK = DATA_PARTITION;
@@ -254,34 +266,62 @@ describe('newest first across partitions', () => {
     expect(await weeksRead({ after: { startTime: rows[0]!.start_time, id: rows[0]!.id } }, slices)).toEqual([OLDER_WEEK]);
   });
 
+  /**
+   * The data weeks the statements of searchRuns read for a search of the later project (checked
+   * against a brute-force ordering of `where`), and how many statements it sent.
+   */
+  const searched = async (search: Partial<RunSearch>, where: string) => {
+    const sent: { text: string; values: unknown[] }[] = [];
+    const recording = new Proxy(pool, {
+      get: (target, property, receiver) =>
+        property === 'query'
+          ? (statement: string | { text: string; values: unknown[] }, values?: unknown[]) => {
+              if (typeof statement === 'string') return target.query(statement, values); // the partitions, from the catalog
+              sent.push(statement);
+              return target.query(statement);
+            }
+          : Reflect.get(target, property, receiver),
+    });
+    const full = { sessions: [laterProject], ascending: false, limit: 100, ...search };
+    const { rows } = await searchRuns(recording, laterTenant, full);
+    const read = new Set<string>();
+    const planned = new Set<string>();
+    for (const statement of sent) {
+      for (const name of await partitionsRead(pool, statement)) if (name === NEWER_WEEK || name === OLDER_WEEK) read.add(name);
+      for (const name of await partitionsPlanned(pool, statement)) if (name === NEWER_WEEK || name === OLDER_WEEK) planned.add(name);
+    }
+    const after = full.after ? `AND (start_time, id) < ('${full.after.startTime}'::timestamptz, '${full.after.id}'::uuid)` : '';
+    const { rows: expected } = await pool.query<{ id: string }>(
+      `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = ANY($2::uuid[]) AND ${where} ${after} ORDER BY start_time DESC, id DESC LIMIT ${full.limit}`,
+      [laterTenant, full.sessions],
+    );
+    expect(rows.map((run) => run.id)).toEqual(expected.map((row) => row.id));
+    return { weeks: [...read].sort(), planned: [...planned].sort(), statements: sent.length };
+  };
+
   it('with a metadata key and value reads the partitions in turn, newest first, and stops once the page is full', async () => {
     const filter = 'and(eq(metadata_key, "env"), eq(metadata_value, "prod"))';
-    /** The data weeks the statements of searchRuns read, and its rows. */
-    const searched = async (limit: number) => {
-      const sent: { text: string; values: unknown[] }[] = [];
-      const recording = new Proxy(pool, {
-        get: (target, property, receiver) =>
-          property === 'query'
-            ? (statement: string | { text: string; values: unknown[] }, values?: unknown[]) => {
-                if (typeof statement === 'string') return target.query(statement, values); // the partitions, from the catalog
-                sent.push(statement);
-                return target.query(statement);
-              }
-            : Reflect.get(target, property, receiver),
-      });
-      const { rows } = await searchRuns(recording, laterTenant, { sessions: [laterProject], ascending: false, limit, filter });
-      const read = new Set<string>();
-      for (const statement of sent) for (const name of await partitionsRead(pool, statement)) if (name === NEWER_WEEK || name === OLDER_WEEK) read.add(name);
-      const { rows: expected } = await pool.query<{ id: string }>(
-        `SELECT id FROM trace_runs WHERE tenant_id = $1 AND session_id = $2 AND extra->'metadata'->>'env' = 'prod' ORDER BY start_time DESC, id DESC LIMIT ${limit}`,
-        [laterTenant, laterProject],
-      );
-      expect(rows.map((run) => run.id)).toEqual(expected.map((row) => row.id));
-      return [...read].sort();
-    };
+    const where = `extra->'metadata'->>'env' = 'prod'`;
     // About 2,200 of the newer week's 3,200 runs are in env prod.
-    expect(await searched(100)).toEqual([NEWER_WEEK]);
-    expect(await searched(3_000)).toEqual([OLDER_WEEK, NEWER_WEEK]);
+    expect((await searched({ filter }, where)).weeks).toEqual([NEWER_WEEK]);
+    expect((await searched({ filter, limit: 3_000 }, where)).weeks).toEqual([OLDER_WEEK, NEWER_WEEK]);
+  });
+
+  it('reads a project\'s newest runs, with or without an indexed filter, a partition at a time, so a statement plans only the partitions it reads', async () => {
+    const newest = { weeks: [NEWER_WEEK], planned: [NEWER_WEEK], statements: 1 };
+    expect(await searched({}, 'true')).toEqual(newest);
+    expect(await searched({ sessions: [laterProject, randomUUID()] }, 'true')).toEqual(newest);
+    expect(await searched({ filter: 'has(tags, "env:prod")' }, `tags @> ARRAY['env:prod']`)).toEqual(newest);
+    // The newer week holds 3,200 of the project's runs: a page of 5,000 reads on into the older one.
+    expect(await searched({ limit: 5_000 }, 'true')).toEqual({ weeks: [OLDER_WEEK, NEWER_WEEK], planned: [OLDER_WEEK, NEWER_WEEK], statements: 2 });
+    // A filter that matches nothing reads every partition.
+    expect((await searched({ filter: 'eq(name, "no such run")' }, `name = 'no such run'`)).weeks).toEqual([OLDER_WEEK, NEWER_WEEK]);
+    // A cursor in the older week: no statement names the newer one.
+    const { rows } = await pool.query<{ start_time: string; id: string }>(
+      `SELECT start_time::text, id FROM ${OLDER_WEEK} WHERE tenant_id = $1 ORDER BY start_time DESC, id DESC LIMIT 1`,
+      [laterTenant],
+    );
+    expect(await searched({ after: { startTime: rows[0]!.start_time, id: rows[0]!.id } }, 'true')).toEqual({ weeks: [OLDER_WEEK], planned: [OLDER_WEEK], statements: 1 });
   });
 
   it('answers across the partition boundary what a brute-force ordering answers, in pages', async () => {
