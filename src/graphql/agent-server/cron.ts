@@ -117,7 +117,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: CreateCronInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const cron = await createCron(await agentContext(ctx, deploymentId), input.threadId == null ? null : String(input.threadId), {
+      const cron = await createCron(await agentContext(ctx, deploymentId, { access: 'write' }), input.threadId == null ? null : String(input.threadId), {
         assistant_id: input.assistantId,
         schedule: input.schedule,
         timezone: input.timezone ?? undefined,
@@ -138,7 +138,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: UpdateCronInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const cron = await updateCron(await agentContext(ctx, deploymentId), String(input.cronId), {
+      const cron = await updateCron(await agentContext(ctx, deploymentId, { access: 'write' }), String(input.cronId), {
         schedule: input.schedule ?? undefined,
         timezone: input.timezone ?? undefined,
         end_time: input.endTime?.toISOString(),
@@ -155,7 +155,7 @@ builder.mutationFields((t) => ({
     errors: {},
     args: { deploymentId: t.arg.id({ required: true, description: 'Deployment ID.' }), id: t.arg.id({ required: true, description: 'Cron ID.' }) },
     resolve: async (_root, args, ctx) => {
-      await deleteCron(await agentContext(ctx, String(args.deploymentId)), String(args.id));
+      await deleteCron(await agentContext(ctx, String(args.deploymentId), { access: 'write' }), String(args.id));
       return true;
     },
   }),

@@ -84,7 +84,7 @@ builder.mutationField('createRun', (t) =>
     args: { input: t.arg({ type: CreateRunInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const run = await startRun(await agentContext(ctx, deploymentId), input.threadId ? String(input.threadId) : null, {
+      const run = await startRun(await agentContext(ctx, deploymentId, { access: 'write' }), input.threadId ? String(input.threadId) : null, {
         assistantId: input.assistantId,
         input: input.input ?? undefined,
         command: input.command ?? undefined,

@@ -106,7 +106,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: PutStoreItemInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const agent = await agentContext(ctx, deploymentId);
+      const agent = await agentContext(ctx, deploymentId, { access: 'write' });
       await putItem(agent, { namespace: input.namespace, key: input.key, value: input.value, ttl: input.ttl ?? undefined, index: input.index ?? undefined });
       const item = await getItem(agent, { namespace: input.namespace.join('.'), key: input.key, refresh_ttl: false });
       return { ...item!, deploymentId };
@@ -122,7 +122,7 @@ builder.mutationFields((t) => ({
       key: t.arg.string({ required: true, description: 'Key.' }),
     },
     resolve: async (_root, args, ctx) => {
-      await deleteItem(await agentContext(ctx, String(args.deploymentId)), { namespace: args.namespace, key: args.key });
+      await deleteItem(await agentContext(ctx, String(args.deploymentId), { access: 'write' }), { namespace: args.namespace, key: args.key });
       return true;
     },
   }),

@@ -116,7 +116,7 @@ builder.mutationField('createThread', (t) =>
     args: { input: t.arg({ type: CreateThreadInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const thread = await startThread(await agentContext(ctx, deploymentId), { threadId: input.threadId ?? undefined, metadata: input.metadata ?? undefined });
+      const thread = await startThread(await agentContext(ctx, deploymentId, { access: 'write' }), { threadId: input.threadId ?? undefined, metadata: input.metadata ?? undefined });
       return { ...thread, deploymentId };
     },
   }),

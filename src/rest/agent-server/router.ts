@@ -18,6 +18,7 @@ import { apiReferenceRouter } from '../openapi/reference.routes.js';
 import { healthCheck } from '../health.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { jsonRpcErrorHandler, a2aRouter } from './a2a.routes.js';
+import { requestAccess } from './access.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
 import { customRoutes } from './custom-routes.js';
@@ -70,8 +71,9 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
       req.agent = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId, { dev: target.dev });
     } else {
       const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined);
-      // agentContext answers NOT_FOUND to another organization's key: it learns nothing about the deployment.
-      req.agent = await agentContext({ ...deps, viewer }, String(req.params[target.fromPath]));
+      // agentContext answers NOT_FOUND to a key with no role in the deployment's workspace (it learns
+      // nothing about the deployment) and FORBIDDEN to a viewer's write.
+      req.agent = await agentContext({ ...deps, viewer }, String(req.params[target.fromPath]), { access: requestAccess(req) });
     }
     next();
   });

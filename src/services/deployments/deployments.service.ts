@@ -8,7 +8,7 @@ import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
 import { integrationAccessToken } from '../integrations/integrations.service.js';
-import { assertCan, type Permission, requireWorkspace, SYSTEM_VIEWER, type Viewer } from '../tenancy/viewer.js';
+import { assertCan, can, type Permission, requireWorkspace, SYSTEM_VIEWER, type Viewer } from '../tenancy/viewer.js';
 import { newId, isUuid } from '../../ids.js';
 import { parseInput } from '../validate.js';
 import { DeploymentCreate, DeploymentListQuery, DeploymentPatch } from './deployments.schemas.js';
@@ -36,11 +36,25 @@ async function deploymentRow(deps: Deps, deploymentId: string): Promise<Deployme
   return row;
 }
 
-/** Whether the viewer may use the deployment: the system, a key of its organization, or serve's local caller of this deployment. */
+/**
+ * What a caller does at a deployment's agent server: `read` (GET routes, searches, counts, history,
+ * joining or streaming an existing run) or `write` (everything else).
+ */
+export type DeploymentAccess = 'read' | 'write';
+
+/**
+ * Whether the viewer may reach the deployment at all: the system, serve's local caller of this
+ * deployment, or a key of its organization with a role in its workspace (workspaces:read there).
+ */
 function mayUse(viewer: Viewer, row: DeploymentRow): boolean {
   if (viewer.kind === 'system') return true;
   if (viewer.kind === 'local') return viewer.deploymentId === row.id;
-  return viewer.organizationId === row.organization_id;
+  return viewer.organizationId === row.organization_id && can(viewer, 'workspaces:read', row.tenant_id);
+}
+
+/** Whether a viewer who may use the deployment may also change it (workspaces:write in its workspace). */
+function mayWrite(viewer: Viewer, row: DeploymentRow): boolean {
+  return viewer.kind !== 'api-key' || can(viewer, 'workspaces:write', row.tenant_id);
 }
 
 /** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
@@ -49,13 +63,17 @@ export async function deploymentExists(deps: Deps, deploymentId: string): Promis
 }
 
 /**
- * The agent-server context for a deployment, if the viewer may use it (see mayUse). NOT_FOUND
- * otherwise: another organization's key learns nothing about the deployment. `dev` enables the
- * test-harness endpoints (serve --dev).
+ * The agent-server context for a deployment, if the viewer may use it (see mayUse) for `access`.
+ * NOT_FOUND when it may not reach it (another organization's key, or a key with no role in the
+ * deployment's workspace, learns nothing about the deployment); FORBIDDEN for a write by a viewer
+ * who may only read. `dev` enables the test-harness endpoints (serve --dev).
  */
-export async function agentContext(ctx: ServiceContext, deploymentId: string, options: { dev?: boolean } = {}): Promise<AgentServerContext> {
+export async function agentContext(ctx: ServiceContext, deploymentId: string, options: { dev?: boolean; access?: DeploymentAccess } = {}): Promise<AgentServerContext> {
   const row = await deploymentRow(ctx, deploymentId);
   if (!row || !mayUse(ctx.viewer, row)) throw AppError.notFound(NOT_FOUND);
+  if ((options.access ?? 'read') === 'write' && !mayWrite(ctx.viewer, row)) {
+    throw AppError.forbidden(`This API key lacks the workspaces:write permission in workspace ${row.tenant_id}.`);
+  }
   const { boss } = ctx;
   const deployment: DeploymentScope = {
     deploymentId: row.id,
