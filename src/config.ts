@@ -120,6 +120,20 @@ const EnvSchema = z.object({
   /** Worker role: work the control plane's revision pipeline and run deployed runtimes (child processes). */
   AGENT_PLATFORM_CONTROL_PLANE_WORKER: z.stringbool().default(true),
   /**
+   * Deployed code (a revision's dependency install, its import check and its runtime) runs in a
+   * bubblewrap sandbox. `auto`: when bubblewrap works on this machine; `bubblewrap`: always (start-up
+   * fails without it); `none`: never, which only AGENT_PLATFORM_ALLOW_UNSANDBOXED makes deployable.
+   */
+  AGENT_PLATFORM_SANDBOX: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
+  /** Deploy customers' code although no sandbox can be made (it then runs with the platform's OS user's reach). */
+  AGENT_PLATFORM_ALLOW_UNSANDBOXED: z.stringbool().default(false),
+  /** When the platform runs as root, a deployment's sandbox runs as the OS user this plus the deployment's number. */
+  AGENT_PLATFORM_SANDBOX_UID_BASE: z.coerce.number().int().min(1000).max(2 ** 31 - 2 ** 24).default(1_000_000_000),
+  /** A deployment's memory limit (its resource_spec.memory_mb wins), enforced through cgroups where they can be written. */
+  AGENT_PLATFORM_SANDBOX_MEMORY: byteSize.default('2gb'),
+  /** A deployment's CPU share in cores (its resource_spec.cpu wins), enforced through cgroups where they can be written. */
+  AGENT_PLATFORM_SANDBOX_CPU: z.coerce.number().min(0.1).max(256).default(1),
+  /**
    * Usage API: the first instant with usage data (the spec's cloud start date by default; a
    * self-hosted installation sets when it enabled usage collection). Earlier hours are never reported.
    */
@@ -192,6 +206,7 @@ export type Config = {
   runtimeConcurrency: number;
   runtimeThread: boolean;
   controlPlaneWorker: boolean;
+  sandbox: SandboxConfig;
   runtimeDeployments: string[];
   ingestThreads: number;
   ingestWriteConnections: number;
@@ -278,6 +293,13 @@ export function loadConfig(
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
     controlPlaneWorker: value.AGENT_PLATFORM_CONTROL_PLANE_WORKER,
+    sandbox: {
+      mode: value.AGENT_PLATFORM_SANDBOX,
+      allowUnsandboxed: value.AGENT_PLATFORM_ALLOW_UNSANDBOXED,
+      uidBase: value.AGENT_PLATFORM_SANDBOX_UID_BASE,
+      memoryBytes: toBytes(value.AGENT_PLATFORM_SANDBOX_MEMORY),
+      cpus: value.AGENT_PLATFORM_SANDBOX_CPU,
+    },
     runtimeDeployments: value.AGENT_PLATFORM_RUNTIME_DEPLOYMENTS,
     ingestThreads: value.AGENT_PLATFORM_INGEST_THREADS,
     ingestWriteConnections: value.AGENT_PLATFORM_INGEST_WRITE_CONNECTIONS,
@@ -310,6 +332,8 @@ export function loadConfig(
     },
   };
 }
+
+export type SandboxConfig = { mode: 'auto' | 'bubblewrap' | 'none'; allowUnsandboxed: boolean; uidBase: number; memoryBytes: number; cpus: number };
 
 /** "512kb" → bytes (units are powers of 1024, as body-parser reads them). */
 function toBytes(size: string): number {

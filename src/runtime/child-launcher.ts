@@ -8,15 +8,17 @@
 //     can neither read the platform's secrets nor sign for another deployment's runtime.
 // A runtime that dies unasked is started again (its runs in flight are ended `error` by the new
 // runtime's recovery, or by the `runs.sweep` schedule).
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import type { Deps } from '../services/context.js';
 import { deploymentSecrets } from '../services/deployments/deployments.service.js';
 import { deleteDeploymentRuntime } from '../services/deployments/deployments.store.js';
 import { logRevision } from '../services/deployments/revisions.service.js';
 import { findControlDeployment } from '../services/deployments/revisions.store.js';
+import { type PreparedSandbox, sandboxFor } from '../services/deployments/sandbox.js';
+import { revisionDirectory } from '../services/deployments/source-checkout.js';
 import { ChildOutputLog } from './child-output.js';
 import type { RuntimeSpec } from './deployment-runtime.js';
 import { readGraphConfig } from './graph-config.js';
@@ -29,8 +31,8 @@ const START_TIMEOUT_MS = 120_000;
 const RESTART_DELAY_MS = [500, 1000, 2000, 5000, 10_000, 30_000];
 
 /** The environment every child starts from: enough for node and user code to run, nothing else of the platform's. */
-function baseEnvironment(cwd: string): Record<string, string> {
-  const env: Record<string, string> = { HOME: cwd, NODE_ENV: process.env.NODE_ENV ?? 'production' };
+function baseEnvironment(): Record<string, string> {
+  const env: Record<string, string> = { NODE_ENV: process.env.NODE_ENV ?? 'production' };
   // Plus the machine's proxy and trust anchors, so graphs reach model APIs as the platform does (no credentials).
   for (const name of ['PATH', 'TZ', 'LANG', 'TMPDIR', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR']) {
     if (process.env[name]) env[name] = process.env[name]!;
@@ -47,7 +49,7 @@ function baseEnvironment(cwd: string): Record<string, string> {
  * connections. When the platform's role may not create roles, the platform's own URL is the fallback,
  * with a warning.
  */
-async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<string> {
+async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrigin'>, sandboxed: boolean): Promise<string> {
   const { deploymentId } = spec;
   await setUpDeploymentDatabase(deps.db, deploymentId, readGraphConfig(spec.configPath), deps.boss);
   const role = runtimeLoginRole(deploymentId);
@@ -64,6 +66,9 @@ async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrig
     url.username = role;
     url.password = password;
     url.searchParams.delete('options');
+    // The embedded server's Unix socket lives in the platform's data directory, which a sandbox does
+    // not see: a sandboxed runtime connects over loopback TCP.
+    if (sandboxed) url.searchParams.delete('host');
     return url.toString();
   } catch (error) {
     deps.logger.warn({ err: error, deploymentId }, "could not create the runtime's own database role; it uses the platform's login");
@@ -98,13 +103,17 @@ function nextReport(child: ChildProcess, output: () => string, timeoutMs: number
 }
 
 type Child = { process: ChildProcess; output: () => string; log: ChildOutputLog };
+/** A runtime's sandbox, and the revision folder it sees (read-only). */
+type Sandboxing = { prepared: PreparedSandbox; revisionDir: string };
 
 /**
  * Forks a runtime child. Its output goes to its revision's log (`log`, secrets masked) and the last
  * lines of it, masked too, are kept for the error when it fails to start.
  */
-function spawnChild(env: Record<string, string>, cwd: string, log: ChildOutputLog): Child {
-  const child = fork(CHILD_ENTRY, [], { cwd, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv: [] });
+function spawnChild(env: Record<string, string>, cwd: string, log: ChildOutputLog, sandbox: Sandboxing): Child {
+  // In the deployment's sandbox, which sees the revision's files read-only (its own folders are writable).
+  const command = sandbox.prepared.sandbox.wrap(process.execPath, [CHILD_ENTRY], { readOnly: [sandbox.revisionDir], writable: [], cwd });
+  const child = spawn(command.file, command.args, { cwd, env, uid: command.uid, gid: command.gid, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   let output = '';
   const keep = (chunk: Buffer) => {
     const text = chunk.toString('utf8');
@@ -118,8 +127,8 @@ function spawnChild(env: Record<string, string>, cwd: string, log: ChildOutputLo
 }
 
 /** Starts a child and waits until it loaded the graphs; rejects with the loader's error. */
-async function spawnLoaded(env: Record<string, string>, cwd: string, log: ChildOutputLog): Promise<Child & { graphIds: string[] }> {
-  const child = spawnChild(env, cwd, log);
+async function spawnLoaded(env: Record<string, string>, cwd: string, log: ChildOutputLog, sandbox: Sandboxing): Promise<Child & { graphIds: string[] }> {
+  const child = spawnChild(env, cwd, log, sandbox);
   const report = await nextReport(child.process, child.output, START_TIMEOUT_MS);
   if (report.type !== 'loaded') {
     child.process.kill('SIGKILL');
@@ -156,16 +165,18 @@ async function stopChild(child: ChildProcess): Promise<void> {
 export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pick<RuntimeLauncher, 'prepare'>> {
   // Each child gets a fresh login password and signing key: a restarted child does not reuse its predecessor's.
   // Its log never shows the values that the environment holds for it alone.
-  const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], log: ChildOutputLog) => {
+  const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], log: ChildOutputLog, sandbox: Sandboxing) => {
     const cwd = dirname(spec.configPath);
     const keyId = `${spec.deploymentId}:${randomBytes(16).toString('hex')}`;
-    const databaseUrl = await runtimeDatabaseUrl(deps, spec);
+    const databaseUrl = await runtimeDatabaseUrl(deps, spec, sandbox.prepared.status.enabled);
     const signingKey = deps.secrets.derive(keyId).key.toString('base64');
     log.hide([...secrets.map((secret) => secret.value), decodeURIComponent(new URL(databaseUrl).password), signingKey]);
     return {
       // The secrets first: nothing of the runtime's own configuration can be overridden by one.
       ...Object.fromEntries(secrets.map((secret) => [secret.name, secret.value])),
-      ...baseEnvironment(cwd),
+      ...baseEnvironment(),
+      // HOME, TMPDIR and PATH of its sandbox: its own folders, never the platform's.
+      ...sandbox.prepared.env,
       LOG_LEVEL: deps.config.logLevel,
       // Bound where the platform listens; advertised (runtime-server.ts) at the public URL's host when that is every interface.
       HOST: deps.config.host,
@@ -175,7 +186,8 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       AGENT_PLATFORM_RUNTIME_KEY_ID: keyId,
       AGENT_PLATFORM_DATA_DIR: cwd,
       AGENT_PLATFORM_ROLES: 'runtime',
-      AGENT_PLATFORM_COMPILE_CACHE: resolve(deps.config.dataDir, 'compile-cache'),
+      // Its own: a cache shared with other deployments' code could be poisoned by one of them.
+      AGENT_PLATFORM_COMPILE_CACHE: sandbox.prepared.files.cache,
       AGENT_PLATFORM_GRAPH_CONFIG: spec.configPath,
       AGENT_PLATFORM_DEPLOYMENT_ID: spec.deploymentId,
       ...(spec.revisionId ? { AGENT_PLATFORM_REVISION_ID: spec.revisionId } : {}),
@@ -183,13 +195,13 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
   };
 
   /** Serves a loaded child, and keeps a runtime up: one that dies unasked is started again. */
-  const launchLoaded = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], loaded: Child): Promise<LaunchedRuntime> => {
+  const launchLoaded = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], loaded: Child, sandbox: Sandboxing): Promise<LaunchedRuntime> => {
     const { log } = loaded;
     const cwd = dirname(spec.configPath);
     const startChild = async (child?: Child) => {
       // A prepared child that died while it waited is replaced by a fresh one.
       const alive = child && child.process.exitCode === null && child.process.signalCode === null && child.process.connected;
-      const running = alive ? child : await spawnLoaded(await childEnvironment(spec, secrets, log), cwd, log);
+      const running = alive ? child : await spawnLoaded(await childEnvironment(spec, secrets, log, sandbox), cwd, log, sandbox);
       return { ...running, report: await serveChild(running) };
     };
 
@@ -233,19 +245,25 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       async stop() {
         stopping = true;
         await stopChild(current.process);
+        sandbox.prepared.sandbox.release();
       },
     };
   };
 
   const prepare = async (spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<PreparedRuntime> => {
     const row = await findControlDeployment(deps.db, spec.deploymentId);
-    const secrets = row ? deploymentSecrets(deps, row) : [];
+    if (!row) throw new Error(`Deployment ${spec.deploymentId} not found`);
+    const secrets = deploymentSecrets(deps, row);
+    const sandbox: Sandboxing = {
+      prepared: sandboxFor(deps, row),
+      revisionDir: spec.revisionId ? revisionDirectory(deps.config.dataDir, spec.revisionId) : dirname(spec.configPath),
+    };
     // One log (and one output budget) per revision, restarts of its runtime included.
     const log = new ChildOutputLog((type, message) => (spec.revisionId ? logRevision(deps, spec.revisionId, type, message) : Promise.resolve()));
-    const loaded = await spawnLoaded(await childEnvironment(spec, secrets, log), dirname(spec.configPath), log);
+    const loaded = await spawnLoaded(await childEnvironment(spec, secrets, log, sandbox), dirname(spec.configPath), log, sandbox);
     return {
       graphIds: loaded.graphIds,
-      launch: () => launchLoaded(spec, secrets, loaded),
+      launch: () => launchLoaded(spec, secrets, loaded, sandbox),
       discard: () => stopChild(loaded.process),
     };
   };

@@ -18,6 +18,7 @@ import { logRevision, moveRevision, REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE 
 import { activateRevision, findControlDeployment, findRevision, setRevisionBuild } from '../services/deployments/revisions.store.js';
 import { checkoutSource, installDependencies, locateGraphConfig, revisionDirectory, revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
 import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
+import { describeSandbox, handOver, sandboxFor } from '../services/deployments/sandbox.js';
 import { countOtherRevisionRuntimes } from '../services/deployments/deployments.store.js';
 
 type RevisionJob = { revisionId: string };
@@ -35,12 +36,17 @@ export async function buildRevision(deps: Deps, boss: PgBoss, runtimes: Deployed
       await moveRevision(deps, revisionId, 'INTERRUPTED', ['BUILDING']);
       return;
     }
+    // Fails the build at once where deployed code cannot be sandboxed (unless the operator allowed it).
+    const sandbox = sandboxFor(deps, deployment);
+    await log(describeSandbox(sandbox.status));
     const dir = revisionDirectory(deps.config.dataDir, revisionId);
     const { repo_ref: repoRef, graph_config_path: graphConfigPath } = revision.source_revision_config as { repo_ref: string; graph_config_path: string };
     const commitSha = await checkoutSource(dir, String(deployment.source_config.repo_url), repoRef, log, await deploymentGitCredentials(deps, deployment));
     await setRevisionBuild(deps.db, revisionId, { commitSha });
     const configPath = locateGraphConfig(dir, graphConfigPath);
-    await installDependencies(dir, configPath, log);
+    // From here on the repository's code runs: in the deployment's sandbox, as its own OS user.
+    handOver(dir, sandbox.files, deps.logger);
+    await installDependencies(dir, configPath, log, sandbox);
     await log('Loading the graphs');
     const graphIds = await runtimes.prepare(deployment.id, revisionId, configPath);
     await setRevisionBuild(deps.db, revisionId, { graphIds });

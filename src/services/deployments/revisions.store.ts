@@ -15,6 +15,8 @@ export type ControlDeploymentRow = {
   url: string | null;
   graph_ids: string[];
   secrets: string | null;
+  /** Its own number, from which its sandbox's OS user is made (sandbox.ts). */
+  sandbox_id: number;
   created_at: Date;
   updated_at: Date;
 };
@@ -33,7 +35,7 @@ export type RevisionRow = {
 export type RevisionLogRow = { id: string; type: string; message: string; created_at: Date };
 
 const DEPLOYMENT_COLUMNS = `id, tenant_id, name, source, source_config, source_revision_config, status, active_revision_id,
-  latest_revision_id, url, graph_ids, secrets, created_at, updated_at`;
+  latest_revision_id, url, graph_ids, secrets, sandbox_id, created_at, updated_at`;
 const REVISION_COLUMNS = 'id, deployment_id, status, source_revision_config, commit_sha, graph_ids, created_at, updated_at';
 
 /** A deployment of a workspace that is not deleted; `tenantId` undefined: of any workspace (the pipeline). */

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../errors.js';
 import { readGraphConfig } from '../../runtime/graph-config.js';
+import type { PreparedSandbox } from './sandbox.js';
 
 /** The platform's own packages: a repository without package.json imports from these. */
 const PLATFORM_NODE_MODULES = fileURLToPath(new URL('../../../node_modules', import.meta.url));
@@ -53,13 +54,22 @@ function commandEnvironment(home: string): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Runs a command; rejects with its output (last 4 KB) when it fails or takes longer than `timeoutMs`. */
-function run(command: string, args: string[], options: { cwd: string; home: string; timeoutMs: number; label: string; env?: NodeJS.ProcessEnv }): Promise<string> {
+/**
+ * Runs a command (in a deployment's sandbox when given one); rejects with its output (last 4 KB) when
+ * it fails or takes longer than `timeoutMs`.
+ */
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; home: string; timeoutMs: number; label: string; env?: NodeJS.ProcessEnv; sandbox?: { prepared: PreparedSandbox; writable: string[] } },
+): Promise<string> {
+  const sandboxed = options.sandbox?.prepared.sandbox.wrap(command, args, { readOnly: [], writable: options.sandbox.writable, cwd: options.cwd });
+  const env = { ...commandEnvironment(options.home), ...options.sandbox?.prepared.env, ...options.env };
   return new Promise((resolvePromise, reject) => {
     execFile(
-      command,
-      args,
-      { cwd: options.cwd, env: { ...commandEnvironment(options.home), ...options.env }, timeout: options.timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' },
+      sandboxed?.file ?? command,
+      sandboxed?.args ?? args,
+      { cwd: options.cwd, env, uid: sandboxed?.uid, gid: sandboxed?.gid, timeout: options.timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' },
       (error, stdout, stderr) => {
         const output = `${stdout}${stderr}`.trim();
         if (error) reject(new Error(`${options.label} failed: ${(output || error.message).slice(-4096)}`));
@@ -117,11 +127,13 @@ export function locateGraphConfig(dir: string, graphConfigPath: string): string 
 
 /**
  * Installs the repository's dependencies when its config's folder declares any (`npm ci` with a
- * lockfile, else `npm install`). Either way the platform's own packages are reachable one folder up
- * (`<dir>/node_modules`), so imports the repository does not install resolve to the platform's
- * (LangGraph and its peers, what a dependency-free graph imports).
+ * lockfile, else `npm install`), inside the deployment's sandbox: the install scripts of the
+ * repository and its packages run there, with nothing of the platform's in reach. Either way the
+ * platform's own packages are reachable one folder up (`<dir>/node_modules`), so imports the
+ * repository does not install resolve to the platform's (LangGraph and its peers, what a
+ * dependency-free graph imports).
  */
-export async function installDependencies(dir: string, configPath: string, log: BuildLog): Promise<void> {
+export async function installDependencies(dir: string, configPath: string, log: BuildLog, sandbox: PreparedSandbox): Promise<void> {
   const platformModules = join(dir, 'node_modules');
   if (!existsSync(platformModules)) symlinkSync(PLATFORM_NODE_MODULES, platformModules, 'dir');
   const repo = join(dir, 'repo');
@@ -133,7 +145,7 @@ export async function installDependencies(dir: string, configPath: string, log: 
   const lockfile = existsSync(join(projectDir, 'package-lock.json'));
   const args = lockfile ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'];
   await log(`npm ${args[0]} in ${relative(repo, projectDir) || '.'}`);
-  const output = await run('npm', args, { cwd: projectDir, home: dir, timeoutMs: 15 * 60_000, label: `npm ${args[0]}` });
+  const output = await run('npm', args, { cwd: projectDir, home: dir, timeoutMs: 15 * 60_000, label: `npm ${args[0]}`, sandbox: { prepared: sandbox, writable: [dir] } });
   if (output) await log(output.slice(-4096));
 }
 

@@ -1,0 +1,196 @@
+// Deployed code attacks from inside its sandbox, as a hostile customer would write it: once from a
+// dependency install script during the build, once from its graph at run time. Each attack is aimed
+// right (the test checks from outside that the file exists, the process runs), and each must fail:
+// the platform's data directory (its secret key, the database superuser's password), another
+// deployment's process (environment, signals) and checkout (read, write), the platform's process,
+// and becoming root.
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@langchain/langgraph-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { probeSandbox } from '../../src/services/deployments/sandbox.js';
+import { buildTenant } from '../factories.js';
+import type { TestPlatform } from '../helpers.js';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
+
+/** What the attacker tries; each answer is 'ok <what it got>' or the error's code. */
+const ATTACK = `
+const { readdirSync, readFileSync, writeFileSync } = require('node:fs');
+
+const attempt = (fn) => {
+  try {
+    const value = fn();
+    return 'ok ' + String(value ?? '').slice(0, 300);
+  } catch (error) {
+    return error.code ?? error.message;
+  }
+};
+
+exports.attack = function attack(targets) {
+  const report = { uid: process.getuid(), pid: process.pid, visible_pids: readdirSync('/proc').filter((name) => /^\\d+$/.test(name)) };
+  for (const file of targets.platformFiles) report['read ' + file] = attempt(() => readFileSync(file, 'utf8'));
+  report['list data dir'] = attempt(() => readdirSync(targets.dataDir).join(','));
+  for (const pid of targets.victimPids) {
+    report['environ ' + pid] = attempt(() => readFileSync('/proc/' + pid + '/environ', 'utf8'));
+    report['kill ' + pid] = attempt(() => process.kill(pid, 'SIGKILL'));
+  }
+  report['platform environ'] = attempt(() => readFileSync('/proc/' + targets.platformPid + '/environ', 'utf8'));
+  report['signal platform'] = attempt(() => process.kill(targets.platformPid, 0));
+  report['read victim checkout'] = attempt(() => readFileSync(targets.victimFile, 'utf8'));
+  report['write victim checkout'] = attempt(() => writeFileSync(targets.victimFile, 'export const graph = "owned";'));
+  report['become root'] = attempt(() => process.setuid(0));
+  report['env names'] = Object.keys(process.env).sort().join(',');
+  report['env holds the platform key'] = String(JSON.stringify(process.env).includes(targets.platformSecretKey));
+  return report;
+}
+`;
+
+const attackerProject = (targets: unknown) => ({
+  'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' } }),
+  'package.json': JSON.stringify({ name: 'attacker', version: '1.0.0', private: true, scripts: { postinstall: 'node install-attack.cjs' } }),
+  'targets.json': JSON.stringify(targets),
+  'attack.cjs': ATTACK,
+  // A dependency install script: it runs during the build, in the build's sandbox.
+  'install-attack.cjs': `
+const { readFileSync, writeFileSync } = require('node:fs');
+const { attack } = require('./attack.cjs');
+writeFileSync('install-report.json', JSON.stringify(attack(JSON.parse(readFileSync('targets.json', 'utf8')))));
+`,
+  'agent.ts': `
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+
+const { attack } = createRequire(import.meta.url)('./attack.cjs');
+
+const State = Annotation.Root({ report: Annotation<Record<string, unknown>>() });
+const here = (name: string) => new URL(name, import.meta.url);
+
+export const graph = new StateGraph(State)
+  .addNode('attack', async () => {
+    const report = attack(JSON.parse(readFileSync(here('./targets.json'), 'utf8')));
+    try {
+      writeFileSync(here('./owned.txt'), 'x');
+      report['write own checkout'] = 'ok';
+    } catch (error) {
+      report['write own checkout'] = (error as NodeJS.ErrnoException).code;
+    }
+    return { report };
+  })
+  .addEdge(START, 'attack')
+  .addEdge('attack', END)
+  .compile();
+`,
+});
+
+/** A process and every process under it, from outside (/proc/<pid>/task/<tid>/children). */
+function processTree(pid: number): number[] {
+  const tree = [pid];
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    const children = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    for (const child of children ? children.split(/\s+/).map(Number) : []) tree.push(...processTree(child));
+  }
+  return tree;
+}
+
+const sandboxed = probeSandbox({ mode: 'auto', allowUnsandboxed: false, uidBase: 1_000_000_000, memoryBytes: 2 ** 31, cpus: 1 }).enabled;
+
+let platform: TestPlatform;
+let api: Api;
+let key: string;
+let victim: { id: string; latest_revision_id: string };
+let attacker: { id: string; latest_revision_id: string };
+let victimPids: number[];
+let targets: { platformFiles: string[]; dataDir: string; victimPids: number[]; platformPid: number; victimFile: string; platformSecretKey: string };
+
+beforeAll(async () => {
+  platform = await startControlPlanePlatform();
+  const tenant = await buildTenant(platform.system);
+  key = tenant.adminKey;
+  api = controlPlaneApi(platform.url, { key, tenant: tenant.workspace.id });
+  const created = await api('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(echoGraph('victim')).url, { name: 'victim', secrets: [{ name: 'GREETING_SECRET', value: 'victim-s3cret' }] }) });
+  victim = created.body;
+  expect((await waitForRevision(api, victim.id, victim.latest_revision_id)).status).toBe('DEPLOYED');
+
+  const { dataDir } = platform.deps.config;
+  // The data directory's secret files: the database superuser's password (embedded PostgreSQL) and an installation key file.
+  writeFileSync(join(dataDir, 'secret-key'), platform.deps.config.secretKey!.toString('base64'), { mode: 0o600, flag: 'w' });
+  const victimRuntime = platform.deps.deployedRuntimes!.runtimeOf(victim.latest_revision_id)!;
+  victimPids = processTree(victimRuntime.pid!()!);
+  targets = {
+    dataDir,
+    platformFiles: [join(dataDir, 'postgres-password'), join(dataDir, 'secret-key')],
+    victimPids,
+    platformPid: process.pid,
+    victimFile: join(dataDir, 'revisions', victim.latest_revision_id, 'repo', 'agent.ts'),
+    platformSecretKey: platform.deps.config.secretKey!.toString('base64'),
+  };
+  const attack = await api('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(attackerProject(targets)).url, { name: 'attacker' }) });
+  attacker = attack.body;
+  const revision = await waitForRevision(api, attacker.id, attacker.latest_revision_id);
+  if (revision.status !== 'DEPLOYED') throw new Error(JSON.stringify((await api('GET', `/v2/deployments/${attacker.id}/revisions/${attacker.latest_revision_id}/logs?type=build`)).body));
+}, 300_000);
+afterAll(async () => {
+  for (const deployment of [victim, attacker]) if (deployment) await api('DELETE', `/v2/deployments/${deployment.id}`);
+  await stopControlPlanePlatform(platform);
+});
+
+/** The targets exist and the victim runs: the attacks below were aimed right. */
+function expectTargetsReal() {
+  for (const file of targets.platformFiles) expect(readFileSync(file, 'utf8').length).toBeGreaterThan(0);
+  for (const pid of victimPids) expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).toContain('AGENT_PLATFORM_DEPLOYMENT_ID');
+  expect(victimPids.some((pid) => readFileSync(`/proc/${pid}/environ`, 'utf8').includes('victim-s3cret'))).toBe(true);
+  expect(readFileSync(targets.victimFile, 'utf8')).toContain('victim');
+}
+
+/** What every attack gets, from the build's install script or the runtime: nothing. */
+function expectNothingReached(report: Record<string, unknown>) {
+  for (const file of targets.platformFiles) expect([file, report[`read ${file}`]]).toEqual([file, 'ENOENT']);
+  expect(report['list data dir']).not.toMatch(/postgres|secret-key/);
+  for (const pid of victimPids) {
+    expect([pid, report[`environ ${pid}`]]).toEqual([pid, 'ENOENT']);
+    expect([pid, report[`kill ${pid}`]]).toEqual([pid, 'ESRCH']);
+  }
+  expect(report['platform environ']).toBe('ENOENT');
+  expect(report['signal platform']).toBe('ESRCH');
+  expect(report['read victim checkout']).toBe('ENOENT');
+  expect(report['write victim checkout']).toMatch(/^(ENOENT|EROFS|EACCES)$/);
+  // EPERM, or EINVAL where root is not even mapped into the sandbox's user namespace.
+  expect(report['become root']).toMatch(/^(EPERM|EINVAL)$/);
+  expect(report['env holds the platform key']).toBe('false');
+  expect(String(report['env names'])).not.toMatch(/GREETING_SECRET/);
+  // Its own PID namespace: a handful of processes, none of the machine's.
+  expect((report.visible_pids as string[]).length).toBeLessThan(6);
+}
+
+describe.skipIf(!sandboxed)('deployed code in its sandbox', () => {
+  it('a dependency install script reaches nothing of the platform or of another deployment', () => {
+    expectTargetsReal();
+    const report = JSON.parse(readFileSync(join(platform.deps.config.dataDir, 'revisions', attacker.latest_revision_id, 'repo', 'install-report.json'), 'utf8'));
+    expectNothingReached(report);
+  });
+
+  it('a graph at run time reaches nothing either, cannot change its own checkout, and runs as its own OS user', async () => {
+    expectTargetsReal();
+    const client = new Client({ apiUrl: `${platform.url}/deployments/${attacker.id}`, apiKey: key });
+    const { report } = (await client.runs.wait(null, 'agent', { input: {} })) as { report: Record<string, unknown> };
+    expectNothingReached(report);
+    expect(report['write own checkout']).toBe('EROFS');
+
+    // Each deployment runs as an OS user of its own, which alone owns its checkout.
+    const victimDir = join(platform.deps.config.dataDir, 'revisions', victim.latest_revision_id);
+    const attackerDir = join(platform.deps.config.dataDir, 'revisions', attacker.latest_revision_id);
+    if (process.getuid?.() === 0) {
+      expect(report.uid).not.toBe(0);
+      expect(statSync(attackerDir).uid).toBe(report.uid);
+      expect(statSync(victimDir).uid).not.toBe(report.uid);
+      expect(statSync(victimDir).mode & 0o777).toBe(0o700);
+    }
+
+    // The victim lived through it all and still answers, unchanged.
+    for (const pid of victimPids) expect(() => process.kill(pid, 0)).not.toThrow();
+    const victimClient = new Client({ apiUrl: `${platform.url}/deployments/${victim.id}`, apiKey: key });
+    expect(((await victimClient.runs.wait(null, 'agent', { input: { input: 'still there?' } })) as { reply: string }).reply).toBe('victim: still there?');
+  }, 60_000);
+});
+
