@@ -6,6 +6,7 @@ import { createLogger } from './logger.js';
 import { runAdmin } from './admin.js';
 import { registerDeploy } from './deploy-cli.js';
 import { createDeps } from './process.js';
+import { describeSandbox, probeSandbox } from './services/deployments/sandbox.js';
 
 const program = new Command('agent-platform')
   .description('Deploy and run LangGraph agents, record traces, meter usage and export traces.')
@@ -53,6 +54,12 @@ program
     const { startPlatform } = await import('./platform.js');
     const platform = await startPlatform(config, logger);
     printWelcome(platform.url, platform.firstApiKey, config);
+    // Where this process deploys customers' code, whether it can sandbox it is said plainly.
+    if (config.roles.includes('worker') && config.controlPlaneWorker) {
+      const sandbox = probeSandbox(config.sandbox);
+      console.log(`Deployments: ${describeSandbox(sandbox)}\n`);
+      if (!sandbox.enabled) logger.warn({ reason: sandbox.reason, allowUnsandboxed: sandbox.allowUnsandboxed }, 'deployed code cannot be sandboxed on this machine');
+    }
     // One line per runtime, which also tells scripts (and tests) that it is ready.
     for (const runtime of platform.runtimes) {
       console.log(`Runtime of deployment ${runtime.deploymentId} (graphs: ${runtime.graphIds.join(', ')}; in a ${runtime.where}) running at ${runtime.url}`);

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { AppError } from '../errors.js';
 import { assertStorableText } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
+import { probeSandbox } from '../services/deployments/sandbox.js';
 import { FilterError } from '../services/traces/filter.js';
 import { ingestAsViewer } from '../services/traces/ingest-as-viewer.js';
 import * as projects from '../services/traces/projects.service.js';
@@ -56,10 +57,15 @@ export function tracesRouter(deps: Deps): Router {
 
   // What the SDK reads first: batching limits and which encodings it may use. Public, as in LangSmith.
   router.get('/info', (_req, res) => {
+    const sandbox = probeSandbox(deps.config.sandbox);
     res.json({
       version: '0.1.0',
       license_expiration_time: null,
       tenant_handle: null,
+      // Whether this installation sandboxes deployed code (and, if not, whether it deploys anyway).
+      deployments: sandbox.enabled
+        ? { sandbox: sandbox.tool, per_deployment_user: sandbox.perDeploymentUser, resource_limits: sandbox.limits.enforced }
+        : { sandbox: null, unsandboxed_allowed: sandbox.allowUnsandboxed },
       batch_ingest_config: {
         use_multipart_endpoint: true,
         size_limit: 100,

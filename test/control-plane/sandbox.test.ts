@@ -93,7 +93,9 @@ function processTree(pid: number): number[] {
   return tree;
 }
 
-const sandboxed = probeSandbox({ mode: 'auto', allowUnsandboxed: false, uidBase: 1_000_000_000, memoryBytes: 2 ** 31, cpus: 1 }).enabled;
+const probe = probeSandbox({ mode: 'auto', allowUnsandboxed: false, uidBase: 1_000_000_000, memoryBytes: 2 ** 31, cpus: 1 });
+const sandboxed = probe.enabled;
+const limitsEnforced = probe.enabled && probe.limits.enforced;
 
 let platform: TestPlatform;
 let api: Api;
@@ -108,7 +110,9 @@ beforeAll(async () => {
   const tenant = await buildTenant(platform.system);
   key = tenant.adminKey;
   api = controlPlaneApi(platform.url, { key, tenant: tenant.workspace.id });
-  const created = await api('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(echoGraph('victim')).url, { name: 'victim', secrets: [{ name: 'GREETING_SECRET', value: 'victim-s3cret' }] }) });
+  const body = deploymentBody(makeGitRepo(echoGraph('victim')).url, { name: 'victim', secrets: [{ name: 'GREETING_SECRET', value: 'victim-s3cret' }] });
+  body.source_config.resource_spec = { memory_mb: 512, cpu: 0.5 } as never;
+  const created = await api('POST', '/v2/deployments', { body });
   victim = created.body;
   expect((await waitForRevision(api, victim.id, victim.latest_revision_id)).status).toBe('DEPLOYED');
 
@@ -194,3 +198,21 @@ describe.skipIf(!sandboxed)('deployed code in its sandbox', () => {
   }, 60_000);
 });
 
+
+describe.skipIf(!limitsEnforced)('resource limits', () => {
+  it('runs a deployment in cgroups holding its resource_spec (memory_mb, cpu)', () => {
+    // cgroup v1 here: the memory and cpu hierarchies, each with a group per deployment.
+    const groups = new Map(readFileSync(`/proc/${victimPids.at(-1)}/cgroup`, 'utf8').trim().split('\n').map((line) => [line.split(':')[1]!, line.split(':')[2]!]));
+    const memory = groups.get('memory');
+    if (memory !== undefined) {
+      expect(memory.endsWith(`/agent-platform/${victim.id}`)).toBe(true);
+      expect(readFileSync(join('/sys/fs/cgroup/memory', memory, 'memory.limit_in_bytes'), 'utf8').trim()).toBe(String(512 * 1024 * 1024));
+      const cpu = [...groups].find(([controllers]) => controllers.split(',').includes('cpu'))![1];
+      expect(readFileSync(join('/sys/fs/cgroup/cpu', cpu, 'cpu.cfs_quota_us'), 'utf8').trim()).toBe('50000');
+    } else {
+      const unified = groups.get('')!;
+      expect(unified.endsWith(`/agent-platform/${victim.id}`)).toBe(true);
+      expect(readFileSync(join('/sys/fs/cgroup', unified, 'memory.max'), 'utf8').trim()).toBe(String(512 * 1024 * 1024));
+    }
+  });
+});
