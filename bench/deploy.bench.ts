@@ -5,12 +5,18 @@
 // Times depend on the machine's load (printed with them); the CPU seconds that the platform's child
 // processes (git, the runtime children) spent per deployment do much less: they count the cold starts.
 //
+// It also prints what the sandbox costs one start: `node -e 0` in a deployment's sandbox (bubblewrap,
+// its own OS user and cgroups as the platform makes them) against the same command bare.
+//
 //   BENCH_DEPLOYS (default 10)   deployments created one after the other
+//   AGENT_PLATFORM_SANDBOX=none AGENT_PLATFORM_ALLOW_UNSANDBOXED=true   the same without the sandbox
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
+import { spawnSync } from 'node:child_process';
+import { deploymentFiles, deploymentSandbox, probeSandbox, sandboxEnvironment } from '../src/services/deployments/sandbox.js';
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
 
 const DEPLOYS = Number(process.env.BENCH_DEPLOYS ?? 10);
@@ -101,7 +107,36 @@ try {
   row('create → DEPLOYED', toDeployed);
   row('DEPLOYED → first run answered', toFirstRun);
   row('create → first run answered', toDeployed.map((value, i) => value + toFirstRun[i]!));
+  sandboxStartCost();
 } finally {
   await platform.stop();
   rmSync(repo, { recursive: true, force: true });
+}
+
+/** One start of `node -e 0` in a deployment's sandbox vs bare, alternated, 20 of each. */
+function sandboxStartCost() {
+  const { config, logger } = platform.deps;
+  const status = probeSandbox(config.sandbox);
+  console.log(`sandbox: ${status.enabled ? `bubblewrap ${status.version}, own OS user ${status.perDeploymentUser}, limits ${status.limits.how}` : `none (${status.reason})`}`);
+  if (!status.enabled) return;
+  const deployment = { id: '00000000-0000-4000-8000-00000000be4c', sandbox_id: 999_999 };
+  const files = deploymentFiles(config.dataDir, deployment, status, config.sandbox);
+  const sandbox = deploymentSandbox(status, config.sandbox, files, deployment, logger);
+  const env = { ...sandboxEnvironment(status, files) };
+  const bare: number[] = [];
+  const sandboxed: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    let started = performance.now();
+    spawnSync(process.execPath, ['-e', '0'], { env });
+    bare.push(performance.now() - started);
+    const command = sandbox.wrap(process.execPath, ['-e', '0'], { readOnly: [], writable: [], cwd: '/tmp' });
+    started = performance.now();
+    const result = spawnSync(command.file, command.args, { env, uid: command.uid, gid: command.gid });
+    sandboxed.push(performance.now() - started);
+    if (result.status !== 0) throw new Error(`sandboxed node failed: ${result.stderr}`);
+  }
+  sandbox.release();
+  const ms = (values: number[]) => `p50 ${percentile(values, 50).toFixed(1)} ms  min ${Math.min(...values).toFixed(1)} ms`;
+  console.log(`node -e 0 bare                     ${ms(bare)}`);
+  console.log(`node -e 0 in a deployment sandbox  ${ms(sandboxed)}   (sandbox start: +${(percentile(sandboxed, 50) - percentile(bare, 50)).toFixed(1)} ms)`);
 }

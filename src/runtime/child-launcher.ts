@@ -1,5 +1,7 @@
 // The control plane's launcher: each deployment's runtime runs in an OS process of its own
-// (runtime-child.ts) whose environment holds what that runtime needs and nothing of the platform's:
+// (runtime-child.ts), inside the deployment's sandbox (services/deployments/sandbox.ts: bubblewrap,
+// its own mount, PID, IPC and UTS namespaces, its revision's files read-only, its own OS user when
+// the platform is root), whose environment holds what that runtime needs and nothing of the platform's:
 //   - the deployment's secrets, as environment variables;
 //   - a database login of its own (a role made for the deployment that may only read and write what a
 //     runtime uses: runtime-database.ts), so the platform's database password is not in it;
