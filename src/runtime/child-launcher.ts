@@ -44,7 +44,7 @@ function baseEnvironment(cwd: string): Record<string, string> {
  * up first and grants them). Its password is derived from the installation's key for that deployment:
  * every runtime of the deployment (the serving one, the next revision's loaded by its build, a
  * restarted one) logs in with the same one, so starting one never locks another out of new
- * connections. When the platform's role may not create roles, the platform's own URL is the fallback,
+ * connections. When the admin login may not create roles, the platform's own URL is the fallback,
  * with a warning.
  */
 async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<string> {
@@ -53,12 +53,8 @@ async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrig
   const role = runtimeLoginRole(deploymentId);
   const password = deps.secrets.derive(`database-login:${deploymentId}`).key.toString('hex');
   try {
-    // Role names and the password are generated here (hex and a uuid), so quoting them is safe.
-    await deps.db.pool.query(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}'`).catch(async (error: { code?: string }) => {
-      // It exists (an earlier runtime, or one starting now): make sure it logs in with this password.
-      if (error.code !== '42710') throw error;
-      await deps.db.pool.query(`ALTER ROLE "${role}" LOGIN PASSWORD '${password}'`);
-    });
+    // Made (or, for an earlier runtime's, reset to this password) by the admin login, not the platform's.
+    await deps.adminLogin.ensureLogin(role, password);
     await grantRuntimeLogin(deps.db, deploymentId);
     const url = new URL(deps.db.url);
     url.username = role;
