@@ -49,7 +49,10 @@ async function openDatabase(config: Config, logger: Logger): Promise<OpenedDatab
   const adminUrl = embedded?.adminUrl ?? config.adminDatabaseUrl ?? url;
   try {
     await migrateDatabase(url, logger);
-    if (!embedded) await checkDatabaseLogins({ platform: url, admin: adminUrl, adminConfigured: config.adminDatabaseUrl !== undefined }, logger);
+    if (!embedded) {
+      const launchesDeployments = config.roles.includes('worker') && config.controlPlaneWorker;
+      await checkDatabaseLogins({ platform: url, admin: adminUrl, adminConfigured: config.adminDatabaseUrl !== undefined }, { launchesDeployments }, logger);
+    }
     return { url, adminUrl, embedded };
   } catch (error) {
     await embedded?.stop();

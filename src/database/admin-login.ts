@@ -111,10 +111,14 @@ export function openAdminLogin(url: string): AdminLogin {
 /**
  * What the platform's and the admin's logins may do, said once at start when it is more than they
  * should: a superuser platform login (deployed code that got it would own the server), or deployments'
- * logins made by a superuser, or no login able to make them (deployed code then runs on the
- * platform's login).
+ * logins made by a superuser, or (in a process that launches deployments) no login able to make them:
+ * deployed code then runs on the platform's login.
  */
-export async function checkDatabaseLogins(urls: { platform: string; admin: string; adminConfigured: boolean }, logger: Logger): Promise<void> {
+export async function checkDatabaseLogins(
+  urls: { platform: string; admin: string; adminConfigured: boolean },
+  options: { launchesDeployments: boolean },
+  logger: Logger,
+): Promise<void> {
   const attributes = async (url: string) => {
     const client = new pg.Client({ connectionString: url, application_name: 'agent-platform-setup' });
     await client.connect();
@@ -137,7 +141,7 @@ export async function checkDatabaseLogins(urls: { platform: string; admin: strin
       { login: admin.name, via: urls.adminConfigured ? 'AGENT_PLATFORM_ADMIN_DATABASE_URL' : 'DATABASE_URL' },
       "deployed code's database logins are made by a superuser login: set AGENT_PLATFORM_ADMIN_DATABASE_URL to a login with CREATEROLE that is not a superuser",
     );
-  } else if (!admin.createrole) {
+  } else if (!admin.createrole && options.launchesDeployments) {
     logger.warn(
       { login: admin.name },
       "no database login may make deployments' logins (CREATEROLE): deployed code will run on the platform's login; set AGENT_PLATFORM_ADMIN_DATABASE_URL",

@@ -10,7 +10,7 @@ import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { openAdminLogin } from '../../src/database/admin-login.js';
 import { type EmbeddedDatabase, SUPERUSER_PASSWORD_FILE, startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
@@ -20,6 +20,7 @@ import { createDeps } from '../../src/process.js';
 import { dropRuntimeLogin, grantRuntimeLogin, runtimeLoginRole, setUpDeploymentDatabase } from '../../src/runtime/runtime-database.js';
 import { CHECKPOINT_SCHEMA } from '../../src/services/threads/checkpoints.store.js';
 import { bossConnection } from '../../src/workers/boss.js';
+import { adminLoginUrl, databaseUrl } from '../helpers.js';
 
 const logger = pino({ level: 'silent' });
 const cleanups: (() => Promise<void>)[] = [];
@@ -202,4 +203,39 @@ describe('the embedded database', () => {
     expect(await deploymentLoginExists(embedded.url, legacyDeployment)).toBe(false);
     await expect(query(runtimeUrl, 'SELECT 1')).rejects.toMatchObject({ code: expect.stringMatching(/^28/) });
   }, 240_000);
+});
+
+describe('an external database', () => {
+  /** Starts a process's dependencies as `start` does on DATABASE_URL, and returns the warnings it logged. */
+  async function startWarnings(env: Record<string, string>): Promise<string[]> {
+    const lines: { level: number; msg: string }[] = [];
+    const captured = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const config = loadConfig({}, { AGENT_PLATFORM_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'), AGENT_PLATFORM_INGEST_THREADS: '0', ...env });
+    const wiring = await createDeps(config, captured, { listen: false });
+    await wiring.stop();
+    return lines.filter((line) => line.level === 40).map((line) => line.msg);
+  }
+  // The test server's superuser, on this file's database.
+  const superuserOnFileDatabase = () => {
+    const url = new URL(inject('adminDatabaseUrl'));
+    url.pathname = new URL(databaseUrl()).pathname;
+    return url.toString();
+  };
+
+  it('says when the platform, and the logins of deployed code, come from a superuser login', async () => {
+    const warnings = await startWarnings({ DATABASE_URL: superuserOnFileDatabase() });
+    expect(warnings).toEqual([
+      expect.stringContaining("the platform's database login is a superuser"),
+      expect.stringContaining("deployed code's database logins are made by a superuser login"),
+    ]);
+  });
+
+  it('says when no login may make deployments\' logins, and nothing with a separate admin login', async () => {
+    expect(await startWarnings({ DATABASE_URL: databaseUrl() })).toEqual([expect.stringContaining("no database login may make deployments' logins")]);
+    expect(await startWarnings({ DATABASE_URL: databaseUrl(), AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl() })).toEqual([]);
+  });
+
+  it('takes no admin login without DATABASE_URL (the embedded database has its own)', () => {
+    expect(() => loadConfig({}, { AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl() })).toThrow(/AGENT_PLATFORM_ADMIN_DATABASE_URL: set DATABASE_URL too/);
+  });
 });
