@@ -112,7 +112,7 @@ export function openAdminLogin(url: string): AdminLogin {
  * What the platform's and the admin's logins may do, said once at start when it is more than they
  * should: a superuser platform login (deployed code that got it would own the server), or deployments'
  * logins made by a superuser, or (in a process that launches deployments) no login able to make them:
- * deployed code then runs on the platform's login.
+ * deploys then fail, since deployed code is never given the platform's login.
  */
 export async function checkDatabaseLogins(
   urls: { platform: string; admin: string; adminConfigured: boolean },
@@ -144,7 +144,7 @@ export async function checkDatabaseLogins(
   } else if (!admin.createrole && options.launchesDeployments) {
     logger.warn(
       { login: admin.name },
-      "no database login may make deployments' logins (CREATEROLE): deployed code will run on the platform's login; set AGENT_PLATFORM_ADMIN_DATABASE_URL",
+      "no database login may make deployments' logins (CREATEROLE): deploys will fail until one can; set AGENT_PLATFORM_ADMIN_DATABASE_URL",
     );
   }
 }

@@ -188,7 +188,7 @@ const pgLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`;
  * stops it logging in and ends its open sessions (its runtimes are being stopped anyway), the platform's
  * login revokes every privilege it granted it in this database, and the admin login drops the role.
  * (`DROP OWNED BY` would need the platform's login to hold the runtime login's privileges.)
- * Idempotent: no role (already dropped, or runtimes fell back to the platform's login), no-op.
+ * Idempotent: no role (already dropped, or never made), no-op.
  */
 export async function dropRuntimeLogin(deps: Pick<Deps, 'db' | 'adminLogin'>, deploymentId: string): Promise<void> {
   const name = runtimeLoginRole(deploymentId);
