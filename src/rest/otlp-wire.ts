@@ -118,6 +118,14 @@ export function encodeExportResponse(encoding: OtlpEncoding, rejected: { count: 
   return Buffer.from(ExportTraceServiceResponse.encode(ExportTraceServiceResponse.fromObject(response)).finish());
 }
 
+/**
+ * An ExportTraceServiceRequest in protobuf from its protobufjs object form (camelCase fields, ids as
+ * bytes, times as decimal strings): what an exporter sends, for the benchmark's load.
+ */
+export function encodeExportRequest(request: Record<string, unknown>): Buffer {
+  return Buffer.from(ExportTraceServiceRequest.encode(ExportTraceServiceRequest.fromObject(request)).finish());
+}
+
 // google.rpc.Code values by HTTP status, for the Status body of an error.
 const RPC_CODES: Record<number, number> = { 400: 3, 401: 16, 403: 7, 404: 5, 409: 6, 413: 8, 415: 3, 422: 3, 429: 8, 503: 14 };
 
