@@ -29,10 +29,11 @@ import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { makeRequests, RUNS_PER_REQUEST, RUNS_PER_TRACE } from './ingest-payload.js';
+import { otlpBody } from './otlp-payload.js';
 import { formatWaits, sampleWaits } from './pg-waits.js';
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
 
-type LoadOptions = { url: string; key: string; requests: number; concurrency: number; session: string };
+type LoadOptions = { url: string; key: string; requests: number; concurrency: number; session: string; format?: 'multipart' | 'otlp' };
 type LoadResult = { busyMs: number; cpuMs: number; runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
 
 /** CPU time of the calling thread alone, in ms (not the process: the server, client and PostgreSQL are told apart). */
@@ -44,7 +45,12 @@ function threadCpuMs(): number {
 // ───────────────────────────── load generator (worker thread) ─────────────────────────────
 
 async function generateLoad(options: LoadOptions): Promise<LoadResult> {
-  const requests = makeRequests(options.session, options.requests, 0);
+  const built = makeRequests(options.session, options.requests, options.format === 'otlp' ? 2_000_000 : 0);
+  // The OTLP phase posts the same trees as spans (bench/otlp-payload.ts), the project in Langsmith-Project.
+  const requests = options.format === 'otlp' ? built.map((request) => ({ ...request, ...otlpBody(request.runs) })) : built;
+  const target = options.format === 'otlp'
+    ? { path: '/otel/v1/traces', headers: () => ({ 'x-api-key': options.key, 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip', 'langsmith-project': options.session }) }
+    : { path: '/runs/multipart', headers: (request: (typeof built)[number]) => ({ 'x-api-key': options.key, 'content-type': `multipart/form-data; boundary=${request.boundary}`, 'content-encoding': 'gzip' }) };
   const statuses: Record<number, number> = {};
   const latenciesMs: number[] = [];
   let next = 0;
@@ -55,9 +61,9 @@ async function generateLoad(options: LoadOptions): Promise<LoadResult> {
     while (next < requests.length) {
       const request = requests[next++]!;
       const sent = performance.now();
-      const response = await fetch(`${options.url}/runs/multipart`, {
+      const response = await fetch(`${options.url}${target.path}`, {
         method: 'POST',
-        headers: { 'x-api-key': options.key, 'content-type': `multipart/form-data; boundary=${request.boundary}`, 'content-encoding': 'gzip' },
+        headers: target.headers(request),
         body: request.body as Uint8Array<ArrayBuffer>,
       });
       await response.arrayBuffer();
@@ -146,6 +152,14 @@ async function main() {
       return { load, cpu, waits, walBytes, stored, rate: load.runsSent / (load.wallMs / 1000), sorted: [...load.latenciesMs].sort((a, b) => a - b) };
     };
 
+    /** One OTLP phase: the same number of requests of the same trees as spans, OTLP protobuf (gzip), same clients. */
+    const measureOtlp = async () => {
+      const before = await countRuns(platform.deps.db.pool, workspace.id);
+      const load = await runLoad({ url: platform.url!, key, requests: REQUESTS, concurrency: CONCURRENCY, session: `${session}-otlp`, format: 'otlp' });
+      const stored = (await countRuns(platform.deps.db.pool, workspace.id)) - before;
+      return { load, stored, rate: load.runsSent / (load.wallMs / 1000), sorted: [...load.latenciesMs].sort((a, b) => a - b) };
+    };
+
     /**
      * One raw phase: the ceiling, multi-row INSERTs of fresh rows of the same shape straight into the same
      * table over RAW_CONNECTIONS connections, half the requests' rows as VALUES lists (when `forms` has
@@ -200,8 +214,14 @@ async function main() {
     // 0.80 with the same code, so the figure is the median round's, each HTTP phase beside its own raw one.
     console.log(`${ROUNDS} rounds of: HTTP, ${REQUESTS} multipart posts × ${RUNS_PER_REQUEST} runs, ${CONCURRENCY} concurrent; then raw, multi-row INSERTs of the same rows, ${RAW_CONNECTIONS} connections …`);
     const rounds: { http: Awaited<ReturnType<typeof measureHttp>>; raw: Awaited<ReturnType<typeof measureRaw>>; ratio: number }[] = [];
+    const otlpRounds: { otlp: Awaited<ReturnType<typeof measureOtlp>>; ratio: number }[] = [];
+    await runLoad({ url: platform.url!, key, requests: 10, concurrency: 4, session: `${session}-otlp`, format: 'otlp' });
     for (let round = 1; round <= ROUNDS; round++) {
       const http = await measureHttp();
+      // OTLP right after multipart, on the same machine state: spans/s against runs/s for the same trees.
+      const otlp = await measureOtlp();
+      otlpRounds.push({ otlp, ratio: otlp.rate / http.rate });
+      console.log(`  round ${round}: OTLP protobuf ${Math.round(otlp.rate).toLocaleString('en-US')} spans/s, multipart ${Math.round(http.rate).toLocaleString('en-US')} runs/s, ratio ${(otlp.rate / http.rate).toFixed(2)} (responses ${JSON.stringify(otlp.load.statuses)})`);
       // The VALUES form is measured once, for comparison: ingest uses unnest.
       const raw = await measureRaw(round === 1 ? ['values', 'unnest'] : ['unnest']);
       rounds.push({ http, raw, ratio: http.rate / raw.rates.unnest! });
@@ -215,7 +235,9 @@ async function main() {
     const httpRate = median.http.rate;
     const rawRates = { values: rounds[0]!.raw.rates.values!, unnest: median.raw.rates.unnest! };
     const rawRate = rawRates.unnest;
-    const lost = rounds.reduce((sum, { http }) => sum + http.load.runsSent - http.stored, 0);
+    const otlpLost = otlpRounds.reduce((sum, { otlp }) => sum + otlp.load.runsSent - otlp.stored, 0);
+    const lost = rounds.reduce((sum, { http }) => sum + http.load.runsSent - http.stored, 0) + otlpLost;
+    const otlpMedian = [...otlpRounds].sort((a, b) => a.ratio - b.ratio)[Math.floor((otlpRounds.length - 1) / 2)]!;
     console.log('');
     console.log(`machine: ${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), Node ${process.version}, embedded PostgreSQL on the same machine`);
     console.log(`payload: ${RUNS_PER_REQUEST} runs per request (${RUNS_PER_TRACE}-run traces), ${(load.rawBytes / load.runsSent / 1024).toFixed(1)} KiB per run as multipart, gzip ${(load.rawBytes / load.bodyBytes).toFixed(1)}×`);
@@ -245,6 +267,12 @@ async function main() {
       console.log(`  unnest WAL          ${Math.round(rawUnnest.walBytes / rawUnnest.rows).toLocaleString('en-US')} bytes per row`);
     }
     console.log(`HTTP / raw unnest   ${(httpRate / rawRate).toFixed(2)}× (median of ${rounds.map(({ ratio }) => ratio.toFixed(2)).join(', ')})`);
+    const otlpSorted = otlpMedian.otlp.sorted;
+    console.log(`OTLP ingest (POST /otel/v1/traces, protobuf gzip, the same trees as spans, ${CONCURRENCY} concurrent), its median round:`);
+    console.log(`  spans/s           ${Math.round(otlpMedian.otlp.rate).toLocaleString('en-US')} (${(otlpMedian.otlp.load.rawBytes / otlpMedian.otlp.load.runsSent / 1024).toFixed(1)} KiB per span as protobuf, gzip ${(otlpMedian.otlp.load.rawBytes / otlpMedian.otlp.load.bodyBytes).toFixed(1)}×)`);
+    console.log(`  ack latency       p50 ${percentile(otlpSorted, 50).toFixed(1)} ms, p99 ${percentile(otlpSorted, 99).toFixed(1)} ms`);
+    console.log(`  spans sent        ${otlpRounds.reduce((sum, { otlp }) => sum + otlp.load.runsSent, 0).toLocaleString('en-US')}, ${otlpLost === 0 ? 'all stored' : `${otlpLost} MISSING`}`);
+    console.log(`OTLP / multipart    ${otlpMedian.ratio.toFixed(2)}× (median of ${otlpRounds.map(({ ratio }) => ratio.toFixed(2)).join(', ')}; target 0.8×)`);
     console.log(`load average        ${loadavg().map((n) => n.toFixed(1)).join(' ')} (other processes on this machine share its cores)`);
 
     // Where a batch's time goes: the same stages the ingest thread runs, one request at a time here.
@@ -263,6 +291,7 @@ async function main() {
       const figures: Record<string, { value: number; unit: string; floor?: number; reference?: number }> = {
         'ingest runs/s (multipart, 32 clients) vs raw unnest insert': { value: httpRate, unit: 'runs/s', floor: rawRate },
         'ingest ack p50': { value: percentile(sorted, 50), unit: 'ms' },
+        'ingest spans/s (OTLP protobuf, 32 clients) vs multipart runs/s': { value: otlpMedian.otlp.rate, unit: 'spans/s', floor: 0.8 * httpRate },
         'ingest ack p99': { value: percentile(sorted, 99), unit: 'ms' },
         'ingest runs lost': { value: lost, unit: 'runs' },
         'ingest statements per request': { value: breakdown.statementsPerRequest, unit: 'statements' },

@@ -11,6 +11,12 @@ const byteSize = z
 
 const EnvSchema = z.object({
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+  /**
+   * With DATABASE_URL: the login (CREATEROLE, not a superuser) that makes and drops deployments'
+   * logins, on the same database. Without it DATABASE_URL's login does (start-up warns if that is a
+   * superuser). The embedded database has its own admin login.
+   */
+  AGENT_PLATFORM_ADMIN_DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   PORT: z.coerce.number().int().min(0).max(65535).default(4100),
   HOST: z.string().min(1).default('127.0.0.1'),
   PUBLIC_URL: z.url().optional(),
@@ -176,6 +182,7 @@ const EnvSchema = z.object({
 
 export type Config = {
   databaseUrl: string | undefined;
+  adminDatabaseUrl: string | undefined;
   port: number;
   host: string;
   publicUrl: string | undefined;
@@ -261,8 +268,12 @@ export function loadConfig(
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.') || 'env'}: ${issue.message}`));
   }
   const value = parsed.data;
+  if (value.AGENT_PLATFORM_ADMIN_DATABASE_URL && !value.DATABASE_URL) {
+    throw new ConfigError(['AGENT_PLATFORM_ADMIN_DATABASE_URL: set DATABASE_URL too (the embedded database has its own admin login)']);
+  }
   return {
     databaseUrl: value.DATABASE_URL,
+    adminDatabaseUrl: value.AGENT_PLATFORM_ADMIN_DATABASE_URL,
     port: value.PORT,
     host: value.HOST,
     publicUrl: value.PUBLIC_URL?.replace(/\/$/, ''),

@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createSecretBox, resolveSecretKey } from './crypto.js';
+import { checkDatabaseLogins, openAdminLogin } from './database/admin-login.js';
 import { type EmbeddedDatabase, startEmbeddedPostgres } from './database/embedded-postgres.js';
 import { migrateDatabase } from './database/migrate.js';
 import { connectDatabase } from './db.js';
@@ -36,13 +37,23 @@ export type ProcessDeps = {
   stop(): Promise<void>;
 };
 
-/** Opens the database (starting the embedded one when no DATABASE_URL is set) and migrates it. */
-async function openDatabase(config: Config, logger: Logger): Promise<{ url: string; embedded: EmbeddedDatabase | undefined }> {
+type OpenedDatabase = { url: string; adminUrl: string; embedded: EmbeddedDatabase | undefined };
+
+/**
+ * Opens the database (starting the embedded one when no DATABASE_URL is set) and migrates it. The
+ * admin login is the embedded one's, else AGENT_PLATFORM_ADMIN_DATABASE_URL, else the platform's.
+ */
+async function openDatabase(config: Config, logger: Logger): Promise<OpenedDatabase> {
   const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres(config.dataDir, logger);
   const url = config.databaseUrl ?? embedded!.url;
+  const adminUrl = embedded?.adminUrl ?? config.adminDatabaseUrl ?? url;
   try {
     await migrateDatabase(url, logger);
-    return { url, embedded };
+    if (!embedded) {
+      const launchesDeployments = config.roles.includes('worker') && config.controlPlaneWorker;
+      await checkDatabaseLogins({ platform: url, admin: adminUrl, adminConfigured: config.adminDatabaseUrl !== undefined }, { launchesDeployments }, logger);
+    }
+    return { url, adminUrl, embedded };
   } catch (error) {
     await embedded?.stop();
     throw error;
@@ -51,7 +62,9 @@ async function openDatabase(config: Config, logger: Logger): Promise<{ url: stri
 
 /** Builds a process's dependencies: database pool, secrets, event bus and (api role) ingest threads. */
 export async function createDeps(config: Config, logger: Logger, options: CreateDepsOptions = {}): Promise<ProcessDeps> {
-  const { url, embedded } = options.databaseUrl ? { url: options.databaseUrl, embedded: undefined } : await openDatabase(config, logger);
+  const { url, adminUrl, embedded }: OpenedDatabase = options.databaseUrl
+    ? { url: options.databaseUrl, adminUrl: config.adminDatabaseUrl ?? options.databaseUrl, embedded: undefined }
+    : await openDatabase(config, logger);
   let secrets;
   try {
     // The generated key belongs to the embedded database, whichever thread or process opened it.
@@ -65,7 +78,8 @@ export async function createDeps(config: Config, logger: Logger, options: Create
   const threaded = options.ingestThreads ?? (config.roles.includes('api') && config.ingestThreads > 0);
   const ingestThreads = threaded && config.ingestThreads > 0 ? new IngestThreads({ config, databaseUrl: db.url }, config.ingestThreads, logger) : undefined;
   const viewers = new ViewerCache(config.apiKeyCacheSeconds * 1000);
-  const deps: Deps = { config, db, events, secrets, logger, viewers, ingestThreads };
+  const adminLogin = openAdminLogin(adminUrl);
+  const deps: Deps = { config, db, events, secrets, logger, viewers, ingestThreads, adminLogin };
 
   const steps: (() => Promise<unknown>)[] = [];
   const stop = async () => {
@@ -75,6 +89,7 @@ export async function createDeps(config: Config, logger: Logger, options: Create
     await db.drain(5_000);
     await events.stop();
     await db.close().catch(() => undefined);
+    await adminLogin.close().catch(() => undefined);
     await embedded?.stop();
   };
   try {

@@ -8,6 +8,7 @@ import { expect, inject } from 'vitest';
 import { TEMPLATE_DATABASE, TEST_DATABASE_PREFIX } from './database-names.js';
 
 const adminUrl = inject('adminDatabaseUrl');
+const logins = inject('databaseLogins');
 // Named after the test file, so a leftover or a slow query in pg_stat_activity says whose it is.
 const fileName = basename(expect.getState().testPath ?? 'test', '.test.ts').replace(/[^a-z0-9]+/gi, '_').toLowerCase().slice(0, 32);
 const name = `${TEST_DATABASE_PREFIX}${fileName}_${randomBytes(4).toString('hex')}`;
@@ -15,13 +16,18 @@ const name = `${TEST_DATABASE_PREFIX}${fileName}_${randomBytes(4).toString('hex'
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
 try {
-  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}`);
+  // Owned by the platform's login, as the installation's database is.
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}${logins.owner ? ` OWNER ${logins.owner}` : ''}`);
 } finally {
   await admin.end();
 }
 
-const url = new URL(adminUrl);
-url.pathname = `/${name}`;
-// Read through databaseUrl() in test/helpers.ts; each test file runs in a process of its own.
-process.env.TEST_FILE_DATABASE_URL = url.toString();
+const onFileDatabase = (login: string) => {
+  const url = new URL(login);
+  url.pathname = `/${name}`;
+  return url.toString();
+};
+// Read through databaseUrl() and adminLoginUrl() in test/helpers.ts; each test file runs in a process of its own.
+process.env.TEST_FILE_DATABASE_URL = onFileDatabase(logins.platform);
+process.env.TEST_FILE_ADMIN_DATABASE_URL = onFileDatabase(logins.admin);
 

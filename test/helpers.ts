@@ -18,11 +18,19 @@ export const databaseUrl = () => {
   return url;
 };
 
+/** The login that makes deployments' logins, on this test file's database (AGENT_PLATFORM_ADMIN_DATABASE_URL). */
+export const adminLoginUrl = () => {
+  const url = process.env.TEST_FILE_ADMIN_DATABASE_URL;
+  if (!url) throw new Error('TEST_FILE_ADMIN_DATABASE_URL is unset: test/file-database.ts runs first as a vitest setup file');
+  return url;
+};
+
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig(
     {},
     {
       DATABASE_URL: databaseUrl(),
+      AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl(),
       PORT: '0',
       AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
       AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),

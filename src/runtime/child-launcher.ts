@@ -48,8 +48,8 @@ function baseEnvironment(): Record<string, string> {
  * up first and grants them). Its password is derived from the installation's key for that deployment:
  * every runtime of the deployment (the serving one, the next revision's loaded by its build, a
  * restarted one) logs in with the same one, so starting one never locks another out of new
- * connections. When the platform's role may not create roles, the platform's own URL is the fallback,
- * with a warning.
+ * connections. When the admin login may not create roles, the runtime does not start (its deploy
+ * fails saying so): deployed code is never given the platform's own login.
  */
 async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrigin'>, sandboxed: boolean): Promise<string> {
   const { deploymentId } = spec;
@@ -57,25 +57,20 @@ async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrig
   const role = runtimeLoginRole(deploymentId);
   const password = deps.secrets.derive(`database-login:${deploymentId}`).key.toString('hex');
   try {
-    // Role names and the password are generated here (hex and a uuid), so quoting them is safe.
-    await deps.db.pool.query(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}'`).catch(async (error: { code?: string }) => {
-      // It exists (an earlier runtime, or one starting now): make sure it logs in with this password.
-      if (error.code !== '42710') throw error;
-      await deps.db.pool.query(`ALTER ROLE "${role}" LOGIN PASSWORD '${password}'`);
-    });
-    await grantRuntimeLogin(deps.db, deploymentId);
-    const url = new URL(deps.db.url);
-    url.username = role;
-    url.password = password;
-    url.searchParams.delete('options');
-    // The embedded server's Unix socket lives in the platform's data directory, which a sandbox does
-    // not see: a sandboxed runtime connects over loopback TCP.
-    if (sandboxed) url.searchParams.delete('host');
-    return url.toString();
+    // Made (or, for an earlier runtime's, reset to this password) by the admin login, not the platform's.
+    await deps.adminLogin.ensureLogin(role, password);
   } catch (error) {
-    deps.logger.warn({ err: error, deploymentId }, "could not create the runtime's own database role; it uses the platform's login");
-    return deps.db.url;
+    throw new Error(`could not make the deployment's own database login (${(error as Error).message}); give the platform an admin login that may create roles (AGENT_PLATFORM_ADMIN_DATABASE_URL)`);
   }
+  await grantRuntimeLogin(deps.db, deploymentId);
+  const url = new URL(deps.db.url);
+  url.username = role;
+  url.password = password;
+  url.searchParams.delete('options');
+  // The embedded server's Unix socket lives in the platform's data directory, which a sandbox does
+  // not see: a sandboxed runtime connects over loopback TCP.
+  if (sandboxed) url.searchParams.delete('host');
+  return url.toString();
 }
 
 /** Waits for the child's next report; rejects (killing it) when it exits or takes too long. */

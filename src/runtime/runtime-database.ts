@@ -15,6 +15,7 @@ import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { type Database, withTransaction } from '../db.js';
+import type { Deps } from '../services/context.js';
 import { recordThreadTtl } from '../services/deployments/deployments.store.js';
 import { runQueueFor } from '../services/runs/run-queue.js';
 import { runQueueName } from '../services/runs/run-queue-name.js';
@@ -112,21 +113,16 @@ const AGENT_SERVER_TABLES = ['agent_threads', 'agent_runs', 'run_events', 'agent
 const DEPLOYMENT_COLUMNS = ['id', 'tenant_id', 'name', 'graph_ids', 'active_revision_id', 'deleted_at', 'thread_default_ttl_minutes'];
 
 /**
- * Grants a deployment's runtime login what a runtime uses, and takes away what an earlier version of
- * the platform gave it (membership of the platform's role). Idempotent; serialised across processes,
- * since concurrent GRANTs on one object fail with "tuple concurrently updated".
+ * Grants a deployment's runtime login what a runtime uses, as the owner of the tables (the platform's
+ * login); the admin login made the role and took away its memberships and settings
+ * (AdminLogin.ensureLogin). Idempotent; serialised across processes, since concurrent GRANTs on one
+ * object fail with "tuple concurrently updated".
  */
 export async function grantRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId: string): Promise<void> {
   const role = `"${runtimeLoginRole(deploymentId)}"`;
   const store = `"${storeSchema(deploymentId)}"`;
   await withTransaction(db, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [GRANT_LOCK]);
-    const { rows: memberships } = await client.query<{ name: string }>(
-      `SELECT r.rolname AS name FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid WHERE m.member = $1::regrole`,
-      [runtimeLoginRole(deploymentId)],
-    );
-    for (const { name } of memberships) await client.query(`REVOKE "${name.replace(/"/g, '""')}" FROM ${role}`);
-    await client.query(`ALTER ROLE ${role} RESET ALL`);
     await client.query(`GRANT USAGE ON SCHEMA public, ${CHECKPOINT_SCHEMA}, ${store}, pgboss TO ${role}`);
     await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${AGENT_SERVER_TABLES.join(', ')} TO ${role}`);
     await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON deployment_runtimes TO ${role}`);
@@ -188,21 +184,34 @@ async function limitRunJobsToOwnQueue(client: pg.PoolClient): Promise<void> {
 const pgLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /**
- * Takes a deleted deployment's runtime login away, so nothing logs in as it again: the role stops
- * logging in, its open sessions are ended (its runtimes are being stopped anyway), its grants are
- * revoked (`DROP OWNED BY`, which in this database also covers its column grants) and the role is
- * dropped. Idempotent: no role (already dropped, or runtimes fell back to the platform's login), no-op.
+ * Takes a deleted deployment's runtime login away, so nothing logs in as it again: the admin login
+ * stops it logging in and ends its open sessions (its runtimes are being stopped anyway), the platform's
+ * login revokes every privilege it granted it in this database, and the admin login drops the role.
+ * (`DROP OWNED BY` would need the platform's login to hold the runtime login's privileges.)
+ * Idempotent: no role (already dropped, or never made), no-op.
  */
-export async function dropRuntimeLogin(db: Pick<Database, 'pool'>, deploymentId: string): Promise<void> {
+export async function dropRuntimeLogin(deps: Pick<Deps, 'db' | 'adminLogin'>, deploymentId: string): Promise<void> {
   const name = runtimeLoginRole(deploymentId);
-  await withTransaction(db, async (client) => {
+  if (!(await deps.adminLogin.disableLogin(name))) return;
+  await withTransaction(deps.db, async (client) => {
     // Same lock as the grants, so a launch granting it now is not half undone.
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [GRANT_LOCK]);
-    const { rowCount } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
-    if (!rowCount) return;
-    await client.query(`ALTER ROLE "${name}" NOLOGIN`);
-    await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [name]);
-    await client.query(`DROP OWNED BY "${name}"`);
-    await client.query(`DROP ROLE "${name}"`);
+    const { rows } = await client.query<{ statement: string }>(
+      `SELECT DISTINCT CASE
+           WHEN d.classid = 'pg_class'::regclass THEN
+             format('REVOKE ALL ON %s %s FROM %I', CASE WHEN c.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, d.objid::regclass, $1::text)
+           WHEN d.classid = 'pg_namespace'::regclass THEN format('REVOKE ALL ON SCHEMA %I FROM %I', n.nspname, $1::text)
+           WHEN d.classid = 'pg_proc'::regclass THEN format('REVOKE ALL ON ROUTINE %s FROM %I', d.objid::regprocedure, $1::text)
+           WHEN d.classid = 'pg_type'::regclass THEN format('REVOKE ALL ON TYPE %s FROM %I', d.objid::regtype, $1::text)
+         END AS statement
+         FROM pg_shdepend d
+         LEFT JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+         LEFT JOIN pg_namespace n ON d.classid = 'pg_namespace'::regclass AND n.oid = d.objid
+        WHERE d.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND d.refclassid = 'pg_authid'::regclass AND d.refobjid = $1::regrole AND d.deptype = 'a'`,
+      [name],
+    );
+    for (const { statement } of rows) if (statement) await client.query(statement);
   });
+  await deps.adminLogin.dropLogin(name);
 }

@@ -1,6 +1,7 @@
 // What every service function receives: the process's dependencies plus who is asking.
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import type { AdminLogin } from '../database/admin-login.js';
 import type { SecretBox } from '../crypto.js';
 import type { Database } from '../db.js';
 import type { EventBus } from '../events.js';
@@ -16,6 +17,8 @@ export type Deps = {
   events: EventBus;
   secrets: SecretBox;
   logger: Logger;
+  /** The login that makes and drops deployments' database logins (connects on first use). */
+  adminLogin: AdminLogin;
   /** API keys resolved recently in this process (authenticateApiKey); cleared on tenancy changes. */
   viewers: ViewerCache;
   /** Where trace ingestion does its CPU work; absent: in the request's thread. */

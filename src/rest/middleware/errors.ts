@@ -39,16 +39,22 @@ function fromHttpError(error: unknown): AppError | undefined {
   return unstorableTextFromDatabase(error);
 }
 
+/** The status and message an error answers with in any dialect (unexpected ones are logged, and a bare 500). */
+export function httpStatus(error: unknown, logger: Logger): { status: number; message: string; details?: AppError['details'] } {
+  const appError = isAppError(error) ? error : fromHttpError(error);
+  if (!appError) {
+    logger.error({ err: error }, 'unexpected error');
+    return { status: 500, message: 'Internal server error.' };
+  }
+  return { status: STATUS[appError.code], message: appError.message, details: appError.details };
+}
+
 export function errorHandler(dialect: ErrorDialect, logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
-    const appError = isAppError(error) ? error : fromHttpError(error);
-    if (!appError) {
-      // `req.log` (pino-http) carries the request id, so the log line can be found from a report.
-      (req.log ?? logger).error({ err: error }, 'unexpected error');
-      return send(res, dialect, 500, 'Internal server error.', undefined);
-    }
-    send(res, dialect, STATUS[appError.code], appError.message, appError.details);
+    // `req.log` (pino-http) carries the request id, so the log line can be found from a report.
+    const { status, message, details } = httpStatus(error, req.log ?? logger);
+    send(res, dialect, status, message, details);
   };
 }
 

@@ -25,6 +25,13 @@ const tracesOperations = (prefix: string): Operation[] => [
   { method: 'post', path: `${prefix}/runs`, tag: 'Ingestion', summary: 'Ingest one run (gzip or zstd bodies accepted)', response: accepted },
   { method: 'post', path: `${prefix}/runs/batch`, tag: 'Ingestion', summary: 'Ingest runs: {post: [...], patch: [...]}', response: accepted },
   { method: 'post', path: `${prefix}/runs/multipart`, tag: 'Ingestion', summary: 'Ingest runs as multipart/form-data parts', response: accepted },
+  {
+    method: 'post',
+    path: `${prefix}/otel/v1/traces`,
+    tag: 'Ingestion',
+    summary: 'Ingest OpenTelemetry spans as runs (OTLP/HTTP: application/x-protobuf or application/json, gzip accepted; project from the Langsmith-Project header, else service.name)',
+    response: { description: 'ExportTraceServiceResponse, in the request\'s encoding; partial_success names rejected spans.' },
+  },
   { method: 'post', path: `${prefix}/runs/query/validate`, tag: 'Traces', summary: 'Check a run filter expression' },
   { method: 'post', path: `${prefix}/runs/query`, tag: 'Traces', summary: 'Query runs', body: RunQuery },
   { method: 'get', path: `${prefix}/runs/:id`, tag: 'Traces', summary: 'Get a run' },

@@ -284,7 +284,7 @@ export async function deleteDeployment(ctx: ServiceContext, id: string): Promise
   await ctx.events.publish('deployments.stop-runtimes', { deploymentId: row.id });
   // Its runtimes' database login goes with it. The deletion stands if that fails (say, the platform's
   // role may no longer drop roles): the login can still reach only this deleted deployment's rows.
-  await dropRuntimeLogin(ctx.db, row.id).catch((error: unknown) => ctx.logger.warn({ err: error, deploymentId: row.id }, "could not drop the deleted deployment's runtime login"));
+  await dropRuntimeLogin(ctx, row.id).catch((error: unknown) => ctx.logger.warn({ err: error, deploymentId: row.id }, "could not drop the deleted deployment's runtime login"));
 }
 
 /** Forgets a cached deployment row (its graphs or deletion changed). */

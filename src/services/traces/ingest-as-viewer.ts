@@ -7,9 +7,14 @@ import { traceWorkspace } from './workspace.js';
 
 /**
  * Stores runs as the viewer: `store` gets the viewer's trace workspace (checked for
- * workspaces:write) and key. CONFLICT names the posts already received (the rest was stored).
+ * workspaces:write) and key. CONFLICT names the posts already received (the rest was stored), unless
+ * `duplicates` is 'ignore' (OTLP: an exporter retries a whole export, and the same span is one run).
  */
-export async function ingestAsViewer(ctx: ServiceContext, store: (who: Ingester) => Promise<IngestResult>): Promise<IngestResult> {
+export async function ingestAsViewer(
+  ctx: ServiceContext,
+  store: (who: Ingester) => Promise<IngestResult>,
+  options: { duplicates: 'conflict' | 'ignore' } = { duplicates: 'conflict' },
+): Promise<IngestResult> {
   const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
   const { viewer } = ctx;
   const result = await store({
@@ -17,7 +22,7 @@ export async function ingestAsViewer(ctx: ServiceContext, store: (who: Ingester)
     apiKeyId: viewer.kind === 'api-key' ? viewer.apiKeyId : null,
     userId: viewer.kind === 'api-key' ? viewer.userId : null,
   });
-  if (result.duplicates.length) {
+  if (result.duplicates.length && options.duplicates === 'conflict') {
     throw AppError.conflict(`Run${result.duplicates.length > 1 ? 's' : ''} already received: ${result.duplicates.slice(0, 20).join(', ')}.`);
   }
   return result;

@@ -18,6 +18,12 @@
 //   unchanged and returned in `duplicates` (REST answers 409). A malformed run rejects the whole batch
 //   with VALIDATION_FAILED (`loc` like ["post", 3, "start_time"]) before anything is written; an
 //   unknown session_id or parent run is NOT_FOUND.
+// - `batch.parentsMayFollow` (OTLP, whose exporters send spans as they end, children first): a run
+//   whose parent is neither in the batch nor stored is stored anyway, in a provisional trace rooted at
+//   the parent's id (trace_id = that id, dotted order starting with it). When the parent arrives, its
+//   provisional descendants are adopted: their trace id, dotted order and ancestors are rewritten
+//   under the parent's (adoptOrphans). Either side checks after its own commit, so whichever of
+//   the two commits last sees the other.
 // - Posts alone (the SDK's usual batch) are one statement: an INSERT (ids claimed in trace_run_ids in the same statement, duplicates left out) from per-column
 //   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts), shared with the
 //   concurrent requests of the same ingester (run-writer.ts: group commit; each request is answered
@@ -51,6 +57,8 @@ import { RUN_TYPES } from './traces.schemas.js';
 import type { Ingester, IngestResult } from './ingest-types.js';
 import { createRunWriter, type RunWriter } from './run-writer.js';
 import {
+  adoptOrphans,
+  type Adopter,
   applyPatches,
   deferPatches,
   findParentRuns,
@@ -68,7 +76,7 @@ export type RunCreate = Record<string, unknown>;
 /** A run update as the langsmith SDK sends it: `id` plus the fields that changed. */
 export type RunUpdate = Record<string, unknown>;
 export type RunAttachment = { runId: string; name: string; contentType: string; data: Buffer };
-export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[] };
+export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[]; parentsMayFollow?: boolean };
 
 const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
 
@@ -96,6 +104,10 @@ export type NormalizedRun = {
   usage: Usage;
   firstTokenTime: string | null;
   threadId: string | null;
+  /** From a batch whose parents may follow: may have provisional descendants stored to adopt. */
+  adopts?: boolean;
+  /** Stored in a provisional trace: its parent was neither in its batch nor stored. */
+  awaitsParent?: boolean;
 };
 
 export type NormalizedPatch = {
@@ -120,6 +132,7 @@ export type NormalizedPatch = {
 /** Stores a batch of run creates, updates and attachments (see the contract at the top of this file). */
 export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, batch: RunBatch): Promise<IngestResult> {
   const posts = (batch.post ?? []).map((raw, index) => normalizeRunCreate(raw, ['post', index]));
+  if (batch.parentsMayFollow) for (const run of posts) run.adopts = true;
   const patches = (batch.patch ?? []).map((raw, index) => normalizePatch(raw, ['patch', index]));
   const attachments = batch.attachments ?? [];
   for (const attachment of attachments) {
@@ -145,7 +158,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
   // group commit), one statement that stores them with their usage deltas in its own implicit
   // transaction. Project and parent lookups are cached or rare: they take a connection only when they query.
   if (!patches.length && !attachments.length && unique.length <= RUNS_PER_INSERT) {
-    await deriveHierarchy(deps.db.pool, who.workspaceId, unique);
+    await deriveHierarchy(deps.db.pool, who.workspaceId, unique, batch.parentsMayFollow);
     await resolveProjects(deps.db.pool, who.workspaceId, unique);
     const inserted = await runWriter(deps).write(who, unique).catch((error: unknown) => {
       throw asClientError(error);
@@ -157,7 +170,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
   // Otherwise one connection for the whole request, and one transaction.
   const client = await deps.db.pool.connect();
   try {
-    await deriveHierarchy(client, who.workspaceId, unique);
+    await deriveHierarchy(client, who.workspaceId, unique, batch.parentsMayFollow);
     await resolveProjects(client, who.workspaceId, unique);
     let inserted: Set<string>;
     let patched = new Set<string>();
@@ -182,6 +195,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
     // sees both, so each sweeps its own ids after commit.
     const sweepIds = [...inserted, ...deferred.map((patch) => patch.id)];
     if (sweepIds.length) await applyPendingPatches(client, who.workspaceId, sweepIds);
+    await adoptAfterInsert(client, who.workspaceId, unique, inserted);
 
     return { accepted: inserted.size, duplicates, patched: patched.size, deferredPatches: deferred.length };
   } finally {
@@ -216,11 +230,58 @@ function runWriter(deps: Pick<Deps, 'db' | 'config'>): RunWriter {
   return writer;
 }
 
-/** One grouped INSERT, then the sweep for patches that raced ahead of these posts (see below). */
+/** One grouped INSERT, then the sweep for patches that raced ahead of these posts (see below), then adoptions. */
 async function insertRunsThenSweep(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
   const inserted = await insertRuns(client, who, runs);
   if (inserted.size) await applyPendingPatches(client, who.workspaceId, [...inserted]);
+  await adoptAfterInsert(client, who.workspaceId, runs, inserted);
   return inserted;
+}
+
+/**
+ * After runs of a batch whose parents may follow are stored (and committed): each of them adopts the
+ * provisional descendants stored before it, and each of them stored provisionally is adopted by its
+ * parent if that has been stored meanwhile (by a concurrent request).
+ */
+async function adoptAfterInsert(client: pg.PoolClient, tenantId: string, runs: NormalizedRun[], inserted: Set<string>): Promise<void> {
+  const adopters: Adopter[] = [];
+  const awaited: string[] = [];
+  for (const run of runs) {
+    if (!run.adopts || !inserted.has(run.id)) continue;
+    adopters.push({ id: run.id, trace_id: run.traceId!, dotted_order: run.dottedOrder!, parent_run_ids: run.parentRunIds });
+    if (run.awaitsParent) awaited.push(run.parentRunId!);
+  }
+  if (awaited.length) {
+    for (const row of await findParentRuns(client, tenantId, [...new Set(awaited)])) {
+      adopters.push({ id: row.id, trace_id: row.trace_id, dotted_order: row.dotted_order, parent_run_ids: row.parent_run_ids ?? [] });
+    }
+  }
+  if (adopters.length) await adoptOrphans(client, tenantId, composeAdopters(adopters));
+}
+
+/**
+ * One statement sees the rows as they were before it, so an adopter that is itself adopted in the same
+ * statement (a provisional run whose parent came with it) would hand its descendants its provisional
+ * place. Each adopter is first placed where its own adopter puts it, until nothing moves.
+ */
+function composeAdopters(adopters: Adopter[]): Adopter[] {
+  const byId = new Map<string, Adopter>();
+  for (const adopter of adopters) byId.set(adopter.id, { ...adopter });
+  for (let round = 0; round < byId.size; round++) {
+    let moved = false;
+    for (const adopter of byId.values()) {
+      const parent = byId.get(adopter.trace_id);
+      if (!parent || parent.id === adopter.id || adopter.dotted_order.startsWith(`${parent.dotted_order}.`)) continue;
+      const at = adopter.dotted_order.indexOf(parent.id);
+      if (at < 0) continue;
+      adopter.dotted_order = parent.dotted_order + adopter.dotted_order.slice(at + 36);
+      adopter.parent_run_ids = [...parent.parent_run_ids, ...adopter.parent_run_ids];
+      adopter.trace_id = parent.trace_id;
+      moved = true;
+    }
+    if (!moved) break;
+  }
+  return [...byId.values()];
 }
 
 // ───────────────────────────── normalisation ─────────────────────────────
@@ -363,7 +424,7 @@ export function normalizePatch(raw: unknown, loc: (string | number)[], id?: stri
  * `POST /runs` clients), from their parent in this batch or already stored. NOT_FOUND for an unknown
  * parent.
  */
-async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, runs: NormalizedRun[]): Promise<void> {
+async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, runs: NormalizedRun[], parentsMayFollow = false): Promise<void> {
   const pending = runs.filter((run) => run.dottedOrder === null);
   if (!pending.length) return;
   const known = new Map<string, { traceId: string; dottedOrder: string; parentRunIds: string[] }>();
@@ -394,7 +455,22 @@ async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, ru
       }
       known.set(run.id, { traceId: run.traceId!, dottedOrder: run.dottedOrder, parentRunIds: run.parentRunIds });
     }
-    if (next.length === remaining.length) throw AppError.notFound(`Parent run ${next[0]!.parentRunId} of run ${next[0]!.id} not found.`);
+    if (next.length === remaining.length) {
+      // Runs whose parent is not coming in this batch start a provisional trace under the parent's id
+      // (their descendants here then resolve from them); see parentsMayFollow at the top.
+      const waiting = new Set(next.map((run) => run.id));
+      const orphans = parentsMayFollow ? next.filter((run) => !waiting.has(run.parentRunId!)) : [];
+      if (!orphans.length) throw AppError.notFound(`Parent run ${next[0]!.parentRunId} of run ${next[0]!.id} not found.`);
+      for (const run of orphans) {
+        run.dottedOrder = `${dottedOrderSegment(run.startTime, run.parentRunId!)}.${dottedOrderSegment(run.startTime, run.id)}`;
+        run.traceId = run.parentRunId;
+        run.parentRunIds = [run.parentRunId!];
+        run.awaitsParent = true;
+        known.set(run.id, { traceId: run.traceId!, dottedOrder: run.dottedOrder, parentRunIds: run.parentRunIds });
+      }
+      remaining = next.filter((run) => !run.awaitsParent);
+      continue;
+    }
     remaining = next;
   }
 }

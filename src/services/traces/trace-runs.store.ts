@@ -139,6 +139,30 @@ export async function findParentRuns(
   return rows;
 }
 
+/** A stored run whose provisional descendants (trace_id = its id) are rewritten under it. */
+export type Adopter = { id: string; trace_id: string; dotted_order: string; parent_run_ids: string[] };
+
+/**
+ * Rewrites the runs stored in a provisional trace named after an adopter (trace_id = its id, see
+ * ingest.service.ts, parentsMayFollow) under that adopter: its trace id, its dotted order in place of
+ * the provisional first segment, its ancestors before theirs. Runs already under it are left alone.
+ * One statement; the (tenant_id, trace_id) index finds each adopter's runs.
+ */
+export async function adoptOrphans(client: pg.PoolClient | pg.Pool, tenantId: string, adopters: Adopter[]): Promise<number> {
+  const { rowCount } = await client.query({
+    name: 'traces.adopt_orphans',
+    text: `UPDATE trace_runs AS r SET
+         trace_id = x.trace_id,
+         dotted_order = x.dotted_order || substr(r.dotted_order, strpos(r.dotted_order, x.id::text) + 36),
+         parent_run_ids = x.parent_run_ids || r.parent_run_ids,
+         updated_at = now()
+       FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, trace_id uuid, dotted_order text, parent_run_ids uuid[])
+       WHERE r.tenant_id = $1 AND r.trace_id = x.id AND r.id <> x.id AND NOT starts_with(r.dotted_order, x.dotted_order || '.')`,
+    values: [tenantId, JSON.stringify(adopters)],
+  });
+  return rowCount ?? 0;
+}
+
 /** The direct children of the parents (ids) within their traces, in execution order. */
 export async function findChildRuns(pool: pg.Pool, tenantId: string, traceIds: string[], parentIds: string[]): Promise<TraceRunRow[]> {
   // trace_id narrows the scan to the traces' entries of the (tenant_id, trace_id) index; parent_run_id picks the children.

@@ -1,0 +1,150 @@
+// The one door to the database login that makes, alters and drops deployments' logins. The
+// platform's own login may create no role: a role that can is kept apart (the embedded server's
+// `agent_platform_admin`, or AGENT_PLATFORM_ADMIN_DATABASE_URL), so code that got hold of the
+// platform's login cannot make itself new logins. Grants on tables are not made here: the platform's
+// login owns the tables and grants them (runtime-database.ts).
+//
+// PostgreSQL 16+: a CREATEROLE login may alter and drop only roles it holds ADMIN OPTION on, which it
+// gets for the roles it creates; `createrole_self_grant = 'inherit'` also gives it their privileges,
+// which ending their sessions and DROP OWNED need. Before 16, CREATEROLE alone may alter and drop them.
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+export type AdminLogin = {
+  /**
+   * Makes `role` a login with `password`, or brings an existing one back to exactly that: it logs in
+   * with this password, keeps no settings of its own and is a member of no role (an earlier version
+   * made runtime logins members of the platform's role). Throws when the admin login may not.
+   */
+  ensureLogin(role: string, password: string): Promise<void>;
+  /**
+   * Stops `role` logging in and ends its sessions. Returns false when there is no such role. Sessions
+   * the admin login may not end (PostgreSQL before 16) run on until they close.
+   */
+  disableLogin(role: string): Promise<boolean>;
+  /**
+   * Drops `role`, with what it owns in the admin login's database. Privileges others granted it must be
+   * revoked first, by their grantor. No such role: no-op.
+   */
+  dropLogin(role: string): Promise<void>;
+  close(): Promise<void>;
+};
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+const quoteLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`;
+// 42710: duplicate_object; 23505: two processes creating it at once.
+const ALREADY_EXISTS = new Set(['42710', '23505']);
+
+/** The admin login at `url`; it connects on first use (at most two connections). */
+export function openAdminLogin(url: string): AdminLogin {
+  let pool: pg.Pool | undefined;
+  const connect = async () => {
+    if (!pool) {
+      pool = new pg.Pool({ connectionString: url, max: 2, application_name: 'agent-platform-admin' });
+      // An idle client that loses its connection emits here; without a listener the process would crash.
+      pool.on('error', () => undefined);
+    }
+    const client = await pool.connect();
+    try {
+      const { rows } = await client.query<{ v16: boolean }>("SELECT current_setting('server_version_num')::int >= 160000 AS v16");
+      if (rows[0]!.v16) await client.query("SET createrole_self_grant = 'inherit'");
+      return client;
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+  };
+  const withClient = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    const client = await connect();
+    try {
+      return await work(client);
+    } finally {
+      client.release();
+    }
+  };
+
+  return {
+    ensureLogin: (role, password) =>
+      withClient(async (client) => {
+        const name = quoteIdent(role);
+        await client.query(`CREATE ROLE ${name} LOGIN PASSWORD ${quoteLiteral(password)}`).catch(async (error: { code?: string }) => {
+          if (!ALREADY_EXISTS.has(error.code ?? '')) throw error;
+          await client.query(`ALTER ROLE ${name} LOGIN PASSWORD ${quoteLiteral(password)}`);
+        });
+        // A login may give itself session defaults (ALTER ROLE … SET): none survive a launch.
+        await client.query(`ALTER ROLE ${name} RESET ALL`);
+        const { rows: memberships } = await client.query<{ name: string }>(
+          `SELECT quote_ident(r.rolname) AS name FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid WHERE m.member = $1::regrole`,
+          [role],
+        );
+        for (const membership of memberships) await client.query(`REVOKE ${membership.name} FROM ${name}`);
+      }),
+
+    disableLogin: (role) =>
+      withClient(async (client) => {
+        const { rowCount } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+        if (!rowCount) return false;
+        await client.query(`ALTER ROLE ${quoteIdent(role)} NOLOGIN`);
+        await client.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1 AND pg_has_role(current_user, usesysid, 'USAGE')`,
+          [role],
+        );
+        return true;
+      }),
+
+    dropLogin: (role) =>
+      withClient(async (client) => {
+        const { rows } = await client.query<{ privileges: boolean }>(`SELECT pg_has_role(current_user, oid, 'USAGE') AS privileges FROM pg_roles WHERE rolname = $1`, [role]);
+        if (!rows[0]) return;
+        // Objects it made (a temporary table of a session just ended): DROP OWNED needs its privileges.
+        if (rows[0].privileges) await client.query(`DROP OWNED BY ${quoteIdent(role)}`);
+        await client.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`);
+      }),
+
+    async close() {
+      await pool?.end();
+      pool = undefined;
+    },
+  };
+}
+
+/**
+ * What the platform's and the admin's logins may do, said once at start when it is more than they
+ * should: a superuser platform login (deployed code that got it would own the server), or deployments'
+ * logins made by a superuser, or (in a process that launches deployments) no login able to make them:
+ * deploys then fail, since deployed code is never given the platform's login.
+ */
+export async function checkDatabaseLogins(
+  urls: { platform: string; admin: string; adminConfigured: boolean },
+  options: { launchesDeployments: boolean },
+  logger: Logger,
+): Promise<void> {
+  const attributes = async (url: string) => {
+    const client = new pg.Client({ connectionString: url, application_name: 'agent-platform-setup' });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ name: string; superuser: boolean; createrole: boolean }>(
+        'SELECT rolname AS name, rolsuper AS superuser, rolcreaterole AS createrole FROM pg_roles WHERE rolname = current_user',
+      );
+      return rows[0]!;
+    } finally {
+      await client.end();
+    }
+  };
+  const platform = await attributes(urls.platform);
+  const admin = urls.admin === urls.platform ? platform : await attributes(urls.admin);
+  if (platform.superuser) {
+    logger.warn({ login: platform.name }, "the platform's database login is a superuser: give it a login that owns the database and is not a superuser (see the README's settings)");
+  }
+  if (admin.superuser) {
+    logger.warn(
+      { login: admin.name, via: urls.adminConfigured ? 'AGENT_PLATFORM_ADMIN_DATABASE_URL' : 'DATABASE_URL' },
+      "deployed code's database logins are made by a superuser login: set AGENT_PLATFORM_ADMIN_DATABASE_URL to a login with CREATEROLE that is not a superuser",
+    );
+  } else if (!admin.createrole && options.launchesDeployments) {
+    logger.warn(
+      { login: admin.name },
+      "no database login may make deployments' logins (CREATEROLE): deploys will fail until one can; set AGENT_PLATFORM_ADMIN_DATABASE_URL",
+    );
+  }
+}

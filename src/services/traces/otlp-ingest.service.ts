@@ -1,0 +1,325 @@
+// OpenTelemetry spans as trace runs. The transport (rest/otlp-wire.ts) decodes an OTLP export request,
+// protobuf or JSON, into the plain shapes below; this module maps each span to a run create as the
+// langsmith SDK would have sent it and stores them through ingestRunBatch, the one write path.
+//
+// The mapping, following LangSmith's own OTLP ingestion:
+// - ids: a run's id is a uuid v5 of its trace and span ids, so a retried export (the exporters retry
+//   on any 5xx or timeout) names the same runs and stores nothing twice; the parent span gives the
+//   parent run the same way. Exporters send spans as they end, so children usually come before their
+//   parents, often in an earlier request: ingestRunBatch keeps such runs under their parent's id and
+//   adopts them into the trace when it arrives (RunBatch.parentsMayFollow).
+// - `langsmith.*` attributes (what the langsmith SDK's OTel mode writes) win over the GenAI semantic
+//   conventions (`gen_ai.*`), which win over OpenInference (`openinference.span.kind`, `input.value`,
+//   `llm.token_count.*`). Whatever no rule consumed is kept in extra.metadata under its own key.
+import { v5 } from 'uuid';
+import { assertJsonDepth } from '../../limits/json.js';
+import type { Deps } from '../context.js';
+import { ingestRunBatch, type RunCreate } from './ingest.service.js';
+import type { Ingester, IngestResult } from './ingest-types.js';
+import { RUN_TYPES } from './traces.schemas.js';
+
+/** Attribute values as JSON (the transport has turned OTLP's AnyValue into plain values). */
+export type OtlpAttributes = Record<string, unknown>;
+
+export type OtlpSpan = {
+  /** Lowercase hex: 32 digits for the trace id, 16 for span ids; '' when absent. */
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  kind: number;
+  startTimeUnixNano: bigint;
+  endTimeUnixNano: bigint;
+  attributes: OtlpAttributes;
+  events: { name: string; timeUnixNano: bigint; attributes: OtlpAttributes }[];
+  links: { traceId: string; spanId: string; attributes: OtlpAttributes }[];
+  /** 0 unset, 1 ok, 2 error (OTLP's StatusCode). */
+  status: { code: number; message: string };
+  /** Set by the transport when the span cannot be read (an attribute nested too deep): it is rejected. */
+  invalid?: string;
+};
+
+export type OtlpResourceSpans = {
+  resource: OtlpAttributes;
+  scopeSpans: { scope: { name: string; version: string } | null; spans: OtlpSpan[] }[];
+};
+
+/** An ExportTraceServiceRequest, decoded. */
+export type OtlpTraces = { resourceSpans: OtlpResourceSpans[] };
+
+export type OtlpIngestOptions = {
+  /** The project named by the request (`Langsmith-Project`), ahead of the spans' own. */
+  project?: string | null;
+  /** Limit on the nesting of JSON held in string attributes (prompts, completions). */
+  jsonMaxDepth: number;
+};
+
+// Fixed: changing it would give every span a new run id, and retried exports would duplicate runs.
+const SPAN_RUN_NAMESPACE = '6f0c3f55-3b1c-4d43-9a3c-0a7c5e0f2a61';
+
+/** The run id of a span: stable across retries of the same export. */
+export const spanRunId = (traceId: string, spanId: string): string => v5(`${traceId}:${spanId}`, SPAN_RUN_NAMESPACE);
+
+const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
+
+// OpenInference span kinds as LangSmith run types (AGENT and the rest are chains of calls).
+const OPENINFERENCE_RUN_TYPES: Record<string, string> = {
+  LLM: 'llm',
+  CHAIN: 'chain',
+  TOOL: 'tool',
+  RETRIEVER: 'retriever',
+  RERANKER: 'retriever',
+  EMBEDDING: 'embedding',
+  AGENT: 'chain',
+  GUARDRAIL: 'chain',
+  EVALUATOR: 'chain',
+};
+
+// gen_ai.operation.name values of the GenAI semantic conventions.
+const GENAI_RUN_TYPES: Record<string, string> = {
+  chat: 'llm',
+  text_completion: 'llm',
+  completion: 'llm',
+  generate_content: 'llm',
+  embeddings: 'embedding',
+  execute_tool: 'tool',
+  invoke_agent: 'chain',
+  create_agent: 'chain',
+};
+
+const MAX_REJECTIONS_NAMED = 20;
+
+/**
+ * Stores the spans of an OTLP export as runs of the ingester's workspace (the caller has checked
+ * workspaces:write). Spans that cannot be runs (malformed ids, no start time, unreadable attributes)
+ * are rejected one by one and counted in `rejected`, the rest stored; spans already stored are
+ * `duplicates`, which an exporter's retry is, not an error. Throws as ingestRunBatch does.
+ */
+export async function ingestOtlpSpans(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, traces: OtlpTraces, options: OtlpIngestOptions): Promise<IngestResult> {
+  const posts: RunCreate[] = [];
+  const rejections: string[] = [];
+  let rejected = 0;
+  for (const resourceSpans of traces.resourceSpans) {
+    const serviceName = typeof resourceSpans.resource['service.name'] === 'string' ? (resourceSpans.resource['service.name'] as string) : null;
+    for (const scopeSpans of resourceSpans.scopeSpans) {
+      for (const span of scopeSpans.spans) {
+        const problem = span.invalid ?? spanProblem(span);
+        if (problem) {
+          rejected++;
+          if (rejections.length < MAX_REJECTIONS_NAMED) rejections.push(`span ${span.spanId || '(no id)'} of trace ${span.traceId || '(no id)'}: ${problem}`);
+          continue;
+        }
+        posts.push(spanToRun(span, resourceSpans.resource, scopeSpans.scope, { project: options.project || null, serviceName, jsonMaxDepth: options.jsonMaxDepth }));
+      }
+    }
+  }
+  const result = posts.length ? await ingestRunBatch(deps, who, { post: posts, parentsMayFollow: true }) : { accepted: 0, duplicates: [], patched: 0, deferredPatches: 0 };
+  if (!rejected) return result;
+  const more = rejected > rejections.length ? `; and ${rejected - rejections.length} more` : '';
+  return { ...result, rejected: { count: rejected, message: `${rejected} span${rejected > 1 ? 's' : ''} rejected: ${rejections.join('; ')}${more}` } };
+}
+
+const HEX_TRACE_ID = /^[0-9a-f]{32}$/;
+const HEX_SPAN_ID = /^[0-9a-f]{16}$/;
+const ZERO = /^0+$/;
+
+/** Why a span cannot be stored as a run, or undefined. */
+function spanProblem(span: OtlpSpan): string | undefined {
+  if (!HEX_TRACE_ID.test(span.traceId) || ZERO.test(span.traceId)) return 'trace_id must be 16 bytes, not all zero';
+  if (!HEX_SPAN_ID.test(span.spanId) || ZERO.test(span.spanId)) return 'span_id must be 8 bytes, not all zero';
+  if (span.parentSpanId && !HEX_SPAN_ID.test(span.parentSpanId)) return 'parent_span_id must be empty or 8 bytes';
+  if (span.startTimeUnixNano <= 0n) return 'start_time_unix_nano is required';
+  // PostgreSQL's timestamptz ends in 294276; years past 9999 are not ISO 8601 either.
+  if (span.startTimeUnixNano >= MAX_NANOS || span.endTimeUnixNano >= MAX_NANOS) return 'a time is beyond the year 9999';
+  return undefined;
+}
+
+const MAX_NANOS = BigInt(Date.UTC(10000, 0, 1)) * 1_000_000n;
+
+/** An ISO 8601 timestamp with microseconds (what dotted orders and the store keep). */
+export function nanosToIso(nanos: bigint): string {
+  const micros = nanos / 1000n;
+  const millis = micros / 1000n;
+  const iso = new Date(Number(millis)).toISOString();
+  return `${iso.slice(0, -1)}${String(micros % 1000n).padStart(3, '0')}Z`;
+}
+
+type MapContext = { project: string | null; serviceName: string | null; jsonMaxDepth: number };
+
+/** One span as a run create (snake_case, as the langsmith SDK posts it). */
+export function spanToRun(span: OtlpSpan, resource: OtlpAttributes, scope: { name: string; version: string } | null, context: MapContext): RunCreate {
+  // Attributes a rule consumes are taken out; the rest become metadata.
+  const rest: OtlpAttributes = { ...span.attributes };
+  const take = (key: string): unknown => {
+    const value = rest[key];
+    delete rest[key];
+    return value;
+  };
+  const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
+  const number = (value: unknown): number | undefined => {
+    const parsed = typeof value === 'string' ? Number(value) : value;
+    return typeof parsed === 'number' && Number.isFinite(parsed) && parsed >= 0 ? parsed : undefined;
+  };
+
+  const metadata: Record<string, unknown> = {};
+  for (const key of Object.keys(rest)) {
+    if (key.startsWith('langsmith.metadata.')) metadata[key.slice('langsmith.metadata.'.length)] = take(key);
+  }
+
+  const name = text(take('langsmith.trace.name')) ?? (span.name || 'span');
+  const sessionName = text(take('langsmith.trace.session_name'));
+
+  // Model and provider, under the metadata keys LangSmith reads them from.
+  const model = text(take('gen_ai.request.model')) ?? text(take('gen_ai.response.model')) ?? text(take('llm.model_name'));
+  if (model) metadata.ls_model_name = model;
+  const provider = text(take('gen_ai.system')) ?? text(take('gen_ai.provider.name')) ?? text(take('llm.provider')) ?? text(take('llm.system'));
+  if (provider) metadata.ls_provider = provider;
+  // The conversation a span belongs to (GenAI, OpenInference): what LangSmith groups threads by.
+  const conversation = text(take('gen_ai.conversation.id')) ?? text(take('session.id'));
+  if (conversation && metadata.thread_id === undefined) metadata.thread_id = conversation;
+
+  // Token counts, into usage_metadata (where usage is derived from for LLM runs).
+  const inputTokens = number(take('gen_ai.usage.input_tokens')) ?? number(take('gen_ai.usage.prompt_tokens')) ?? number(take('llm.token_count.prompt'));
+  const outputTokens = number(take('gen_ai.usage.output_tokens')) ?? number(take('gen_ai.usage.completion_tokens')) ?? number(take('llm.token_count.completion'));
+  const totalTokens = number(take('gen_ai.usage.total_tokens')) ?? number(take('llm.token_count.total'));
+  const hasTokens = inputTokens !== undefined || outputTokens !== undefined || totalTokens !== undefined;
+  if (hasTokens) {
+    metadata.usage_metadata = {
+      input_tokens: inputTokens ?? 0,
+      output_tokens: outputTokens ?? 0,
+      total_tokens: totalTokens ?? (inputTokens ?? 0) + (outputTokens ?? 0),
+    };
+  }
+
+  const runType = resolveRunType(take('langsmith.span.kind'), take('gen_ai.operation.name'), take('openinference.span.kind'), Boolean(model) || hasTokens);
+
+  const inputs = ioValue(context, 'input', [
+    () => take('gen_ai.prompt'),
+    () => take('langsmith.inputs'),
+    () => messagesValue(take('gen_ai.input.messages')),
+    () => openInferenceValue(take('input.value'), take('input.mime_type')),
+    () => indexedMessages(rest, 'gen_ai.prompt.'),
+  ]);
+  const outputs = ioValue(context, 'output', [
+    () => take('gen_ai.completion'),
+    () => take('langsmith.outputs'),
+    () => messagesValue(take('gen_ai.output.messages')),
+    () => openInferenceValue(take('output.value'), take('output.mime_type')),
+    () => indexedMessages(rest, 'gen_ai.completion.'),
+  ]);
+
+  const tags = tagList(take('langsmith.span.tags'));
+
+  // What is left is the span's own description.
+  for (const [key, value] of Object.entries(rest)) if (metadata[key] === undefined) metadata[key] = value;
+
+  const events = span.events.map((event) => ({ name: event.name, time: nanosToIso(event.timeUnixNano), kwargs: event.attributes }));
+  const runId = spanRunId(span.traceId, span.spanId);
+  const ended = span.endTimeUnixNano > 0n;
+  return {
+    id: runId,
+    name,
+    run_type: runType,
+    start_time: nanosToIso(span.startTimeUnixNano),
+    end_time: ended ? nanosToIso(span.endTimeUnixNano < span.startTimeUnixNano ? span.startTimeUnixNano : span.endTimeUnixNano) : null,
+    parent_run_id: span.parentSpanId ? spanRunId(span.traceId, span.parentSpanId) : null,
+    session_name: context.project ?? sessionName ?? context.serviceName ?? null,
+    inputs: inputs ?? null,
+    outputs: outputs ?? null,
+    error: span.status.code === 2 ? errorMessage(span) : null,
+    events: events.length ? events : null,
+    tags,
+    extra: {
+      metadata,
+      otel: {
+        trace_id: span.traceId,
+        span_id: span.spanId,
+        parent_span_id: span.parentSpanId || null,
+        kind: SPAN_KINDS[span.kind] ?? 'unspecified',
+        scope: scope && scope.name ? scope : null,
+        resource,
+        ...(span.links.length ? { links: span.links.map((link) => ({ trace_id: link.traceId, span_id: link.spanId, attributes: link.attributes })) } : {}),
+      },
+    },
+  };
+}
+
+const SPAN_KINDS = ['unspecified', 'internal', 'server', 'client', 'producer', 'consumer'];
+
+function resolveRunType(langsmithKind: unknown, genAiOperation: unknown, openInferenceKind: unknown, looksLikeLlm: boolean): string {
+  if (typeof langsmithKind === 'string' && RUN_TYPE_SET.has(langsmithKind.toLowerCase())) return langsmithKind.toLowerCase();
+  if (typeof genAiOperation === 'string' && GENAI_RUN_TYPES[genAiOperation]) return GENAI_RUN_TYPES[genAiOperation]!;
+  if (typeof openInferenceKind === 'string' && OPENINFERENCE_RUN_TYPES[openInferenceKind.toUpperCase()]) return OPENINFERENCE_RUN_TYPES[openInferenceKind.toUpperCase()]!;
+  return looksLikeLlm ? 'llm' : 'chain';
+}
+
+/** The first candidate that gives a value, as a run's inputs or outputs (an object; other values are wrapped). */
+function ioValue(context: MapContext, key: 'input' | 'output', candidates: (() => unknown)[]): Record<string, unknown> | undefined {
+  let found: unknown;
+  // Every candidate runs, so each consumed attribute leaves the metadata even when an earlier one won.
+  for (const candidate of candidates) {
+    const value = candidate();
+    if (found === undefined && value !== undefined && value !== null && value !== '') found = value;
+  }
+  if (found === undefined) return undefined;
+  const value = typeof found === 'string' ? parseJsonText(found, context.jsonMaxDepth) : found;
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  return Array.isArray(value) ? { messages: value } : { [key]: value };
+}
+
+/** JSON held in a string attribute, parsed when it is JSON within the depth limit; else the string. */
+function parseJsonText(text: string, maxDepth: number): unknown {
+  const first = text.trimStart()[0];
+  if (first !== '{' && first !== '[') return text;
+  try {
+    assertJsonDepth(Buffer.from(text), maxDepth);
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** GenAI's `gen_ai.input.messages` / `gen_ai.output.messages`: a list of messages, often as JSON text. */
+function messagesValue(value: unknown): unknown {
+  if (value === undefined) return undefined;
+  return typeof value === 'string' ? value : { messages: value };
+}
+
+/** OpenInference's `input.value` / `output.value`, JSON when its mime type says so. */
+function openInferenceValue(value: unknown, mimeType: unknown): unknown {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && mimeType !== 'application/json') return value.trimStart().startsWith('{') ? value : { value };
+  return value;
+}
+
+/** Older GenAI conventions spread messages over `gen_ai.prompt.0.role`, `gen_ai.prompt.0.content`, …. */
+function indexedMessages(rest: OtlpAttributes, prefix: string): unknown {
+  const messages: Record<string, unknown>[] = [];
+  for (const key of Object.keys(rest)) {
+    if (!key.startsWith(prefix)) continue;
+    const [index, ...field] = key.slice(prefix.length).split('.');
+    const at = Number(index);
+    if (!Number.isInteger(at) || at < 0 || at > 10_000 || !field.length) continue;
+    (messages[at] ??= {})[field.join('.')] = rest[key];
+    delete rest[key];
+  }
+  const list = messages.filter(Boolean);
+  return list.length ? { messages: list } : undefined;
+}
+
+function tagList(value: unknown): string[] | null {
+  if (Array.isArray(value)) return value.map(String);
+  if (typeof value === 'string' && value) return value.split(',').map((tag) => tag.trim()).filter(Boolean);
+  return null;
+}
+
+/** A failed span's error: its status message, else the exception it recorded. */
+function errorMessage(span: OtlpSpan): string {
+  const exception = span.events.find((event) => event.name === 'exception');
+  const type = exception?.attributes['exception.type'];
+  const message = exception?.attributes['exception.message'];
+  const stack = exception?.attributes['exception.stacktrace'];
+  const recorded = [type, message].filter((part) => typeof part === 'string' && part).join(': ');
+  const head = span.status.message || recorded || 'Error';
+  return typeof stack === 'string' && stack ? `${head}\n\n${stack}` : head;
+}
