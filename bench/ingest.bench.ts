@@ -228,7 +228,7 @@ async function main() {
       console.log(`  round ${round}: HTTP ${Math.round(http.rate).toLocaleString('en-US')} runs/s, raw unnest ${Math.round(raw.rates.unnest!).toLocaleString('en-US')} rows/s, ratio ${(http.rate / raw.rates.unnest!).toFixed(2)} (load ${loadavg()[0]!.toFixed(1)})`);
     }
     const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor((rounds.length - 1) / 2)]!;
-    const { load, cpu, stored, sorted } = median.http;
+    const { load, cpu, sorted } = median.http;
     const httpWaitProfile = median.http.waits;
     const httpWalBytes = median.http.walBytes;
     const rawUnnest = median.raw.unnest;
@@ -247,7 +247,6 @@ async function main() {
     console.log(`  runs/s            ${Math.round(httpRate).toLocaleString('en-US')}`);
     console.log(`  ack latency       p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms`);
     console.log(`  responses         ${JSON.stringify(load.statuses)}`);
-    const perRequest = (ms: number) => `${(ms / REQUESTS).toFixed(1)} ms`;
     const perRun = (ms: number | null, runs: number) => (ms === null ? 'n/a' : `${((ms / runs) * 1000).toFixed(0)} µs`);
     const serverOtherMs = cpu.processMs - cpu.mainCpuMs - load.cpuMs;
     console.log(`  CPU per run       server main thread ${perRun(cpu.mainCpuMs, load.runsSent)}, server ingest threads + GC ${perRun(serverOtherMs, load.runsSent)}, PostgreSQL ${perRun(cpu.postgresMs, load.runsSent)}; bench client (load generator thread) ${perRun(load.cpuMs, load.runsSent)} (thread CPU clocks and /proc)`);

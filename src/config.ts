@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 const ROLES = ['api', 'worker', 'runtime'] as const;
-export type Role = (typeof ROLES)[number];
+type Role = (typeof ROLES)[number];
 
 const byteSize = z
   .string()

@@ -4,8 +4,8 @@ import pg from 'pg';
 import { PreparingClient } from './database/prepared-statements.js';
 import { PrismaClient } from './generated/prisma/client.js';
 
-export type { PrismaClient } from './generated/prisma/client.js';
-export { Prisma } from './generated/prisma/client.js';
+;
+;
 
 export type Database = {
   url: string;
@@ -61,8 +61,6 @@ export function connectDatabase(url: string, options: { poolSize: number; applic
 }
 
 /** Transaction client type, for services that accept either the client or a transaction. */
-export type Tx = import("./generated/prisma/client.js").Prisma.TransactionClient;
-
 /**
  * Runs `work` in one transaction on a client of the pool: committed when it resolves, rolled back
  * when it throws (the error is rethrown), the client released either way.

@@ -98,7 +98,7 @@ program
   .option('--dev', 'development mode: enables POST /internal/truncate for test harnesses')
   .action(async (options: ProcessOptions & { config: string; dev?: boolean }) => {
     // The graph config's `env` is in place before anything reads the environment (LANGGRAPH_CONFIG).
-    const { applyGraphConfigEnv, readGraphConfig } = await import('./runtime/graph-config.js');
+    const { applyGraphConfigEnv, readGraphConfig } = await import('./graph-config.js');
     applyGraphConfigEnv(readGraphConfig(options.config));
     const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) }, SERVE_DEFAULTS);
     const logger = createLogger(config);

@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import { agentServerRouter } from './rest/agent-server/router.js';
 import { loadCustomApp } from './runtime/custom-app.js';
-import { readGraphConfig } from './runtime/graph-config.js';
+import { readGraphConfig } from './graph-config.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
 import { registerLocalDeployment } from './services/deployments/deployments.service.js';

@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import type { TestProject } from 'vitest/node';
 import { SUPERUSER_PASSWORD_FILE, startEmbeddedPostgres } from '../src/database/embedded-postgres.js';
 import { migrateDatabase } from '../src/database/migrate.js';
-import { bossConnection } from '../src/workers/boss.js';
+import { bossConnection } from '../src/queues.js';
 import { TEMPLATE_DATABASE, TEST_DATABASE_PREFIX } from './database-names.js';
 
 declare module 'vitest' {

@@ -8,7 +8,8 @@ import { createDeps } from '../src/process.js';
 import type { Deps, ServiceContext } from '../src/services/context.js';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
-import { type Boss, startBoss } from '../src/workers/boss.js';
+import type { Boss } from '../src/queues.js';
+import { startBoss } from '../src/workers/boss.js';
 import { buildTenant } from './factories.js';
 
 /** This test file's own database (test/file-database.ts), copied from the migrated template. */
@@ -75,7 +76,7 @@ export async function startTestPlatform(options: { config?: Record<string, strin
 }
 
 /** A service context acting as an API key's holder (a tenant's `adminKey`, say), optionally in one workspace. */
-export async function contextOfKey(platform: TestPlatform, key: string, workspaceId?: string): Promise<ServiceContext> {
+async function contextOfKey(platform: TestPlatform, key: string, workspaceId?: string): Promise<ServiceContext> {
   return { ...platform.deps, viewer: await authenticateApiKey(platform.deps, key, workspaceId) };
 }
 

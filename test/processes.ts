@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 
-export const CLI = new URL('../bin/agent-platform.mjs', import.meta.url).pathname;
+const CLI = new URL('../bin/agent-platform.mjs', import.meta.url).pathname;
 
 export type PlatformProcess = {
   child: ChildProcess;

@@ -2,7 +2,7 @@
 // platform's own login may create no role: a role that can is kept apart (the embedded server's
 // `agent_platform_admin`, or AGENT_PLATFORM_ADMIN_DATABASE_URL), so code that got hold of the
 // platform's login cannot make itself new logins. Grants on tables are not made here: the platform's
-// login owns the tables and grants them (runtime-database.ts).
+// login owns the tables and grants them (deployment-database.ts).
 //
 // PostgreSQL 16+: a CREATEROLE login may alter and drop only roles it holds ADMIN OPTION on, which it
 // gets for the roles it creates; `createrole_self_grant = 'inherit'` also gives it their privileges,

@@ -23,7 +23,7 @@ import { makeTraversable } from './traversable.js';
   for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
 }
 
-export const EMBEDDED_DATABASE_NAME = 'agent_platform';
+const EMBEDDED_DATABASE_NAME = 'agent_platform';
 
 /** Where the data directory keeps the superuser's password (used only to start, upgrade and make the logins). */
 export const SUPERUSER_PASSWORD_FILE = 'postgres-password';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { Logger } from 'pino';
 
-export const MIGRATIONS_DIR = new URL('../../prisma/migrations/', import.meta.url).pathname;
+const MIGRATIONS_DIR = new URL('../../prisma/migrations/', import.meta.url).pathname;
 const MIGRATION_LOCK_ID = 0x6167_706c; // "agpl"
 
 export type Migration = { name: string; sql: string; checksum: string };

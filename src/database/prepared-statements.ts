@@ -17,7 +17,7 @@ const named = new Map<string, string>();
 const seenOnce = new Set<string>();
 
 /** The statement name for `text`, once it has recurred; undefined while it has not (or at the cap). */
-export function statementName(text: string): string | undefined {
+function statementName(text: string): string | undefined {
   const name = named.get(text);
   if (name !== undefined || named.size >= MAX_NAMED) return name;
   if (!seenOnce.has(text)) {

@@ -60,7 +60,7 @@ builder.queryType({ description: 'Read the platform.' });
 builder.mutationType({ description: 'Change the platform.' });
 builder.subscriptionType({ description: 'Live events: revision status, export status, run streams.' });
 
-export const ErrorCodeEnum = builder.enumType('ErrorCode', {
+const ErrorCodeEnum = builder.enumType('ErrorCode', {
   description: 'Stable machine-readable error codes, shared with the REST surfaces.',
   values: ['VALIDATION_FAILED', 'BAD_REQUEST', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNPROCESSABLE', 'UNAVAILABLE'] as const,
 });

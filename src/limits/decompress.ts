@@ -128,7 +128,7 @@ const ZSTD_MAGIC = 0xfd2fb528;
  * frame whose window, the memory a decoder must hold, exceeds `windowLimit`. Frames whose headers are
  * malformed are left for the decoder to reject.
  */
-export function assertZstdWindows(body: Uint8Array, windowLimit: number): void {
+function assertZstdWindows(body: Uint8Array, windowLimit: number): void {
   let pos = 0;
   while (pos + 4 <= body.length) {
     const magic = (body[pos]! | (body[pos + 1]! << 8) | (body[pos + 2]! << 16) | (body[pos + 3]! << 24)) >>> 0;

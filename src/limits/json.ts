@@ -70,13 +70,13 @@ export function assertValueDepth(value: unknown, maxDepth: number, loc: (string 
 const SUSPICIOUS_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
 
 /** Whether a JSON text may contain a string PostgreSQL refuses (a cheap test on the raw text). */
-export const mayHoldUnstorableText = (text: string): boolean => SUSPICIOUS_ESCAPE.test(text);
+const mayHoldUnstorableText = (text: string): boolean => SUSPICIOUS_ESCAPE.test(text);
 
 // U+0000, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Whether PostgreSQL can store this string in text and jsonb. */
-export const isStorableText = (text: string): boolean => !UNSTORABLE.test(text);
+const isStorableText = (text: string): boolean => !UNSTORABLE.test(text);
 
 /**
  * Throws VALIDATION_FAILED naming the first string (value or key) PostgreSQL cannot store: one

@@ -33,7 +33,7 @@ for (const [network, prefix] of [
 }
 
 /** Whether an IP address (v4 or v6 literal) is loopback, link-local, private or otherwise not public. */
-export function isNonPublicAddress(address: string): boolean {
+function isNonPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return nonPublic.check(address, 'ipv4');
   if (family !== 6) return true;

@@ -21,7 +21,7 @@ import { type Ingester, type IngestResult, ingestRunBatch, type RunAttachment, t
 export type { IngestRequest } from '../services/traces/ingest-types.js';
 
 /** Limits on what a body may decode to (config.ts: AGENT_PLATFORM_ZSTD_WINDOW_LIMIT, AGENT_PLATFORM_JSON_MAX_DEPTH). */
-export type WireGuards = { zstdWindowBytes: number; jsonMaxDepth: number };
+type WireGuards = { zstdWindowBytes: number; jsonMaxDepth: number };
 const DEFAULT_GUARDS: WireGuards = { zstdWindowBytes: DEFAULT_ZSTD_WINDOW_BYTES, jsonMaxDepth: DEFAULT_JSON_MAX_DEPTH };
 
 const tooLarge = (limit: number) => new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes.`);
@@ -83,7 +83,7 @@ export function asObject(value: unknown, loc = 'body'): Record<string, unknown> 
 }
 
 /** Decodes and parses an ingestion request into a RunBatch (`POST /runs/multipart` or `/runs/batch`). */
-export async function requestToBatch(request: IngestRequest, limit: number, guards = DEFAULT_GUARDS): Promise<RunBatch> {
+async function requestToBatch(request: IngestRequest, limit: number, guards = DEFAULT_GUARDS): Promise<RunBatch> {
   const raw = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
   if (request.format === 'multipart') {
     const boundary = multipartBoundary(request.contentType);

@@ -43,7 +43,7 @@ export const USAGE_CSV_HEADER = [
  * One CSV cell (RFC 4180 quoting). A cell a spreadsheet would read as a formula (starting with =, +,
  * -, @, tab or CR) gets a leading tab, so a project named `=HYPERLINK(…)` stays text.
  */
-export function csvCell(value: string | number | null | undefined): string {
+function csvCell(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '';
   let text = String(value);
   if (/^[=+\-@\t\r]/.test(text)) text = `\t${text}`;

@@ -4,7 +4,7 @@
 // the platform is root), whose environment holds what that runtime needs and nothing of the platform's:
 //   - the deployment's secrets, as environment variables;
 //   - a database login of its own (a role made for the deployment that may only read and write what a
-//     runtime uses: runtime-database.ts), so the platform's database password is not in it;
+//     runtime uses: services/deployments/deployment-database.ts), so the platform's database password is not in it;
 //   - a signing key derived from the installation's key for this one runtime (key id recorded in
 //     deployment_runtimes): the API signs its graph requests with the same derivation, and the runtime
 //     can neither read the platform's secrets nor sign for another deployment's runtime.
@@ -23,10 +23,10 @@ import { type PreparedSandbox, sandboxFor } from '../services/deployments/sandbo
 import { revisionDirectory } from '../services/deployments/source-checkout.js';
 import { ChildOutputLog } from './child-output.js';
 import type { RuntimeSpec } from './deployment-runtime.js';
-import { readGraphConfig } from './graph-config.js';
+import { readGraphConfig } from '../graph-config.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launcher.js';
-import type { ChildCommand, ChildReport } from './runtime-child.js';
-import { grantRuntimeLogin, runtimeLoginRole, setUpDeploymentDatabase } from './runtime-database.js';
+import type { ChildCommand, ChildReport } from './child-protocol.js';
+import { grantRuntimeLogin, runtimeLoginRole, setUpDeploymentDatabase } from '../services/deployments/deployment-database.js';
 
 const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
@@ -44,7 +44,7 @@ function baseEnvironment(): Record<string, string> {
 
 /**
  * A database URL for the deployment's runtime: a login role of its own (`agent_runtime_<id>`) that may
- * only read and write what a runtime uses (runtime-database.ts sets the deployment's tables and queue
+ * only read and write what a runtime uses (services/deployments/deployment-database.ts sets the deployment's tables and queue
  * up first and grants them). Its password is derived from the installation's key for that deployment:
  * every runtime of the deployment (the serving one, the next revision's loaded by its build, a
  * restarted one) logs in with the same one, so starting one never locks another out of new

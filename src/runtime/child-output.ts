@@ -5,7 +5,7 @@
 // does not publish it through `…/logs`.
 
 /** Most characters of output kept per revision; the rest is dropped with a note. */
-export const OUTPUT_LOG_LIMIT = 256 * 1024;
+const OUTPUT_LOG_LIMIT = 256 * 1024;
 const FLUSH_AFTER_MS = 250;
 const FLUSH_AT_CHARS = 4096;
 /** Shorter values are not masked: masking "1" would mask every digit 1 of the output. */
@@ -14,7 +14,7 @@ const MIN_MASKED_LENGTH = 4;
 export type OutputLogType = 'build' | 'deploy';
 
 /** Replaces every occurrence of the hidden values (and of each line of a multi-line one) with [redacted]. */
-export function maskSecrets(text: string, hidden: readonly string[]): string {
+function maskSecrets(text: string, hidden: readonly string[]): string {
   const needles = hidden
     .flatMap((value) => [value, ...value.split('\n')])
     .map((value) => value.trim())

@@ -3,14 +3,10 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import type { GraphConfig } from './graph-config.js';
+import type { CustomApp } from '../services/deployments/runtime-protocol.js';
+import type { GraphConfig } from '../graph-config.js';
 import { registerSdkLogger } from './sdk-logger.js';
 
-/** A fetch-style app; Hono's also lets us say what happens when none of its routes matches. */
-export type CustomApp = {
-  fetch(request: Request): Response | Promise<Response>;
-  notFound?(handler: () => Response): unknown;
-};
 
 /** Imports the config's `http.app` export, if it names one; throws naming the file when it cannot. */
 export async function loadCustomApp(config: Pick<GraphConfig, 'root' | 'httpApp'>, logger: Logger): Promise<CustomApp | undefined> {

@@ -21,7 +21,7 @@ type Prepared = { deploymentId: string; runtime: PreparedRuntime; timer: NodeJS.
 /** How long a build's loaded runtime waits for its deploy (in this process) before it is ended. */
 const PREPARED_TTL_MS = 5 * 60_000;
 /** How often a worker looks for active revisions whose runtime nobody runs (their worker died). */
-export const RESTORE_INTERVAL_MS = 15_000;
+const RESTORE_INTERVAL_MS = 15_000;
 
 export class DeployedRuntimes {
   private readonly entries = new Map<string, Entry>();

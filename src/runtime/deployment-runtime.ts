@@ -9,10 +9,10 @@ import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
 import { TraceBatcher } from '../services/traces/trace-batcher.js';
 import { loadCustomApp } from './custom-app.js';
-import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
+import { applyGraphConfigEnv, readGraphConfig } from '../graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 import { openPersistence } from './persistence.js';
-import { setUpDeploymentDatabase } from './runtime-database.js';
+import { setUpDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { loadStoreEmbedder } from './store-embedder.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
@@ -35,7 +35,7 @@ export type RuntimeSpec = {
   /** Names the signing key derived for this runtime, when it does not hold the installation's key. */
   keyId?: string;
   /**
-   * The platform set the deployment's database up before launching it (runtime-database.ts), and its
+   * The platform set the deployment's database up before launching it (services/deployments/deployment-database.ts), and its
    * login may only read and write: it creates no table, schema or queue. Otherwise (a runtime on the
    * platform's own login: `serve`, a runtime thread) it sets them up itself.
    */

@@ -3,29 +3,23 @@
 // in as an AbortSignal (from `runs.cancel`); the outcome is always written, so no run stays `running`.
 import { resolvedTargetProblem } from '../limits/outbound-url.js';
 import { Command } from '@langchain/langgraph';
-import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { Job } from 'pg-boss';
 import type { RunJob } from '../services/runs/run-queue.js';
 import { RunEventWriter } from '../services/runs/run-stream.js';
 import type { RunKwargs, RunStatus } from '../services/runs/runs.schemas.js';
+import type { RunTracer } from '../services/traces/agent-run-tracer.js';
+
+export type { RunTracer };
 import * as store from '../services/runs/runs.store.js';
 import type { ClaimedRun, JobCompletion, RunRow } from '../services/runs/runs.store.js';
 import { deleteCheckpointsAfter, latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { refreshThreadCache } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
-import { serializeError, serializeJson } from './serialize.js';
+import { serializeError, serializeJson } from '../serialize.js';
 import { type StreamMode, streamGraphRun } from './stream-modes.js';
 
 type Json = Record<string, unknown>;
 
-/**
- * The tracing seam: a runtime may be given a tracer per run (trace ingestion, issue 4, supplies one
- * that records the run in the deployment's tracing project). It gets LangChain callbacks for the run
- * and is told when the run ends.
- */
-export type RunTracer = (run: { runId: string; threadId: string; assistantId: string; graphId: string; deploymentId: string }) =>
-  | { callbacks: BaseCallbackHandler[]; onEnd?(outcome: { status: RunStatus; error?: unknown }): Promise<void> | void }
-  | undefined;
 
 export type CancelReason = 'interrupt' | 'rollback' | 'shutdown';
 
@@ -66,7 +60,7 @@ function claimNotifications(ctx: RuntimeContext): string[] {
  * statement, which also appends each run's `metadata` stream event and sends the claim's NOTIFYs.
  * Runs missing from the result were cancelled, deleted or taken by another runtime.
  */
-export async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
+async function claimRuns(ctx: RuntimeContext, runIds: string[], workerId: string): Promise<Map<string, ClaimedRun>> {
   const rows = await store.claimRuns(ctx.db, runIds, workerId, claimNotifications(ctx));
   return new Map(rows.map((row) => [row.id, row]));
 }

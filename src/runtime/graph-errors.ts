@@ -10,7 +10,7 @@ const CLIENT_ERRORS = new Set(['InvalidUpdateError', 'EmptyInputError', 'GraphVa
 const UNKNOWN_SUBGRAPH = /^Subgraph ".*" not found$/;
 
 /** The AppError a graph error raised by a request's content stands for, if it is one. */
-export function graphRequestError(error: unknown): AppError | undefined {
+function graphRequestError(error: unknown): AppError | undefined {
   const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
   if (typeof message === 'string' && UNKNOWN_SUBGRAPH.test(message)) return AppError.notFound(message);
   if (typeof name !== 'string' || !CLIENT_ERRORS.has(name)) return undefined;

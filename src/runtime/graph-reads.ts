@@ -6,28 +6,16 @@ import type { StateSnapshot } from '@langchain/langgraph';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
 import { AppError } from '../errors.js';
-import type { GraphRequest } from '../services/deployments/runtime-protocol.js';
+import type { GraphRequest, ThreadState } from '../services/deployments/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { asGraphRequest } from './graph-errors.js';
 import { extractGraphSchemas } from './graph-schemas.js';
-import { serializeError, toPlainJson } from './serialize.js';
+import { serializeError, toPlainJson } from '../serialize.js';
 import { type Checkpoint, checkpointOf } from './stream-modes.js';
 
 type Json = Record<string, unknown>;
 
-export type { Checkpoint };
-
-export type ThreadState = {
-  values: unknown;
-  next: string[];
-  tasks: unknown[];
-  metadata: unknown;
-  created_at: string | null;
-  checkpoint: Checkpoint | null;
-  parent_checkpoint: Checkpoint | null;
-  interrupts: unknown[];
-};
 
 const isSnapshot = (value: unknown): value is StateSnapshot =>
   typeof value === 'object' && value !== null && 'values' in value && 'next' in value;
@@ -50,7 +38,7 @@ const threadGraphConfig = (config: Json | undefined): RunnableConfig => ({
 });
 
 /** A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). */
-export function presentSnapshot(state: StateSnapshot): ThreadState {
+function presentSnapshot(state: StateSnapshot): ThreadState {
   const tasks = state.tasks.map((task) => ({
     id: task.id,
     name: task.name,
@@ -83,7 +71,7 @@ function threadConfigurable(threadId: string, checkpoint: Record<string, unknown
 type Request<K extends GraphRequest['kind']> = Extract<GraphRequest, { kind: K }>;
 
 /** The thread's state (at a checkpoint when named); `subgraphs` includes subgraph states in tasks. */
-export async function readThreadState(ctx: RuntimeContext, request: Request<'thread-state'>): Promise<ThreadState> {
+async function readThreadState(ctx: RuntimeContext, request: Request<'thread-state'>): Promise<ThreadState> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
   const configurable = threadConfigurable(request.threadId, request.checkpoint);
   const state = await asGraphRequest(() => graph.getState({ configurable }, { subgraphs: request.subgraphs }));
@@ -93,7 +81,7 @@ export async function readThreadState(ctx: RuntimeContext, request: Request<'thr
 }
 
 /** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). */
-export async function readThreadHistory(ctx: RuntimeContext, request: Request<'thread-history'>): Promise<ThreadState[]> {
+async function readThreadHistory(ctx: RuntimeContext, request: Request<'thread-history'>): Promise<ThreadState[]> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
   const { before: given } = request;
   const before =
@@ -116,7 +104,7 @@ export async function readThreadHistory(ctx: RuntimeContext, request: Request<'t
 }
 
 /** Writes values into the thread's state as if `asNode` had returned them; refreshes the thread's cache. */
-export async function updateThreadState(ctx: RuntimeContext, request: Request<'update-thread-state'>): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
+async function updateThreadState(ctx: RuntimeContext, request: Request<'update-thread-state'>): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
   const next = await asGraphRequest(() => graph.updateState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, request.values ?? null, request.asNode));
   await refreshThreadCache(ctx, request.threadId);
@@ -126,7 +114,7 @@ export async function updateThreadState(ctx: RuntimeContext, request: Request<'u
 }
 
 /** Seeds a new thread's state from supersteps of updates (thread create); refreshes the thread's cache. */
-export async function seedThreadState(ctx: RuntimeContext, request: Request<'seed-thread-state'>): Promise<null> {
+async function seedThreadState(ctx: RuntimeContext, request: Request<'seed-thread-state'>): Promise<null> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, {});
   await asGraphRequest(() =>
     graph.bulkUpdateState(
@@ -139,14 +127,14 @@ export async function seedThreadState(ctx: RuntimeContext, request: Request<'see
 }
 
 /** The drawable graph (nodes and edges); `xray` includes subgraphs. */
-export async function drawGraph(ctx: RuntimeContext, request: Request<'graph-drawing'>): Promise<unknown> {
+async function drawGraph(ctx: RuntimeContext, request: Request<'graph-drawing'>): Promise<unknown> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
   const drawable: DrawableGraph = await graph.getGraphAsync({ ...request.config, xray: request.xray } as Parameters<typeof graph.getGraphAsync>[0]);
   return drawable.toJSON();
 }
 
 /** The schemas of a graph. */
-export async function readGraphSchemas(ctx: RuntimeContext, request: Request<'graph-schemas'>): Promise<Json> {
+async function readGraphSchemas(ctx: RuntimeContext, request: Request<'graph-schemas'>): Promise<Json> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
   const schemas = extractGraphSchemas(graph);
   // As the reference: a JS graph's context schema is its config schema.
@@ -161,7 +149,7 @@ export async function readGraphSchemas(ctx: RuntimeContext, request: Request<'gr
 }
 
 /** The schemas of a graph's subgraphs by namespace (optionally below one namespace, recursively). */
-export async function readSubgraphSchemas(ctx: RuntimeContext, request: Request<'subgraph-schemas'>): Promise<Record<string, Json>> {
+async function readSubgraphSchemas(ctx: RuntimeContext, request: Request<'subgraph-schemas'>): Promise<Record<string, Json>> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
   const result: Record<string, Json> = {};
   for await (const [namespace, subgraph] of graph.getSubgraphsAsync(request.namespace, request.recurse)) {

@@ -8,7 +8,7 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import { AppError } from '../errors.js';
 import { defaultAssistantId } from '../services/assistants/default-assistant-id.js';
 import type { Logger } from 'pino';
-import { applyGraphConfigEnv, type GraphConfig, type GraphEntry } from './graph-config.js';
+import { applyGraphConfigEnv, type GraphConfig, type GraphEntry } from '../graph-config.js';
 import { registerSdkLogger } from './sdk-logger.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: graphs are user code of any state shape

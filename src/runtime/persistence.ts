@@ -23,7 +23,7 @@ export type RuntimePersistence = Persistence & {
 
 /**
  * Opens the checkpointer and the deployment's store on tables the platform set up beforehand
- * (runtime-database.ts: a deployed runtime's login may not create them), with the store's settings
+ * (services/deployments/deployment-database.ts: a deployed runtime's login may not create them), with the store's settings
  * as recorded there.
  */
 export async function openPersistence(

@@ -15,7 +15,7 @@ import { checkpointSelectSql } from '../services/threads/checkpoints.store.js';
 const LOCATION_KEYS = new Set(['checkpoint_ns', 'checkpoint_id', 'checkpoint_map', 'run_id', 'thread_id']);
 
 /** A run config's values that belong in checkpoint metadata: plain configurable values, then its metadata. */
-export function runCheckpointMetadata(config: RunnableConfig): Record<string, unknown> {
+function runCheckpointMetadata(config: RunnableConfig): Record<string, unknown> {
   const configurable = Object.entries(config.configurable ?? {}).filter(
     ([key, value]) => !key.startsWith('__') && !LOCATION_KEYS.has(key) && ['string', 'number', 'boolean'].includes(typeof value),
   );

@@ -10,17 +10,11 @@ import { MemorySaver } from '@langchain/langgraph';
 import { InMemoryStore } from '@langchain/langgraph';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
-import { applyGraphConfigEnv, readGraphConfig } from './graph-config.js';
+import { applyGraphConfigEnv, readGraphConfig } from '../graph-config.js';
 import { loadCustomApp } from './custom-app.js';
+import type { ChildCommand, ChildReport } from './child-protocol.js';
 import { GraphRegistry } from './graph-registry.js';
 
-/** Launcher → child. */
-export type ChildCommand = 'serve' | 'stop';
-/** Child → launcher. */
-export type ChildReport =
-  | { type: 'loaded'; graphIds: string[] }
-  | { type: 'ready'; url: string; graphIds: string[]; runtimeId: string }
-  | { type: 'failed'; message: string };
 
 const send = (report: ChildReport) => new Promise<void>((resolve) => (process.send ? process.send(report, () => resolve()) : resolve()));
 const describe = (error: unknown) => (error instanceof Error ? (error.stack ?? error.message) : String(error));

@@ -7,7 +7,7 @@ import type { TraceBatcher } from '../services/traces/trace-batcher.js';
 import type { GraphRegistry } from './graph-registry.js';
 import type { RuntimePersistence } from './persistence.js';
 
-export type RuntimeDeployment = {
+type RuntimeDeployment = {
   deploymentId: string;
   /** The graphs this deployment serves, loaded in this runtime. */
   graphs: GraphRegistry;

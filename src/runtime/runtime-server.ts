@@ -24,10 +24,9 @@ import {
   signedAppRequest,
   signedMessage,
 } from '../services/deployments/runtime-protocol.js';
-import type { CustomApp } from './custom-app.js';
+import type { CustomApp, UiBundles } from '../services/deployments/runtime-protocol.js';
 import { answerGraphRequest } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
-import type { UiBundles } from './ui-bundles.js';
 
 export type RuntimeServer = { url: string; stop(): Promise<void> };
 

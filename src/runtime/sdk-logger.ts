@@ -24,10 +24,10 @@ const LEVELS: Record<string, PinoLevel> = {
 };
 
 type SdkLogMethod = (message: unknown, ...meta: unknown[]) => SdkLogger;
-export type SdkLogger = Record<keyof typeof LEVELS, SdkLogMethod>;
+type SdkLogger = Record<keyof typeof LEVELS, SdkLogMethod>;
 
 /** An SDK-shaped logger over pino: `(message, ...meta)` or `(infoObject)`, chainable as winston's. */
-export function toSdkLogger(logger: Logger): SdkLogger {
+function toSdkLogger(logger: Logger): SdkLogger {
   const sdk = {} as SdkLogger;
   for (const [name, level] of Object.entries(LEVELS)) {
     sdk[name] = (message, ...meta) => {

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Embedder } from '../services/store/store-operations.js';
-import type { GraphConfig } from './graph-config.js';
+import type { GraphConfig } from '../graph-config.js';
 
 type EmbeddingsLike = { embedDocuments(texts: string[]): Promise<number[][]>; embedQuery(text: string): Promise<number[]> };
 type EmbedFunction = (texts: string[]) => Promise<number[][]> | number[][];

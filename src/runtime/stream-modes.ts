@@ -8,7 +8,9 @@ import type { StreamMode } from '../services/runs/runs.schemas.js';
 import type { RunnableGraph } from './graph-registry.js';
 
 /** A checkpoint's address, as the agent server's API names it. */
-export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Record<string, unknown> | null };
+import type { Checkpoint } from '../services/deployments/runtime-protocol.js';
+
+export type { Checkpoint };
 
 export type { StreamMode };
 

@@ -3,14 +3,9 @@
 // Tailwind CSS), rebuilt when their files change, and kept in memory for `/ui/{graph_id}`.
 import { basename, dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { GraphConfig } from './graph-config.js';
+import type { UiBundles, UiFile } from '../services/deployments/runtime-protocol.js';
+import type { GraphConfig } from '../graph-config.js';
 
-export type UiFile = { basename: string; contents: Uint8Array };
-
-export type UiBundles = {
-  /** The bundle's files of a graph (its `.js` entry and `.css`), once built. */
-  files(graphId: string): UiFile[] | undefined;
-};
 
 // A component file that does not build is reported and left out rather than holding up start-up.
 const FIRST_BUILD_TIMEOUT_MS = 120_000;

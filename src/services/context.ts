@@ -26,7 +26,16 @@ export type Deps = {
   /** The process's job queue, once started (agent-server requests enqueue runs on it). */
   boss?: PgBoss;
   /** The control-plane runtimes this process launched (worker role); stopped before the job queue. */
-  deployedRuntimes?: import('../runtime/deployed-runtimes.js').DeployedRuntimes;
+  deployedRuntimes?: LaunchedRuntimes;
+};
+
+/**
+ * The deployed runtimes a worker launched, as the rest of the process sees them (the launcher lives
+ * in runtime/, which services do not import): the one serving a revision, and stopping them all.
+ */
+type LaunchedRuntimes = {
+  runtimeOf(revisionId: string): { url: string; graphIds: string[]; pid?(): number | undefined } | undefined;
+  stop(): Promise<void>;
 };
 
 /** A service call: dependencies plus the authenticated viewer (or the system, for the admin CLI). */

@@ -2,8 +2,7 @@
 // platform is declared here with explicit options; queues are created at start-up, and the `worker`
 // role works the jobs and runs the cron clock. Job payloads carry ids only; the rows they point at
 // hold the state.
-import { type ConstructorOptions, type Job, PgBoss, type Queue } from 'pg-boss';
-import { PreparingClient } from '../database/prepared-statements.js';
+import { type Job, PgBoss, type Queue } from 'pg-boss';
 import type { Deps } from '../services/context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
 import { foldUsage } from './usage-fold.job.js';
@@ -19,8 +18,7 @@ import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deploym
 import { workRevisionPipeline } from './revision-pipeline.job.js';
 import { watchPushedRefs } from './revisions-watch.job.js';
 
-export { BOSS_SCHEMA } from './boss-schema.js';
-import { BOSS_SCHEMA } from './boss-schema.js';
+import { bossConnection, finishedJobRetention, rememberJobRetention } from '../queues.js';
 
 type QueueDefinition = Omit<Queue, 'name'> & { name: string };
 
@@ -151,32 +149,8 @@ export const QUEUES = {
   },
 } satisfies Record<string, QueueDefinition>;
 
-// Every queue keeps finished jobs for the configured time (AGENT_PLATFORM_JOB_RETENTION_SECONDS): the
-// rows they point at hold the state, so a finished job is only history. Set on each queue, whose
-// option pg-boss copies into each job it inserts; recorded per job queue object so a deployment's
-// run queue, created when first used, gets it too.
-const jobRetentionSeconds = new WeakMap<PgBoss, number>();
-
-/** The finished-job retention of every queue of this job queue object (pg-boss `deleteAfterSeconds`). */
-export const finishedJobRetention = (boss: PgBoss): Pick<Queue, 'deleteAfterSeconds'> => ({
-  deleteAfterSeconds: jobRetentionSeconds.get(boss) ?? 3600,
-});
-
-/**
- * Each deployment's run queue, `runs.execute.<deployment id>` (created when first used). `key_strict_fifo`
- * keyed by thread id gives per-thread order (a thread's runs execute one at a time, in arrival order)
- * while other threads run in parallel.
- */
-export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
-  policy: 'key_strict_fifo',
-  // A failed job would hold back its thread's later runs; the handler never fails a job, and a runtime
-  // that dies mid-run is detected (and its job completed) by the `runs.sweep` schedule.
-  retryLimit: 0,
-  expireInSeconds: 24 * 3600,
-};
-
 /** Recurring jobs, worked by the worker role. */
-export const SCHEDULES: { queue: string; cron: string }[] = [
+const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.eventsPrune.name, cron: '*/10 * * * *' },
   // A runtime recovers its own deployment's runs when it starts; this catches the ones whose
   // runtime is not restarted.
@@ -194,19 +168,6 @@ export const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.tracesPartitions.name, cron: '43 * * * *' },
   { queue: QUEUES.revisionsWatch.name, cron: '* * * * *' },
 ];
-
-export type Boss = PgBoss;
-
-/**
- * Connection options of every PgBoss of the platform: its pool names pg-boss's recurring statements
- * (fetch, complete, send) as prepared statements, like the platform's own pool (pg-boss hands its
- * options to pg.Pool, which takes the client class).
- */
-export const bossConnection = (url: string): ConstructorOptions => ({
-  connectionString: url,
-  schema: BOSS_SCHEMA,
-  ...({ Client: PreparingClient } as object),
-});
 
 /**
  * Starts this process's pg-boss and creates the queues. `work`: the worker role (handlers, schedules,
@@ -242,7 +203,7 @@ export async function startBoss(
     migrate: install,
   });
   boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
-  jobRetentionSeconds.set(boss, deps.config.jobRetentionSeconds);
+  rememberJobRetention(boss, deps.config.jobRetentionSeconds);
   await boss.start();
   for (const { name, ...queueOptions } of install ? (Object.values(QUEUES) as QueueDefinition[]) : []) {
     await boss.createQueue(name, { ...queueOptions, ...finishedJobRetention(boss) });

@@ -32,13 +32,13 @@ async function sendRunJobs(deps: Deps, boss: PgBoss, runIds: string[]) {
 }
 
 /** Starts the runs that fit within the limits now. */
-export async function dispatchExportRuns(deps: Deps, boss: PgBoss): Promise<void> {
+async function dispatchExportRuns(deps: Deps, boss: PgBoss): Promise<void> {
   const claimed = await store.claimRunsToStart(deps.db.pool, deps.config.exports);
   await sendRunJobs(deps, boss, claimed);
 }
 
 /** Periodic: spawn due scheduled windows, time out exports, re-queue runs whose worker died, dispatch. */
-export async function sweepExports(deps: Deps, boss: PgBoss, now = new Date()): Promise<void> {
+async function sweepExports(deps: Deps, boss: PgBoss, now = new Date()): Promise<void> {
   const limits = deps.config.exports;
   for (const exportId of await store.timeOutExports(deps.db.pool, limits.exportTimeoutSeconds)) {
     await deps.events.publish('exports.progress', { exportId }, exportId);

@@ -25,7 +25,7 @@ type RevisionJob = { revisionId: string };
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-export async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntimes, revisionId: string, wakeDeploy: () => void = () => undefined): Promise<void> {
+async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntimes, revisionId: string, wakeDeploy: () => void = () => undefined): Promise<void> {
   if (!(await moveRevision(deps, revisionId, 'AWAITING_BUILD', ['QUEUED']))) return;
   if (!(await moveRevision(deps, revisionId, 'BUILDING', ['AWAITING_BUILD']))) return;
   const log = (message: string) => logRevision(deps, revisionId, 'build', message);
@@ -64,7 +64,7 @@ export async function buildRevision(deps: Deps, boss: PgBoss, runtimes: Deployed
   }
 }
 
-export async function deployRevision(deps: Deps, runtimes: DeployedRuntimes, revisionId: string): Promise<void> {
+async function deployRevision(deps: Deps, runtimes: DeployedRuntimes, revisionId: string): Promise<void> {
   if (!(await moveRevision(deps, revisionId, 'DEPLOYING', ['AWAITING_DEPLOY']))) {
     // SKIPPED or INTERRUPTED while it waited: the process its build loaded has nothing to serve.
     await runtimes.discardPrepared(revisionId);

@@ -2,7 +2,8 @@
 // (`git ls-remote`); when its commit differs from the one the latest revision built, a new revision is
 // made. Deployments whose latest revision is still in the pipeline wait for the next sweep.
 import type { Deps } from '../services/context.js';
-import { createRevision, deploymentGitCredentials } from '../services/deployments/deployments.service.js';
+import { deploymentGitCredentials } from '../services/deployments/deployments.service.js';
+import { createRevision } from '../services/deployments/revisions.service.js';
 import { findControlDeployment, listBuildOnPush } from '../services/deployments/revisions.store.js';
 import { remoteRefCommit } from '../services/deployments/source-checkout.js';
 import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';

@@ -3,7 +3,7 @@
 import type { Deps } from '../services/context.js';
 import { createTracePartitions } from '../services/traces/trace-runs.store.js';
 
-export const PARTITION_WEEKS_AHEAD = 4;
+const PARTITION_WEEKS_AHEAD = 4;
 
 export async function createTracePartitionsAhead(deps: Pick<Deps, 'db'>): Promise<{ created: string[] }> {
   const now = new Date();

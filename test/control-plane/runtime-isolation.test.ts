@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runtimeLoginRole } from '../../src/runtime/runtime-database.js';
+import { runtimeLoginRole } from '../../src/services/deployments/deployment-database.js';
 import { buildTenant } from '../factories.js';
 import type { TestPlatform } from '../helpers.js';
 import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';

@@ -17,9 +17,9 @@ import { type EmbeddedDatabase, SUPERUSER_PASSWORD_FILE, startEmbeddedPostgres }
 import { migrateDatabase } from '../../src/database/migrate.js';
 import { connectDatabase } from '../../src/db.js';
 import { createDeps } from '../../src/process.js';
-import { dropRuntimeLogin, grantRuntimeLogin, runtimeLoginRole, setUpDeploymentDatabase } from '../../src/runtime/runtime-database.js';
+import { dropRuntimeLogin, grantRuntimeLogin, runtimeLoginRole, setUpDeploymentDatabase } from '../../src/services/deployments/deployment-database.js';
 import { CHECKPOINT_SCHEMA } from '../../src/services/threads/checkpoints.store.js';
-import { bossConnection } from '../../src/workers/boss.js';
+import { bossConnection } from '../../src/queues.js';
 import { adminLoginUrl, databaseUrl } from '../helpers.js';
 
 const logger = pino({ level: 'silent' });

@@ -2,7 +2,8 @@
 // and workers poll only every 30 s as a backstop, so an idle installation does not poll every 2 s per
 // worker. These pin that a job does not wait for that backstop, nor does a failed job's retry.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUEUES, startBoss, workNotified, type Boss } from '../../src/workers/boss.js';
+import type { Boss } from '../../src/queues.js';
+import { QUEUES, startBoss, workNotified } from '../../src/workers/boss.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
 let platform: TestPlatform;

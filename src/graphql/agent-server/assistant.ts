@@ -9,7 +9,7 @@ import {
 } from '../../services/assistants/assistants.service.js';
 import { agentContext } from '../../services/deployments/deployments.service.js';
 
-export const AssistantVersionRef = builder.objectRef<AssistantVersion & { deploymentId: string }>('AssistantVersion').implement({
+const AssistantVersionRef = builder.objectRef<AssistantVersion & { deploymentId: string }>('AssistantVersion').implement({
   description: 'One version of an assistant; exactly one version is active.',
   fields: (t) => ({
     version: t.exposeInt('version', { description: 'Version number, from 1.' }),
@@ -22,7 +22,7 @@ export const AssistantVersionRef = builder.objectRef<AssistantVersion & { deploy
   }),
 });
 
-export const AssistantRef = builder.objectRef<Assistant & { deploymentId: string }>('Assistant').implement({
+const AssistantRef = builder.objectRef<Assistant & { deploymentId: string }>('Assistant').implement({
   description: 'A graph with configuration, in one deployment. A graph name also selects its default assistant.',
   fields: (t) => ({
     assistantId: t.exposeID('assistantId', { description: 'Assistant ID (UUID).' }),

@@ -5,7 +5,7 @@ import { agentContext } from '../../services/deployments/deployments.service.js'
 
 type CronWithDeployment = Cron & { deploymentId: string };
 
-export const CronRef = builder.objectRef<CronWithDeployment>('Cron').implement({
+const CronRef = builder.objectRef<CronWithDeployment>('Cron').implement({
   description: 'A schedule that creates runs of an assistant: on its thread, or each on a new thread.',
   fields: (t) => ({
     cronId: t.exposeID('cronId', { description: 'Cron ID (UUID).' }),

@@ -6,12 +6,12 @@ import { MULTITASK_STRATEGIES, RUN_STATUSES } from '../../services/runs/runs.sch
 import { eventMode, type RunEvent } from '../../services/runs/run-stream.js';
 import { agentContext } from '../../services/deployments/deployments.service.js';
 
-export const RunStatusEnum = builder.enumType('RunStatus', {
+const RunStatusEnum = builder.enumType('RunStatus', {
   description: 'Lifecycle of a run: pending → running → success | error | timeout | interrupted.',
   values: RUN_STATUSES,
 });
 
-export const MultitaskStrategyEnum = builder.enumType('MultitaskStrategy', {
+const MultitaskStrategyEnum = builder.enumType('MultitaskStrategy', {
   description: 'What a new run does when the thread already has one pending or running.',
   values: MULTITASK_STRATEGIES,
 });
@@ -32,7 +32,7 @@ export const RunRef = builder.objectRef<Run & { deploymentId: string }>('Run').i
   }),
 });
 
-export const RunEventRef = builder.objectRef<RunEvent>('RunEvent').implement({
+const RunEventRef = builder.objectRef<RunEvent>('RunEvent').implement({
   description: 'One event of a run’s stream, exactly as the REST SSE stream sends it.',
   fields: (t) => ({
     seq: t.exposeInt('seq', { description: 'Position in the stream, from 1 (the SSE event id is seq - 1: ids count from 0, as the reference server numbers them).' }),

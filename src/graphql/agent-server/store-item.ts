@@ -5,7 +5,7 @@ import { deleteItem, getItem, listNamespaces, putItem, searchItems, type StoreIt
 
 type StoreItemWithDeployment = StoreItem & { deploymentId: string };
 
-export const StoreItemRef = builder.objectRef<StoreItemWithDeployment>('StoreItem').implement({
+const StoreItemRef = builder.objectRef<StoreItemWithDeployment>('StoreItem').implement({
   description: 'An item of a deployment’s long-term store (what its graphs see as `store`).',
   fields: (t) => ({
     deploymentId: t.exposeID('deploymentId', { description: 'Deployment it belongs to.' }),

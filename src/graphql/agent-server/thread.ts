@@ -6,7 +6,7 @@ import { listRunsOfThreads, type Run } from '../../services/runs/runs.service.js
 import { agentContext } from '../../services/deployments/deployments.service.js';
 import { RunRef } from './run.js';
 
-export const ThreadStatusEnum = builder.enumType('ThreadStatus', {
+const ThreadStatusEnum = builder.enumType('ThreadStatus', {
   description: 'idle: ready; busy: a run is pending or running; interrupted: stopped waiting for input; error: the last run failed.',
   values: THREAD_STATUSES,
 });
@@ -26,7 +26,7 @@ const ThreadStateRef = builder.objectRef<Awaited<ReturnType<typeof getThreadStat
 type ThreadWithDeployment = Thread & { deploymentId: string };
 type RunWithDeployment = Run & { deploymentId: string };
 
-export const ThreadRef = builder.objectRef<ThreadWithDeployment>('Thread').implement({
+const ThreadRef = builder.objectRef<ThreadWithDeployment>('Thread').implement({
   description: 'A conversation: the state accumulated by its runs.',
   fields: (t) => ({
     threadId: t.exposeID('threadId', { description: 'Thread ID (UUID).' }),

@@ -4,7 +4,7 @@
 import { builder } from '../builder.js';
 import * as destinations from '../../services/exports/destinations.service.js';
 import * as exportsService from '../../services/exports/exports.service.js';
-import type { RunResult } from '../../services/exports/exports.store.js';
+import type { RunResult } from '../../services/exports/exports.service.js';
 
 const result = (metadata: unknown): RunResult | undefined => (metadata as { result?: RunResult } | null)?.result;
 

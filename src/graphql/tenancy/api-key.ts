@@ -1,7 +1,7 @@
 import { builder } from '../builder.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../services/tenancy/tenancy.service.js';
 
-export const ApiKeyRef = builder.prismaObject('ApiKey', {
+const ApiKeyRef = builder.prismaObject('ApiKey', {
   description: 'An API key. The secret is shown once, when the key is created, and never again.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'API key ID (UUID).' }),

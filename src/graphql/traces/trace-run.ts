@@ -6,7 +6,7 @@ import { TracingProjectRef } from './tracing-project.js';
 
 const date = (value: string | null) => (value === null ? null : new Date(value));
 
-export const TraceRunRef = builder.objectRef<TraceRunRow>('TraceRun');
+const TraceRunRef = builder.objectRef<TraceRunRow>('TraceRun');
 
 TraceRunRef.implement({
   description: 'One run (span) of a trace: a chain, LLM call, tool call… with its inputs, outputs, timing, tokens and cost.',

@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
-import type { CustomApp } from '../../runtime/custom-app.js';
+import type { CustomApp } from '../../services/deployments/runtime-protocol.js';
 
 const FALL_THROUGH = 'x-agent-platform-fall-through';
 

@@ -8,7 +8,7 @@ import { type Request, type Response, Router } from 'express';
 import { isAppError } from '../../errors.js';
 import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
 import { callAgentTool, listAgentTools } from '../../services/mcp/mcp.service.js';
-import { serializeJson } from '../../runtime/serialize.js';
+import { serializeJson } from '../../serialize.js';
 
 /** AppErrors become MCP errors the client can show; anything else propagates (the SDK masks it as an internal error). */
 async function asMcp<T>(work: () => Promise<T>): Promise<T> {

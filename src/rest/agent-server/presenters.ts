@@ -3,7 +3,7 @@ import type { Response } from 'express';
 import type { Assistant, AssistantVersion } from '../../services/assistants/assistants.service.js';
 import type { Cron } from '../../services/crons/crons.service.js';
 import type { Run } from '../../services/runs/runs.service.js';
-import { serializeJson } from '../../runtime/serialize.js';
+import { serializeJson } from '../../serialize.js';
 import type { StoreItem } from '../../services/store/store.service.js';
 import type { Thread } from '../../services/threads/threads.service.js';
 

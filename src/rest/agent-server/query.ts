@@ -5,7 +5,7 @@ import { STREAM_MODES } from '../../services/runs/runs.schemas.js';
 import { parseInput } from '../../services/validate.js';
 export const queryFlag = (value: unknown): boolean => value === 'true' || value === '1' || value === true;
 
-export function queryList(value: unknown): string[] | undefined {
+function queryList(value: unknown): string[] | undefined {
   if (value === undefined) return undefined;
   const values = (Array.isArray(value) ? value : [value]).map(String);
   const list = values.flatMap((item) => {

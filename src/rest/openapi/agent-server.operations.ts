@@ -28,13 +28,13 @@ import { referenceOperations } from './reference.routes.js';
 const sse = { kind: 'sse', description: 'Server-sent events: one event per stream part, then the end.' } as const;
 const empty = { status: 204, kind: 'empty', description: 'Done.' } as const;
 
-export const systemOperations: Operation[] = [
+const systemOperations: Operation[] = [
   { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and its database answer, 503 otherwise' },
   { method: 'get', path: '/info', tag: 'System', summary: 'Server version and feature flags' },
   { method: 'get', path: '/metrics', tag: 'System', summary: 'Prometheus metrics: runs by status, queue depth, run latency, ingested traces', response: { kind: 'text' } },
 ];
 
-export const assistantsOperations: Operation[] = [
+const assistantsOperations: Operation[] = [
   { method: 'post', path: '/assistants', tag: 'Assistants', summary: 'Create an assistant', body: AssistantCreate },
   { method: 'post', path: '/assistants/search', tag: 'Assistants', summary: 'Search assistants', body: AssistantSearchRequest },
   { method: 'post', path: '/assistants/count', tag: 'Assistants', summary: 'Count assistants', body: AssistantCountRequest },
@@ -48,7 +48,7 @@ export const assistantsOperations: Operation[] = [
   { method: 'get', path: '/assistants/:assistantId/subgraphs{/:namespace}', tag: 'Assistants', summary: "The graph's subgraphs and their schemas" },
 ];
 
-export const threadsOperations: Operation[] = [
+const threadsOperations: Operation[] = [
   { method: 'post', path: '/threads', tag: 'Threads', summary: 'Create a thread', body: ThreadCreate },
   { method: 'post', path: '/threads/search', tag: 'Threads', summary: 'Search threads', body: ThreadSearchRequest },
   { method: 'post', path: '/threads/count', tag: 'Threads', summary: 'Count threads', body: ThreadCountRequest },
@@ -71,7 +71,7 @@ const runCreation = (base: string, where: string): Operation[] => [
   { method: 'post', path: `${base}/wait`, tag: 'Runs', summary: `Create a run ${where} and wait for its result`, body: RunCreate },
 ];
 
-export const runsOperations: Operation[] = [
+const runsOperations: Operation[] = [
   ...runCreation('/threads/:threadId/runs', 'on a thread'),
   ...runCreation('/runs', '(stateless)'),
   { method: 'post', path: '/runs/batch', tag: 'Runs', summary: 'Create several stateless runs', body: RunBatchCreate },
@@ -85,7 +85,7 @@ export const runsOperations: Operation[] = [
   { method: 'post', path: '/threads/:threadId/runs/:runId/cancel', tag: 'Runs', summary: 'Cancel a run', query: RunCancelQuery, response: empty },
 ];
 
-export const cronsOperations: Operation[] = [
+const cronsOperations: Operation[] = [
   { method: 'post', path: '/threads/:threadId/runs/crons', tag: 'Crons', summary: 'Create a cron that runs on a thread', body: CronCreate },
   { method: 'post', path: '/runs/crons', tag: 'Crons', summary: 'Create a stateless cron (a new thread each run)', body: CronCreate },
   { method: 'post', path: '/runs/crons/search', tag: 'Crons', summary: 'Search crons', body: CronSearch },
@@ -94,7 +94,7 @@ export const cronsOperations: Operation[] = [
   { method: 'delete', path: '/runs/crons/:cronId', tag: 'Crons', summary: 'Delete a cron', response: empty },
 ];
 
-export const storeOperations: Operation[] = [
+const storeOperations: Operation[] = [
   { method: 'put', path: '/store/items', tag: 'Store', summary: 'Put an item (with optional TTL in minutes)', body: StoreItemPut, response: empty },
   { method: 'get', path: '/store/items', tag: 'Store', summary: 'Get an item by namespace and key', query: StoreItemGetQuery },
   { method: 'delete', path: '/store/items', tag: 'Store', summary: 'Delete an item', body: StoreItemDelete, response: empty },
@@ -102,7 +102,7 @@ export const storeOperations: Operation[] = [
   { method: 'post', path: '/store/namespaces', tag: 'Store', summary: 'List namespaces', body: StoreNamespacesRequest },
 ];
 
-export const protocolOperations: Operation[] = [
+const protocolOperations: Operation[] = [
   { method: 'post', path: '/mcp', tag: 'MCP', summary: 'MCP over Streamable HTTP (stateless): each assistant is a tool', body: JsonRpcRequest },
   { method: 'get', path: '/mcp', tag: 'MCP', summary: 'Not served (stateless server): 405', response: { status: 405, kind: 'json' } },
   { method: 'delete', path: '/mcp', tag: 'MCP', summary: 'Not served (stateless server): 405', response: { status: 405, kind: 'json' } },
@@ -116,7 +116,7 @@ export const protocolOperations: Operation[] = [
   { method: 'get', path: '/.well-known/agent-card.json', tag: 'A2A', summary: "An assistant's A2A agent card (?assistant_id=)" },
 ];
 
-export const uiOperations: Operation[] = [
+const uiOperations: Operation[] = [
   { method: 'post', path: '/ui/:graphId', tag: 'UI', summary: "A graph's generative UI components (when the graph config has `ui`)", response: { kind: 'html' } },
   { method: 'get', path: '/ui/:graphId/:basename', tag: 'UI', summary: 'A UI bundle file' },
 ];

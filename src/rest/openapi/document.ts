@@ -5,7 +5,7 @@
 import { z } from 'zod';
 
 type JsonSchema = Record<string, unknown>;
-export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export type Operation = {
   method: HttpMethod;
@@ -32,7 +32,7 @@ export type Surface = {
 };
 
 /** A JSON Schema (2020-12, as OpenAPI 3.1 takes it) of what the schema accepts as input. */
-export const inputSchema = (schema: z.ZodType): JsonSchema => {
+const inputSchema = (schema: z.ZodType): JsonSchema => {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   return rest;
 };

@@ -43,7 +43,7 @@ const tracesOperations = (prefix: string): Operation[] => [
   { method: 'delete', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Delete a tracing project and its runs', response: accepted },
 ];
 
-export const usageOperations: Operation[] = [
+const usageOperations: Operation[] = [
   { method: 'get', path: '/api/v1/orgs/current/billing/granular-usage', tag: 'Usage', summary: 'Traces per hour, by workspace, project, user or API key', query: GranularUsageQuery },
   {
     method: 'get',
@@ -55,7 +55,7 @@ export const usageOperations: Operation[] = [
   },
 ];
 
-export const bulkExportOperations: Operation[] = [
+const bulkExportOperations: Operation[] = [
   { method: 'post', path: '/api/v1/bulk-exports/destinations', tag: 'Bulk export', summary: 'Create an S3 destination (checked by a test write)', body: DestinationCreate },
   { method: 'get', path: '/api/v1/bulk-exports/destinations', tag: 'Bulk export', summary: 'List destinations' },
   { method: 'get', path: '/api/v1/bulk-exports/destinations/:id', tag: 'Bulk export', summary: 'Get a destination' },
@@ -68,7 +68,7 @@ export const bulkExportOperations: Operation[] = [
   { method: 'get', path: '/api/v1/bulk-exports/:id/runs/:runId', tag: 'Bulk export', summary: 'One run of a bulk export' },
 ];
 
-export const tenancyOperations: Operation[] = [
+const tenancyOperations: Operation[] = [
   { method: 'get', path: '/api/v1/orgs/current', tag: 'Tenancy', summary: "The key's organization" },
   { method: 'get', path: '/api/v1/workspaces', tag: 'Tenancy', summary: 'Workspaces of the organization' },
   { method: 'post', path: '/api/v1/workspaces', tag: 'Tenancy', summary: 'Create a workspace', body: WorkspaceCreateBody },
@@ -104,7 +104,7 @@ const controlPlaneOperations = (prefix: string): Operation[] => [
   { method: 'delete', path: `${prefix}/v2/listeners/:id`, tag: 'Control plane', summary: 'Delete a listener', response: empty },
 ];
 
-export const platformSystemOperations: Operation[] = [
+const platformSystemOperations: Operation[] = [
   { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and its database answer, 503 otherwise' },
 ];
 

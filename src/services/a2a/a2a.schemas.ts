@@ -3,13 +3,13 @@ import { z } from 'zod';
 
 const Metadata = z.record(z.string(), z.unknown());
 
-export const TextPart = z.object({ kind: z.literal('text'), text: z.string(), metadata: Metadata.nullish() });
-export const DataPart = z.object({ kind: z.literal('data'), data: z.record(z.string(), z.unknown()), metadata: Metadata.nullish() });
-export const Part = z.discriminatedUnion('kind', [TextPart, DataPart], {
+const TextPart = z.object({ kind: z.literal('text'), text: z.string(), metadata: Metadata.nullish() });
+const DataPart = z.object({ kind: z.literal('data'), data: z.record(z.string(), z.unknown()), metadata: Metadata.nullish() });
+const Part = z.discriminatedUnion('kind', [TextPart, DataPart], {
   error: 'expected a text part ({"kind": "text", "text": …}) or a data part ({"kind": "data", "data": {…}}); file parts are not supported',
 });
 
-export const A2AMessage = z.object({
+const A2AMessage = z.object({
   kind: z.literal('message').optional(),
   messageId: z.string().min(1),
   role: z.enum(['user', 'agent']),

@@ -12,13 +12,13 @@ import { cancelRunIds, createRun, createRunAndWait, getRun, runResult, streamRun
 import { parseInput } from '../validate.js';
 import { MessageSendParams, TaskIdParams, TaskQueryParams } from './a2a.schemas.js';
 
-export type TaskState = 'submitted' | 'working' | 'input-required' | 'completed' | 'canceled' | 'failed';
-export type A2APart = { kind: 'text'; text: string } | { kind: 'data'; data: Record<string, unknown> };
-export type TaskStatus = { state: TaskState; timestamp: string };
-export type Artifact = { artifactId: string; name: string; parts: A2APart[] };
+type TaskState = 'submitted' | 'working' | 'input-required' | 'completed' | 'canceled' | 'failed';
+type A2APart = { kind: 'text'; text: string } | { kind: 'data'; data: Record<string, unknown> };
+type TaskStatus = { state: TaskState; timestamp: string };
+type Artifact = { artifactId: string; name: string; parts: A2APart[] };
 export type Task = { kind: 'task'; id: string; contextId: string; status: TaskStatus; artifacts?: Artifact[]; metadata: Record<string, unknown> };
-export type TaskStatusUpdate = { kind: 'status-update'; taskId: string; contextId: string; status: TaskStatus; final: boolean };
-export type TaskArtifactUpdate = { kind: 'artifact-update'; taskId: string; contextId: string; artifact: Artifact; lastChunk: boolean };
+type TaskStatusUpdate = { kind: 'status-update'; taskId: string; contextId: string; status: TaskStatus; final: boolean };
+type TaskArtifactUpdate = { kind: 'artifact-update'; taskId: string; contextId: string; artifact: Artifact; lastChunk: boolean };
 export type TaskEvent = Task | TaskStatusUpdate | TaskArtifactUpdate;
 
 /** Why a task cannot be cancelled (A2A's TaskNotCancelableError). */

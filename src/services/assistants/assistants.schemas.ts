@@ -25,8 +25,8 @@ export const AssistantPatch = z.object({
 });
 export type AssistantPatch = z.infer<typeof AssistantPatch>;
 
-export const ASSISTANT_SORT_FIELDS = ['assistant_id', 'graph_id', 'name', 'created_at', 'updated_at'] as const;
-export const ASSISTANT_FIELDS = ['assistant_id', 'graph_id', 'name', 'description', 'config', 'context', 'metadata', 'version', 'created_at', 'updated_at'] as const;
+const ASSISTANT_SORT_FIELDS = ['assistant_id', 'graph_id', 'name', 'created_at', 'updated_at'] as const;
+const ASSISTANT_FIELDS = ['assistant_id', 'graph_id', 'name', 'description', 'config', 'context', 'metadata', 'version', 'created_at', 'updated_at'] as const;
 
 export const AssistantSearchRequest = z.object({
   metadata: JsonObject.nullish(),

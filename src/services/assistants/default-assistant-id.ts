@@ -3,7 +3,7 @@
 import { v5 } from 'uuid';
 
 // The official server derives each graph's default assistant id from this namespace.
-export const GRAPH_ASSISTANT_NAMESPACE = '6ba7b821-9dad-11d1-80b4-00c04fd430c8';
+const GRAPH_ASSISTANT_NAMESPACE = '6ba7b821-9dad-11d1-80b4-00c04fd430c8';
 
 /** The default assistant of a graph: the same id on every server that serves the graph. */
 export const defaultAssistantId = (graphId: string): string => v5(graphId, GRAPH_ASSISTANT_NAMESPACE);

@@ -2,7 +2,7 @@
 // next occurrence, and the pg-boss schedule (one per cron, keyed by its id) that fires it.
 import { CronExpressionParser } from 'cron-parser';
 import { AppError } from '../../errors.js';
-import type { Boss } from '../../workers/boss.js';
+import type { Boss } from '../../queues.js';
 
 /** The queue every cron's pg-boss schedule sends its tick to (declared in workers/boss.ts). */
 export const CRON_FIRE_QUEUE = 'crons.fire';

@@ -34,8 +34,8 @@ export const CronPatch = z.object({
 });
 export type CronPatch = z.infer<typeof CronPatch>;
 
-export const CRON_SORT_FIELDS = ['cron_id', 'assistant_id', 'thread_id', 'created_at', 'updated_at', 'next_run_date', 'end_time'] as const;
-export const CRON_FIELDS = [
+const CRON_SORT_FIELDS = ['cron_id', 'assistant_id', 'thread_id', 'created_at', 'updated_at', 'next_run_date', 'end_time'] as const;
+const CRON_FIELDS = [
   'cron_id',
   'assistant_id',
   'thread_id',

@@ -4,7 +4,7 @@ import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 
 /** Every revision status (DECISIONS); the normal path is the first seven, in order. */
-export const REVISION_STATUSES = [
+const REVISION_STATUSES = [
   'CREATING',
   'QUEUED',
   'AWAITING_BUILD',
@@ -24,7 +24,7 @@ export type RevisionStatus = (typeof REVISION_STATUSES)[number];
 /** Statuses after which the pipeline does nothing more with a revision. */
 export const FINISHED_REVISION_STATUSES: readonly RevisionStatus[] = ['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'];
 
-export const DEPLOYMENT_STATUSES = ['AWAITING_DATABASE', 'READY', 'UNUSED', 'AWAITING_DELETE', 'UNKNOWN'] as const;
+const DEPLOYMENT_STATUSES = ['AWAITING_DATABASE', 'READY', 'UNUSED', 'AWAITING_DELETE', 'UNKNOWN'] as const;
 
 /**
  * Environment names a secret may not take: what the runtime itself is configured with, and what
@@ -124,7 +124,6 @@ export const DeploymentCreate = z.object({
   source_revision_config: SourceRevisionConfig,
   secrets: secrets.default([]),
 });
-export type DeploymentCreateInput = z.input<typeof DeploymentCreate>;
 
 export const DeploymentPatch = z.object({
   // Immutable fields are recognised so they can be refused with 400 rather than ignored.
@@ -143,7 +142,6 @@ export const DeploymentPatch = z.object({
   source_revision_config: SourceRevisionConfigPatch.optional(),
   secrets: secrets.optional(),
 });
-export type DeploymentPatchInput = z.input<typeof DeploymentPatch>;
 
 const limit = z.coerce.number().int().min(1).max(100).default(20);
 const offset = z.coerce.number().int().min(0).max(1_000_000).default(0);
@@ -160,7 +158,6 @@ export const DeploymentListQuery = z.object({
     .pipe(z.array(z.uuid()).max(100))
     .optional(),
 });
-export type DeploymentListQueryInput = z.input<typeof DeploymentListQuery>;
 
 export const PageQuery = z.object({ limit, offset });
 

@@ -2,16 +2,17 @@
 // registry), so any api process can serve any deployment whose runtime runs elsewhere.
 import { basename, dirname } from 'node:path';
 import { AppError } from '../../errors.js';
-import { readGraphConfig } from '../../runtime/graph-config.js';
-import { dropRuntimeLogin } from '../../runtime/runtime-database.js';
+import { readGraphConfig } from '../../graph-config.js';
+import { dropRuntimeLogin } from './deployment-database.js';
 import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
 import { integrationAccessToken } from '../integrations/integrations.service.js';
-import { assertCan, can, type Permission, requireWorkspace, SYSTEM_VIEWER, type Viewer } from '../tenancy/viewer.js';
-import { newId, isUuid } from '../../ids.js';
+import { can, SYSTEM_VIEWER, type Viewer } from '../tenancy/viewer.js';
+import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
 import { DeploymentCreate, DeploymentListQuery, DeploymentPatch } from './deployments.schemas.js';
+import { controlWorkspace, findOwnDeployment } from './deployment-access.js';
 import { moveRevisionsOf, queueRevision, UNFINISHED } from './revisions.service.js';
 import * as revisionsStore from './revisions.store.js';
 import type { GitCredentials } from './source-checkout.js';
@@ -151,29 +152,12 @@ export async function graphDescriptions(deps: Deps, deploymentId: string): Promi
 
 export type Deployment = ControlDeploymentRow & { secret_names: string[] };
 
-const deploymentNotFound = (id: string) => AppError.notFound(`Deployment ID ${id} not found.`);
-
-/** The workspace a control-plane call acts in, after checking `permission` there. */
-function controlWorkspace(ctx: ServiceContext, permission: Permission): string {
-  const workspaceId = requireWorkspace(ctx.viewer);
-  assertCan(ctx.viewer, permission, workspaceId);
-  return workspaceId;
-}
-
 /** The deployment's secrets, unsealed: only its runtime's environment ever receives the values. */
 export function deploymentSecrets(deps: Pick<Deps, 'secrets'>, row: Pick<ControlDeploymentRow, 'secrets'>): { name: string; value: string }[] {
   return row.secrets ? (JSON.parse(deps.secrets.decrypt(row.secrets)) as { name: string; value: string }[]) : [];
 }
 
 const withSecretNames = (deps: Deps, row: ControlDeploymentRow): Deployment => ({ ...row, secret_names: deploymentSecrets(deps, row).map((secret) => secret.name) });
-
-/** A deployment of the viewer's workspace; NOT_FOUND for another workspace's, a deleted one or a bad id. */
-export async function findOwnDeployment(ctx: ServiceContext, id: string, permission: Permission = 'workspaces:read'): Promise<ControlDeploymentRow> {
-  const workspaceId = controlWorkspace(ctx, permission);
-  const row = isUuid(id) ? await revisionsStore.findControlDeployment(ctx.db, id.toLowerCase(), workspaceId) : undefined;
-  if (!row) throw deploymentNotFound(id);
-  return row;
-}
 
 /**
  * Creates a deployment and its first revision, and queues the revision's build. The agent server
@@ -258,19 +242,6 @@ export async function updateDeployment(ctx: ServiceContext, id: string, input: u
   return getDeployment(ctx, row.id);
 }
 
-/** Makes a new revision of `deployment` from `sourceRevisionConfig` and queues it (redeploy). */
-export async function createRevision(ctx: ServiceContext, deployment: ControlDeploymentRow, sourceRevisionConfig: Record<string, unknown>): Promise<string> {
-  const revisionId = newId();
-  await revisionsStore.updateDeploymentWithRevision(ctx.db, deployment.id, {
-    sourceConfig: deployment.source_config,
-    sourceRevisionConfig,
-    secrets: deployment.secrets,
-    revisionId,
-  });
-  await ctx.events.publish('revisions.status', { deploymentId: deployment.id, revisionId, status: 'CREATING' }, deployment.id);
-  await queueRevision(ctx, deployment.id, revisionId);
-  return revisionId;
-}
 
 /**
  * Deletes a deployment: unfinished revisions become INTERRUPTED, its url answers 404, every

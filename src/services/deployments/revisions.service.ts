@@ -2,10 +2,11 @@
 // (revision-pipeline.ts); every move is published on the event bus (`revisions.status`, keyed by
 // deployment id) so GraphQL subscriptions and `deploy --wait` follow it without polling.
 import { AppError } from '../../errors.js';
-import { isUuid } from '../../ids.js';
+import { isUuid, newId } from '../../ids.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { parseInput } from '../validate.js';
 import { FINISHED_REVISION_STATUSES, PageQuery, type RevisionLogsQueryInput, RevisionLogsQuery, type RevisionStatus } from './deployments.schemas.js';
+import { findOwnDeployment } from './deployment-access.js';
 import * as store from './revisions.store.js';
 
 export type { RevisionLogRow, RevisionRow } from './revisions.store.js';
@@ -15,7 +16,7 @@ export const REVISION_BUILD_QUEUE = 'revisions.build';
 export const REVISION_DEPLOY_QUEUE = 'revisions.deploy';
 
 /** Statuses a revision can still be SKIPPED or INTERRUPTED from: it has not started deploying. */
-export const NOT_YET_DEPLOYING: readonly RevisionStatus[] = ['CREATING', 'QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY'];
+const NOT_YET_DEPLOYING: readonly RevisionStatus[] = ['CREATING', 'QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY'];
 /** Statuses in which the pipeline still works on a revision. */
 export const UNFINISHED: readonly RevisionStatus[] = [...NOT_YET_DEPLOYING, 'DEPLOYING'];
 
@@ -56,22 +57,16 @@ export async function queueRevision(deps: Deps, deploymentId: string, revisionId
   await deps.events.publish('revisions.queued', { revisionId });
 }
 
-/** A deployment of the viewer's workspace, by id; NOT_FOUND otherwise. Imported lazily to avoid a cycle. */
-async function ownDeployment(ctx: ServiceContext, deploymentId: string, permission: 'workspaces:read' | 'workspaces:write') {
-  const { findOwnDeployment } = await import('./deployments.service.js');
-  return findOwnDeployment(ctx, deploymentId, permission);
-}
-
 /** The deployment's revisions, latest first, with the next page's offset. */
 export async function listRevisions(ctx: ServiceContext, deploymentId: string, query: unknown): Promise<{ resources: store.RevisionRow[]; offset: number }> {
   const page = parseInput(PageQuery, query, 'query');
-  const deployment = await ownDeployment(ctx, deploymentId, 'workspaces:read');
+  const deployment = await findOwnDeployment(ctx, deploymentId, 'workspaces:read');
   const resources = await store.listRevisions(ctx.db, deployment.id, page);
   return { resources, offset: page.offset + resources.length };
 }
 
 export async function getRevision(ctx: ServiceContext, deploymentId: string, revisionId: string): Promise<store.RevisionRow> {
-  const deployment = await ownDeployment(ctx, deploymentId, 'workspaces:read');
+  const deployment = await findOwnDeployment(ctx, deploymentId, 'workspaces:read');
   return findOwnRevision(ctx, deployment.id, revisionId);
 }
 
@@ -83,7 +78,7 @@ export async function revisionLogs(
   query: RevisionLogsQueryInput | unknown,
 ): Promise<{ resources: store.RevisionLogRow[]; offset: number }> {
   const page = parseInput(RevisionLogsQuery, query, 'query');
-  const deployment = await ownDeployment(ctx, deploymentId, 'workspaces:read');
+  const deployment = await findOwnDeployment(ctx, deploymentId, 'workspaces:read');
   const revision = await findOwnRevision(ctx, deployment.id, revisionId);
   const resources = await store.listRevisionLogs(ctx.db, revision.id, page);
   return { resources, offset: page.offset + resources.length };
@@ -91,9 +86,8 @@ export async function revisionLogs(
 
 /** Deploys an earlier revision again, as a new revision of the same source; returns the deployment id. */
 export async function redeployRevision(ctx: ServiceContext, deploymentId: string, revisionId: string): Promise<string> {
-  const deployment = await ownDeployment(ctx, deploymentId, 'workspaces:write');
+  const deployment = await findOwnDeployment(ctx, deploymentId, 'workspaces:write');
   const revision = await findOwnRevision(ctx, deployment.id, revisionId);
-  const { createRevision } = await import('./deployments.service.js');
   await createRevision(ctx, deployment, revision.source_revision_config);
   return deployment.id;
 }
@@ -111,7 +105,7 @@ export type RevisionStatusEvent = { deploymentId: string; revisionId: string; st
  * or the client leaves. NOT_FOUND for a deployment the viewer may not read.
  */
 export async function* watchDeploymentEvents(ctx: ServiceContext, deploymentId: string, signal?: AbortSignal): AsyncGenerator<RevisionStatusEvent> {
-  const deployment = await ownDeployment(ctx, deploymentId, 'workspaces:read');
+  const deployment = await findOwnDeployment(ctx, deploymentId, 'workspaces:read');
   yield* ctx.events.subscribe('revisions.status', { key: deployment.id, signal });
 }
 
@@ -122,7 +116,7 @@ export async function* watchDeploymentEvents(ctx: ServiceContext, deploymentId: 
 export async function* watchRevisionStatus(ctx: ServiceContext, revisionId: string, signal?: AbortSignal): AsyncGenerator<RevisionStatusEvent> {
   const found = isUuid(revisionId) ? await store.findRevision(ctx.db, revisionId.toLowerCase()) : undefined;
   if (!found) throw AppError.notFound(`Revision ID ${revisionId} not found.`);
-  const deployment = await ownDeployment(ctx, found.deployment_id, 'workspaces:read').catch(() => {
+  const deployment = await findOwnDeployment(ctx, found.deployment_id, 'workspaces:read').catch(() => {
     throw AppError.notFound(`Revision ID ${revisionId} not found.`);
   });
   // Subscribe before the read, so no move between the read and the subscription is missed.
@@ -141,4 +135,18 @@ export async function* watchRevisionStatus(ctx: ServiceContext, revisionId: stri
   } finally {
     await changes.return(undefined);
   }
+}
+
+/** Makes a new revision of `deployment` from `sourceRevisionConfig` and queues it (redeploy). */
+export async function createRevision(ctx: ServiceContext, deployment: store.ControlDeploymentRow, sourceRevisionConfig: Record<string, unknown>): Promise<string> {
+  const revisionId = newId();
+  await store.updateDeploymentWithRevision(ctx.db, deployment.id, {
+    sourceConfig: deployment.source_config,
+    sourceRevisionConfig,
+    secrets: deployment.secrets,
+    revisionId,
+  });
+  await ctx.events.publish('revisions.status', { deploymentId: deployment.id, revisionId, status: 'CREATING' }, deployment.id);
+  await queueRevision(ctx, deployment.id, revisionId);
+  return revisionId;
 }

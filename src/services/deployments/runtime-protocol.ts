@@ -12,7 +12,37 @@
 import type { ErrorCode, ValidationIssue } from '../../errors.js';
 
 type Json = Record<string, unknown>;
-export type CheckpointSelector = Record<string, unknown>;
+
+/** A checkpoint as the API presents it (null id when it names no checkpoint yet). */
+export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Record<string, unknown> | null };
+
+/** A thread's state as the API presents it: the runtime's answer to `thread-state` and `thread-history`. */
+export type ThreadState = {
+  values: unknown;
+  next: string[];
+  tasks: unknown[];
+  metadata: unknown;
+  created_at: string | null;
+  checkpoint: Checkpoint | null;
+  parent_checkpoint: Checkpoint | null;
+  interrupts: unknown[];
+};
+
+/** A project's `http.app` as the agent server serves it: fetch-style; Hono's also says what happens when none of its routes matches. */
+export type CustomApp = {
+  fetch(request: Request): Response | Promise<Response>;
+  notFound?(handler: () => Response): unknown;
+};
+
+export type UiFile = { basename: string; contents: Uint8Array };
+
+/** A project's `ui` components, bundled: the files the agent server serves per graph. */
+export type UiBundles = {
+  /** The bundle's files of a graph (its `.js` entry and `.css`), once built. */
+  files(graphId: string): UiFile[] | undefined;
+};
+
+type CheckpointSelector = Record<string, unknown>;
 
 export type GraphRequest =
   // `config`: the thread's config, which a factory graph is built with (its shape may depend on it).

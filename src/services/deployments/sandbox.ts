@@ -75,7 +75,7 @@ export function describeSandbox(status: SandboxStatus): string {
 }
 
 /** Throws (a message for the revision's build log) when deployed code may not run: no sandbox, and the operator did not allow that. */
-export function assertDeployable(status: SandboxStatus): void {
+function assertDeployable(status: SandboxStatus): void {
   if (!status.enabled && !status.allowUnsandboxed) {
     throw new Error(`This installation cannot sandbox deployed code (${status.reason}); the operator must install bubblewrap or set AGENT_PLATFORM_ALLOW_UNSANDBOXED=true.`);
   }
@@ -85,7 +85,7 @@ export function assertDeployable(status: SandboxStatus): void {
 export type DeploymentFiles = { root: string; home: string; cache: string; uid?: number };
 
 /** Where a deployment's own folders are: `<data dir>/deployments/<id>/`. */
-export const deploymentDirectory = (dataDir: string, deploymentId: string) => resolve(dataDir, 'deployments', deploymentId);
+const deploymentDirectory = (dataDir: string, deploymentId: string) => resolve(dataDir, 'deployments', deploymentId);
 
 /**
  * Makes the deployment's folders (mode 0700, owned by its sandbox user when the platform is root) and
@@ -172,7 +172,7 @@ export function deploymentSandbox(
   };
 }
 
-export type DeploymentSandbox = ReturnType<typeof deploymentSandbox>;
+type DeploymentSandbox = ReturnType<typeof deploymentSandbox>;
 
 /**
  * The environment a sandboxed command needs on top of its own: HOME and npm's cache in the
@@ -232,7 +232,7 @@ const CPU_PERIOD_US = 100_000;
 type Limits = { memoryBytes: number; cpus: number };
 
 /** The deployment's `resource_spec` (`memory_mb`, `cpu`) over the installation's defaults. */
-export function limitsOf(config: SandboxConfig, resourceSpec: unknown): Limits {
+function limitsOf(config: SandboxConfig, resourceSpec: unknown): Limits {
   const spec = (resourceSpec && typeof resourceSpec === 'object' ? resourceSpec : {}) as { memory_mb?: unknown; cpu?: unknown };
   const memoryMb = Number(spec.memory_mb);
   const cpus = Number(spec.cpu);

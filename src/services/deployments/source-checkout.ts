@@ -8,7 +8,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../errors.js';
-import { readGraphConfig } from '../../runtime/graph-config.js';
+import { readGraphConfig } from '../../graph-config.js';
 import type { PreparedSandbox } from './sandbox.js';
 
 /** The platform's own packages: a repository without package.json imports from these. */

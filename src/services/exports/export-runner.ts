@@ -11,7 +11,7 @@ import { DecodeArena, type ExportColumn, exportColumns, ParquetStreamWriter, rec
 import { destinationClient, destinationRoot, MultipartObject, storageErrorReason } from './s3.js';
 
 /** The folder of one day of an export: the spec's Hive layout for v2_beta, `runs/<date>` for v1. */
-export function exportDirectory(config: DestinationConfigValue, row: Pick<store.BulkExport, 'id' | 'workspaceId' | 'sessionId' | 'formatVersion'>, day: Date): string {
+function exportDirectory(config: DestinationConfigValue, row: Pick<store.BulkExport, 'id' | 'workspaceId' | 'sessionId' | 'formatVersion'>, day: Date): string {
   const [year, month, date] = day.toISOString().slice(0, 10).split('-') as [string, string, string];
   const partition = (row.formatVersion as FormatVersion) === 'v2_beta' ? `year=${year}/month=${month}/day=${date}` : `${year}-${month}-${date}`;
   return [destinationRoot(config), `export_id=${row.id}`, `tenant_id=${row.workspaceId}`, `session_id=${row.sessionId}`, 'runs', partition]
@@ -24,7 +24,7 @@ class LostLease extends Error {}
 class RunTimedOut extends Error {}
 
 /** A failure worth retrying later (pg-boss retries the job after the configured delay). */
-export class RetryableExportError extends Error {}
+class RetryableExportError extends Error {}
 
 /**
  * Executes run `runId` as job `jobId` (its lease owner). Completes, fails (storage errors, a deleted

@@ -2,11 +2,9 @@
 import { z } from 'zod';
 
 /** Statuses as the real API sends them (TitleCase); input is matched case-insensitively. */
-export const EXPORT_STATUSES = ['Created', 'Running', 'Completed', 'Failed', 'Cancelled', 'TimedOut', 'IntervalScheduled'] as const;
+const EXPORT_STATUSES = ['Created', 'Running', 'Completed', 'Failed', 'Cancelled', 'TimedOut', 'IntervalScheduled'] as const;
 export type ExportStatus = (typeof EXPORT_STATUSES)[number];
 /** Statuses after which nothing more happens to an export or a run. */
-export const FINISHED_STATUSES: readonly ExportStatus[] = ['Completed', 'Failed', 'Cancelled', 'TimedOut'];
-
 /** Exportable run fields (spec "Exportable run fields"), in column order. */
 export const EXPORTABLE_FIELDS = [
   'id',
@@ -41,9 +39,9 @@ export const EXPORTABLE_FIELDS = [
 ] as const;
 export type ExportableField = (typeof EXPORTABLE_FIELDS)[number];
 
-export const FORMAT_VERSIONS = ['v1', 'v2_beta'] as const;
+const FORMAT_VERSIONS = ['v1', 'v2_beta'] as const;
 export type FormatVersion = (typeof FORMAT_VERSIONS)[number];
-export const COMPRESSIONS = ['gzip', 'snappy', 'zstandard', 'none'] as const;
+const COMPRESSIONS = ['gzip', 'snappy', 'zstandard', 'none'] as const;
 export type Compression = (typeof COMPRESSIONS)[number];
 
 const httpUrl = z

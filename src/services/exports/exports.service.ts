@@ -11,13 +11,15 @@ import { findOwnDestination } from './destinations.service.js';
 import { BulkExportCreate, type BulkExportCreateInput, BulkExportUpdate, type BulkExportUpdateInput, EXPORTABLE_FIELDS } from './exports.schemas.js';
 import * as store from './exports.store.js';
 
+export type { RunResult } from './exports.store.js';
+
 export type { BulkExport, BulkExportRun } from './exports.store.js';
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 
 /** The UTC day partitions of [start, end): one run each. */
-export function dayPartitions(start: Date, end: Date): { start: Date; end: Date }[] {
+function dayPartitions(start: Date, end: Date): { start: Date; end: Date }[] {
   const days: { start: Date; end: Date }[] = [];
   for (let from = start.getTime(); from < end.getTime(); ) {
     const nextMidnight = Math.floor(from / DAY_MS) * DAY_MS + DAY_MS;

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 
 /** Compute targets a listener can stand for. */
-export const COMPUTE_TYPES = ['k8s'] as const;
+const COMPUTE_TYPES = ['k8s'] as const;
 
 /** Free-form settings of the compute target (e.g. `k8s_namespaces`), an object within the body limits. */
 const computeConfig = z.record(z.string().max(200), z.unknown());

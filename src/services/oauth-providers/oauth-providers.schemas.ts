@@ -2,9 +2,9 @@
 import { z } from 'zod';
 
 /** The ways a client authenticates at the token endpoint (RFC 7591 names). */
-export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_post', 'client_secret_basic', 'none'] as const;
+const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_post', 'client_secret_basic', 'none'] as const;
 /** PKCE code challenge methods (RFC 7636). */
-export const CODE_CHALLENGE_METHODS = ['S256', 'plain'] as const;
+const CODE_CHALLENGE_METHODS = ['S256', 'plain'] as const;
 
 const httpUrl = z
   .string()

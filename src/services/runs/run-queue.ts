@@ -1,17 +1,17 @@
-// The run queue of one deployment, on pg-boss (options in workers/boss.ts). Runtimes are woken by the
+// The run queue of one deployment, on pg-boss (options in queues.ts). Runtimes are woken by the
 // `runs.queued` event rather than pg-boss's per-worker notify.
 import type { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import { newId } from '../../ids.js';
-import { finishedJobRetention, RUN_QUEUE_OPTIONS } from '../../workers/boss.js';
+import { finishedJobRetention, RUN_QUEUE_OPTIONS } from '../../queues.js';
 import type { JobCompletion, JobFetch } from './runs.store.js';
 import { runQueueName } from './run-queue-name.js';
 
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
 export type RunJob = { runId: string; threadId?: string };
 
-export { runQueueName };
+;
 
 // A delayed run's job is fetchable from `after_seconds` on by PostgreSQL's clock: a little later by ours.
 const DUE_MARGIN_MS = 100;
@@ -125,7 +125,7 @@ export class RunQueue {
     return this.ready;
   }
 
-  /** The platform created the queue (runtime-database.ts) for a runtime whose login may not. */
+  /** The platform created the queue (deployment-database.ts) for a runtime whose login may not. */
   markCreated(): void {
     this.ready = Promise.resolve();
   }

@@ -17,7 +17,7 @@ export type RunEvent = {
   data: string;
 };
 
-export const TERMINAL_RUN_STATUSES = ['success', 'error', 'timeout', 'interrupted'] as const;
+const TERMINAL_RUN_STATUSES = ['success', 'error', 'timeout', 'interrupted'] as const;
 export const isTerminalStatus = (status: string) => (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
 
 /** What the `runs.stream` NOTIFY carries (declared with the event map). */

@@ -7,7 +7,6 @@ import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { literalTargetProblem } from '../../limits/outbound-url.js';
 import { parseInput } from '../validate.js';
-import { defaultAssistantId } from '../assistants/default-assistant-id.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
@@ -26,7 +25,7 @@ import {
 import * as store from './runs.store.js';
 import type { RunRow } from './runs.store.js';
 
-export type { RunRow } from './runs.store.js';
+;
 
 type Json = Record<string, unknown>;
 
@@ -44,7 +43,7 @@ export type Run = {
   updatedAt: Date;
 };
 
-export const toRun = (row: RunRow): Run => ({
+const toRun = (row: RunRow): Run => ({
   runId: row.id,
   threadId: row.thread_id,
   assistantId: row.assistant_id,
@@ -456,8 +455,6 @@ export async function* streamThread(
     stop.abort();
   }
 }
-
-export const assistantIdForGraph = defaultAssistantId;
 
 /** The deployment a run belongs to (GraphQL names runs by id alone); NOT_FOUND if there is no such run. */
 export async function runDeploymentId(deps: Pick<AgentServerContext, 'db'>, runId: string): Promise<string> {

@@ -27,7 +27,7 @@ export type StoreSettings = {
 };
 /** pgvector's `vector(dims)` when the server has the extension, else a plain `real[]`. */
 export type VectorColumn = 'pgvector' | 'real[]';
-export const NO_SETTINGS: StoreSettings = { index: null, ttl: null };
+const NO_SETTINGS: StoreSettings = { index: null, ttl: null };
 
 /** One embedded text of an item: the field path it came from and its vector. */
 export type ItemEmbedding = { field: string; text: string; vector: number[] };

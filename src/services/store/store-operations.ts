@@ -21,7 +21,7 @@ export type StoreScope = { db: Db; deploymentId: string; settings: sql.StoreSett
  * The texts of a value to embed: the fields `index` names, else the configured ones (`$` is the whole
  * value as JSON). A path that yields several texts gives `path.0`, `path.1`… (LangGraph's layout).
  */
-export function textsToEmbed(value: Record<string, unknown>, index: false | string[] | null | undefined, fields: string[]): { field: string; text: string }[] {
+function textsToEmbed(value: Record<string, unknown>, index: false | string[] | null | undefined, fields: string[]): { field: string; text: string }[] {
   if (index === false) return [];
   const texts: { field: string; text: string }[] = [];
   for (const path of index ?? fields) {

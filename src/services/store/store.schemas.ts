@@ -10,7 +10,7 @@ const NamespaceLabel = z
   .refine((label) => !label.includes('.'), { message: "Namespace labels cannot contain '.'." });
 
 /** A namespace naming where items live: at least one label, not rooted at the reserved `langgraph`. */
-export const Namespace = z
+const Namespace = z
   .array(NamespaceLabel)
   .min(1, 'Namespace cannot be empty.')
   .refine((namespace) => namespace[0] !== 'langgraph', { message: 'Root label for namespace cannot be "langgraph".' });

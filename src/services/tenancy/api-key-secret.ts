@@ -12,4 +12,4 @@ export function generateApiKeySecret(): { key: string; shortKey: string; secretH
 export const hashApiKey = (key: string): string => createHash('sha256').update(key, 'utf8').digest('hex');
 
 /** A display form that identifies a key without revealing it, e.g. `apk_3fA9…x2Qw`. */
-export const shortKeyOf = (key: string): string => `${key.slice(0, PREFIX.length + 4)}...${key.slice(-4)}`;
+const shortKeyOf = (key: string): string => `${key.slice(0, PREFIX.length + 4)}...${key.slice(-4)}`;

@@ -356,7 +356,7 @@ function apiKeysVisibleTo(ctx: ServiceContext, organizationId?: string): Prisma.
 
 // ───────────────────────────── first start ─────────────────────────────
 
-export const DEFAULT_ADMIN_EMAIL = 'admin@localhost';
+const DEFAULT_ADMIN_EMAIL = 'admin@localhost';
 
 /**
  * On an empty installation, creates the default organization, workspace, admin user and a first API

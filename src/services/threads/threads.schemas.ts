@@ -16,7 +16,7 @@ const CheckpointRef = z.object({
  * A thread's time to live as the SDKs send it: minutes, or `{ttl: minutes, strategy: "delete"}`
  * (the only strategy). Normalised to minutes.
  */
-export const ThreadTtl = z
+const ThreadTtl = z
   .union([z.number().positive().max(525_600_00), z.object({ ttl: z.number().positive().max(525_600_00), strategy: z.literal('delete').optional() })])
   .transform((ttl) => (typeof ttl === 'number' ? ttl : ttl.ttl));
 
@@ -32,8 +32,8 @@ export const ThreadCreate = z.object({
 
 export const ThreadPatch = z.object({ metadata: JsonObject.nullish(), ttl: ThreadTtl.nullish() });
 
-export const THREAD_SORT_FIELDS = ['thread_id', 'status', 'created_at', 'updated_at'] as const;
-export const THREAD_FIELDS = ['thread_id', 'created_at', 'updated_at', 'metadata', 'config', 'status', 'values', 'interrupts'] as const;
+const THREAD_SORT_FIELDS = ['thread_id', 'status', 'created_at', 'updated_at'] as const;
+const THREAD_FIELDS = ['thread_id', 'created_at', 'updated_at', 'metadata', 'config', 'status', 'values', 'interrupts'] as const;
 
 export const ThreadSearchRequest = z.object({
   metadata: JsonObject.nullish(),

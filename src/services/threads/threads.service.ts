@@ -3,7 +3,7 @@
 // checkpoints through the thread's graph, so they are asked of the deployment's runtime.
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
-import type { Checkpoint, ThreadState } from '../../runtime/graph-reads.js';
+import type { Checkpoint, ThreadState } from '../deployments/runtime-protocol.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { CRON_FIRE_QUEUE } from '../crons/cron-schedule.js';
 import { deleteThreadCrons } from '../crons/crons.store.js';
@@ -38,7 +38,7 @@ export type Thread = {
   error: Json | null;
 };
 
-export const toThread = (row: ThreadRow): Thread => ({
+const toThread = (row: ThreadRow): Thread => ({
   threadId: row.id,
   createdAt: row.created_at,
   updatedAt: row.updated_at,

@@ -2,7 +2,7 @@
 // thread's latest checkpoint (values, interrupts, status), which lists and GraphQL read without the graph.
 import type pg from 'pg';
 import { type Database, withTransaction } from '../../db.js';
-import { BOSS_SCHEMA } from '../../workers/boss-schema.js';
+import { BOSS_SCHEMA } from '../../queues.js';
 import { CHECKPOINT_SCHEMA } from './checkpoints.store.js';
 import type { ThreadStatus } from './threads.schemas.js';
 

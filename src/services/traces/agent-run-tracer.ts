@@ -6,12 +6,22 @@
 // plain run objects of BaseTracer (no langsmith RunTree per run, no client, no background callback
 // queue to drain at the end), and the whole tree is handed to the batcher once, as finished ingest
 // posts, when the root run ends: no patches, no JSON until the batcher writes it.
+import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import { BaseTracer, type Run } from '@langchain/core/tracers/base';
 import { getRuntimeEnvironment } from '@langchain/core/utils/env';
-import type { RunTracer } from '../../runtime/executor.js';
+import type { RunStatus } from '../runs/runs.schemas.js';
 import type { Deps } from '../context.js';
 import type { Ingester, RunCreate } from './ingest.service.js';
 import type { TraceBatcher } from './trace-batcher.js';
+
+/**
+ * The tracing seam: a runtime may be given a tracer per run (trace ingestion, issue 4, supplies one
+ * that records the run in the deployment's tracing project). It gets LangChain callbacks for the run
+ * and is told when the run ends.
+ */
+export type RunTracer = (run: { runId: string; threadId: string; assistantId: string; graphId: string; deploymentId: string }) =>
+  | { callbacks: BaseCallbackHandler[]; onEnd?(outcome: { status: RunStatus; error?: unknown }): Promise<void> | void }
+  | undefined;
 
 /**
  * A RunTracer for the runtime: each run's trace goes to `projectName` in the ingester's workspace. A

@@ -19,7 +19,7 @@ import { isUuid } from './derive.js';
 
 type Loc = { start: { offset: number; line: number; column: number }; end: { offset: number } };
 type FieldRef = { name: string; loc: Loc };
-export type FilterValue =
+type FilterValue =
   | { kind: 'null'; value: null; loc: Loc }
   | { kind: 'boolean'; value: boolean; loc: Loc }
   | { kind: 'number'; value: number; loc: Loc }
@@ -47,7 +47,7 @@ const FAMILY_SOURCE: Record<Family, (alias: string) => string> = {
   feedback: (a) => `${a}.feedback_stats`,
 };
 
-export const FILTER_FIELDS: Record<string, FieldDef> = {
+const FILTER_FIELDS: Record<string, FieldDef> = {
   id: { kind: 'uuid', column: col('id') },
   trace_id: { kind: 'uuid', column: col('trace_id') },
   parent_run_id: { kind: 'uuid', column: col('parent_run_id') },
@@ -370,7 +370,7 @@ function scalarText(value: FilterValue): string {
 
 const DURATION_UNITS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
 
-export function durationSeconds(text: string): number | undefined {
+function durationSeconds(text: string): number | undefined {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
   return match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : undefined;
 }

@@ -1,5 +1,7 @@
 // The shapes trace ingestion is called with, shared by the REST adapter, the ingest threads and the
 // service (a leaf module, so none of them imports another for its types).
+import type { JsonbValue, Usage } from './derive.js';
+
 
 /** Who ingests: the workspace the runs are stored in, and the key and user stored on every run. */
 export type Ingester = { workspaceId: string; apiKeyId?: string | null; userId?: string | null };
@@ -24,4 +26,58 @@ export type IngestRequest = {
   runId?: string;
   /** The project an OTLP request names (its `Langsmith-Project` header). */
   project?: string;
+};
+
+/** A run create as the langsmith SDK sends it (unknown fields are ignored). */
+export type RunCreate = Record<string, unknown>;
+/** A run update as the langsmith SDK sends it: `id` plus the fields that changed. */
+type RunUpdate = Record<string, unknown>;
+export type RunAttachment = { runId: string; name: string; contentType: string; data: Buffer };
+export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[]; parentsMayFollow?: boolean };
+
+export type NormalizedRun = {
+  id: string;
+  sessionId: string | null;
+  sessionName: string | null;
+  traceId: string | null;
+  parentRunId: string | null;
+  parentRunIds: string[];
+  referenceExampleId: string | null;
+  name: string;
+  runType: string;
+  startTime: string;
+  endTime: string | null;
+  dottedOrder: string | null;
+  traceTier: string | null;
+  inputs: JsonbValue | null;
+  outputs: JsonbValue | null;
+  error: string | null;
+  extra: JsonbValue | null;
+  events: JsonbValue | null;
+  serialized: JsonbValue | null;
+  tags: string[];
+  usage: Usage;
+  firstTokenTime: string | null;
+  threadId: string | null;
+  /** From a batch whose parents may follow: may have provisional descendants stored to adopt. */
+  adopts?: boolean;
+  /** Stored in a provisional trace: its parent was neither in its batch nor stored. */
+  awaitsParent?: boolean;
+};
+
+export type NormalizedPatch = {
+  id: string;
+  endTime: string | null;
+  inputs: string | null;
+  outputs: string | null;
+  error: string | null;
+  extra: string | null;
+  events: string | null;
+  serialized: string | null;
+  tags: string[] | null;
+  usage: Usage;
+  firstTokenTime: string | null;
+  threadId: string | null;
+  /** The validated wire patch, kept when the run is not stored yet. */
+  raw: Record<string, unknown>;
 };

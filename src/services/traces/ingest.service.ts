@@ -37,7 +37,6 @@ import { newId } from '../../ids.js';
 import type { Deps } from '../context.js';
 import {
   deriveFirstTokenTime,
-  deriveStatus,
   deriveThreadId,
   deriveUsage,
   dottedOrderIds,
@@ -46,15 +45,13 @@ import {
   isUuid,
   jsonValue,
   normalizeTimestamp,
-  type JsonbValue,
   toJsonb,
   toJsonbValue,
   toText,
-  type Usage,
 } from './derive.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from './projects.service.js';
 import { RUN_TYPES } from './traces.schemas.js';
-import type { Ingester, IngestResult } from './ingest-types.js';
+import type { Ingester, IngestResult, NormalizedPatch, NormalizedRun, RunBatch } from './ingest-types.js';
 import { createRunWriter, type RunWriter } from './run-writer.js';
 import {
   adoptOrphans,
@@ -69,63 +66,10 @@ import {
   takePendingPatchesOfStoredRuns,
 } from './trace-runs.store.js';
 
-export type { Ingester, IngestResult } from './ingest-types.js';
+export type { Ingester, IngestResult, RunAttachment, RunBatch, RunCreate } from './ingest-types.js';
 
-/** A run create as the langsmith SDK sends it (unknown fields are ignored). */
-export type RunCreate = Record<string, unknown>;
-/** A run update as the langsmith SDK sends it: `id` plus the fields that changed. */
-export type RunUpdate = Record<string, unknown>;
-export type RunAttachment = { runId: string; name: string; contentType: string; data: Buffer };
-export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[]; parentsMayFollow?: boolean };
 
 const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
-
-export type NormalizedRun = {
-  id: string;
-  sessionId: string | null;
-  sessionName: string | null;
-  traceId: string | null;
-  parentRunId: string | null;
-  parentRunIds: string[];
-  referenceExampleId: string | null;
-  name: string;
-  runType: string;
-  startTime: string;
-  endTime: string | null;
-  dottedOrder: string | null;
-  traceTier: string | null;
-  inputs: JsonbValue | null;
-  outputs: JsonbValue | null;
-  error: string | null;
-  extra: JsonbValue | null;
-  events: JsonbValue | null;
-  serialized: JsonbValue | null;
-  tags: string[];
-  usage: Usage;
-  firstTokenTime: string | null;
-  threadId: string | null;
-  /** From a batch whose parents may follow: may have provisional descendants stored to adopt. */
-  adopts?: boolean;
-  /** Stored in a provisional trace: its parent was neither in its batch nor stored. */
-  awaitsParent?: boolean;
-};
-
-export type NormalizedPatch = {
-  id: string;
-  endTime: string | null;
-  inputs: string | null;
-  outputs: string | null;
-  error: string | null;
-  extra: string | null;
-  events: string | null;
-  serialized: string | null;
-  tags: string[] | null;
-  usage: Usage;
-  firstTokenTime: string | null;
-  threadId: string | null;
-  /** The validated wire patch, kept when the run is not stored yet. */
-  raw: Record<string, unknown>;
-};
 
 // ───────────────────────────── entry point ─────────────────────────────
 
@@ -392,7 +336,7 @@ export function normalizeRunCreate(raw: unknown, loc: (string | number)[]): Norm
 }
 
 /** Validates a run update. */
-export function normalizePatch(raw: unknown, loc: (string | number)[], id?: string): NormalizedPatch {
+function normalizePatch(raw: unknown, loc: (string | number)[], id?: string): NormalizedPatch {
   const patch = asRecord(raw);
   if (!patch) throw invalid(loc, 'expected a run update object', 'dict_type');
   const runId = id ?? optionalUuid(patch.id, at(loc, 'id'));

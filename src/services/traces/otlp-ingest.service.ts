@@ -39,7 +39,7 @@ export type OtlpSpan = {
   invalid?: string;
 };
 
-export type OtlpResourceSpans = {
+type OtlpResourceSpans = {
   resource: OtlpAttributes;
   scopeSpans: { scope: { name: string; version: string } | null; spans: OtlpSpan[] }[];
 };
@@ -58,7 +58,7 @@ export type OtlpIngestOptions = {
 const SPAN_RUN_NAMESPACE = '6f0c3f55-3b1c-4d43-9a3c-0a7c5e0f2a61';
 
 /** The run id of a span: stable across retries of the same export. */
-export const spanRunId = (traceId: string, spanId: string): string => v5(`${traceId}:${spanId}`, SPAN_RUN_NAMESPACE);
+const spanRunId = (traceId: string, spanId: string): string => v5(`${traceId}:${spanId}`, SPAN_RUN_NAMESPACE);
 
 const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
 
@@ -137,7 +137,7 @@ function spanProblem(span: OtlpSpan): string | undefined {
 const MAX_NANOS = BigInt(Date.UTC(10000, 0, 1)) * 1_000_000n;
 
 /** An ISO 8601 timestamp with microseconds (what dotted orders and the store keep). */
-export function nanosToIso(nanos: bigint): string {
+function nanosToIso(nanos: bigint): string {
   const micros = nanos / 1000n;
   const millis = micros / 1000n;
   const iso = new Date(Number(millis)).toISOString();
@@ -147,7 +147,7 @@ export function nanosToIso(nanos: bigint): string {
 type MapContext = { project: string | null; serviceName: string | null; jsonMaxDepth: number };
 
 /** One span as a run create (snake_case, as the langsmith SDK posts it). */
-export function spanToRun(span: OtlpSpan, resource: OtlpAttributes, scope: { name: string; version: string } | null, context: MapContext): RunCreate {
+function spanToRun(span: OtlpSpan, resource: OtlpAttributes, scope: { name: string; version: string } | null, context: MapContext): RunCreate {
   // Attributes a rule consumes are taken out; the rest become metadata.
   const rest: OtlpAttributes = { ...span.attributes };
   const take = (key: string): unknown => {

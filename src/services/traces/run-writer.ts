@@ -16,7 +16,7 @@
 import type pg from 'pg';
 import { Coalescer } from '../../database/coalescer.js';
 import { type Ingester, ingesterKey } from './ingest-types.js';
-import type { NormalizedRun } from './ingest.service.js';
+import type { NormalizedRun } from './ingest-types.js';
 
 /** Writes runs of one ingester in one statement (and what follows it); answers the ids it stored. */
 export type WriteRuns = (client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]) => Promise<Set<string>>;

@@ -165,7 +165,7 @@ export class TraceBatcher {
 }
 
 /** A patch of a run posted in the same batch is folded into the post: one row write instead of two. */
-export function foldPatches(posts: NonNullable<RunBatch['post']>, patches: NonNullable<RunBatch['patch']>): RunBatch {
+function foldPatches(posts: NonNullable<RunBatch['post']>, patches: NonNullable<RunBatch['patch']>): RunBatch {
   const byId = new Map(posts.map((post) => [post.id, post]));
   const standalone = patches.filter((patch) => {
     const post = byId.get(patch.id);

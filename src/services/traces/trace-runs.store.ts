@@ -17,7 +17,7 @@ import { withTransaction } from '../../db.js';
 import { deriveStatus, type JsonbValue, toJsonb, toText } from './derive.js';
 import { compileFilter, type FilterNode, parseFilter, SqlParams } from './filter.js';
 import { afterRunsStoredCtes } from './ingest-hooks.js';
-import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest.service.js';
+import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest-types.js';
 
 /** A stored run as services return it (timestamps as ISO strings with microseconds, UTC). */
 export type TraceRunRow = {
@@ -56,7 +56,7 @@ export type TraceRunRow = {
   userId: string | null;
 };
 
-export const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 // Always read: small, and needed for presenting, paging and trees.
 const BASE_COLUMNS = [
@@ -252,7 +252,7 @@ function cachedTracePartitions(pool: pg.Pool): Promise<TracePartition[]> {
 }
 
 /** timeSlices of trace_runs's partitions now (cached for a minute). */
-export async function traceTimeSlices(pool: pg.Pool, eachPartition = false): Promise<TimeSlice[]> {
+async function traceTimeSlices(pool: pg.Pool, eachPartition = false): Promise<TimeSlice[]> {
   return timeSlices(await cachedTracePartitions(pool), eachPartition);
 }
 

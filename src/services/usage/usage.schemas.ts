@@ -1,11 +1,11 @@
 // Input schemas of the usage area, shared by the REST query string and the GraphQL arguments.
 import { z } from 'zod';
 
-export const USAGE_DIMENSIONS = ['workspace', 'project', 'user', 'api_key'] as const;
+const USAGE_DIMENSIONS = ['workspace', 'project', 'user', 'api_key'] as const;
 export type UsageDimension = (typeof USAGE_DIMENSIONS)[number];
 
 /** More workspace ids than any organization reads at once; bounds the work one request can ask for. */
-export const MAX_USAGE_WORKSPACES = 1_000;
+const MAX_USAGE_WORKSPACES = 1_000;
 
 /** An ISO 8601 date-time (UTC when it has no offset) or date (midnight UTC). */
 export const UsageInstant = z.union([

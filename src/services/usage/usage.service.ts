@@ -1,7 +1,6 @@
 // Usage: trace counts per time bucket and workspace, project, user or API key, read from hourly
 // rollups that ingestion keeps current (it appends deltas in its own transaction; the usage-fold job
 // folds them; reads add the deltas not folded yet, so answers are exact at any moment).
-import type pg from 'pg';
 import { AppError } from '../../errors.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { assertCan, can } from '../tenancy/viewer.js';
@@ -97,7 +96,7 @@ export async function streamGranularUsage(ctx: ServiceContext, input: UsageQuery
 type UsagePlan = { stride: UsageStride; strideMs: number; selection: UsageSelection; workspaceNames: Map<string, string> };
 
 /** The stride for a range, per the spec's table: hourly under a day, then 1, 7, 30 or 365 days. */
-export function strideFor(rangeMs: number): UsageStride {
+function strideFor(rangeMs: number): UsageStride {
   if (rangeMs < DAY_MS) return { days: 0, hours: 1 };
   if (rangeMs <= 31 * DAY_MS) return { days: 1, hours: 0 };
   if (rangeMs <= 93 * DAY_MS) return { days: 7, hours: 0 };

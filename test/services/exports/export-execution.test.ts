@@ -9,7 +9,7 @@ import { createExport, spawnScheduledExports, updateExport } from '../../../src/
 import type { ServiceContext } from '../../../src/services/context.js';
 import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../../factories.js';
-import { startTestPlatform, type TestPlatform } from '../../helpers.js';
+import { startTestPlatform } from '../../helpers.js';
 import { ingestFixtureTraces, listKeys, type S3Server, startS3, waitForExport, takeTurnWithExportWorkers } from './support.js';
 
 takeTurnWithExportWorkers();

@@ -8,7 +8,8 @@ import { createDestination } from '../../../src/services/exports/destinations.se
 import { createExport } from '../../../src/services/exports/exports.service.js';
 import type { RunResult } from '../../../src/services/exports/exports.store.js';
 import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
-import { type Boss, startBoss } from '../../../src/workers/boss.js';
+import type { Boss } from '../../../src/queues.js';
+import { startBoss } from '../../../src/workers/boss.js';
 import { buildTenant } from '../../factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../../helpers.js';
 import { spawnPlatform } from '../../processes.js';

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { AppError } from '../errors.js';
+import { AppError } from './errors.js';
 
 const GraphSpec = z.union([
   z.string().regex(/^[^:]+(:[A-Za-z_$][\w$]*)?$/, 'expected "./path/to/file.ts:exportName"'),
@@ -19,7 +19,7 @@ const CheckpointerTtl = z.object({
   sweep_interval_minutes: z.number().int().min(1).max(525_600).optional(),
 });
 
-export const GraphConfigFile = z
+const GraphConfigFile = z
   .object({
     graphs: z.record(z.string().min(1), GraphSpec).refine((graphs) => Object.keys(graphs).length > 0, 'name at least one graph'),
     env: z.union([z.record(z.string(), z.string()), z.string()]).optional(),
@@ -74,7 +74,7 @@ export type GraphConfig = {
   threadTtl: { defaultMinutes?: number; sweepIntervalMinutes?: number };
 };
 
-export type StoreConfig = z.infer<typeof GraphConfigFile>['store'];
+type StoreConfig = z.infer<typeof GraphConfigFile>['store'];
 
 /** Reads and validates a graph config file; throws VALIDATION_FAILED naming every problem. */
 export function readGraphConfig(configPath: string): GraphConfig {

@@ -14,14 +14,14 @@
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { type Database, withTransaction } from '../db.js';
-import type { Deps } from '../services/context.js';
-import { recordThreadTtl } from '../services/deployments/deployments.store.js';
-import { runQueueFor } from '../services/runs/run-queue.js';
-import { runQueueName } from '../services/runs/run-queue-name.js';
-import { ensureStoreTables, type StoreSettings, storeSchema, writeStoreSettings } from '../services/store/store-items.store.js';
-import { CHECKPOINT_SCHEMA } from '../services/threads/checkpoints.store.js';
-import type { GraphConfig } from './graph-config.js';
+import { type Database, withTransaction } from '../../db.js';
+import type { Deps } from '../context.js';
+import { recordThreadTtl } from './deployments.store.js';
+import { runQueueFor } from '../runs/run-queue.js';
+import { runQueueName } from '../runs/run-queue-name.js';
+import { ensureStoreTables, type StoreSettings, storeSchema, writeStoreSettings } from '../store/store-items.store.js';
+import { CHECKPOINT_SCHEMA } from '../threads/checkpoints.store.js';
+import type { GraphConfig } from '../../graph-config.js';
 
 const SETUP_LOCK = 'agent-platform:langgraph-setup';
 const GRANT_LOCK = 'agent-platform:runtime-grants';

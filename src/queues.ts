@@ -1,0 +1,49 @@
+// Ground for everything that sends to or reads pg-boss's queues (services, workers, runtimes): its
+// schema, its connection options, the per-deployment run queue's options and the finished-job
+// retention every queue gets. The platform's fixed queues, their handlers and schedules are declared
+// in workers/boss.ts, the worker role's wiring.
+import type { ConstructorOptions, PgBoss, Queue } from 'pg-boss';
+import { PreparingClient } from './database/prepared-statements.js';
+
+/** The PostgreSQL schema pg-boss keeps its tables in (stores that delete jobs with their rows name it). */
+export const BOSS_SCHEMA = 'pgboss';
+
+export type Boss = PgBoss;
+
+/**
+ * Connection options of every PgBoss of the platform: its pool names pg-boss's recurring statements
+ * (fetch, complete, send) as prepared statements, like the platform's own pool (pg-boss hands its
+ * options to pg.Pool, which takes the client class).
+ */
+export const bossConnection = (url: string): ConstructorOptions => ({
+  connectionString: url,
+  schema: BOSS_SCHEMA,
+  ...({ Client: PreparingClient } as object),
+});
+
+// Every queue keeps finished jobs for the configured time (AGENT_PLATFORM_JOB_RETENTION_SECONDS): the
+// rows they point at hold the state, so a finished job is only history. Set on each queue, whose
+// option pg-boss copies into each job it inserts; recorded per job queue object so a deployment's
+// run queue, created when first used, gets it too.
+const jobRetentionSeconds = new WeakMap<PgBoss, number>();
+
+/** Records the finished-job retention of a job queue object's queues (its process's configuration). */
+export const rememberJobRetention = (boss: PgBoss, seconds: number) => void jobRetentionSeconds.set(boss, seconds);
+
+/** The finished-job retention of every queue of this job queue object (pg-boss `deleteAfterSeconds`). */
+export const finishedJobRetention = (boss: PgBoss): Pick<Queue, 'deleteAfterSeconds'> => ({
+  deleteAfterSeconds: jobRetentionSeconds.get(boss) ?? 3600,
+});
+
+/**
+ * Each deployment's run queue, `runs.execute.<deployment id>` (created when first used). `key_strict_fifo`
+ * keyed by thread id gives per-thread order (a thread's runs execute one at a time, in arrival order)
+ * while other threads run in parallel.
+ */
+export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
+  policy: 'key_strict_fifo',
+  // A failed job would hold back its thread's later runs; the handler never fails a job, and a runtime
+  // that dies mid-run is detected (and its job completed) by the `runs.sweep` schedule.
+  retryLimit: 0,
+  expireInSeconds: 24 * 3600,
+};
