@@ -141,7 +141,15 @@ function App() {
   useEffect(() => {
     if (!session || viewer) return;
     gql<{ viewer: Viewer }>(session, VIEWER).then(
-      ({ viewer: found }) => setViewer(found),
+      ({ viewer: found }) => {
+        // No workspace chosen yet, or one the key can no longer read: the key's own, or its first.
+        if (!found.workspaces.some((workspace) => workspace.id === session.workspaceId)) {
+          const next = { ...session, workspaceId: found.workspace?.id ?? found.workspaces[0]?.id ?? null };
+          saveSession(next);
+          setSession(next);
+        }
+        setViewer(found);
+      },
       (caught: ApiError) => {
         if (caught.code === 'UNAUTHENTICATED' || caught.code === 'FORBIDDEN') signOut();
         else setError(caught);

@@ -94,7 +94,15 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
     const page = await context.newPage();
     const urls: string[] = [];
     page.on('request', (request) => urls.push(request.url()));
+    const caching = new Map<string, string | undefined>();
+    page.on('response', (response) => caching.set(new URL(response.url()).pathname, response.headers()['cache-control']));
     await signIn(page, tenant.adminKey);
+    // The page is revalidated; its hashed assets, from this server only, are cached for a year.
+    expect(caching.get('/')).toBe('no-cache');
+    const assets = [...caching].filter(([path]) => path.startsWith('/console/assets/'));
+    expect(assets.length).toBeGreaterThanOrEqual(2);
+    for (const [path, header] of assets) expect([path, header]).toEqual([expect.stringMatching(/-[\w-]{8}\.(js|css)$/), 'public, max-age=31536000, immutable']);
+    expect(urls.filter((url) => !url.startsWith(platform.url))).toEqual([]);
 
     // Projects: the run count (8 runs), error rate (0 of 6 traces failed: the error is a child's) and latency.
     const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: PROJECT }) });
@@ -221,7 +229,6 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
     const member = await buildUser(platform.system, tenant.organization.id, { workspaces: [{ workspaceId: tenant.workspace.id, role: 'WORKSPACE_VIEWER' }] });
     const memberKey = await buildApiKey(platform.system, tenant.organization.id, member.id);
     const memberPage = await context.newPage();
-    await memberPage.evaluate(() => sessionStorage.clear()).catch(() => undefined);
     await signIn(memberPage, memberKey.key);
     await memberPage.getByRole('link', { name: PROJECT }).waitFor();
     expect(await memberPage.getByLabel('Workspace').locator('option').allInnerTexts()).toEqual([tenant.workspace.name]);
