@@ -11,6 +11,7 @@ import type { GraphQLContext } from './graphql/builder.js';
 import { createGraphQLServer, GRAPHQL_PATH, graphqlContext, toGraphQLError } from './graphql/yoga.js';
 import { assertStorableText, assertValueDepth } from './limits/json.js';
 import { errorHandler, graphqlBodyErrorHandler } from './rest/middleware/errors.js';
+import { consoleRouter } from './rest/console.routes.js';
 import { graphqlContentType } from './rest/middleware/graphql-content-type.js';
 import { jsonBody } from './rest/middleware/json-body.js';
 import { restRouter } from './rest/router.js';
@@ -29,7 +30,7 @@ export type App = {
 
 export type AppOptions = {
   /**
-   * The surfaces this server answers besides /graphql: the platform's REST router by default; the
+   * The surfaces this server answers besides /graphql: the web console and the platform's REST router by default; the
    * `serve` command mounts one agent server at the root instead.
    */
   routers?: Router[];
@@ -71,7 +72,8 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   // `all`, not `use`: yoga must see the full path, which `use` would strip.
   app.all(GRAPHQL_PATH, graphqlContentType, ...jsonBody(deps.config), (req, res) => yoga(req, res));
   app.use(GRAPHQL_PATH, graphqlBodyErrorHandler);
-  for (const router of options.routers ?? [restRouter(deps)]) app.use(router);
+  // The platform's default surfaces: the web console at `/` and the REST APIs.
+  for (const router of options.routers ?? [consoleRouter(), restRouter(deps)]) app.use(router);
   app.use((req, res) => {
     res.status(404).json({ detail: 'Not Found' });
   });

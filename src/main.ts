@@ -133,6 +133,7 @@ function printWelcome(url: string | undefined, firstApiKey: string | undefined, 
   if (url) {
     lines.push(
       `Agent Platform is running at ${url}`,
+      `  Console              ${url}/`,
       `  GraphQL + GraphiQL   ${url}/graphql`,
       `  Health               ${url}/ok`,
       `  Platform REST API    ${url}/api/v1/workspaces`,

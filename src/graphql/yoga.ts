@@ -8,6 +8,7 @@ import { AppError, isAppError } from '../errors.js';
 import { assertDocumentNesting } from '../limits/graphql-document.js';
 import { unstorableTextFromDatabase } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
+import { FilterError } from '../services/traces/filter.js';
 import type { Viewer } from '../services/tenancy/viewer.js';
 import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
 import type { GraphQLContext } from './builder.js';
@@ -70,6 +71,8 @@ export function toGraphQLError(error: unknown): GraphQLError | undefined {
     extensions: {
       code: appError.code,
       ...(Array.isArray(appError.details) ? { issues: appError.details } : {}),
+      // Where a filter went wrong, so a client can point at it (a console underlines the position).
+      ...(appError instanceof FilterError ? { filter: appError.position } : {}),
       ...(status ? { http: { status } } : {}),
     },
   });

@@ -55,6 +55,32 @@ describe('GraphQL traces', () => {
     expect(edge.node).toMatchObject({ id: root, name: 'agent', latency: 0.9, children: [{ name: 'node', children: [{ name: 'model', totalTokens: 3 }] }] });
   });
 
+  it('returns a whole trace in execution order through traceRuns, and nothing of another tenant’s', async () => {
+    const query = 'query($traceId: ID!) { traceRuns(traceId: $traceId) { name parentRunId traceId } }';
+    const { body } = await graphql(platform.url, query, { key: tenant.adminKey, variables: { traceId: root } });
+    expect(body.errors).toBeUndefined();
+    expect(body.data.traceRuns.map((run: { name: string }) => run.name)).toEqual(['agent', 'node', 'model']);
+    expect(body.data.traceRuns[0]).toMatchObject({ parentRunId: null, traceId: root });
+    const hidden = await graphql(platform.url, query, { key: other.adminKey, variables: { traceId: root } });
+    expect(hidden.body.data.traceRuns).toEqual([]);
+  });
+
+  it('gives each project the error rate and latency of its newest traces', async () => {
+    const t0 = Date.parse('2026-03-01T12:00:00Z');
+    await ingestRunBatch(platform.deps, { workspaceId: tenant.workspace.id }, {
+      post: [100, 200, 300, 400].map((ms, i) => ({
+        id: newId(), name: `stat-${i}`, run_type: 'chain', session_name: 'stats',
+        start_time: new Date(t0 + i * 1000).toISOString(), end_time: new Date(t0 + i * 1000 + ms).toISOString(),
+        ...(i === 3 ? { error: 'boom' } : {}),
+      })),
+    });
+    const { body } = await graphql(platform.url, '{ tracingProjects(nameContains: "stats") { name recentTraceStats { traces errors errorRate latencyP50 latencyP99 } } }', { key: tenant.adminKey });
+    const [stats] = body.data.tracingProjects;
+    expect(stats.recentTraceStats).toMatchObject({ traces: 4, errors: 1, errorRate: 0.25 });
+    expect(stats.recentTraceStats.latencyP50).toBeCloseTo(0.25, 5);
+    expect(stats.recentTraceStats.latencyP99).toBeCloseTo(0.397, 5);
+  });
+
   it('pages the runs connection with first/after', async () => {
     const names: string[] = [];
     let after: string | null = null;
@@ -69,7 +95,10 @@ describe('GraphQL traces', () => {
 
   it('reports a malformed filter with its position, and hides other tenants’ projects', async () => {
     const bad = await graphql(platform.url, RUNS, { key: tenant.adminKey, variables: { projectId, filter: 'eq(name,' } });
-    expect(bad.body.errors?.[0]).toMatchObject({ message: expect.stringMatching(/^Invalid filter at position 8/), extensions: { code: 'BAD_REQUEST' } });
+    expect(bad.body.errors?.[0]).toMatchObject({
+      message: expect.stringMatching(/^Invalid filter at position 8/),
+      extensions: { code: 'BAD_REQUEST', filter: { position: 8, line: 1, column: 9, expected: expect.arrayContaining([expect.any(String)]) } },
+    });
     const hidden = await graphql(platform.url, RUNS, { key: other.adminKey, variables: { projectId } });
     expect(hidden.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
   });

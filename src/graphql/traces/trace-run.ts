@@ -1,6 +1,6 @@
 import { AppError } from '../../errors.js';
 import { getProject, getProjects } from '../../services/traces/projects.service.js';
-import { encodeCursor, getRun, listChildRunsOf, queryRuns, type TraceRunRow } from '../../services/traces/queries.service.js';
+import { encodeCursor, getRun, listChildRunsOf, listTraceRuns, queryRuns, TRACE_RUNS_MAX, type TraceRunRow } from '../../services/traces/queries.service.js';
 import { builder } from '../builder.js';
 import { TracingProjectRef } from './tracing-project.js';
 
@@ -65,6 +65,15 @@ builder.queryFields((t) => ({
     description: 'One run by ID.',
     args: { id: t.arg.id({ required: true, description: 'Run ID.' }) },
     resolve: (_root, args, ctx) => getRun(ctx, String(args.id)),
+  }),
+  traceRuns: t.field({
+    type: [TraceRunRef],
+    description: `Every run of one trace, in execution order (dotted order), at most ${TRACE_RUNS_MAX}: a whole tree in one read.`,
+    args: {
+      traceId: t.arg.id({ required: true, description: 'Trace ID (the ID of its root run).' }),
+      limit: t.arg.int({ description: `At most this many (1–${TRACE_RUNS_MAX}, default ${TRACE_RUNS_MAX}).` }),
+    },
+    resolve: (_root, args, ctx) => listTraceRuns(ctx, String(args.traceId), args.limit ?? undefined),
   }),
   runs: t.connection({
     type: TraceRunRef,

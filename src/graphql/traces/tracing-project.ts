@@ -1,4 +1,5 @@
 import type { TracingProject } from '../../generated/prisma/client.js';
+import type { RecentTraceStats } from '../../services/traces/projects.service.js';
 import { AppError } from '../../errors.js';
 import { getWorkspaces } from '../../services/tenancy/tenancy.service.js';
 import { builder } from '../builder.js';
@@ -9,8 +10,25 @@ import {
   getProject,
   listProjects,
   projectStatsOf,
+  RECENT_TRACES_SAMPLE,
+  recentTraceStatsOf,
   updateProject,
 } from '../../services/traces/projects.service.js';
+
+const RecentTraceStatsRef = builder.objectRef<RecentTraceStats>('RecentTraceStats').implement({
+  description: `Error rate and latency of a project's newest traces (root runs, at most ${RECENT_TRACES_SAMPLE.toLocaleString('en')}).`,
+  fields: (t) => ({
+    traces: t.exposeInt('traces', { description: 'How many traces the figures are computed over.' }),
+    errors: t.exposeInt('errors', { description: 'How many of them ended in an error.' }),
+    errorRate: t.float({
+      nullable: true,
+      description: 'errors / traces, from 0 to 1; null without traces.',
+      resolve: (stats) => (stats.traces ? stats.errors / stats.traces : null),
+    }),
+    latencyP50: t.exposeFloat('latencyP50', { nullable: true, description: 'Median latency in seconds of those that ended.' }),
+    latencyP99: t.exposeFloat('latencyP99', { nullable: true, description: '99th percentile latency in seconds of those that ended.' }),
+  }),
+});
 
 export const TracingProjectRef = builder.prismaObject('TracingProject', {
   description: 'A tracing project (a “session” to the langsmith SDK): runs are recorded into one. Each deployment traces into the project of its name.',
@@ -43,6 +61,14 @@ export const TracingProjectRef = builder.prismaObject('TracingProject', {
       nullable: true,
       description: 'Start of the most recent run.',
       load: (projects: TracingProject[], ctx) => projectStatsOf(ctx, projects).then((stats) => stats.map((stat) => stat.lastRunStartTime)),
+      loaderOptions: { cacheKeyFn: (project) => project.id },
+      resolve: (project) => project,
+    }),
+    // The newest traces only: a figure whose cost grows with the project would slow every project list.
+    recentTraceStats: t.loadable({
+      type: RecentTraceStatsRef,
+      description: `Error rate and latency of its newest traces (at most ${RECENT_TRACES_SAMPLE.toLocaleString('en')}).`,
+      load: (projects: TracingProject[], ctx) => recentTraceStatsOf(ctx, projects),
       loaderOptions: { cacheKeyFn: (project) => project.id },
       resolve: (project) => project,
     }),

@@ -15,7 +15,10 @@ import {
   ProjectUpdate,
   type ProjectUpdateInput,
 } from './traces.schemas.js';
+import { type RecentTraceStats, selectRecentTraceStats } from './trace-runs.store.js';
 import { traceWorkspace } from './workspace.js';
+
+export type { RecentTraceStats };
 
 /** Runs sent with neither session_id nor session_name land here, as with the langsmith SDK's default. */
 export const DEFAULT_PROJECT_NAME = 'default';
@@ -138,6 +141,22 @@ export async function projectStats(deps: Deps, workspaceId: string, ids: string[
   const stats = new Map(ids.map((id) => [id, { runCount: 0, lastRunStartTime: null } as ProjectStats]));
   for (const row of rows) stats.set(row.session_id, { runCount: Number(row.run_count), lastRunStartTime: row.last_run_start_time });
   return stats;
+}
+
+/** How many of a project's newest traces its error rate and latency are computed over. */
+export const RECENT_TRACES_SAMPLE = 1_000;
+
+/**
+ * Error count and latency percentiles of each project's newest traces (root runs, at most
+ * RECENT_TRACES_SAMPLE), in the order given, one query per workspace (a GraphQL dataloader's batch).
+ */
+export async function recentTraceStatsOf(deps: Deps, projects: readonly Pick<TracingProject, 'id' | 'workspaceId'>[]): Promise<RecentTraceStats[]> {
+  const stats = new Map<string, RecentTraceStats>();
+  for (const workspaceId of new Set(projects.map((project) => project.workspaceId))) {
+    const ids = projects.filter((project) => project.workspaceId === workspaceId).map((project) => project.id);
+    for (const [id, stat] of await selectRecentTraceStats(deps.db.pool, workspaceId, ids, RECENT_TRACES_SAMPLE)) stats.set(id, stat);
+  }
+  return projects.map((project) => stats.get(project.id) ?? { traces: 0, errors: 0, latencyP50: null, latencyP99: null });
 }
 
 /** Renames a project or changes its description, extra or end time. Needs workspaces:write; CONFLICT on a taken name. */

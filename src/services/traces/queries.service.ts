@@ -5,7 +5,7 @@ import type { ServiceContext } from '../context.js';
 import { parseInput } from '../validate.js';
 import { isUuid } from './derive.js';
 import { validateFilter } from './filter.js';
-import { findChildRuns, findRun, searchRuns, type TraceRunRow } from './trace-runs.store.js';
+import { findChildRuns, findRun, findTraceRuns, searchRuns, type TraceRunRow } from './trace-runs.store.js';
 import { RunQuery, type RunQueryInput } from './traces.schemas.js';
 import { traceWorkspace } from './workspace.js';
 
@@ -43,6 +43,20 @@ export async function listChildRunsOf(
     for (const row of rows) children.get(row.parentRunId!)?.push(row);
   }
   return parents.map((parent) => children.get(parent.id)!);
+}
+
+/** The most runs listTraceRuns returns: a trace tree a person can still look at. */
+export const TRACE_RUNS_MAX = 2_000;
+
+/**
+ * Every run of one trace of the viewer's trace workspace, in execution order (dotted order), at most
+ * `limit` (default and cap TRACE_RUNS_MAX). Needs workspaces:read; an unknown trace (or another
+ * tenant's) has no runs.
+ */
+export async function listTraceRuns(ctx: ServiceContext, traceId: string, limit = TRACE_RUNS_MAX): Promise<TraceRunRow[]> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  if (!isUuid(traceId)) return [];
+  return findTraceRuns(ctx.db.pool, workspaceId, traceId, Math.min(Math.max(Math.floor(limit), 1), TRACE_RUNS_MAX));
 }
 
 /** Checks a filter (and optional trace/tree filters) without running it. Throws FilterError (BAD_REQUEST). */

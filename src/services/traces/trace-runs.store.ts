@@ -174,6 +174,41 @@ export async function findChildRuns(pool: pg.Pool, tenantId: string, traceIds: s
   return rows;
 }
 
+/**
+ * Every run of one trace, in execution order, at most `limit`: the (tenant_id, trace_id) index's
+ * entries, one probe per partition (trace_id does not prune partitions).
+ */
+export async function findTraceRuns(pool: pg.Pool, tenantId: string, traceId: string, limit: number): Promise<TraceRunRow[]> {
+  const { rows } = await pool.query<TraceRunRow>(
+    `SELECT ${selectList(null)} FROM trace_runs r WHERE r.tenant_id = $1 AND r.trace_id = $2 ORDER BY r.dotted_order LIMIT $3`,
+    [tenantId, traceId, limit],
+  );
+  return rows;
+}
+
+export type RecentTraceStats = { traces: number; errors: number; latencyP50: number | null; latencyP99: number | null };
+
+/**
+ * Error count and latency percentiles of each project's newest `sample` root runs: one limited scan of
+ * the (tenant_id, session_id, is_root, start_time) index per project, so the cost stays flat however
+ * many runs a project holds (a project of 100k runs reads `sample` rows, not 100k).
+ */
+export async function selectRecentTraceStats(pool: pg.Pool, tenantId: string, projectIds: string[], sample: number): Promise<Map<string, RecentTraceStats>> {
+  const { rows } = await pool.query<{ id: string; traces: number; errors: number; p50: number | null; p99: number | null }>(
+    `SELECT project.id, stats.traces, stats.errors, stats.p50, stats.p99 FROM unnest($2::uuid[]) AS project(id)
+      CROSS JOIN LATERAL (
+        SELECT count(*)::int AS traces, (count(*) FILTER (WHERE recent.status = 'error'))::int AS errors,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY recent.latency) AS p50,
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY recent.latency) AS p99
+          FROM (SELECT r.status, EXTRACT(EPOCH FROM (r.end_time - r.start_time))::float8 AS latency FROM trace_runs r
+                 WHERE r.tenant_id = $1 AND r.session_id = project.id AND r.is_root
+                 ORDER BY r.start_time DESC, r.id DESC LIMIT $3) recent
+      ) stats`,
+    [tenantId, projectIds, sample],
+  );
+  return new Map(rows.map((row) => [row.id, { traces: row.traces, errors: row.errors, latencyP50: row.p50, latencyP99: row.p99 }]));
+}
+
 /** The runs query as the store takes it: validated, in the viewer's workspace, filters as filter-language text. */
 export type RunSearch = {
   sessions?: string[] | null;

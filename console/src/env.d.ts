@@ -1,0 +1,2 @@
+// Side-effect imports of stylesheets, which Vite bundles.
+declare module '*.css';

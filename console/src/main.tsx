@@ -1,0 +1,193 @@
+// The console's shell: sign-in, the workspace switcher, navigation and the page of the current route.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, gql } from './api.js';
+import { ErrorNote, Loading } from './components.js';
+import { ProjectsPage } from './pages/projects.js';
+import { RunsPage } from './pages/runs.js';
+import { TracePage } from './pages/trace.js';
+import { href, navigate, useRoute } from './router.js';
+import { clearSession, loadSession, type Session, saveSession } from './session.js';
+import './styles.css';
+
+export type Workspace = { id: string; name: string };
+export type Viewer = {
+  apiKeyShortKey: string | null;
+  permissions: string[];
+  user: { email: string } | null;
+  organization: { id: string; name: string } | null;
+  workspace: Workspace | null;
+  workspaces: Workspace[];
+};
+
+const VIEWER = `query ConsoleViewer { viewer { apiKeyShortKey permissions user { email } organization { id name } workspace { id name } workspaces { id name } } }`;
+
+// The usage page and its chart library load when first opened: the traces pages never pay for them.
+type UsageModule = typeof import('./pages/usage.js');
+let usageModule: Promise<UsageModule> | undefined;
+function LazyUsagePage(props: Parameters<UsageModule['UsagePage']>[0]) {
+  const [loaded, setLoaded] = useState<UsageModule | null>(null);
+  useEffect(() => {
+    usageModule ??= import('./pages/usage.js');
+    void usageModule.then(setLoaded);
+  }, []);
+  return loaded ? <loaded.UsagePage {...props} /> : <Loading when />;
+}
+
+function SignIn({ onSignedIn }: { onSignedIn: (session: Session, viewer: Viewer) => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const session: Session = { apiKey: key.trim(), workspaceId: null };
+      const { viewer } = await gql<{ viewer: Viewer }>(session, VIEWER);
+      onSignedIn({ ...session, workspaceId: viewer.workspace?.id ?? viewer.workspaces[0]?.id ?? null }, viewer);
+    } catch (caught) {
+      setError(caught instanceof ApiError && caught.code === 'UNAUTHENTICATED' ? new ApiError('That API key was not accepted.', caught.code) : (caught as ApiError));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="sign-in">
+      <h1>Agent Platform</h1>
+      <form onSubmit={submit}>
+        <label for="api-key">API key</label>
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autoComplete="off"
+          spellcheck={false}
+          required
+          value={key}
+          onInput={(event) => setKey(event.currentTarget.value)}
+          aria-describedby="api-key-help"
+        />
+        <p id="api-key-help" class="muted">
+          Kept in this tab only (sessionStorage), sent as the X-Api-Key header.
+        </p>
+        <button type="submit" disabled={busy || !key.trim()}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        <ErrorNote error={error} />
+      </form>
+      <p class="muted">
+        Developers: <a href="/graphql">GraphiQL</a> · <a href="/docs">REST reference</a>
+      </p>
+    </main>
+  );
+}
+
+function Shell({ session, viewer, onWorkspace, onSignOut }: { session: Session; viewer: Viewer; onWorkspace: (id: string) => void; onSignOut: () => void }) {
+  const route = useRoute();
+  const [section = 'projects'] = route.path;
+  // Usage is organization-wide: a key without organization:read gets no link and no request.
+  const canSeeUsage = viewer.permissions.includes('organization:read');
+  let page;
+  if (!session.workspaceId) page = <p role="alert">This key can read no workspace.</p>;
+  else if (section === 'projects' && route.path[1]) page = <RunsPage session={session} projectId={route.path[1]} params={route.params} />;
+  else if (section === 'traces' && route.path[1]) page = <TracePage session={session} traceId={route.path[1]} runId={route.params.get('run')} />;
+  else if (section === 'usage' && canSeeUsage) page = <LazyUsagePage session={session} viewer={viewer} params={route.params} />;
+  else page = <ProjectsPage session={session} />;
+  const nav = [
+    { id: 'projects', label: 'Traces', to: href([]) },
+    ...(canSeeUsage ? [{ id: 'usage', label: 'Usage', to: href(['usage']) }] : []),
+  ];
+  const current = section === 'traces' ? 'projects' : section;
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href={href([])}>
+          Agent Platform
+        </a>
+        <nav aria-label="Sections">
+          {nav.map((item) => (
+            <a href={item.to} aria-current={current === item.id ? 'page' : undefined}>
+              {item.label}
+            </a>
+          ))}
+        </nav>
+        <div class="who">
+          <label for="workspace">Workspace</label>
+          <select id="workspace" value={session.workspaceId ?? ''} onChange={(event) => onWorkspace(event.currentTarget.value)}>
+            {viewer.workspaces.map((workspace) => (
+              <option value={workspace.id}>{workspace.name}</option>
+            ))}
+          </select>
+          <span class="muted" title={viewer.apiKeyShortKey ?? undefined}>
+            {viewer.user?.email}
+          </span>
+          <button type="button" class="link" onClick={onSignOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main">{page}</main>
+    </>
+  );
+}
+
+function App() {
+  const [session, setSession] = useState<Session | null>(loadSession);
+  const [viewer, setViewer] = useState<Viewer | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+
+  // A reload keeps the session (sessionStorage) but not the viewer: ask again who the key is.
+  useEffect(() => {
+    if (!session || viewer) return;
+    gql<{ viewer: Viewer }>(session, VIEWER).then(
+      ({ viewer: found }) => {
+        // No workspace chosen yet, or one the key can no longer read: the key's own, or its first.
+        if (!found.workspaces.some((workspace) => workspace.id === session.workspaceId)) {
+          const next = { ...session, workspaceId: found.workspace?.id ?? found.workspaces[0]?.id ?? null };
+          saveSession(next);
+          setSession(next);
+        }
+        setViewer(found);
+      },
+      (caught: ApiError) => {
+        if (caught.code === 'UNAUTHENTICATED' || caught.code === 'FORBIDDEN') signOut();
+        else setError(caught);
+      },
+    );
+  }, [session, viewer]);
+
+  const signOut = () => {
+    clearSession();
+    setSession(null);
+    setViewer(null);
+  };
+  if (!session) {
+    return (
+      <SignIn
+        onSignedIn={(next, found) => {
+          saveSession(next);
+          setSession(next);
+          setViewer(found);
+        }}
+      />
+    );
+  }
+  if (!viewer) return error ? <ErrorNote error={error} /> : <p role="status">Loading…</p>;
+  return (
+    <Shell
+      session={session}
+      viewer={viewer}
+      onSignOut={signOut}
+      onWorkspace={(workspaceId) => {
+        const next = { ...session, workspaceId };
+        saveSession(next);
+        setSession(next);
+        // Projects, runs and traces belong to one workspace: start again from its project list.
+        navigate(href([]));
+      }}
+    />
+  );
+}
+
+render(<App />, document.getElementById('app')!);
