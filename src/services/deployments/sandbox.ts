@@ -151,7 +151,8 @@ export function deploymentSandbox(
       if (!status.enabled) return { file: command, args };
       const readOnly = [nodeInstallation(), ...PLATFORM_PARTS.filter(existsSync), ...mounts.readOnly];
       const writable = [files.home, files.cache, ...mounts.writable];
-      if (files.uid !== undefined) for (const path of [...readOnly, ...writable]) makeTraversable(dirname(path), logger);
+      // bubblewrap opens the mounts as the sandbox's user: the parents it does not own must let it pass.
+      if (files.uid !== undefined) for (const path of [...readOnly, ...mounts.writable, files.root]) makeTraversable(dirname(path), logger);
       const sandboxed = [...bubblewrapArgs({ readOnly, writable, cwd: mounts.cwd }), '--', command, ...args];
       const procs = status.limits.enforced ? deploymentCgroup(deployment.id, limitsOf(config, deployment.resourceSpec), files.uid) : [];
       const user = files.uid === undefined ? {} : { uid: files.uid, gid: files.uid };
