@@ -49,7 +49,12 @@ function childCpuSeconds(): number {
 }
 const showLoad = () => loadavg().map((value) => value.toFixed(2)).join(' ');
 
-const platform = await startBenchPlatform({ AGENT_PLATFORM_ROLES: 'api,worker' });
+const platform = await startBenchPlatform({
+  AGENT_PLATFORM_ROLES: 'api,worker',
+  // To measure without the sandbox: AGENT_PLATFORM_SANDBOX=none AGENT_PLATFORM_ALLOW_UNSANDBOXED=true.
+  AGENT_PLATFORM_SANDBOX: process.env.AGENT_PLATFORM_SANDBOX,
+  AGENT_PLATFORM_ALLOW_UNSANDBOXED: process.env.AGENT_PLATFORM_ALLOW_UNSANDBOXED,
+});
 const repo = makeRepo();
 try {
   const tenant = await createBenchTenant(platform.deps);
