@@ -11,7 +11,7 @@
 //   BENCH_DEPLOYS (default 10)   deployments created one after the other
 //   AGENT_PLATFORM_SANDBOX=none AGENT_PLATFORM_ALLOW_UNSANDBOXED=true   the same without the sandbox
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
@@ -23,6 +23,8 @@ const DEPLOYS = Number(process.env.BENCH_DEPLOYS ?? 10);
 
 function makeRepo(): string {
   const dir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-repo-'));
+  // Readable by the deployment's own OS user, which clones it.
+  chmodSync(dir, 0o755);
   writeFileSync(join(dir, 'langgraph.json'), JSON.stringify({ graphs: { agent: './agent.ts:graph' } }));
   writeFileSync(
     join(dir, 'agent.ts'),

@@ -41,7 +41,7 @@ async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntime
     await log(describeSandbox(sandbox.status));
     const dir = revisionDirectory(deps.config.dataDir, revisionId);
     const { repo_ref: repoRef, graph_config_path: graphConfigPath } = revision.source_revision_config as { repo_ref: string; graph_config_path: string };
-    const commitSha = await checkoutSource(dir, String(deployment.source_config.repo_url), repoRef, log, await deploymentGitCredentials(deps, deployment));
+    const commitSha = await checkoutSource(dir, String(deployment.source_config.repo_url), repoRef, log, await deploymentGitCredentials(deps, deployment), sandbox.files.uid);
     await setRevisionBuild(deps.db, revisionId, { commitSha });
     const configPath = locateGraphConfig(dir, graphConfigPath);
     // From here on the repository's code runs: in the deployment's sandbox, as its own OS user.

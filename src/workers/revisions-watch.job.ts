@@ -5,6 +5,7 @@ import type { Deps } from '../services/context.js';
 import { deploymentGitCredentials } from '../services/deployments/deployments.service.js';
 import { createRevision } from '../services/deployments/revisions.service.js';
 import { findControlDeployment, listBuildOnPush } from '../services/deployments/revisions.store.js';
+import { sandboxFor } from '../services/deployments/sandbox.js';
 import { remoteRefCommit } from '../services/deployments/source-checkout.js';
 import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
 
@@ -15,7 +16,9 @@ export async function watchPushedRefs(deps: Deps): Promise<string[]> {
     try {
       const deployment = await findControlDeployment(deps.db, watched.id);
       if (!deployment) continue;
-      const commit = await remoteRefCommit(watched.repo_url, watched.repo_ref, await deploymentGitCredentials(deps, deployment));
+      // As the deployment's own OS user, like its clone: a local path reaches only what that user may read.
+      const { uid, home } = sandboxFor(deps, deployment).files;
+      const commit = await remoteRefCommit(watched.repo_url, watched.repo_ref, await deploymentGitCredentials(deps, deployment), { uid, home });
       if (!commit || commit === watched.commit_sha) continue;
       await createRevision({ ...deps, viewer: SYSTEM_VIEWER }, deployment, deployment.source_revision_config);
       deps.logger.info({ deploymentId: watched.id, commit }, 'the watched ref moved: new revision');

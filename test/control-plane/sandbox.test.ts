@@ -199,6 +199,28 @@ describe.skipIf(!sandboxed)('deployed code in its sandbox', () => {
 });
 
 
+describe.skipIf(!sandboxed || process.getuid?.() !== 0)('the clone, as the deployment’s own OS user', () => {
+  it('cannot take another deployment’s checkout as its repository (a local path or file:// url)', async () => {
+    const victimRepo = join(platform.deps.config.dataDir, 'revisions', victim.latest_revision_id, 'repo');
+    // Aimed right: it is a git repository the platform itself could clone.
+    expect(statSync(join(victimRepo, '.git')).isDirectory()).toBe(true);
+    for (const repoUrl of [victimRepo, `file://${victimRepo}`]) {
+      const created = await api('POST', '/v2/deployments', { body: deploymentBody(repoUrl, { name: 'thief' }) });
+      expect(created.status).toBe(201);
+      expect((await waitForRevision(api, created.body.id, created.body.latest_revision_id)).status).toBe('BUILD_FAILED');
+      const logs = await api('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}/logs?type=build`);
+      const text = logs.body.resources.map((line: { message: string }) => line.message).join('\n');
+      // Refused because the deployment's own user cannot read it (git's ownership check, which stops a
+      // clone as the platform's own user, is not what holds here: the clone trusts any owner).
+      expect(text).toMatch(/git clone failed/);
+      expect(text).toMatch(/does not exist|Permission denied|does not appear to be a git repository/);
+      expect(text).not.toMatch(/dubious ownership/);
+      expect(text).not.toMatch(/victim: /);
+      await api('DELETE', `/v2/deployments/${created.body.id}`);
+    }
+  }, 60_000);
+});
+
 describe.skipIf(!limitsEnforced)('resource limits', () => {
   it('runs a deployment in cgroups holding its resource_spec (memory_mb, cpu)', () => {
     // cgroup v1 here: the memory and cpu hierarchies, each with a group per deployment.

@@ -1,7 +1,7 @@
 // Control-plane test plumbing: git repositories made by the test (`git init` in a tmp dir, served as
 // `file://` urls), the /v2 API over real HTTP, and waiting for a revision to finish.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
@@ -19,6 +19,8 @@ export function makeGitRepo(files: Record<string, string>): GitRepo {
       writeFileSync(join(dir, path), content);
     }
   };
+  // Readable by others, as a repository a deployment may clone must be: the clone runs as the deployment's own OS user.
+  chmodSync(dir, 0o755);
   git('init', '--quiet', '--initial-branch=main');
   write(files);
   git('add', '-A');

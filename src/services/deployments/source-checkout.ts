@@ -3,10 +3,11 @@
 // a shell) with an environment of its own: none of the platform's secrets reach git, npm or the
 // scripts npm runs.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { chownSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { makeTraversable } from '../../database/traversable.js';
 import { AppError } from '../../errors.js';
 import { readGraphConfig } from '../../graph-config.js';
 import type { PreparedSandbox } from './sandbox.js';
@@ -38,6 +39,22 @@ function credentialEnvironment(repoUrl: string, credentials: GitCredentials | un
   return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `http.https://${host}/.extraHeader`, GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` };
 }
 
+/** Every git command's options: no `ext::` transport (a url that runs a command). */
+const GIT_OPTIONS = ['-c', 'protocol.ext.allow=never'];
+
+/**
+ * Git's global config in `home` for a command run as the deployment's own user: a local repository
+ * owned by another OS user may be read (git refuses it otherwise, and reads `safe.directory` only from
+ * global or system config). What that repository's config could run, runs as that user, with no more
+ * reach than the deployment's own code.
+ */
+function gitHomeFor(home: string, uid: number | undefined): void {
+  if (uid === undefined) return;
+  const config = join(home, '.gitconfig');
+  writeFileSync(config, '[safe]\n\tdirectory = *\n', { mode: 0o600 });
+  chownSync(config, uid, uid);
+}
+
 /** Where a revision's build lives: `<data dir>/revisions/<revision id>/`, the repository in `repo/`. */
 export const revisionDirectory = (dataDir: string, revisionId: string) => resolve(dataDir, 'revisions', revisionId);
 
@@ -61,15 +78,29 @@ function commandEnvironment(home: string): NodeJS.ProcessEnv {
 function run(
   command: string,
   args: string[],
-  options: { cwd: string; home: string; timeoutMs: number; label: string; env?: NodeJS.ProcessEnv; sandbox?: { prepared: PreparedSandbox; writable: string[] } },
+  options: {
+    cwd: string;
+    home: string;
+    timeoutMs: number;
+    label: string;
+    env?: NodeJS.ProcessEnv;
+    sandbox?: { prepared: PreparedSandbox; writable: string[] };
+    /** The OS user to run as (the deployment's, when the platform is root). */
+    uid?: number;
+  },
 ): Promise<string> {
-  const sandboxed = options.sandbox?.prepared.sandbox.wrap(command, args, { readOnly: [], writable: options.sandbox.writable, cwd: options.cwd });
+  const sandboxed = options.sandbox?.prepared.sandbox.wrap(command, args, { readOnly: [], writable: options.sandbox.writable, cwd: options.cwd }) ?? {
+    file: command,
+    args,
+    uid: options.uid,
+    gid: options.uid,
+  };
   const env = { ...commandEnvironment(options.home), ...options.sandbox?.prepared.env, ...options.env };
   return new Promise((resolvePromise, reject) => {
     execFile(
-      sandboxed?.file ?? command,
-      sandboxed?.args ?? args,
-      { cwd: options.cwd, env, uid: sandboxed?.uid, gid: sandboxed?.gid, timeout: options.timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' },
+      sandboxed.file,
+      sandboxed.args,
+      { cwd: options.cwd, env, uid: sandboxed.uid, gid: sandboxed.gid, timeout: options.timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' },
       (error, stdout, stderr) => {
         const output = `${stdout}${stderr}`.trim();
         if (error) reject(new Error(`${options.label} failed: ${(output || error.message).slice(-4096)}`));
@@ -81,14 +112,22 @@ function run(
 
 /**
  * Clones `repoUrl` and checks out `repoRef` (a branch, tag or commit) into `<dir>/repo`; returns the
- * commit. Options that would let a URL run commands (`ext::` transports) are off.
+ * commit. Options that would let a URL run commands (`ext::` transports) are off. Git runs as `uid`
+ * when given (the deployment's own OS user): a `file://` url or a local path then reaches only what
+ * that user may read, never another deployment's checkout or the platform's files.
  */
-export async function checkoutSource(dir: string, repoUrl: string, repoRef: string, log: BuildLog, credentials?: GitCredentials): Promise<string> {
+export async function checkoutSource(dir: string, repoUrl: string, repoRef: string, log: BuildLog, credentials?: GitCredentials, uid?: number): Promise<string> {
   rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dirname(dir), { recursive: true });
+  mkdirSync(dir, { mode: 0o700 });
+  if (uid !== undefined) {
+    chownSync(dir, uid, uid);
+    makeTraversable(dirname(dir), { warn: () => undefined });
+  }
+  gitHomeFor(dir, uid);
   const repo = join(dir, 'repo');
   const git = (args: string[], cwd = repo) =>
-    run('git', ['-c', 'protocol.ext.allow=never', '-c', 'advice.detachedHead=false', ...args], { cwd, home: dir, timeoutMs: 10 * 60_000, label: `git ${args[0]}`, env: credentialEnvironment(repoUrl, credentials) });
+    run('git', [...GIT_OPTIONS, '-c', 'advice.detachedHead=false', ...args], { cwd, home: dir, timeoutMs: 10 * 60_000, label: `git ${args[0]}`, env: credentialEnvironment(repoUrl, credentials), uid });
   await log(`Cloning ${repoUrl}`);
   await git(['clone', '--quiet', '--no-checkout', '--', repoUrl, repo], dir);
   // A remote branch first (what a ref usually names), then a tag or commit.
@@ -158,14 +197,17 @@ export function revisionGraphConfigPath(dataDir: string, revision: { id: string;
  * The commit `repoRef` names in the repository at `repoUrl` now (`git ls-remote`), or undefined when
  * it names no branch or tag (a commit does not move).
  */
-export async function remoteRefCommit(repoUrl: string, repoRef: string, credentials?: GitCredentials): Promise<string | undefined> {
-  const home = tmpdir();
-  const output = await run('git', ['-c', 'protocol.ext.allow=never', 'ls-remote', '--', repoUrl, `refs/heads/${repoRef}`, `refs/tags/${repoRef}`], {
+export async function remoteRefCommit(repoUrl: string, repoRef: string, credentials?: GitCredentials, user?: { uid?: number; home: string }): Promise<string | undefined> {
+  const home = user?.home ?? tmpdir();
+  const uid = user?.uid;
+  gitHomeFor(home, uid);
+  const output = await run('git', [...GIT_OPTIONS, 'ls-remote', '--', repoUrl, `refs/heads/${repoRef}`, `refs/tags/${repoRef}`], {
     cwd: home,
     home,
     timeoutMs: 60_000,
     label: 'git ls-remote',
     env: credentialEnvironment(repoUrl, credentials),
+    uid,
   });
   return output.split('\n').find(Boolean)?.split(/\s+/)[0];
 }
