@@ -127,7 +127,8 @@ export async function* watchRevisionStatus(ctx: ServiceContext, revisionId: stri
     if (FINISHED_REVISION_STATUSES.includes(current.status)) return;
     let last: string = current.status;
     for await (const event of changes) {
-      if (event.revisionId !== found.id || event.status === last) continue;
+      // A move published before the read above can arrive after it: a revision only moves forward.
+      if (event.revisionId !== found.id || pipelineRank(event.status) <= pipelineRank(last)) continue;
       last = event.status;
       yield event;
       if (FINISHED_REVISION_STATUSES.includes(event.status as RevisionStatus)) return;
@@ -136,6 +137,10 @@ export async function* watchRevisionStatus(ctx: ServiceContext, revisionId: stri
     await changes.return(undefined);
   }
 }
+
+/** How far along the pipeline a status is: the normal path in order, every finished status last. */
+const PIPELINE = ['CREATING', 'QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING'];
+const pipelineRank = (status: string) => (PIPELINE.includes(status) ? PIPELINE.indexOf(status) : PIPELINE.length);
 
 /** Makes a new revision of `deployment` from `sourceRevisionConfig` and queues it (redeploy). */
 export async function createRevision(ctx: ServiceContext, deployment: store.ControlDeploymentRow, sourceRevisionConfig: Record<string, unknown>): Promise<string> {
