@@ -81,6 +81,7 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder });
     steps.push(() => persistence.close());
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);
+    graphs.readTypesInBackground(deps.logger);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     if (spec.databasePrepared) queue.markCreated();

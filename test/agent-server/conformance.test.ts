@@ -86,11 +86,29 @@ describe('2. schemas', () => {
     expect(schemas.config_schema).toMatchObject({ type: 'object' });
   });
 
-  it('gives each subgraph’s {state, input, output, config}', async () => {
+  it('gives each subgraph’s {state, input, output, config}, typed from its TypeScript types', async () => {
     const subgraphs = (await client.assistants.getSubgraphs('nested_ask')) as unknown as Record<string, Record<string, Schema>>;
     expect(Object.keys(subgraphs)).toEqual(['child']);
     expect(Object.keys(subgraphs.child!).sort()).toEqual(['config', 'input', 'output', 'state']);
-    expect(Object.keys(subgraphs.child!.state!.properties)).toEqual(['colour']);
+    expect(subgraphs.child!.state!.properties).toEqual({ colour: { type: 'string' } });
+  });
+
+  it('reads an Annotation graph’s state and config types from its TypeScript source, as the reference does', async () => {
+    const schemas = await client.assistants.getSchemas('typed');
+    const state = schemas.state_schema as unknown as Schema;
+    expect(state.properties.draft).toEqual({ type: 'string' });
+    expect(state.properties.tags).toEqual({ type: 'array', items: { type: 'string' }, default: [] });
+    expect(state.properties.messages).toMatchObject({ type: 'array', langgraph_type: 'messages' });
+    // The union of literals in the config annotation, as the reference answers it.
+    expect(schemas.config_schema).toEqual({
+      type: 'object',
+      properties: { model: { enum: ['fast', 'smart'], type: 'string' }, temperature: { type: 'number' } },
+      $schema: 'http://json-schema.org/draft-07/schema#',
+    });
+    expect(schemas.context_schema).toEqual(schemas.config_schema);
+    const subgraphs = (await client.assistants.getSubgraphs('typed')) as unknown as Record<string, Record<string, Schema>>;
+    expect(subgraphs.editor!.state!.properties).toEqual({ draft: { type: 'string' }, revisions: { type: 'number', default: 0 } });
+    expect(subgraphs.editor!.output!.properties.revisions).toEqual({ type: 'number', default: 0 });
   });
 });
 
