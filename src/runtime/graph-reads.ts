@@ -37,8 +37,12 @@ const threadGraphConfig = (config: Json | undefined): RunnableConfig => ({
   configurable: { ...(((config ?? {}).configurable as Json | undefined) ?? {}) },
 });
 
-/** A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). */
-function presentSnapshot(state: StateSnapshot): ThreadState {
+/**
+ * A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). A subgraph's
+ * state inside a task (`subgraphs=true`) has no `interrupts` key, as the reference sends it: its
+ * interrupts are its tasks'.
+ */
+function presentSnapshot(state: StateSnapshot, nested = false): ThreadState {
   const tasks = state.tasks.map((task) => ({
     id: task.id,
     name: task.name,
@@ -46,7 +50,7 @@ function presentSnapshot(state: StateSnapshot): ThreadState {
     interrupts: task.interrupts ?? [],
     path: task.path,
     checkpoint: task.state && !isSnapshot(task.state) ? taskCheckpointOf(task.state as RunnableConfig) : null,
-    state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state) : null,
+    state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state, true) : null,
     result: task.result ?? null,
   }));
   return toPlainJson({
@@ -57,7 +61,7 @@ function presentSnapshot(state: StateSnapshot): ThreadState {
     created_at: state.createdAt ?? null,
     checkpoint: checkpointOf(state.config),
     parent_checkpoint: checkpointOf(state.parentConfig),
-    interrupts: tasks.flatMap((task) => task.interrupts),
+    ...(nested ? {} : { interrupts: tasks.flatMap((task) => task.interrupts) }),
   });
 }
 

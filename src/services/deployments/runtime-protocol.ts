@@ -25,7 +25,8 @@ export type ThreadState = {
   created_at: string | null;
   checkpoint: Checkpoint | null;
   parent_checkpoint: Checkpoint | null;
-  interrupts: unknown[];
+  /** Absent from a subgraph's state inside a task, as the reference sends it. */
+  interrupts?: unknown[];
 };
 
 /** A project's `http.app` as the agent server serves it: fetch-style; Hono's also says what happens when none of its routes matches. */
