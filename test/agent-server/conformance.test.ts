@@ -271,3 +271,46 @@ describe('10. errors a graph or a request causes', () => {
     expect(invalid).toMatchObject({ __error__: { error: '$ZodError' } });
   });
 });
+
+describe('11. webhooks, nested state, OpenAPI names, bad state values', () => {
+  it('delivers a webhook given as a path to the project’s http.app, as the reference delivers it to itself', async () => {
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'logged', { input: {}, webhook: '/custom/webhook' });
+    await client.runs.join(thread.thread_id, run.run_id);
+    // Sent after the run ended, without the caller waiting on it: the app's route records it.
+    const deadline = Date.now() + 15_000;
+    let received: Response;
+    do received = await fetch(`${server.url}/custom/webhook/${run.run_id}`);
+    while (received.status === 404 && Date.now() < deadline && (await new Promise((resolve) => setTimeout(resolve, 100)), true));
+    expect(received.status).toBe(200);
+    expect(await received.json()).toMatchObject({ run_id: run.run_id, thread_id: thread.thread_id, status: 'success', values: { greeting: 'hello from langgraph.json' } });
+    await expect(client.runs.create(thread.thread_id, 'logged', { input: {}, webhook: '//elsewhere.example/hook' })).rejects.toThrow('HTTP 422');
+  });
+
+  it('gives a subgraph’s state inside a task no `interrupts` key (subgraphs=true), as the reference', async () => {
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, 'nested_ask', { input: {} });
+    const state = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
+    expect(state).toHaveProperty('interrupts');
+    const nested = state.tasks[0]!.state as unknown as Record<string, unknown>;
+    expect(Object.keys(nested).sort()).toEqual(['checkpoint', 'created_at', 'metadata', 'next', 'parent_checkpoint', 'tasks', 'values']);
+    expect((nested.tasks as { interrupts: { value: string }[] }[])[0]!.interrupts[0]!.value).toBe('Which colour?');
+  });
+
+  it('names /openapi.json path parameters as LangGraph’s published OpenAPI does', async () => {
+    const document = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>> };
+    const paths = Object.keys(document.paths);
+    expect(paths).toEqual(expect.arrayContaining(['/threads/{thread_id}/runs/{run_id}', '/assistants/{assistant_id}/schemas', '/runs/crons/{cron_id}']));
+    expect(paths.filter((path) => /\{[a-z]+[A-Z]/.test(path))).toEqual([]);
+    expect(document.paths['/threads/{thread_id}/runs/{run_id}']!.get!.parameters!.map((p) => p.name)).toEqual(['thread_id', 'run_id']);
+  });
+
+  it('answers a state update whose values have the wrong type with a 400 saying why', async () => {
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, 'annotation', { input: { messages: [] } });
+    await expect(client.threads.updateState(thread.thread_id, { values: { messages: 5 } })).rejects.toThrow('HTTP 400: Unable to coerce message');
+    const counted = await client.threads.create();
+    await client.runs.wait(counted.thread_id, 'state_schema', { input: {} });
+    await expect(client.threads.updateState(counted.thread_id, { values: { count: 'many' } })).rejects.toThrow('HTTP 400: Validation failed for field "count"');
+  });
+});
