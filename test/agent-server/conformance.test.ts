@@ -314,3 +314,20 @@ describe('11. webhooks, nested state, OpenAPI names, bad state values', () => {
     await expect(client.threads.updateState(counted.thread_id, { values: { count: 'many' } })).rejects.toThrow('HTTP 400: Validation failed for field "count"');
   });
 });
+
+describe('12. the project’s http.app and the server', () => {
+  it('lets its middleware read and change the JSON body of a request for the server’s own routes', async () => {
+    const reading = new Client({ apiUrl: server.url, defaultHeaders: { 'x-read-body': 'yes' }, callerOptions: { maxRetries: 0 } });
+    expect((await reading.threads.create({ metadata: { team: 'a' } })).metadata).toEqual({ team: 'a' });
+    const stamping = new Client({ apiUrl: server.url, defaultHeaders: { 'x-read-body': 'yes', 'x-stamp': 'project' }, callerOptions: { maxRetries: 0 } });
+    expect((await stamping.threads.create({ metadata: { team: 'b' } })).metadata).toEqual({ team: 'b', stamped_by: 'project' });
+    // Bodies the middleware leaves alone reach the route as sent.
+    expect((await client.threads.create({ metadata: { team: 'c' } })).metadata).toEqual({ team: 'c' });
+  });
+
+  it('reaches this server from `new Client()` without a url inside its routes', async () => {
+    const response = await fetch(`${server.url}/custom/graphs`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual(['annotation', 'configured', 'logged', 'nested_ask', 'state_schema', 'typed', 'zod_agent']);
+  });
+});

@@ -32,7 +32,7 @@ export type ThreadState = {
 /** A project's `http.app` as the agent server serves it: fetch-style; Hono's also says what happens when none of its routes matches. */
 export type CustomApp = {
   fetch(request: Request): Response | Promise<Response>;
-  notFound?(handler: () => Response): unknown;
+  notFound?(handler: (context?: unknown) => Response | Promise<Response>): unknown;
 };
 
 export type UiFile = { basename: string; contents: Uint8Array };
