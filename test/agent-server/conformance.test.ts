@@ -331,3 +331,19 @@ describe('12. the project’s http.app and the server', () => {
     expect(await response.json()).toEqual(['annotation', 'configured', 'logged', 'nested_ask', 'state_schema', 'typed', 'zod_agent']);
   });
 });
+
+describe('13. schemas from types, bounded in time', () => {
+  it('falls back to the runtime schemas, saying so in the log, when reading the types takes too long', async () => {
+    const slow = await startServe({ ...fixtureConfig('conformance'), env: { LOG_LEVEL: 'warn', LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: '1' } });
+    try {
+      const schemas = await slow.client.assistants.getSchemas('typed');
+      // What the channels say at runtime: no types, a reducer's default, the messages marker.
+      expect(schemas.config_schema).toEqual({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object' });
+      expect((schemas.state_schema as unknown as Schema).properties.tags).toEqual({ type: 'array', default: [] });
+      expect(slow.output()).toContain('schemas from TypeScript types not read (took longer than 1 ms)');
+    } finally {
+      await slow.stop();
+      removeDir(slow.dir);
+    }
+  });
+});
