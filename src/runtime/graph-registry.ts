@@ -57,7 +57,11 @@ function readTypeSchemasInThread(config: GraphConfig, logger: Logger): Promise<T
       workerData: { specs, body: new URL('./type-schemas.worker.ts', import.meta.url).href },
       env: SHARE_ENV,
     });
+    let settled = false;
+    // Once: terminating the worker after its answer makes it exit too.
     const done = (schemas: TypeSchemas | undefined, problem?: string) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       void worker.terminate();
       if (problem) logger.warn({ graphIds: specs.map((spec) => spec.graphId), timeoutMs }, `schemas from TypeScript types not read (${problem}): the graphs' runtime schemas are served`);
