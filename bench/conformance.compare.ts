@@ -5,10 +5,12 @@
 // official SDK and fetch, and one table prints what each server answered and whether they agree.
 //
 // Options: --skip-reference (platform column only). Prints; asserts nothing (the tests do).
-import { cpSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from '@langchain/langgraph-sdk';
+import { readGraphConfig } from '../src/graph-config.js';
+import { readTypeSchemas } from '../src/runtime/type-schemas.js';
 import { freePort, referenceDir, startReference, startServe, stopProcess } from './processes.js';
 
 const root = join(new URL('.', import.meta.url).pathname, '..');
@@ -52,6 +54,24 @@ const probes: Probe[] = [
     run: async ({ client }) => {
       const subgraphs = (await client.assistants.getSubgraphs('nested_ask')) as unknown as Record<string, Record<string, unknown>>;
       return Object.entries(subgraphs).map(([ns, parts]) => `${ns}: ${keys(parts)}; state ${keys(properties(parts.state))}`).join(' | ');
+    },
+  },
+  { item: '2 schemas (types)', name: 'typed config_schema', run: async ({ client }) => (await client.assistants.getSchemas('typed')).config_schema },
+  {
+    item: '2 schemas (types)',
+    name: 'typed state draft, tags, messages',
+    run: async ({ client }) => {
+      const state = properties((await client.assistants.getSchemas('typed')).state_schema) as Record<string, { $ref?: string; items?: unknown }>;
+      return { draft: state.draft, tags: state.tags, messages: state.messages ? { ...state.messages, items: state.messages.items ? '…' : undefined } : undefined };
+    },
+  },
+  {
+    item: '2 schemas (types)',
+    name: 'subgraph state properties (typed editor, nested_ask child)',
+    run: async ({ client }) => {
+      const typed = (await client.assistants.getSubgraphs('typed')) as unknown as Record<string, Record<string, unknown>>;
+      const nested = (await client.assistants.getSubgraphs('nested_ask')) as unknown as Record<string, Record<string, unknown>>;
+      return { editor: properties(typed.editor?.state), child: properties(nested.child?.state) };
     },
   },
   {
@@ -150,6 +170,67 @@ const probes: Probe[] = [
     },
   },
   { item: '10 no 500', name: 'graph raises in a stateless run', run: ({ client }) => client.runs.wait(null, 'logged', { input: { fail: true } }) },
+  {
+    item: '11 webhook',
+    name: 'webhook "/custom/webhook" reaches the http.app',
+    run: async ({ url, client }) => {
+      const thread = await client.threads.create();
+      const run = await client.runs.create(thread.thread_id, 'logged', { input: {}, webhook: '/custom/webhook' });
+      await client.runs.join(thread.thread_id, run.run_id);
+      for (const deadline = Date.now() + 15_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 200))) {
+        const response = await fetch(`${url}/custom/webhook/${run.run_id}`);
+        if (response.ok) {
+          const payload = (await response.json()) as { run_id: string; status: string; values: unknown };
+          return { same_run: payload.run_id === run.run_id, status: payload.status, values: payload.values };
+        }
+      }
+      return 'not delivered in 15 s';
+    },
+  },
+  {
+    item: '11 state shape',
+    name: 'subgraphs=true: keys of a task’s subgraph state',
+    run: async ({ client }) => {
+      const thread = await client.threads.create();
+      await client.runs.wait(thread.thread_id, 'nested_ask', { input: {} });
+      return keys((await client.threads.getState(thread.thread_id, undefined, { subgraphs: true })).tasks[0]?.state);
+    },
+  },
+  {
+    item: '11 OpenAPI',
+    name: '/openapi.json path of a thread’s run',
+    run: async ({ url }) => {
+      const document = (await (await fetch(`${url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+      return Object.keys(document.paths).filter((path) => /^\/threads\/\{[^}]+\}\/runs\/\{[^}]+\}$/.test(path));
+    },
+  },
+  {
+    item: '11 bad values',
+    name: 'state update: messages: 5',
+    run: async ({ client }) => {
+      const thread = await client.threads.create();
+      await client.runs.wait(thread.thread_id, 'annotation', { input: { messages: [] } });
+      return client.threads.updateState(thread.thread_id, { values: { messages: 5 } });
+    },
+  },
+  {
+    item: '11 bad values',
+    name: 'state update: StateSchema count: "many"',
+    run: async ({ client }) => {
+      const thread = await client.threads.create();
+      await client.runs.wait(thread.thread_id, 'state_schema', { input: {} });
+      return client.threads.updateState(thread.thread_id, { values: { count: 'many' } });
+    },
+  },
+  {
+    item: '12 http.app',
+    name: 'middleware reads, then replaces, a thread-create body',
+    run: async ({ url }) => {
+      const create = (headers: Record<string, string>) => post(`${url}/threads`, { metadata: { team: 'a' } }, headers).then(async (r) => `${r.status} ${JSON.stringify(((await r.json()) as { metadata?: unknown }).metadata)}`);
+      return `read: ${await create({ 'x-read-body': 'yes' })}; replaced: ${await create({ 'x-read-body': 'yes', 'x-stamp': 'project' })}`;
+    },
+  },
+  { item: '12 http.app', name: 'new Client() inside a route', run: async ({ url }) => { const r = await fetch(`${url}/custom/graphs`); return `${r.status} ${await r.text()}`; } },
   { item: '10 no 500', name: 'input failing Zod validation', run: ({ client }) => client.runs.wait(null, 'zod_agent', { input: { mood: 'angry' }, raiseError: false }) },
 ];
 
@@ -192,19 +273,57 @@ async function measureOn(start: () => Promise<{ url: string; stop: () => Promise
     const client = new Client({ apiUrl: server.url, callerOptions: { maxRetries: 0 } });
     // The reference extracts schemas lazily with the TypeScript compiler in a worker that gives up after
     // 30 s on a loaded machine; warm each graph's schemas up (a second try once the first timed out).
+    const timed = async () => {
+      const started = performance.now();
+      await client.assistants.getSchemas('typed').catch(() => client.assistants.getSchemas('typed').catch(() => undefined));
+      return Math.round(performance.now() - started);
+    };
+    const schemaMs = { first: await timed(), second: await timed() };
     for (const graphId of ['zod_agent', 'state_schema', 'annotation', 'configured', 'logged', 'nested_ask']) {
       await client.assistants.getSchemas(graphId).catch(() => client.assistants.getSchemas(graphId).catch(() => undefined));
     }
-    return (await answers({ url: server.url, client })).map((answer) => answer.replaceAll(server.url, '<url>'));
+    const results = (await answers({ url: server.url, client })).map((answer) => answer.replaceAll(server.url, '<url>'));
+    return { results, schemaMs };
   } finally {
     await server.stop();
   }
 }
 
+/**
+ * How long reading schemas from TypeScript types takes (one type-checker program, as the runtime's
+ * worker runs it) for the fixture project and for a project of 50 graphs like its `typed` one, each
+ * with a subgraph; made inside bench/ so that its imports resolve.
+ */
+function timeTypeSchemas() {
+  const time = (specs: Parameters<typeof readTypeSchemas>[0]) => {
+    const started = performance.now();
+    const schemas = readTypeSchemas(specs);
+    return { ms: Math.round(performance.now() - started), graphs: Object.keys(schemas).length };
+  };
+  const fixture = time(readGraphConfig(join(root, 'test/fixtures/conformance/langgraph.json')).graphs);
+  const dir = join(root, 'bench', '.type-schemas-50');
+  mkdirSync(dir, { recursive: true });
+  try {
+    const source = readFileSync(join(root, 'test/fixtures/conformance/typed.ts'), 'utf8');
+    const specs = Array.from({ length: 50 }, (_, i) => {
+      const file = join(dir, `graph-${i}.ts`);
+      writeFileSync(file, source.replaceAll("'fast' | 'smart'", `'fast' | 'smart' | 'model-${i}'`));
+      return { graphId: `graph_${i}`, file, exportName: 'graph' };
+    });
+    const fifty = time(specs);
+    console.log(`Schemas from TypeScript types (cold: a new type-checker program): fixture project (${fixture.graphs} graphs) ${fixture.ms} ms; 50-graph project ${fifty.ms} ms (${fifty.graphs} graphs typed).`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main() {
   const { values: args } = parseArgs({ options: { 'skip-reference': { type: 'boolean', default: false } } });
-  const platform = await measureOn(startPlatform);
-  const reference = args['skip-reference'] ? probes.map(() => '(skipped)') : await measureOn(startReferenceProject);
+  timeTypeSchemas();
+  const platformRun = await measureOn(startPlatform);
+  const referenceRun = args['skip-reference'] ? undefined : await measureOn(startReferenceProject);
+  const platform = platformRun.results;
+  const reference = referenceRun?.results ?? probes.map(() => '(skipped)');
   console.log('\n| item | probe | reference (langgraph-cli dev) | agent-platform serve | same |');
   console.log('|---|---|---|---|---|');
   probes.forEach((probe, i) =>
@@ -212,6 +331,8 @@ async function main() {
   );
   const same = probes.filter((_, i) => reference[i] === platform[i]).length;
   console.log(`\n${same} of ${probes.length} probes answer the same.`);
+  const ms = (run?: { schemaMs: { first: number; second: number } }) => (run ? `first ${run.schemaMs.first} ms, then ${run.schemaMs.second} ms` : 'skipped');
+  console.log(`GET /assistants/typed/schemas right after start (schemas from TypeScript types): reference ${ms(referenceRun)}; platform ${ms(platformRun)}.`);
 }
 
 main().then(

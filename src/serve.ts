@@ -9,7 +9,7 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import { agentServerRouter } from './rest/agent-server/router.js';
-import { loadCustomApp } from './runtime/custom-app.js';
+import { bindSdkClientsToServer, loadCustomApp } from './runtime/custom-app.js';
 import { readGraphConfig } from './graph-config.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
@@ -56,6 +56,8 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     // deployment but none of the platform's tenants (their data needs an API key, as on the platform).
     // The project's `http.app` and `ui` are loaded here, in serve's own process (the graphs are not).
     const graphConfig = readGraphConfig(options.configPath);
+    // Bound before the app loads: it may make its Client at import.
+    const listeningAt = bindSdkClientsToServer();
     const customApp = await loadCustomApp(graphConfig, logger);
     const ui = await bundleGraphUis(graphConfig, logger);
     const app = buildApp(deps, {
@@ -64,6 +66,7 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     });
     wiring.onStop(() => app.stop());
     const url = await app.start(config.port, config.host);
+    listeningAt(url);
     return {
       url,
       deploymentId,

@@ -6,6 +6,7 @@ import { GraphQLError, parse } from 'graphql';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import { AppError, isAppError } from '../errors.js';
 import { assertDocumentNesting } from '../limits/graphql-document.js';
+import { boundForLog } from '../logger.js';
 import { unstorableTextFromDatabase } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
 import { FilterError } from '../services/traces/filter.js';
@@ -33,6 +34,10 @@ function limitDocuments(maxTokens: number, maxNesting: number): Plugin {
 
 // Longest error message echoed to a client (and so into logs): messages quoting input stay readable.
 const MAX_ECHOED_MESSAGE = 1_000;
+
+/** A GraphQL error of the request's own making (parse, validation, variable coercion), no server failure. */
+const isClientError = (value: unknown): boolean =>
+  value instanceof GraphQLError && (!value.originalError || value.originalError instanceof GraphQLError);
 
 function capMessage(error: GraphQLError): GraphQLError {
   if (error.message.length <= MAX_ECHOED_MESSAGE) return error;
@@ -116,11 +121,15 @@ export function createGraphQLServer(deps: Deps, options: { anonymousViewer?: Vie
       initial.viewer
         ? (initial as GraphQLContext)
         : graphqlContext(deps, (name) => initial.request.headers.get(name) ?? undefined, options.anonymousViewer),
+    // Yoga logs the errors of each request, whose messages may quote a variable's value whole: each
+    // argument is bounded. An error that is only the client's (GraphQL's own, not a server failure)
+    // is no error of the server's.
     logging: {
-      debug: (...args) => deps.logger.debug({ args }, 'graphql'),
-      info: (...args) => deps.logger.info({ args }, 'graphql'),
-      warn: (...args) => deps.logger.warn({ args }, 'graphql'),
-      error: (...args) => deps.logger.error({ args }, 'graphql'),
+      debug: (...args) => deps.logger.debug({ args: args.map(boundForLog) }, 'graphql'),
+      info: (...args) => deps.logger.info({ args: args.map(boundForLog) }, 'graphql'),
+      warn: (...args) => deps.logger.warn({ args: args.map(boundForLog) }, 'graphql'),
+      error: (...args) =>
+        args.every(isClientError) ? deps.logger.info({ args: args.map(boundForLog) }, 'graphql') : deps.logger.error({ args: args.map(boundForLog) }, 'graphql'),
     },
     maskedErrors: {
       // AppErrors are expected and safe to show; anything else is masked (no stack, SQL or secret).
@@ -129,7 +138,7 @@ export function createGraphQLServer(deps: Deps, options: { anonymousViewer?: Vie
         if (shown) return shown;
         // Parse, validation and variable-coercion errors are GraphQL's own: safe to show, but a
         // coercion error quotes the variable's value, which can be megabytes: shown shortened.
-        if (error instanceof GraphQLError && (!error.originalError || error.originalError instanceof GraphQLError)) return capMessage(error);
+        if (isClientError(error)) return capMessage(error as GraphQLError);
         deps.logger.error({ err: (error as GraphQLError)?.originalError ?? error }, 'unexpected GraphQL error');
         return new GraphQLError(message, { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
       },

@@ -25,3 +25,28 @@ export async function loadCustomApp(config: Pick<GraphConfig, 'root' | 'httpApp'
   }
   return app as CustomApp;
 }
+
+// The SDK's Client reads these globals when it is given no apiUrl (LangGraph's servers set them, so
+// project code may call `new Client()` to reach the server it runs in).
+const SDK_FETCH = Symbol.for('langgraph_api:fetch');
+const SDK_URL = Symbol.for('langgraph_api:url');
+
+/**
+ * Makes the SDK's `new Client()` without an apiUrl, in this thread, call this agent server, as under
+ * the reference server. Returns the setter of the server's url, known once it listens: calls made
+ * before that fail.
+ */
+export function bindSdkClientsToServer(): (serverUrl: string) => void {
+  let base: string | undefined;
+  const global = globalThis as Record<symbol, unknown>;
+  global[SDK_FETCH] = (input: string | URL | Request, init?: RequestInit) => {
+    if (!base) return Promise.reject(new Error('The agent server is not listening yet'));
+    const asked = new URL(input instanceof Request ? input.url : input);
+    const target = new URL(`${asked.pathname}${asked.search}`, base);
+    return input instanceof Request ? fetch(new Request(target, input)) : fetch(target, init);
+  };
+  return (serverUrl) => {
+    base = serverUrl;
+    global[SDK_URL] = serverUrl;
+  };
+}

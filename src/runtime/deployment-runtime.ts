@@ -81,6 +81,7 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder });
     steps.push(() => persistence.close());
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);
+    graphs.readTypesInBackground(deps.logger);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     if (spec.databasePrepared) queue.markCreated();
@@ -96,8 +97,11 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     let runtimeStopped: Promise<void> | undefined;
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());
     steps.push(stopRuntime);
-    const customApp = spec.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
-    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host, { customApp, ui: await uiBundled });
+    // Loaded here even when the API serves the app (`serve`): a run's webhook given as a path is
+    // delivered to it in-process, as the reference server delivers it to itself.
+    const customApp = spec.httpApp || config.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
+    if (customApp) ctx.deployment.loopback = async (path, init) => customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
+    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host, { customApp: spec.httpApp ? customApp : undefined, ui: await uiBundled });
     steps.push(() => server.stop());
     await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
     steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));

@@ -241,15 +241,22 @@ async function sendWebhook(ctx: RuntimeContext, url: string, run: RunRow & { val
     ...(run.error ? { error: run.error } : {}),
     webhook_sent_at: new Date().toISOString(),
   });
+  const relative = url.startsWith('/');
+  const { loopback } = ctx.deployment;
+  if (relative && !loopback) {
+    ctx.logger.warn({ runId: run.id, url }, 'webhook not sent: a path names a route of the project’s http.app, and it has none');
+    return;
+  }
   // Checked again when sending: the name may resolve somewhere else than when the run was created.
-  const problem = ctx.config.webhookAllowPrivate ? undefined : await resolvedTargetProblem(url);
+  const problem = relative || ctx.config.webhookAllowPrivate ? undefined : await resolvedTargetProblem(url);
   if (problem) {
     ctx.logger.warn({ runId: run.id, url, problem }, 'webhook not sent: target refused');
     return;
   }
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {
-      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(10_000) });
+      const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(10_000) };
+      const response = relative ? await loopback!(url, init) : await fetch(url, init);
       if (response.ok) return;
       if (response.status < 500 && response.status !== 429) break;
     } catch {

@@ -10,7 +10,7 @@ import type { GraphRequest, ThreadState } from '../services/deployments/runtime-
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { asGraphRequest } from './graph-errors.js';
-import { extractGraphSchemas } from './graph-schemas.js';
+import { extractGraphSchemas, type GraphSchemas, hasRuntimeTypes, withRuntimeDefaults } from './graph-schemas.js';
 import { serializeError, toPlainJson } from '../serialize.js';
 import { type Checkpoint, checkpointOf } from './stream-modes.js';
 
@@ -37,8 +37,12 @@ const threadGraphConfig = (config: Json | undefined): RunnableConfig => ({
   configurable: { ...(((config ?? {}).configurable as Json | undefined) ?? {}) },
 });
 
-/** A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). */
-function presentSnapshot(state: StateSnapshot): ThreadState {
+/**
+ * A LangGraph state snapshot as the API presents it (plain JSON, messages flattened). A subgraph's
+ * state inside a task (`subgraphs=true`) has no `interrupts` key, as the reference sends it: its
+ * interrupts are its tasks'.
+ */
+function presentSnapshot(state: StateSnapshot, nested = false): ThreadState {
   const tasks = state.tasks.map((task) => ({
     id: task.id,
     name: task.name,
@@ -46,7 +50,7 @@ function presentSnapshot(state: StateSnapshot): ThreadState {
     interrupts: task.interrupts ?? [],
     path: task.path,
     checkpoint: task.state && !isSnapshot(task.state) ? taskCheckpointOf(task.state as RunnableConfig) : null,
-    state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state) : null,
+    state: task.state && isSnapshot(task.state) ? presentSnapshot(task.state, true) : null,
     result: task.result ?? null,
   }));
   return toPlainJson({
@@ -57,7 +61,7 @@ function presentSnapshot(state: StateSnapshot): ThreadState {
     created_at: state.createdAt ?? null,
     checkpoint: checkpointOf(state.config),
     parent_checkpoint: checkpointOf(state.parentConfig),
-    interrupts: tasks.flatMap((task) => task.interrupts),
+    ...(nested ? {} : { interrupts: tasks.flatMap((task) => task.interrupts) }),
   });
 }
 
@@ -133,10 +137,21 @@ async function drawGraph(ctx: RuntimeContext, request: Request<'graph-drawing'>)
   return drawable.toJSON();
 }
 
+/**
+ * A graph's schemas as the reference gives them: from its runtime types when its state has them, else
+ * from its TypeScript types (read when the graphs loaded), else what its channels say at runtime.
+ */
+async function schemasOf(ctx: RuntimeContext, graphId: string, namespace: string, graph: unknown): Promise<GraphSchemas> {
+  const runtime = extractGraphSchemas(graph);
+  if (hasRuntimeTypes(graph)) return runtime;
+  const fromTypes = await ctx.deployment.graphs.schemasFromTypes(graphId, namespace);
+  return fromTypes ? withRuntimeDefaults(fromTypes, runtime) : runtime;
+}
+
 /** The schemas of a graph. */
 async function readGraphSchemas(ctx: RuntimeContext, request: Request<'graph-schemas'>): Promise<Json> {
   const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
-  const schemas = extractGraphSchemas(graph);
+  const schemas = await schemasOf(ctx, request.graphId, '', graph);
   // As the reference: a JS graph's context schema is its config schema.
   return {
     graph_id: request.graphId,
@@ -153,7 +168,7 @@ async function readSubgraphSchemas(ctx: RuntimeContext, request: Request<'subgra
   const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
   const result: Record<string, Json> = {};
   for await (const [namespace, subgraph] of graph.getSubgraphsAsync(request.namespace, request.recurse)) {
-    result[namespace] = extractGraphSchemas(subgraph);
+    result[namespace] = await schemasOf(ctx, request.graphId, namespace, subgraph);
   }
   return result;
 }

@@ -2,6 +2,7 @@
 // compiled graph, a StateGraph (compiled here), a promise of either, or a factory `(config) => graph`
 // that is called again for every run (so per-run configuration can shape the graph).
 import { pathToFileURL } from 'node:url';
+import { SHARE_ENV, Worker } from 'node:worker_threads';
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { Pregel } from '@langchain/langgraph/pregel';
 import type { RunnableConfig } from '@langchain/core/runnables';
@@ -10,6 +11,8 @@ import { defaultAssistantId } from '../services/assistants/default-assistant-id.
 import type { Logger } from 'pino';
 import { applyGraphConfigEnv, type GraphConfig, type GraphEntry } from '../graph-config.js';
 import { registerSdkLogger } from './sdk-logger.js';
+import type { GraphSchemas } from './graph-schemas.js';
+import type { TypeSchemas } from './type-schemas.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: graphs are user code of any state shape
 export type RunnableGraph = Pregel<any, any>;
@@ -38,12 +41,62 @@ function toCompiled(value: unknown, graphId: string): RunnableGraph {
   throw new Error(`Graph "${graphId}" is not a LangGraph graph (got ${value === null ? 'null' : typeof value})`);
 }
 
+// As the reference server (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS, 30 s by default).
+const TYPE_SCHEMAS_TIMEOUT_MS = 30_000;
+
+/**
+ * Reads the graphs' schemas from their TypeScript types in a worker thread, bounded in time; undefined
+ * (with a log line saying why) when that fails or takes too long, and runtime schemas are served.
+ */
+function readTypeSchemasInThread(config: GraphConfig, logger: Logger): Promise<TypeSchemas | undefined> {
+  const timeoutMs = Number(process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS) || TYPE_SCHEMAS_TIMEOUT_MS;
+  const specs = config.graphs.map(({ graphId, file, exportName }) => ({ graphId, file, exportName }));
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const worker = new Worker(new URL('../workers/thread-entry.mjs', import.meta.url), {
+      workerData: { specs, body: new URL('./type-schemas.worker.ts', import.meta.url).href },
+      env: SHARE_ENV,
+    });
+    let settled = false;
+    // Once: terminating the worker after its answer makes it exit too.
+    const done = (schemas: TypeSchemas | undefined, problem?: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      void worker.terminate();
+      if (problem) logger.warn({ graphIds: specs.map((spec) => spec.graphId), timeoutMs }, `schemas from TypeScript types not read (${problem}): the graphs' runtime schemas are served`);
+      else logger.debug({ ms: Math.round(performance.now() - started) }, 'schemas read from TypeScript types');
+      resolve(schemas);
+    };
+    const timer = setTimeout(() => done(undefined, `took longer than ${timeoutMs} ms`), timeoutMs);
+    worker.once('message', (schemas: TypeSchemas) => done(schemas));
+    worker.once('error', (error) => done(undefined, error.message));
+    worker.once('exit', (code) => done(undefined, `the worker exited with ${code}`));
+  });
+}
+
 export class GraphRegistry {
+  private typeSchemas: Promise<TypeSchemas | undefined> | undefined;
+
   private constructor(
     readonly config: GraphConfig,
     private readonly graphs: Map<string, LoadedGraph>,
     private readonly persistence: Persistence,
   ) {}
+
+  /**
+   * Starts reading the graphs' schemas from their TypeScript types (off the request path: a worker
+   * thread, once per runtime, that is per revision). Schema reads wait for it, at most its time bound.
+   */
+  readTypesInBackground(logger: Logger): void {
+    this.typeSchemas ??= readTypeSchemasInThread(this.config, logger);
+  }
+
+  /** A graph's (or its subgraph's, by namespace) schemas from TypeScript types, if they were read. */
+  async schemasFromTypes(graphId: string, namespace = ''): Promise<GraphSchemas | undefined> {
+    const schemas = await this.typeSchemas;
+    return schemas?.[graphId]?.[namespace];
+  }
 
   /**
    * Imports every graph of the config (TypeScript through the process's tsx loader). Static graphs get

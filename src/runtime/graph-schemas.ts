@@ -5,8 +5,8 @@
 //   2. the same registry schemas again when a field has no JSON Schema form (a `z.custom` messages
 //      field, as LangGraph's docs write it): zod renders it as `{}` and its extras still apply;
 //   3. `Annotation` roots, which carry no runtime types: their channels, with messages channels
-//      marked `langgraph_type: "messages"` and reducer defaults. (The reference derives full types
-//      for these from the TypeScript source with a type-checker; see the note in the report.)
+//      marked `langgraph_type: "messages"` and reducer defaults. Their types come from the TypeScript
+//      source (type-schemas.ts), merged with these by withRuntimeDefaults.
 import { toJsonSchema } from '@langchain/core/utils/json_schema';
 import { messagesStateReducer, StateSchema } from '@langchain/langgraph';
 import { META_EXTRAS_DESCRIPTION_PREFIX, schemaMetaRegistry } from '@langchain/langgraph/zod';
@@ -43,6 +43,35 @@ export function extractGraphSchemas(graph: unknown): GraphSchemas {
   if (!builder || typeof builder !== 'object') return {};
   if (builder._schemaRuntimeDefinition) return registrySchemas(graph, builder);
   return annotationSchemas(builder);
+}
+
+/** Whether the graph's state carries runtime types (Zod, StateSchema); if not, its TypeScript types say more. */
+export const hasRuntimeTypes = (graph: unknown): boolean => !!(graph as { builder?: Builder } | null)?.builder?._schemaRuntimeDefinition;
+
+/**
+ * Schemas from TypeScript types, with what only the runtime knows added: reducers' defaults, and the
+ * channels the types do not name (an `any`-typed spread, say).
+ */
+export function withRuntimeDefaults(fromTypes: GraphSchemas, runtime: GraphSchemas): GraphSchemas {
+  const merge = (typed: JsonSchema | undefined, known: JsonSchema | undefined): JsonSchema | undefined => {
+    if (!typed) return known;
+    const typedProperties = (typed.properties ?? {}) as Record<string, JsonSchema>;
+    const knownProperties = (known?.properties ?? {}) as Record<string, JsonSchema>;
+    if (!Object.keys(knownProperties).length) return typed;
+    const properties: Record<string, JsonSchema> = {};
+    for (const [name, schema] of Object.entries(typedProperties)) {
+      const runtimeDefault = knownProperties[name]?.default;
+      properties[name] = runtimeDefault === undefined || 'default' in schema ? schema : { ...schema, default: runtimeDefault };
+    }
+    for (const [name, schema] of Object.entries(knownProperties)) if (!(name in properties)) properties[name] = schema;
+    return { ...typed, properties };
+  };
+  return omitUndefined({
+    state: merge(fromTypes.state, runtime.state),
+    input: merge(fromTypes.input, runtime.input),
+    output: merge(fromTypes.output, runtime.output),
+    config: fromTypes.config ?? runtime.config,
+  });
 }
 
 function registrySchemas(graph: unknown, builder: Builder): GraphSchemas {

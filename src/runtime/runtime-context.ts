@@ -15,6 +15,8 @@ type RuntimeDeployment = {
   queue: RunQueue;
   /** Where its runs' traces wait to be stored, when tracing is on. */
   traces?: TraceBatcher;
+  /** Delivers a request to the project's `http.app` in this runtime (webhooks given as a path), once loaded. */
+  loopback?: (path: string, init: RequestInit) => Promise<Response>;
 };
 
 /** A runtime's calls: the process's dependencies plus the deployment it runs. */

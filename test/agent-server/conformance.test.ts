@@ -86,11 +86,29 @@ describe('2. schemas', () => {
     expect(schemas.config_schema).toMatchObject({ type: 'object' });
   });
 
-  it('gives each subgraph’s {state, input, output, config}', async () => {
+  it('gives each subgraph’s {state, input, output, config}, typed from its TypeScript types', async () => {
     const subgraphs = (await client.assistants.getSubgraphs('nested_ask')) as unknown as Record<string, Record<string, Schema>>;
     expect(Object.keys(subgraphs)).toEqual(['child']);
     expect(Object.keys(subgraphs.child!).sort()).toEqual(['config', 'input', 'output', 'state']);
-    expect(Object.keys(subgraphs.child!.state!.properties)).toEqual(['colour']);
+    expect(subgraphs.child!.state!.properties).toEqual({ colour: { type: 'string' } });
+  });
+
+  it('reads an Annotation graph’s state and config types from its TypeScript source, as the reference does', async () => {
+    const schemas = await client.assistants.getSchemas('typed');
+    const state = schemas.state_schema as unknown as Schema;
+    expect(state.properties.draft).toEqual({ type: 'string' });
+    expect(state.properties.tags).toEqual({ type: 'array', items: { type: 'string' }, default: [] });
+    expect(state.properties.messages).toMatchObject({ type: 'array', langgraph_type: 'messages' });
+    // The union of literals in the config annotation, as the reference answers it.
+    expect(schemas.config_schema).toEqual({
+      type: 'object',
+      properties: { model: { enum: ['fast', 'smart'], type: 'string' }, temperature: { type: 'number' } },
+      $schema: 'http://json-schema.org/draft-07/schema#',
+    });
+    expect(schemas.context_schema).toEqual(schemas.config_schema);
+    const subgraphs = (await client.assistants.getSubgraphs('typed')) as unknown as Record<string, Record<string, Schema>>;
+    expect(subgraphs.editor!.state!.properties).toEqual({ draft: { type: 'string' }, revisions: { type: 'number', default: 0 } });
+    expect(subgraphs.editor!.output!.properties.revisions).toEqual({ type: 'number', default: 0 });
   });
 });
 
@@ -251,5 +269,81 @@ describe('10. errors a graph or a request causes', () => {
     expect((await client.runs.list(thread.thread_id))[0]!.status).toBe('error');
     const invalid = await client.runs.wait(null, 'zod_agent', { input: { mood: 'angry' }, raiseError: false });
     expect(invalid).toMatchObject({ __error__: { error: '$ZodError' } });
+  });
+});
+
+describe('11. webhooks, nested state, OpenAPI names, bad state values', () => {
+  it('delivers a webhook given as a path to the project’s http.app, as the reference delivers it to itself', async () => {
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'logged', { input: {}, webhook: '/custom/webhook' });
+    await client.runs.join(thread.thread_id, run.run_id);
+    // Sent after the run ended, without the caller waiting on it: the app's route records it.
+    const deadline = Date.now() + 15_000;
+    let received: Response;
+    do received = await fetch(`${server.url}/custom/webhook/${run.run_id}`);
+    while (received.status === 404 && Date.now() < deadline && (await new Promise((resolve) => setTimeout(resolve, 100)), true));
+    expect(received.status).toBe(200);
+    expect(await received.json()).toMatchObject({ run_id: run.run_id, thread_id: thread.thread_id, status: 'success', values: { greeting: 'hello from langgraph.json' } });
+    await expect(client.runs.create(thread.thread_id, 'logged', { input: {}, webhook: '//elsewhere.example/hook' })).rejects.toThrow('HTTP 422');
+  });
+
+  it('gives a subgraph’s state inside a task no `interrupts` key (subgraphs=true), as the reference', async () => {
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, 'nested_ask', { input: {} });
+    const state = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
+    expect(state).toHaveProperty('interrupts');
+    const nested = state.tasks[0]!.state as unknown as Record<string, unknown>;
+    expect(Object.keys(nested).sort()).toEqual(['checkpoint', 'created_at', 'metadata', 'next', 'parent_checkpoint', 'tasks', 'values']);
+    expect((nested.tasks as { interrupts: { value: string }[] }[])[0]!.interrupts[0]!.value).toBe('Which colour?');
+  });
+
+  it('names /openapi.json path parameters as LangGraph’s published OpenAPI does', async () => {
+    const document = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>> };
+    const paths = Object.keys(document.paths);
+    expect(paths).toEqual(expect.arrayContaining(['/threads/{thread_id}/runs/{run_id}', '/assistants/{assistant_id}/schemas', '/runs/crons/{cron_id}']));
+    expect(paths.filter((path) => /\{[a-z]+[A-Z]/.test(path))).toEqual([]);
+    expect(document.paths['/threads/{thread_id}/runs/{run_id}']!.get!.parameters!.map((p) => p.name)).toEqual(['thread_id', 'run_id']);
+  });
+
+  it('answers a state update whose values have the wrong type with a 400 saying why', async () => {
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, 'annotation', { input: { messages: [] } });
+    await expect(client.threads.updateState(thread.thread_id, { values: { messages: 5 } })).rejects.toThrow('HTTP 400: Unable to coerce message');
+    const counted = await client.threads.create();
+    await client.runs.wait(counted.thread_id, 'state_schema', { input: {} });
+    await expect(client.threads.updateState(counted.thread_id, { values: { count: 'many' } })).rejects.toThrow('HTTP 400: Validation failed for field "count"');
+  });
+});
+
+describe('12. the project’s http.app and the server', () => {
+  it('lets its middleware read and change the JSON body of a request for the server’s own routes', async () => {
+    const reading = new Client({ apiUrl: server.url, defaultHeaders: { 'x-read-body': 'yes' }, callerOptions: { maxRetries: 0 } });
+    expect((await reading.threads.create({ metadata: { team: 'a' } })).metadata).toEqual({ team: 'a' });
+    const stamping = new Client({ apiUrl: server.url, defaultHeaders: { 'x-read-body': 'yes', 'x-stamp': 'project' }, callerOptions: { maxRetries: 0 } });
+    expect((await stamping.threads.create({ metadata: { team: 'b' } })).metadata).toEqual({ team: 'b', stamped_by: 'project' });
+    // Bodies the middleware leaves alone reach the route as sent.
+    expect((await client.threads.create({ metadata: { team: 'c' } })).metadata).toEqual({ team: 'c' });
+  });
+
+  it('reaches this server from `new Client()` without a url inside its routes', async () => {
+    const response = await fetch(`${server.url}/custom/graphs`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual(['annotation', 'configured', 'logged', 'nested_ask', 'state_schema', 'typed', 'zod_agent']);
+  });
+});
+
+describe('13. schemas from types, bounded in time', () => {
+  it('falls back to the runtime schemas, saying so in the log, when reading the types takes too long', async () => {
+    const slow = await startServe({ ...fixtureConfig('conformance'), env: { LOG_LEVEL: 'warn', LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: '1' } });
+    try {
+      const schemas = await slow.client.assistants.getSchemas('typed');
+      // What the channels say at runtime: no types, a reducer's default, the messages marker.
+      expect(schemas.config_schema).toEqual({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object' });
+      expect((schemas.state_schema as unknown as Schema).properties.tags).toEqual({ type: 'array', default: [] });
+      expect(slow.output()).toContain('schemas from TypeScript types not read (took longer than 1 ms)');
+    } finally {
+      await slow.stop();
+      removeDir(slow.dir);
+    }
   });
 });

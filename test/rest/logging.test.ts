@@ -71,6 +71,24 @@ describe('request logs', () => {
     expect(Math.max(...logged.map((line) => JSON.stringify(line).length))).toBeLessThan(20_000);
   });
 
+  it('a 5 MB value inside an input object adds a bounded line to the log, below error level', async () => {
+    const from = lines.length;
+    const response = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query: 'mutation ($input: CreateApiKeyInput!) { createApiKey(input: $input) { __typename } }',
+        variables: { input: { unknownField: 'x'.repeat(5 * 1024 * 1024) } },
+      }),
+    });
+    expect(response.status).toBe(400);
+    expect((await response.text()).length).toBeLessThan(10_000);
+    const logged = lines.slice(from);
+    expect(logged.some((line) => JSON.stringify(line).includes('got invalid value'))).toBe(true);
+    expect(Math.max(...logged.map((line) => JSON.stringify(line).length))).toBeLessThan(20_000);
+    expect(logged.filter((line) => line.level >= 50)).toEqual([]);
+  });
+
   it('an unexpected failure is a 500 that shows no stack, SQL or connection detail, and is logged', async () => {
     // The same app over a database that cannot be reached: every request fails unexpectedly.
     const broken = connectDatabase('postgresql://agent:secret-password@127.0.0.1:1/nowhere', { poolSize: 2 });

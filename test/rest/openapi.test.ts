@@ -81,7 +81,7 @@ describe('OpenAPI documents', () => {
 
     const router = agentServerRouter(platform.deps, { deploymentId, anonymous: true, dev: false });
     const mounted = mountedRoutes(router);
-    expect(mounted).toEqual(expect.arrayContaining(['POST /threads/{threadId}/runs/stream', 'POST /mcp', 'POST /a2a/{assistantId}', 'GET /metrics']));
+    expect(mounted).toEqual(expect.arrayContaining(['POST /threads/{thread_id}/runs/stream', 'POST /mcp', 'POST /a2a/{assistant_id}', 'GET /metrics']));
     expect(mounted.filter((route) => !documented(document).includes(route))).toEqual([]);
     expect(document.paths['/assistants']!.post!.requestBody).toMatchObject({
       content: { 'application/json': { schema: { properties: { graph_id: { type: 'string' } }, required: ['graph_id'] } } },
@@ -96,6 +96,6 @@ describe('OpenAPI documents', () => {
     extra.post('/widgets/:widgetId/polish', () => undefined);
     router.use('/api/v1', extra);
     const missing = mountedRoutes(router, { skipPrefixes: ['/api/v1/deployments/:deploymentId'] }).filter((route) => !documented(document).includes(route));
-    expect(missing).toContain('POST /api/v1/widgets/{widgetId}/polish');
+    expect(missing).toContain('POST /api/v1/widgets/{widget_id}/polish');
   });
 });

@@ -60,7 +60,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
     });
   }
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
-  if (options.customApp) router.use(customRoutes(options.customApp));
+  if (options.customApp) router.use(customRoutes(options.customApp, deps.config));
   // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.
   router.use(apiReferenceRouter(agentServerSurface({ apiKey: !('anonymous' in target) })));
   router.use(jsonBody(deps.config, { strict: false }));

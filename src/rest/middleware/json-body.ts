@@ -24,3 +24,20 @@ export function jsonBody(config: Pick<Config, 'bodyLimit' | 'jsonMaxDepth'>, opt
     },
   ];
 }
+
+/**
+ * Sets `req.body` from JSON bytes already read off the request (by a project's `http.app` middleware,
+ * which may also have changed them), within the parser's limits; errors as the parser's.
+ */
+export function setJsonBody(req: Request, bytes: Buffer, config: Pick<Config, 'bodyLimitBytes' | 'jsonMaxDepth'>): void {
+  if (bytes.length > config.bodyLimitBytes) throw Object.assign(new Error('request entity too large'), { status: 413, type: 'entity.too.large' });
+  assertJsonDepth(bytes, config.jsonMaxDepth);
+  let body: unknown;
+  try {
+    body = bytes.length ? JSON.parse(bytes.toString('utf8')) : undefined;
+  } catch {
+    throw Object.assign(new Error('invalid JSON'), { status: 400, type: 'entity.parse.failed' });
+  }
+  if (mayHoldUnstorableBytes(bytes)) assertStorableText(body);
+  req.body = body;
+}

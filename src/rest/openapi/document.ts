@@ -37,7 +37,11 @@ const inputSchema = (schema: z.ZodType): JsonSchema => {
   return rest;
 };
 
-/** `/threads/:threadId/x{/:ns}` → the OpenAPI paths it stands for: `/threads/{threadId}/x` and `/threads/{threadId}/x/{ns}`. */
+/**
+ * `/threads/:threadId/x{/:ns}` → the OpenAPI paths it stands for: `/threads/{thread_id}/x` and
+ * `/threads/{thread_id}/x/{ns}`. Parameters are named in snake_case, as LangGraph's published
+ * OpenAPI names them, so clients generated from either document agree.
+ */
 export function openApiPaths(expressPath: string): string[] {
   const optional = /\{([^{}]*)\}/.exec(expressPath);
   if (optional) {
@@ -45,7 +49,7 @@ export function openApiPaths(expressPath: string): string[] {
     const withIt = expressPath.replace(optional[0], optional[1]!);
     return [...openApiPaths(without), ...openApiPaths(withIt)];
   }
-  return [expressPath.replace(/:(\w+)/g, '{$1}') || '/'];
+  return [expressPath.replace(/:(\w+)/g, (_match, name: string) => `{${name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}}`) || '/'];
 }
 
 function responses(operation: Operation): JsonSchema {

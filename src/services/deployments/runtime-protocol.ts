@@ -25,13 +25,14 @@ export type ThreadState = {
   created_at: string | null;
   checkpoint: Checkpoint | null;
   parent_checkpoint: Checkpoint | null;
-  interrupts: unknown[];
+  /** Absent from a subgraph's state inside a task, as the reference sends it. */
+  interrupts?: unknown[];
 };
 
 /** A project's `http.app` as the agent server serves it: fetch-style; Hono's also says what happens when none of its routes matches. */
 export type CustomApp = {
   fetch(request: Request): Response | Promise<Response>;
-  notFound?(handler: () => Response): unknown;
+  notFound?(handler: (context?: unknown) => Response | Promise<Response>): unknown;
 };
 
 export type UiFile = { basename: string; contents: Uint8Array };

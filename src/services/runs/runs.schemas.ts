@@ -45,7 +45,9 @@ export const RunCreate = z.object({
   on_disconnect: z.enum(['cancel', 'continue']).nullish(),
   after_seconds: z.number().min(0).nullish(),
   if_not_exists: z.enum(['create', 'reject']).nullish(),
-  webhook: z.url({ protocol: /^https?$/ }).nullish(),
+  // An http(s) URL, or a path of this agent server (`/custom/webhook`), which the reference server
+  // delivers to itself: here, to the project's `http.app`.
+  webhook: z.union([z.url({ protocol: /^https?$/ }), z.string().regex(/^\/(?![/\\])/, 'a URL or a path starting with /')]).nullish(),
   checkpoint_during: z.boolean().nullish(),
   durability: z.enum(['sync', 'async', 'exit']).nullish(),
   langsmith_tracer: z.unknown().optional(),

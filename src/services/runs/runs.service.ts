@@ -218,7 +218,8 @@ async function createParsedRun(
 
 /** VALIDATION_FAILED for a webhook naming a private or loopback address (unless the installation allows them). */
 export function assertWebhookAllowed(ctx: AgentServerContext, webhook: string | null | undefined): void {
-  const problem = webhook && !ctx.config.webhookAllowPrivate ? literalTargetProblem(webhook) : undefined;
+  // A path is delivered inside the deployment's runtime, never over the network.
+  const problem = webhook && !webhook.startsWith('/') && !ctx.config.webhookAllowPrivate ? literalTargetProblem(webhook) : undefined;
   if (problem) throw new AppError('VALIDATION_FAILED', `body.webhook: ${problem}`, [{ loc: ['body', 'webhook'], msg: problem, type: 'url_not_allowed' }]);
 }
 
