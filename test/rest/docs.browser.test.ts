@@ -42,7 +42,7 @@ describe('/docs in headless Chromium', () => {
 
   const cases = [
     { name: 'platform', path: '/docs', title: 'Agent Platform', operation: '/api/v1/bulk-exports' },
-    { name: 'agent-server', path: `/deployments/${deploymentId}/docs`, title: 'Agent Platform: agent server', operation: '/threads/{threadId}/runs/stream' },
+    { name: 'agent-server', path: `/deployments/${deploymentId}/docs`, title: 'Agent Platform: agent server', operation: '/threads/{thread_id}/runs/stream' },
   ];
 
   for (const reference of cases) {
