@@ -96,6 +96,13 @@ const MAX_REJECTIONS_NAMED = 20;
  * `duplicates`, which an exporter's retry is, not an error. Throws as ingestRunBatch does.
  */
 export async function ingestOtlpSpans(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, traces: OtlpTraces, options: OtlpIngestOptions): Promise<IngestResult> {
+  const { posts, rejected } = otlpSpansToRuns(traces, options);
+  const result = posts.length ? await ingestRunBatch(deps, who, { post: posts, parentsMayFollow: true }) : { accepted: 0, duplicates: [], patched: 0, deferredPatches: 0 };
+  return rejected ? { ...result, rejected } : result;
+}
+
+/** The spans of an OTLP export as run creates, and the spans rejected (with why, the first few named). */
+export function otlpSpansToRuns(traces: OtlpTraces, options: OtlpIngestOptions): { posts: RunCreate[]; rejected?: { count: number; message: string } } {
   const posts: RunCreate[] = [];
   const rejections: string[] = [];
   let rejected = 0;
@@ -113,10 +120,9 @@ export async function ingestOtlpSpans(deps: Pick<Deps, 'db' | 'config'>, who: In
       }
     }
   }
-  const result = posts.length ? await ingestRunBatch(deps, who, { post: posts, parentsMayFollow: true }) : { accepted: 0, duplicates: [], patched: 0, deferredPatches: 0 };
-  if (!rejected) return result;
+  if (!rejected) return { posts };
   const more = rejected > rejections.length ? `; and ${rejected - rejections.length} more` : '';
-  return { ...result, rejected: { count: rejected, message: `${rejected} span${rejected > 1 ? 's' : ''} rejected: ${rejections.join('; ')}${more}` } };
+  return { posts, rejected: { count: rejected, message: `${rejected} span${rejected > 1 ? 's' : ''} rejected: ${rejections.join('; ')}${more}` } };
 }
 
 const HEX_TRACE_ID = /^[0-9a-f]{32}$/;
