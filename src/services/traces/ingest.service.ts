@@ -397,7 +397,8 @@ async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, ru
   if (!pending.length) return;
   const known = new Map<string, { traceId: string; dottedOrder: string; parentRunIds: string[] }>();
   for (const run of runs) if (run.dottedOrder) known.set(run.id, { traceId: run.traceId!, dottedOrder: run.dottedOrder, parentRunIds: run.parentRunIds });
-  const missingParents = [...new Set(pending.flatMap((run) => (run.parentRunId && !known.has(run.parentRunId) && !pending.some((p) => p.id === run.parentRunId) ? [run.parentRunId] : [])))];
+  const pendingIds = new Set(pending.map((run) => run.id));
+  const missingParents = [...new Set(pending.flatMap((run) => (run.parentRunId && !known.has(run.parentRunId) && !pendingIds.has(run.parentRunId) ? [run.parentRunId] : [])))];
   if (missingParents.length) {
     for (const row of await findParentRuns(db, tenantId, missingParents)) known.set(row.id, { traceId: row.trace_id, dottedOrder: row.dotted_order, parentRunIds: row.parent_run_ids ?? [] });
   }
