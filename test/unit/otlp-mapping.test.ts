@@ -1,10 +1,11 @@
 // The OTLP span → run mapping's fast paths keep what they replaced: run ids are the uuid v5 they were
 // (a retried export names the runs already stored), JSON text in prompts and completions is stored as
-// that text only where that cannot differ from serialising its value, and the string depth check agrees
-// with the byte one.
+// that text only where that cannot differ from serialising its value, the string depth check agrees
+// with the byte one, and protobuf strings are still refused when they are not UTF-8.
 import { v5 } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import { assertJsonDepth, assertJsonTextDepth } from '../../src/limits/json.js';
+import { encodeExportRequest, parseOtlpBody } from '../../src/rest/otlp-wire.js';
 import { RawJson } from '../../src/services/traces/derive.js';
 import { normalizeRunCreate } from '../../src/services/traces/ingest.service.js';
 import { type OtlpSpan, otlpSpansToRuns, spanRunId } from '../../src/services/traces/otlp-ingest.service.js';
@@ -87,6 +88,22 @@ describe('OTLP mapping', () => {
         }
       })();
       expect({ text, result: byText }).toEqual({ text, result: byBytes });
+    }
+  });
+
+  it('reads protobuf strings short and long, multi-byte too, and refuses bytes that are not UTF-8', () => {
+    const long = `${'é'.repeat(40)} 🙂 ${'x'.repeat(100)}`;
+    const request = (name: string, value: string) => ({
+      resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: Buffer.from(hex(32, 1), 'hex'), spanId: Buffer.from(hex(16, 2), 'hex'), name, startTimeUnixNano: '1', attributes: [{ key: 'k', value: { stringValue: value } }] }] }] }],
+    });
+    const decoded = parseOtlpBody(encodeExportRequest(request('ünïcode 🙂', long)), 'protobuf', 16).resourceSpans[0]!.scopeSpans[0]!.spans[0]!;
+    expect([decoded.name, decoded.attributes.k]).toEqual(['ünïcode 🙂', long]);
+    for (const [name, value] of [['QQ', 'fine'], ['fine', `QQ${'x'.repeat(100)}`]] as const) {
+      const body = encodeExportRequest(request(name, value));
+      const at = body.indexOf('QQ');
+      body[at] = 0xff;
+      body[at + 1] = 0xfe;
+      expect(() => parseOtlpBody(body, 'protobuf', 16)).toThrow('not a valid OTLP ExportTraceServiceRequest (protobuf): The encoded data was not valid for encoding utf-8');
     }
   });
 });
