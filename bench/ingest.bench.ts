@@ -310,7 +310,9 @@ async function main() {
 // ───────────────────────────── breakdown ─────────────────────────────
 
 type Stage = { name: string; cpuMs: number; wallMs: number };
-type Breakdown = { requests: number; runs: number; stages: Stage[]; jsCpuMs: number; postgresCpuMs: number; statementsPerRequest: number; together: { statements: number; jsCpuMs: number; postgresCpuMs: number }; roundTripCpuMs: number; bytes: { encoded: number; decoded: number; parameters: number } };
+type Breakdown = { requests: number; runs: number; stages: Stage[]; jsCpuMs: number; postgresCpuMs: number; statementsPerRequest: number; together: { statements: number; jsCpuMs: number; postgresCpuMs: number }; roundTripCpuMs: number; bytes: { encoded: number; decoded: number; parameters: number }; otlp: OtlpBreakdown };
+/** The same trees as OTLP protobuf spans through OTLP's stages (decode, spans → run creates, the service). */
+type OtlpBreakdown = { stages: Stage[]; jsCpuMs: number; postgresCpuMs: number; statementsPerRequest: number; together: { statements: number; jsCpuMs: number; postgresCpuMs: number }; bytes: { encoded: number; decoded: number } };
 
 
 /** CPU time of one PostgreSQL backend (from /proc; the server runs on this machine), in ms. */
@@ -377,6 +379,9 @@ async function profileStages(deps: Pick<import('../src/services/context.js').Dep
   let decoded = 0;
   let roundTripCpuMs = 0;
   let together = { statements: 0, jsCpuMs: 0, postgresCpuMs: 0 };
+  let otlp: OtlpBreakdown | undefined;
+  let multipartStatements = 0;
+  let multipartParameterBytes = 0;
   try {
     // Warm-up (JIT, prepared statements) on one request that is not counted.
     await ingest.ingestRunBatch(countingDeps, who, wire.multipartToBatch(wire.parseMultipart(await wire.decodeBody(bodies[0]!.body, 'gzip', limit), bodies[0]!.boundary)));
@@ -417,6 +422,10 @@ async function profileStages(deps: Pick<import('../src/services/context.js').Dep
     const backendBefore = backendCpuMs(backend);
     await Promise.all(batches.map((batch) => ingest.ingestRunBatch(countingDeps, who, batch)));
     together = { statements: statements - statementsBefore, jsCpuMs: threadCpuMs() - cpuBefore, postgresCpuMs: backendCpuMs(backend) - backendBefore };
+    // Multipart's counts end here: the OTLP half below uses the same counting connection.
+    multipartStatements = statements;
+    multipartParameterBytes = parameterBytes;
+    otlp = await profileOtlpStages(countingDeps, who, session, requests, backend, () => statements);
     // For scale: what one round trip costs this thread, whatever the statement.
     const cpu = threadCpuMs();
     for (let i = 0; i < 200; i++) await client.query({ name: 'bench.round_trip', text: 'SELECT $1::int AS x', values: [i] });
@@ -437,11 +446,78 @@ async function profileStages(deps: Pick<import('../src/services/context.js').Dep
     stages: list,
     jsCpuMs,
     postgresCpuMs,
-    statementsPerRequest: (statements - together.statements) / count,
+    statementsPerRequest: (multipartStatements - together.statements) / count,
     together,
     roundTripCpuMs,
-    bytes: { encoded: bodies.slice(1).reduce((sum, r) => sum + r.body.length, 0), decoded, parameters: parameterBytes },
+    bytes: { encoded: bodies.slice(1).reduce((sum, r) => sum + r.body.length, 0), decoded, parameters: multipartParameterBytes },
+    otlp: otlp!,
   };
+}
+
+const OTLP_SERVICE = 'OTLP service (map + normalise + statements)';
+
+/**
+ * The breakdown's OTLP half: fresh trees as OTLP protobuf bodies (bench/otlp-payload.ts), one request
+ * at a time through OTLP's stages, then the service (mapping again, normalisation, hierarchy and
+ * statements) on the counting connection; then as many at once.
+ */
+async function profileOtlpStages(
+  deps: Pick<import('../src/services/context.js').Deps, 'db' | 'config'>,
+  who: Ingester,
+  session: string,
+  requests: number,
+  backend: number,
+  statementsSoFar: () => number,
+): Promise<OtlpBreakdown> {
+  const wire = await import('../src/rest/ingest-wire.js');
+  const otlpWire = await import('../src/rest/otlp-wire.js');
+  const otlpIngest = await import('../src/services/traces/otlp-ingest.service.js');
+  const ingest = await import('../src/services/traces/ingest.service.js');
+  const limit = deps.config.ingestBodyLimitBytes;
+  const options = { project: `${session}-otlp`, jsonMaxDepth: deps.config.jsonMaxDepth };
+  const bodies = makeRequests(session, requests, 4_000_000).map((request) => otlpBody(request.runs).body);
+  const stages = new Map<string, Stage>();
+  const timed = async <T>(name: string, work: () => T | Promise<T>): Promise<T> => {
+    const cpu = threadCpuMs();
+    const wall = performance.now();
+    const result = await work();
+    const stage = stages.get(name) ?? { name, cpuMs: 0, wallMs: 0 };
+    stage.cpuMs += threadCpuMs() - cpu;
+    stage.wallMs += performance.now() - wall;
+    stages.set(name, stage);
+    return result;
+  };
+  const decodeAll = async (body: Buffer) => otlpWire.parseOtlpBody(await wire.decodeBody(body, 'gzip', limit), 'protobuf', options.jsonMaxDepth);
+  // Warm-up on one request that is not counted.
+  await otlpIngest.ingestOtlpSpans(deps, who, await decodeAll(bodies[0]!), options);
+  const statementsBefore = statementsSoFar();
+  let postgresCpuMs = 0;
+  let decoded = 0;
+  for (const body of bodies.slice(1)) {
+    const raw = await timed('OTLP decode (gunzip)', () => wire.decodeBody(body, 'gzip', limit));
+    decoded += raw.length;
+    const traces = await timed('OTLP protobuf → spans (protobufjs + attributes)', () => otlpWire.parseOtlpBody(raw, 'protobuf', options.jsonMaxDepth));
+    const { posts } = await timed('OTLP spans → run creates (mapping)', () => otlpIngest.otlpSpansToRuns(traces, options));
+    await timed('OTLP validate + derive (normalizeRunCreate)', () => posts.map((post, i) => ingest.normalizeRunCreate(post, ['post', i])));
+    const before = backendCpuMs(backend);
+    await timed(OTLP_SERVICE, () => otlpIngest.ingestOtlpSpans(deps, who, traces, options));
+    postgresCpuMs += backendCpuMs(backend) - before;
+  }
+  const count = bodies.length - 1;
+  const statementsPerRequest = (statementsSoFar() - statementsBefore) / count;
+  // All at once, as concurrent exporters would send them.
+  const batches = await Promise.all(makeRequests(session, requests, 5_000_000).slice(1).map((request) => decodeAll(otlpBody(request.runs).body)));
+  const togetherStatements = statementsSoFar();
+  const cpuBefore = threadCpuMs();
+  const backendBefore = backendCpuMs(backend);
+  await Promise.all(batches.map((traces) => otlpIngest.ingestOtlpSpans(deps, who, traces, options)));
+  const together = { statements: statementsSoFar() - togetherStatements, jsCpuMs: threadCpuMs() - cpuBefore, postgresCpuMs: backendCpuMs(backend) - backendBefore };
+  const list = [...stages.values()];
+  // The service maps and normalises again: its own JS beyond those stages is the hierarchy, parameters and driver.
+  const service = stages.get(OTLP_SERVICE)!;
+  const mapping = list.filter((stage) => stage.name.includes('mapping') || stage.name.includes('normalizeRunCreate')).reduce((sum, stage) => sum + stage.cpuMs, 0);
+  const jsCpuMs = list.filter((stage) => stage !== service).reduce((sum, stage) => sum + stage.cpuMs, 0) + Math.max(0, service.cpuMs - mapping);
+  return { stages: list, jsCpuMs, postgresCpuMs, statementsPerRequest, together, bytes: { encoded: bodies.slice(1).reduce((sum, body) => sum + body.length, 0), decoded } };
 }
 
 function printBreakdown(b: Breakdown) {
@@ -454,6 +530,13 @@ function printBreakdown(b: Breakdown) {
   const service = b.stages.find((stage) => stage.name === 'service (normalise again + statements)');
   console.log(`  ${`service, the ${b.requests} requests at once`.padEnd(42)} CPU ${per(b.together.jsCpuMs)} (one at a time ${per(service?.cpuMs ?? 0).trim()}); PostgreSQL ${((b.together.postgresCpuMs / b.runs) * 1000).toFixed(1)} µs per run (one at a time ${((b.postgresCpuMs / b.runs) * 1000).toFixed(1)}); statements per request ${(b.together.statements / b.requests).toFixed(2)} (one at a time ${b.statementsPerRequest.toFixed(2)})`);
   console.log(`  statements per request ${b.statementsPerRequest.toFixed(1)} (one round trip, SELECT $1, costs this thread ${b.roundTripCpuMs.toFixed(2)} ms CPU); bytes per request: ${Math.round(b.bytes.encoded / b.requests).toLocaleString('en-US')} gzip → ${Math.round(b.bytes.decoded / b.requests).toLocaleString('en-US')} multipart → ${Math.round(b.bytes.parameters / b.requests).toLocaleString('en-US')} in statement parameters`);
+  const o = b.otlp;
+  console.log(`the same trees as OTLP protobuf spans, per ${RUNS_PER_REQUEST}-span request (${b.requests} requests one at a time):`);
+  for (const stage of o.stages) console.log(`  ${stage.name.padEnd(42)} CPU ${per(stage.cpuMs)}   wall ${per(stage.wallMs)}`);
+  console.log(`  ${'OTLP JS CPU per request (all stages, once)'.padEnd(42)} CPU ${per(o.jsCpuMs)}   = ${((o.jsCpuMs / b.runs) * 1000).toFixed(1)} µs per span`);
+  console.log(`  ${'OTLP PostgreSQL backend CPU per request'.padEnd(42)} CPU ${per(o.postgresCpuMs)}   = ${((o.postgresCpuMs / b.runs) * 1000).toFixed(1)} µs per span (/proc, 10 ms ticks)`);
+  console.log(`  ${`OTLP service, the ${b.requests} requests at once`.padEnd(42)} CPU ${per(o.together.jsCpuMs)}; PostgreSQL ${((o.together.postgresCpuMs / b.runs) * 1000).toFixed(1)} µs per span; statements per request ${(o.together.statements / b.requests).toFixed(2)} (one at a time ${o.statementsPerRequest.toFixed(2)})`);
+  console.log(`  bytes per request: ${Math.round(o.bytes.encoded / b.requests).toLocaleString('en-US')} gzip → ${Math.round(o.bytes.decoded / b.requests).toLocaleString('en-US')} protobuf`);
 }
 
 const runLoad = (options: LoadOptions) => inWorker<LoadResult>(options);

@@ -51,6 +51,30 @@ export function assertJsonDepth(text: Uint8Array, maxDepth: number, loc: (string
   }
 }
 
+/** assertJsonDepth for JSON held in a string (as a protocol's string field carries it), without encoding it first. */
+export function assertJsonTextDepth(text: string, maxDepth: number, loc: (string | number)[] = ['body']): void {
+  if (text.length <= maxDepth) return;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === QUOTE) {
+      let end = i;
+      for (;;) {
+        end = text.indexOf('"', end + 1);
+        if (end < 0) return; // unterminated: JSON.parse reports it
+        let backslashes = 0;
+        while (text.charCodeAt(end - 1 - backslashes) === BACKSLASH) backslashes++;
+        if (backslashes % 2 === 0) break;
+      }
+      i = end;
+    } else if (code === 0x5b || code === 0x7b) {
+      if (++depth > maxDepth) throw tooDeep(maxDepth, loc);
+    } else if (code === 0x5d || code === 0x7d) {
+      depth--;
+    }
+  }
+}
+
 /** Throws VALIDATION_FAILED when a parsed value nests more than `maxDepth` deep (for values parsed elsewhere). */
 export function assertValueDepth(value: unknown, maxDepth: number, loc: (string | number)[] = ['body']): void {
   const stack: [unknown, number][] = [[value, 1]];

@@ -247,7 +247,7 @@ export function multipartToBatch(parts: MultipartPart[], maxDepth = DEFAULT_JSON
     let value: unknown;
     if (rest.length === 1 && LAZY_FIELDS.has(rest[0]!)) {
       // Stored as sent; parsed later only if a derived field needs it.
-      value = new RawJson(part.data);
+      value = RawJson.ofBytes(part.data);
     } else {
       try {
         value = JSON.parse(part.data.toString('utf8'));

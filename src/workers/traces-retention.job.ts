@@ -5,7 +5,7 @@
 // is left for the next hourly pass; its run ids stay claimed until then (deleteRunIdsBefore releases
 // only ids whose run is gone), and the rest of the pass goes on.
 import type { Deps } from '../services/context.js';
-import { deleteExpiredRuns, deleteRunIdsBefore, dropTracePartitionsBefore, longestTraceRetentionDays } from '../services/traces/trace-runs.store.js';
+import { deleteAwaitedParentsBefore, deleteExpiredRuns, deleteRunIdsBefore, dropTracePartitionsBefore, longestTraceRetentionDays } from '../services/traces/trace-runs.store.js';
 
 const BATCH = 5_000;
 
@@ -29,6 +29,9 @@ export async function deleteExpiredTraceRuns(deps: Pick<Deps, 'db' | 'config'>, 
     deleted += count;
     if (count === 0) break;
   }
-  if (horizon) while ((await deleteRunIdsBefore(pool, horizon, BATCH)) === BATCH);
+  if (horizon) {
+    while ((await deleteRunIdsBefore(pool, horizon, BATCH)) === BATCH);
+    await deleteAwaitedParentsBefore(pool, horizon);
+  }
   return { deleted, droppedPartitions, busyPartitions };
 }

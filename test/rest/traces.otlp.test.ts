@@ -238,6 +238,61 @@ function span(overrides: Record<string, unknown> = {}) {
 
 const jsonSpans = (spans: unknown[]) => JSON.stringify({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ scope: { name: 'raw' }, spans }] }] });
 
+/** Rows of trace_run_awaited_parents of the tenant's workspace (parents provisional runs wait for). */
+async function awaitedParents(): Promise<string[]> {
+  const { rows } = await platform.deps.db.pool.query<{ parent_id: string }>('SELECT parent_id FROM trace_run_awaited_parents WHERE tenant_id = $1', [tenant.workspace.id]);
+  return rows.map((row) => row.parent_id);
+}
+
+describe('spans before their parents', () => {
+  it('stores a grandchild, then its parent, then the root, each in its own request, as one tree and forgets what it awaited', async () => {
+    const name = `otel-chain-${randomUUID().slice(0, 8)}`;
+    const traceId = hex(16);
+    const nanos = (ms: number) => String(BigInt(T0 + ms) * 1_000_000n);
+    const root = span({ traceId, name: 'root', startTimeUnixNano: nanos(0), endTimeUnixNano: nanos(100) });
+    const child = span({ traceId, name: 'child', parentSpanId: root.spanId, startTimeUnixNano: nanos(10), endTimeUnixNano: nanos(90) });
+    const grandchild = span({ traceId, name: 'grandchild', parentSpanId: child.spanId, startTimeUnixNano: nanos(20), endTimeUnixNano: nanos(80) });
+    const before = await awaitedParents();
+    for (const [sent, waiting] of [[grandchild, 1], [child, 1], [root, 0]] as const) {
+      expect((await otlpPost(jsonSpans([sent]), { project: name })).status).toBe(200);
+      // Each provisional layer waits for the next one up, until the root arrives.
+      expect((await awaitedParents()).filter((id) => !before.includes(id))).toHaveLength(waiting);
+    }
+    const runs = Object.fromEntries((await runsOf(name)).map((run) => [run.name, run]));
+    expect(Object.keys(runs).sort()).toEqual(['child', 'grandchild', 'root']);
+    expect(runs.child!.parent_run_ids).toEqual([runs.root!.id]);
+    expect(runs.grandchild!.parent_run_ids).toEqual([runs.root!.id, runs.child!.id]);
+    for (const run of [runs.child!, runs.grandchild!]) expect(run.trace_id).toBe(runs.root!.id);
+    expect(runs.child!.dotted_order.startsWith(`${runs.root!.dotted_order}.`)).toBe(true);
+    expect(runs.grandchild!.dotted_order.startsWith(`${runs.child!.dotted_order}.`)).toBe(true);
+  });
+
+  it('adopts every child whatever the order in which concurrent requests with children and parents commit', async () => {
+    const name = `otel-race-${randomUUID().slice(0, 8)}`;
+    const before = await awaitedParents();
+    const traces = Array.from({ length: 24 }, (_, i) => {
+      const traceId = hex(16);
+      const root = span({ traceId, name: `root-${i}` });
+      return { root, children: [span({ traceId, name: `child-${i}-a`, parentSpanId: root.spanId }), span({ traceId, name: `child-${i}-b`, parentSpanId: root.spanId })] };
+    });
+    // Each trace's children and root in separate requests sent at once, so either may commit first.
+    const requests = traces.flatMap(({ root, children }) => [jsonSpans(children), jsonSpans([root])]);
+    const answers = await Promise.all(requests.map((body) => otlpPost(body, { project: name })));
+    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    const runs = await runsOf(name);
+    expect(runs).toHaveLength(traces.length * 3);
+    const roots = new Map(runs.filter((run) => run.name.startsWith('root-')).map((run) => [run.name.slice('root-'.length), run]));
+    for (const run of runs.filter((run) => run.name.startsWith('child-'))) {
+      const root = roots.get(run.name.split('-')[1]!)!;
+      expect({ name: run.name, trace_id: run.trace_id, parent_run_ids: run.parent_run_ids, under_root: run.dotted_order.startsWith(`${root.dotted_order}.`) })
+        .toEqual({ name: run.name, trace_id: root.id, parent_run_ids: [root.id], under_root: true });
+    }
+    // Nothing is left waiting for these roots (a late child may leave a row its own adoption made needless, never a run).
+    const rootIds = new Set([...roots.values()].map((run) => run.id));
+    expect((await awaitedParents()).filter((id) => !before.includes(id) && !rootIds.has(id))).toEqual([]);
+  });
+});
+
 describe('OTLP requests', () => {
   it('rejects unreadable spans one by one with partial_success naming them', async () => {
     const name = `otel-partial-${randomUUID().slice(0, 8)}`;

@@ -156,21 +156,42 @@ const JSON_LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/gi;
 /**
  * JSON from the wire (a multipart part), as its bytes, parsed only when something needs its value:
  * most runs' inputs and outputs are stored exactly as sent (see toJsonbValue), and PostgreSQL
- * validates them as it stores them.
+ * validates them as it stores them. Also JSON text that arrived inside another format (an OTLP
+ * string attribute) and was parsed there to be checked: it is stored as that text rather than
+ * serialised again from its value.
  */
 export class RawJson {
   private parsed: { value: unknown } | undefined;
   private decoded: string | undefined;
-  constructor(readonly bytes: Buffer) {}
+  private constructor(private readonly wire: Buffer | undefined) {}
+  /** The bytes of a multipart part. */
+  static ofBytes(bytes: Buffer): RawJson {
+    return new RawJson(bytes);
+  }
+  /** JSON text already parsed by the caller (to `value`). */
+  static ofParsedText(text: string, value: unknown): RawJson {
+    const json = new RawJson(undefined);
+    json.decoded = text;
+    json.parsed = { value };
+    return json;
+  }
+  /** The bytes as they came, when they came as bytes. */
+  get bytes(): Buffer | undefined {
+    return this.wire;
+  }
   /** The JSON text (decoded once, on first use). */
   get text(): string {
-    this.decoded ??= this.bytes.toString('utf8');
+    this.decoded ??= this.wire!.toString('utf8');
     return this.decoded;
   }
   /** The parsed value; throws SyntaxError for invalid JSON. */
   get value(): unknown {
     this.parsed ??= { value: JSON.parse(this.text) };
     return this.parsed.value;
+  }
+  /** Whether the text contains `hint` (without decoding bytes). */
+  includes(hint: string): boolean {
+    return this.wire ? this.wire.includes(hint) : this.text.includes(hint);
   }
   toJSON(): unknown {
     try {
@@ -184,7 +205,7 @@ export class RawJson {
 /** The value of a field that may be raw JSON; `hint`, when given, must occur in its bytes for it to be parsed at all. */
 export function jsonValue(value: unknown, loc: (string | number)[], hint?: string): unknown {
   if (!(value instanceof RawJson)) return value;
-  if (hint !== undefined && !value.bytes.includes(hint)) return undefined;
+  if (hint !== undefined && !value.includes(hint)) return undefined;
   try {
     return value.value;
   } catch {
@@ -203,7 +224,8 @@ const ESCAPE = Buffer.from('\\u');
  * \u escape (the only way NUL or a lone surrogate reaches JSON text) and not `null`.
  */
 export function toJsonbValue(value: unknown): JsonbValue | null {
-  if (value instanceof RawJson && value.bytes.length > 8 && !value.bytes.includes(ESCAPE) && isUtf8(value.bytes)) return value.bytes;
+  const bytes = value instanceof RawJson ? value.bytes : undefined;
+  if (bytes && bytes.length > 8 && !bytes.includes(ESCAPE) && isUtf8(bytes)) return bytes;
   return toJsonb(value);
 }
 

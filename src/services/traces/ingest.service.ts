@@ -20,10 +20,12 @@
 //   unknown session_id or parent run is NOT_FOUND.
 // - `batch.parentsMayFollow` (OTLP, whose exporters send spans as they end, children first): a run
 //   whose parent is neither in the batch nor stored is stored anyway, in a provisional trace rooted at
-//   the parent's id (trace_id = that id, dotted order starting with it). When the parent arrives, its
-//   provisional descendants are adopted: their trace id, dotted order and ancestors are rewritten
-//   under the parent's (adoptOrphans). Either side checks after its own commit, so whichever of
-//   the two commits last sees the other.
+//   the parent's id (trace_id = that id, dotted order starting with it), its parent recorded first as
+//   awaited (trace_run_awaited_parents). When the parent arrives, it finds itself awaited and adopts
+//   its provisional descendants: their trace id, dotted order and ancestors are rewritten under the
+//   parent's (adoptOrphans). Either side checks after its own commit, so whichever of the two commits
+//   last sees the other; a run nobody awaits costs one probe of the awaited table, not a search of
+//   trace_runs.
 // - Posts alone (the SDK's usual batch) are one statement: an INSERT (ids claimed in trace_run_ids in the same statement, duplicates left out) from per-column
 //   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts), shared with the
 //   concurrent requests of the same ingester (run-writer.ts: group commit; each request is answered
@@ -57,6 +59,8 @@ import {
   adoptOrphans,
   type Adopter,
   applyPatches,
+  awaitedParents,
+  awaitParents,
   deferPatches,
   findParentRuns,
   hasPendingPatches,
@@ -121,6 +125,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
     let deferred: NormalizedPatch[] = [];
     try {
       await client.query('BEGIN');
+      await recordAwaitedParents(client, who.workspaceId, unique);
       inserted = await insertRuns(client, who, unique);
       const merged = mergePatches(patches);
       patched = await applyPatches(client, who.workspaceId, merged);
@@ -174,8 +179,9 @@ function runWriter(deps: Pick<Deps, 'db' | 'config'>): RunWriter {
   return writer;
 }
 
-/** One grouped INSERT, then the sweep for patches that raced ahead of these posts (see below), then adoptions. */
+/** Awaited parents, one grouped INSERT, then the sweep for patches that raced ahead of these posts (see below), then adoptions. */
 async function insertRunsThenSweep(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
+  await recordAwaitedParents(client, who.workspaceId, runs);
   const inserted = await insertRuns(client, who, runs);
   if (inserted.size) await applyPendingPatches(client, who.workspaceId, [...inserted]);
   await adoptAfterInsert(client, who.workspaceId, runs, inserted);
@@ -183,17 +189,35 @@ async function insertRunsThenSweep(client: pg.PoolClient, who: Ingester, runs: N
 }
 
 /**
- * After runs of a batch whose parents may follow are stored (and committed): each of them adopts the
- * provisional descendants stored before it, and each of them stored provisionally is adopted by its
- * parent if that has been stored meanwhile (by a concurrent request).
+ * Before runs stored provisionally (their parent neither in their batch nor stored) are written: their
+ * parents are recorded as awaited, committed first (see adoptAfterInsert).
+ */
+async function recordAwaitedParents(client: pg.PoolClient, tenantId: string, runs: NormalizedRun[]): Promise<void> {
+  const parents = new Set<string>();
+  for (const run of runs) if (run.awaitsParent) parents.add(run.parentRunId!);
+  if (parents.size) await awaitParents(client, tenantId, [...parents]);
+}
+
+/**
+ * After runs of a batch whose parents may follow are stored (and committed): those that provisional
+ * runs wait for (trace_run_awaited_parents names them: almost never, and one cheap probe to know)
+ * adopt them, and each of them stored provisionally is adopted by its parent if that has been stored
+ * meanwhile (by a concurrent request). The awaited row is committed before the provisional run and
+ * each side checks after its own commit, so whichever commits last sees the other.
  */
 async function adoptAfterInsert(client: pg.PoolClient, tenantId: string, runs: NormalizedRun[], inserted: Set<string>): Promise<void> {
-  const adopters: Adopter[] = [];
+  const stored: NormalizedRun[] = [];
   const awaited: string[] = [];
   for (const run of runs) {
     if (!run.adopts || !inserted.has(run.id)) continue;
-    adopters.push({ id: run.id, trace_id: run.traceId!, dotted_order: run.dottedOrder!, parent_run_ids: run.parentRunIds });
+    stored.push(run);
     if (run.awaitsParent) awaited.push(run.parentRunId!);
+  }
+  if (!stored.length) return;
+  const adopters: Adopter[] = [];
+  const waitedFor = await awaitedParents(client, tenantId, stored.map((run) => run.id));
+  for (const run of stored) {
+    if (waitedFor.has(run.id)) adopters.push({ id: run.id, trace_id: run.traceId!, dotted_order: run.dottedOrder!, parent_run_ids: run.parentRunIds });
   }
   if (awaited.length) {
     for (const row of await findParentRuns(client, tenantId, [...new Set(awaited)])) {
@@ -373,7 +397,8 @@ async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, ru
   if (!pending.length) return;
   const known = new Map<string, { traceId: string; dottedOrder: string; parentRunIds: string[] }>();
   for (const run of runs) if (run.dottedOrder) known.set(run.id, { traceId: run.traceId!, dottedOrder: run.dottedOrder, parentRunIds: run.parentRunIds });
-  const missingParents = [...new Set(pending.flatMap((run) => (run.parentRunId && !known.has(run.parentRunId) && !pending.some((p) => p.id === run.parentRunId) ? [run.parentRunId] : [])))];
+  const pendingIds = new Set(pending.map((run) => run.id));
+  const missingParents = [...new Set(pending.flatMap((run) => (run.parentRunId && !known.has(run.parentRunId) && !pendingIds.has(run.parentRunId) ? [run.parentRunId] : [])))];
   if (missingParents.length) {
     for (const row of await findParentRuns(db, tenantId, missingParents)) known.set(row.id, { traceId: row.trace_id, dottedOrder: row.dotted_order, parentRunIds: row.parent_run_ids ?? [] });
   }

@@ -11,8 +11,9 @@
 // - `langsmith.*` attributes (what the langsmith SDK's OTel mode writes) win over the GenAI semantic
 //   conventions (`gen_ai.*`), which win over OpenInference (`openinference.span.kind`, `input.value`,
 //   `llm.token_count.*`). Whatever no rule consumed is kept in extra.metadata under its own key.
-import { v5 } from 'uuid';
-import { assertJsonDepth } from '../../limits/json.js';
+import { hash } from 'node:crypto';
+import { assertJsonTextDepth } from '../../limits/json.js';
+import { RawJson } from './derive.js';
 import type { Deps } from '../context.js';
 import { ingestRunBatch, type RunCreate } from './ingest.service.js';
 import type { Ingester, IngestResult } from './ingest-types.js';
@@ -55,10 +56,39 @@ export type OtlpIngestOptions = {
 };
 
 // Fixed: changing it would give every span a new run id, and retried exports would duplicate runs.
-const SPAN_RUN_NAMESPACE = '6f0c3f55-3b1c-4d43-9a3c-0a7c5e0f2a61';
+const SPAN_RUN_NAMESPACE = Buffer.from('6f0c3f553b1c4d439a3c0a7c5e0f2a61', 'hex');
 
-/** The run id of a span: stable across retries of the same export. */
-const spanRunId = (traceId: string, spanId: string): string => v5(`${traceId}:${spanId}`, SPAN_RUN_NAMESPACE);
+/**
+ * The run id of a span, stable across retries of the same export: the uuid v5 (RFC 9562: SHA-1 of the
+ * namespace and the name) of `<trace id>:<span id>`. Hashed here in one call rather than with the uuid
+ * package, which re-parses the namespace and re-encodes the name on every call (about 5× the cost).
+ */
+export function spanRunId(traceId: string, spanId: string): string {
+  // The name is hex and a colon: one byte per character.
+  const name = `${traceId}:${spanId}`;
+  if (name.length > NAME.length - SPAN_RUN_NAMESPACE.length) throw new RangeError(`not a trace and span id: ${name}`);
+  const length = NAME.write(name, SPAN_RUN_NAMESPACE.length, 'latin1');
+  const digest = hash('sha1', NAME.subarray(0, SPAN_RUN_NAMESPACE.length + length), 'buffer');
+  digest[6] = (digest[6]! & 0x0f) | 0x50;
+  digest[8] = (digest[8]! & 0x3f) | 0x80;
+  const hex = digest.toString('hex', 0, 16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+// The namespace, then room for the name (validated ids: 32 + 1 + 16 characters).
+const NAME = Buffer.alloc(SPAN_RUN_NAMESPACE.length + 49);
+SPAN_RUN_NAMESPACE.copy(NAME);
+
+/** spanRunId through the batch's cache. */
+function cachedRunId(runIds: Map<string, string>, traceId: string, spanId: string): string {
+  const key = `${traceId}:${spanId}`;
+  let id = runIds.get(key);
+  if (id === undefined) {
+    id = spanRunId(traceId, spanId);
+    runIds.set(key, id);
+  }
+  return id;
+}
 
 const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
 
@@ -96,9 +126,18 @@ const MAX_REJECTIONS_NAMED = 20;
  * `duplicates`, which an exporter's retry is, not an error. Throws as ingestRunBatch does.
  */
 export async function ingestOtlpSpans(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, traces: OtlpTraces, options: OtlpIngestOptions): Promise<IngestResult> {
+  const { posts, rejected } = otlpSpansToRuns(traces, options);
+  const result = posts.length ? await ingestRunBatch(deps, who, { post: posts, parentsMayFollow: true }) : { accepted: 0, duplicates: [], patched: 0, deferredPatches: 0 };
+  return rejected ? { ...result, rejected } : result;
+}
+
+/** The spans of an OTLP export as run creates, and the spans rejected (with why, the first few named). */
+export function otlpSpansToRuns(traces: OtlpTraces, options: OtlpIngestOptions): { posts: RunCreate[]; rejected?: { count: number; message: string } } {
   const posts: RunCreate[] = [];
   const rejections: string[] = [];
   let rejected = 0;
+  // A parent's run id is usually its own span's, computed when that span is mapped: hashed once per batch.
+  const runIds = new Map<string, string>();
   for (const resourceSpans of traces.resourceSpans) {
     const serviceName = typeof resourceSpans.resource['service.name'] === 'string' ? (resourceSpans.resource['service.name'] as string) : null;
     for (const scopeSpans of resourceSpans.scopeSpans) {
@@ -109,14 +148,13 @@ export async function ingestOtlpSpans(deps: Pick<Deps, 'db' | 'config'>, who: In
           if (rejections.length < MAX_REJECTIONS_NAMED) rejections.push(`span ${span.spanId || '(no id)'} of trace ${span.traceId || '(no id)'}: ${problem}`);
           continue;
         }
-        posts.push(spanToRun(span, resourceSpans.resource, scopeSpans.scope, { project: options.project || null, serviceName, jsonMaxDepth: options.jsonMaxDepth }));
+        posts.push(spanToRun(span, resourceSpans.resource, scopeSpans.scope, { project: options.project || null, serviceName, jsonMaxDepth: options.jsonMaxDepth, runIds }));
       }
     }
   }
-  const result = posts.length ? await ingestRunBatch(deps, who, { post: posts, parentsMayFollow: true }) : { accepted: 0, duplicates: [], patched: 0, deferredPatches: 0 };
-  if (!rejected) return result;
+  if (!rejected) return { posts };
   const more = rejected > rejections.length ? `; and ${rejected - rejections.length} more` : '';
-  return { ...result, rejected: { count: rejected, message: `${rejected} span${rejected > 1 ? 's' : ''} rejected: ${rejections.join('; ')}${more}` } };
+  return { posts, rejected: { count: rejected, message: `${rejected} span${rejected > 1 ? 's' : ''} rejected: ${rejections.join('; ')}${more}` } };
 }
 
 const HEX_TRACE_ID = /^[0-9a-f]{32}$/;
@@ -138,50 +176,60 @@ const MAX_NANOS = BigInt(Date.UTC(10000, 0, 1)) * 1_000_000n;
 
 /** An ISO 8601 timestamp with microseconds (what dotted orders and the store keep). */
 function nanosToIso(nanos: bigint): string {
-  const micros = nanos / 1000n;
-  const millis = micros / 1000n;
-  const iso = new Date(Number(millis)).toISOString();
-  return `${iso.slice(0, -1)}${String(micros % 1000n).padStart(3, '0')}Z`;
+  // One BigInt operation: microseconds since 1970 are exact as a Number for another 280,000 years.
+  const micros = Number(nanos / 1000n);
+  const millis = Math.floor(micros / 1000);
+  const iso = new Date(millis).toISOString();
+  return `${iso.slice(0, -1)}${String(micros - millis * 1000).padStart(3, '0')}Z`;
 }
 
-type MapContext = { project: string | null; serviceName: string | null; jsonMaxDepth: number };
+type MapContext = { project: string | null; serviceName: string | null; jsonMaxDepth: number; runIds: Map<string, string> };
+
+// The mapping runs once per span: module-level helpers rather than closures made per span (tsx, which
+// runs the platform, names every closure it creates, and they were a tenth of the mapping's time).
+
+/** An attribute a rule consumes: taken out of the span's remaining attributes (the rest become metadata). */
+function take(rest: OtlpAttributes, key: string): unknown {
+  const value = rest[key];
+  delete rest[key];
+  return value;
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
+
+function count(value: unknown): number | undefined {
+  const parsed = typeof value === 'string' ? Number(value) : value;
+  return typeof parsed === 'number' && Number.isFinite(parsed) && parsed >= 0 ? parsed : undefined;
+}
+
+const METADATA_PREFIX = 'langsmith.metadata.';
 
 /** One span as a run create (snake_case, as the langsmith SDK posts it). */
 function spanToRun(span: OtlpSpan, resource: OtlpAttributes, scope: { name: string; version: string } | null, context: MapContext): RunCreate {
   // Attributes a rule consumes are taken out; the rest become metadata.
   const rest: OtlpAttributes = { ...span.attributes };
-  const take = (key: string): unknown => {
-    const value = rest[key];
-    delete rest[key];
-    return value;
-  };
-  const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
-  const number = (value: unknown): number | undefined => {
-    const parsed = typeof value === 'string' ? Number(value) : value;
-    return typeof parsed === 'number' && Number.isFinite(parsed) && parsed >= 0 ? parsed : undefined;
-  };
 
   const metadata: Record<string, unknown> = {};
   for (const key of Object.keys(rest)) {
-    if (key.startsWith('langsmith.metadata.')) metadata[key.slice('langsmith.metadata.'.length)] = take(key);
+    if (key.startsWith(METADATA_PREFIX)) metadata[key.slice(METADATA_PREFIX.length)] = take(rest, key);
   }
 
-  const name = text(take('langsmith.trace.name')) ?? (span.name || 'span');
-  const sessionName = text(take('langsmith.trace.session_name'));
+  const name = text(take(rest, 'langsmith.trace.name')) ?? (span.name || 'span');
+  const sessionName = text(take(rest, 'langsmith.trace.session_name'));
 
   // Model and provider, under the metadata keys LangSmith reads them from.
-  const model = text(take('gen_ai.request.model')) ?? text(take('gen_ai.response.model')) ?? text(take('llm.model_name'));
+  const model = text(take(rest, 'gen_ai.request.model')) ?? text(take(rest, 'gen_ai.response.model')) ?? text(take(rest, 'llm.model_name'));
   if (model) metadata.ls_model_name = model;
-  const provider = text(take('gen_ai.system')) ?? text(take('gen_ai.provider.name')) ?? text(take('llm.provider')) ?? text(take('llm.system'));
+  const provider = text(take(rest, 'gen_ai.system')) ?? text(take(rest, 'gen_ai.provider.name')) ?? text(take(rest, 'llm.provider')) ?? text(take(rest, 'llm.system'));
   if (provider) metadata.ls_provider = provider;
   // The conversation a span belongs to (GenAI, OpenInference): what LangSmith groups threads by.
-  const conversation = text(take('gen_ai.conversation.id')) ?? text(take('session.id'));
+  const conversation = text(take(rest, 'gen_ai.conversation.id')) ?? text(take(rest, 'session.id'));
   if (conversation && metadata.thread_id === undefined) metadata.thread_id = conversation;
 
   // Token counts, into usage_metadata (where usage is derived from for LLM runs).
-  const inputTokens = number(take('gen_ai.usage.input_tokens')) ?? number(take('gen_ai.usage.prompt_tokens')) ?? number(take('llm.token_count.prompt'));
-  const outputTokens = number(take('gen_ai.usage.output_tokens')) ?? number(take('gen_ai.usage.completion_tokens')) ?? number(take('llm.token_count.completion'));
-  const totalTokens = number(take('gen_ai.usage.total_tokens')) ?? number(take('llm.token_count.total'));
+  const inputTokens = count(take(rest, 'gen_ai.usage.input_tokens')) ?? count(take(rest, 'gen_ai.usage.prompt_tokens')) ?? count(take(rest, 'llm.token_count.prompt'));
+  const outputTokens = count(take(rest, 'gen_ai.usage.output_tokens')) ?? count(take(rest, 'gen_ai.usage.completion_tokens')) ?? count(take(rest, 'llm.token_count.completion'));
+  const totalTokens = count(take(rest, 'gen_ai.usage.total_tokens')) ?? count(take(rest, 'llm.token_count.total'));
   const hasTokens = inputTokens !== undefined || outputTokens !== undefined || totalTokens !== undefined;
   if (hasTokens) {
     metadata.usage_metadata = {
@@ -191,30 +239,35 @@ function spanToRun(span: OtlpSpan, resource: OtlpAttributes, scope: { name: stri
     };
   }
 
-  const runType = resolveRunType(take('langsmith.span.kind'), take('gen_ai.operation.name'), take('openinference.span.kind'), Boolean(model) || hasTokens);
+  const runType = resolveRunType(take(rest, 'langsmith.span.kind'), take(rest, 'gen_ai.operation.name'), take(rest, 'openinference.span.kind'), Boolean(model) || hasTokens);
 
-  const inputs = ioValue(context, 'input', [
-    () => take('gen_ai.prompt'),
-    () => take('langsmith.inputs'),
-    () => messagesValue(take('gen_ai.input.messages')),
-    () => openInferenceValue(take('input.value'), take('input.mime_type')),
-    () => indexedMessages(rest, 'gen_ai.prompt.'),
-  ]);
-  const outputs = ioValue(context, 'output', [
-    () => take('gen_ai.completion'),
-    () => take('langsmith.outputs'),
-    () => messagesValue(take('gen_ai.output.messages')),
-    () => openInferenceValue(take('output.value'), take('output.mime_type')),
-    () => indexedMessages(rest, 'gen_ai.completion.'),
-  ]);
+  // Every candidate is taken (in this order), so each consumed attribute leaves the metadata even when an earlier one won.
+  const inputs = ioValue(
+    context,
+    'input',
+    take(rest, 'gen_ai.prompt'),
+    take(rest, 'langsmith.inputs'),
+    messagesValue(take(rest, 'gen_ai.input.messages')),
+    openInferenceValue(take(rest, 'input.value'), take(rest, 'input.mime_type')),
+    indexedMessages(rest, 'gen_ai.prompt.'),
+  );
+  const outputs = ioValue(
+    context,
+    'output',
+    take(rest, 'gen_ai.completion'),
+    take(rest, 'langsmith.outputs'),
+    messagesValue(take(rest, 'gen_ai.output.messages')),
+    openInferenceValue(take(rest, 'output.value'), take(rest, 'output.mime_type')),
+    indexedMessages(rest, 'gen_ai.completion.'),
+  );
 
-  const tags = tagList(take('langsmith.span.tags'));
+  const tags = tagList(take(rest, 'langsmith.span.tags'));
 
   // What is left is the span's own description.
   for (const [key, value] of Object.entries(rest)) if (metadata[key] === undefined) metadata[key] = value;
 
-  const events = span.events.map((event) => ({ name: event.name, time: nanosToIso(event.timeUnixNano), kwargs: event.attributes }));
-  const runId = spanRunId(span.traceId, span.spanId);
+  const events = span.events.map(eventOf);
+  const runId = cachedRunId(context.runIds, span.traceId, span.spanId);
   const ended = span.endTimeUnixNano > 0n;
   return {
     id: runId,
@@ -222,7 +275,7 @@ function spanToRun(span: OtlpSpan, resource: OtlpAttributes, scope: { name: stri
     run_type: runType,
     start_time: nanosToIso(span.startTimeUnixNano),
     end_time: ended ? nanosToIso(span.endTimeUnixNano < span.startTimeUnixNano ? span.startTimeUnixNano : span.endTimeUnixNano) : null,
-    parent_run_id: span.parentSpanId ? spanRunId(span.traceId, span.parentSpanId) : null,
+    parent_run_id: span.parentSpanId ? cachedRunId(context.runIds, span.traceId, span.parentSpanId) : null,
     session_name: context.project ?? sessionName ?? context.serviceName ?? null,
     inputs: inputs ?? null,
     outputs: outputs ?? null,
@@ -244,6 +297,10 @@ function spanToRun(span: OtlpSpan, resource: OtlpAttributes, scope: { name: stri
   };
 }
 
+function eventOf(event: OtlpSpan['events'][number]) {
+  return { name: event.name, time: nanosToIso(event.timeUnixNano), kwargs: event.attributes };
+}
+
 const SPAN_KINDS = ['unspecified', 'internal', 'server', 'client', 'producer', 'consumer'];
 
 function resolveRunType(langsmithKind: unknown, genAiOperation: unknown, openInferenceKind: unknown, looksLikeLlm: boolean): string {
@@ -253,17 +310,25 @@ function resolveRunType(langsmithKind: unknown, genAiOperation: unknown, openInf
   return looksLikeLlm ? 'llm' : 'chain';
 }
 
-/** The first candidate that gives a value, as a run's inputs or outputs (an object; other values are wrapped). */
-function ioValue(context: MapContext, key: 'input' | 'output', candidates: (() => unknown)[]): Record<string, unknown> | undefined {
+/**
+ * The first candidate that gives a value, as a run's inputs or outputs (an object; other values are
+ * wrapped). An object sent as JSON text is stored as that text (RawJson): parsed here only to check
+ * it, not serialised again. Text with \u escapes goes the long way, serialised from its value, so
+ * escaped NUL and lone surrogates are cleaned exactly as for any other value (toJsonb).
+ */
+function ioValue(context: MapContext, key: 'input' | 'output', ...candidates: unknown[]): Record<string, unknown> | RawJson | undefined {
   let found: unknown;
-  // Every candidate runs, so each consumed attribute leaves the metadata even when an earlier one won.
-  for (const candidate of candidates) {
-    const value = candidate();
-    if (found === undefined && value !== undefined && value !== null && value !== '') found = value;
+  for (const value of candidates) {
+    if (value !== undefined && value !== null && value !== '') {
+      found = value;
+      break;
+    }
   }
   if (found === undefined) return undefined;
   const value = typeof found === 'string' ? parseJsonText(found, context.jsonMaxDepth) : found;
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    return value !== found && !(found as string).includes('\\u') ? RawJson.ofParsedText(found as string, value) : (value as Record<string, unknown>);
+  }
   return Array.isArray(value) ? { messages: value } : { [key]: value };
 }
 
@@ -272,7 +337,7 @@ function parseJsonText(text: string, maxDepth: number): unknown {
   const first = text.trimStart()[0];
   if (first !== '{' && first !== '[') return text;
   try {
-    assertJsonDepth(Buffer.from(text), maxDepth);
+    assertJsonTextDepth(text, maxDepth);
     return JSON.parse(text);
   } catch {
     return text;

@@ -146,20 +146,60 @@ export type Adopter = { id: string; trace_id: string; dotted_order: string; pare
  * Rewrites the runs stored in a provisional trace named after an adopter (trace_id = its id, see
  * ingest.service.ts, parentsMayFollow) under that adopter: its trace id, its dotted order in place of
  * the provisional first segment, its ancestors before theirs. Runs already under it are left alone.
- * One statement; the (tenant_id, trace_id) index finds each adopter's runs.
+ * The adopters are no longer awaited: their rows in trace_run_awaited_parents go in the same statement
+ * (a run stored provisionally after this statement's snapshot finds its parent stored when it checks
+ * after its own commit, and adopts itself). One statement; the (tenant_id, trace_id) index finds each
+ * adopter's runs.
  */
 export async function adoptOrphans(client: pg.PoolClient | pg.Pool, tenantId: string, adopters: Adopter[]): Promise<number> {
-  const { rowCount } = await client.query({
+  const { rows } = await client.query<{ adopted: number }>({
     name: 'traces.adopt_orphans',
-    text: `UPDATE trace_runs AS r SET
-         trace_id = x.trace_id,
-         dotted_order = x.dotted_order || substr(r.dotted_order, strpos(r.dotted_order, x.id::text) + 36),
-         parent_run_ids = x.parent_run_ids || r.parent_run_ids,
-         updated_at = now()
-       FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, trace_id uuid, dotted_order text, parent_run_ids uuid[])
-       WHERE r.tenant_id = $1 AND r.trace_id = x.id AND r.id <> x.id AND NOT starts_with(r.dotted_order, x.dotted_order || '.')`,
+    text: `WITH x AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, trace_id uuid, dotted_order text, parent_run_ids uuid[])),
+       adopted AS (
+         UPDATE trace_runs AS r SET
+           trace_id = x.trace_id,
+           dotted_order = x.dotted_order || substr(r.dotted_order, strpos(r.dotted_order, x.id::text) + 36),
+           parent_run_ids = x.parent_run_ids || r.parent_run_ids,
+           updated_at = now()
+         FROM x
+         WHERE r.tenant_id = $1 AND r.trace_id = x.id AND r.id <> x.id AND NOT starts_with(r.dotted_order, x.dotted_order || '.')
+         RETURNING 1),
+       awaited AS (DELETE FROM trace_run_awaited_parents a USING x WHERE a.tenant_id = $1 AND a.parent_id = x.id)
+     SELECT count(*)::int AS adopted FROM adopted`,
     values: [tenantId, JSON.stringify(adopters)],
   });
+  return rows[0]!.adopted;
+}
+
+/**
+ * Records that runs are about to be stored awaiting these parents (in provisional traces named after
+ * them). Committed before those runs are, so the parent's store, if it commits after them, finds the
+ * row (awaitedParents) and adopts them.
+ */
+export async function awaitParents(client: pg.PoolClient, tenantId: string, parentIds: string[]): Promise<void> {
+  await client.query({
+    name: 'traces.await_parents',
+    text: 'INSERT INTO trace_run_awaited_parents (tenant_id, parent_id) SELECT $1, p FROM unnest($2::uuid[]) AS p ON CONFLICT DO NOTHING',
+    values: [tenantId, parentIds],
+  });
+}
+
+/** Which of these runs provisional runs wait for: almost always none (one probe of a small table's key). */
+export async function awaitedParents(client: pg.PoolClient, tenantId: string, ids: string[]): Promise<Set<string>> {
+  const { rows } = await client.query<{ parent_id: string }>({
+    name: 'traces.awaited_parents',
+    text: 'SELECT parent_id FROM trace_run_awaited_parents WHERE tenant_id = $1 AND parent_id = ANY($2::uuid[])',
+    values: [tenantId, ids],
+  });
+  return new Set(rows.map((row) => row.parent_id));
+}
+
+/**
+ * Forgets awaited parents recorded before `horizon` (the longest retention): the runs that waited for
+ * them are past retention too, and a parent that never came is not coming.
+ */
+export async function deleteAwaitedParentsBefore(pool: pg.Pool, horizon: Date): Promise<number> {
+  const { rowCount } = await pool.query('DELETE FROM trace_run_awaited_parents WHERE created_at < $1', [horizon]);
   return rowCount ?? 0;
 }
 

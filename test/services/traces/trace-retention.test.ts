@@ -5,7 +5,7 @@
 // partition when it is created.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTracePartitions, deleteRunIdsBefore, dropTracePartitionsBefore, insertClaimingIdsSql, listTracePartitions } from '../../../src/services/traces/trace-runs.store.js';
+import { createTracePartitions, deleteAwaitedParentsBefore, deleteRunIdsBefore, dropTracePartitionsBefore, insertClaimingIdsSql, listTracePartitions } from '../../../src/services/traces/trace-runs.store.js';
 import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
 import { deleteExpiredTraceRuns } from '../../../src/workers/traces-retention.job.js';
 import { buildOrganization, buildWorkspace } from '../../factories.js';
@@ -216,4 +216,17 @@ it('does not hold queries on trace_runs behind a drop waiting for its lock, and 
     if (!released) await reader.query('COMMIT');
     reader.release();
   }
+});
+
+it('forgets parents awaited since before the horizon (their waiting runs are past retention too), and only those', async () => {
+  const { pool } = platform.deps.db;
+  const tenantId = randomUUID();
+  const [old, recent] = [randomUUID(), randomUUID()];
+  await pool.query(
+    `INSERT INTO trace_run_awaited_parents (tenant_id, parent_id, created_at) VALUES ($1, $2, now() - interval '40 days'), ($1, $3, now() - interval '1 day')`,
+    [tenantId, old, recent],
+  );
+  expect(await deleteAwaitedParentsBefore(pool, new Date(Date.now() - 30 * 86_400_000))).toBeGreaterThanOrEqual(1);
+  const { rows } = await pool.query<{ parent_id: string }>('SELECT parent_id FROM trace_run_awaited_parents WHERE tenant_id = $1', [tenantId]);
+  expect(rows.map((row) => row.parent_id)).toEqual([recent]);
 });
