@@ -137,7 +137,10 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_SANDBOX_UID_BASE: z.coerce.number().int().min(1000).max(2 ** 31 - 2 ** 24).default(1_000_000_000),
   /** A deployment's memory limit (its resource_spec.memory_mb wins), enforced through cgroups where they can be written. */
   AGENT_PLATFORM_SANDBOX_MEMORY: byteSize.default('2gb'),
-  /** A deployment's CPU share in cores (its resource_spec.cpu wins), enforced through cgroups where they can be written. */
+  /**
+   * A deployment's CPU share in cores' worth of weight when cores are contended (its resource_spec.cpu
+   * wins, and also caps it), enforced through cgroups where they can be written.
+   */
   AGENT_PLATFORM_SANDBOX_CPU: z.coerce.number().min(0.1).max(256).default(1),
   /**
    * Usage API: the first instant with usage data (the spec's cloud start date by default; a

@@ -230,16 +230,24 @@ const JOIN_CGROUPS = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shi
 const CGROUP_ROOT = '/sys/fs/cgroup';
 const CPU_PERIOD_US = 100_000;
 
-type Limits = { memoryBytes: number; cpus: number };
+/**
+ * A deployment's bounds: a memory limit; a CPU share (cores' worth of weight when cores are contended,
+ * no cap when they are idle); and a hard CPU cap only when its `resource_spec` asks for one. A cap by
+ * default would slow every start for nothing on an idle machine: a 1-core cap added about a second to
+ * create → DEPLOYED, the runtime's start being several threads busy at once.
+ */
+type Limits = { memoryBytes: number; shareCpus: number; capCpus?: number };
 
 /** The deployment's `resource_spec` (`memory_mb`, `cpu`) over the installation's defaults. */
 function limitsOf(config: SandboxConfig, resourceSpec: unknown): Limits {
   const spec = (resourceSpec && typeof resourceSpec === 'object' ? resourceSpec : {}) as { memory_mb?: unknown; cpu?: unknown };
   const memoryMb = Number(spec.memory_mb);
   const cpus = Number(spec.cpu);
+  const asked = Number.isFinite(cpus) && cpus >= 0.05 ? cpus : undefined;
   return {
     memoryBytes: Number.isFinite(memoryMb) && memoryMb >= 64 ? Math.floor(memoryMb * 1024 * 1024) : config.memoryBytes,
-    cpus: Number.isFinite(cpus) && cpus >= 0.05 ? cpus : config.cpus,
+    shareCpus: asked ?? config.cpus,
+    ...(asked !== undefined ? { capCpus: asked } : {}),
   };
 }
 
@@ -279,7 +287,7 @@ function cgroupSupport(): { enforced: boolean; how: string } {
   if (!parents) return { enforced: false, how: 'no cgroup memory and cpu controllers found' };
   const probe = `probe-${process.pid}`;
   try {
-    const made = deploymentCgroup(probe, { memoryBytes: 256 * 1024 ** 2, cpus: 1 }, undefined);
+    const made = deploymentCgroup(probe, { memoryBytes: 256 * 1024 ** 2, shareCpus: 1, capCpus: 1 }, undefined);
     for (const dir of cgroupDirs(probe)) rmdirSync(dir);
     return made.length ? { enforced: true, how: `cgroup v${parents.version}` } : { enforced: false, how: 'cgroups not writable' };
   } catch (error) {
@@ -302,8 +310,8 @@ function deploymentCgroup(deploymentId: string, limits: Limits, uid: number | un
     mkdirSync(cpu, { recursive: true });
     writeFileSync(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
     writeFileSync(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
-    writeFileSync(join(cpu, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))));
-    writeFileSync(join(cpu, 'cpu.shares'), String(Math.max(2, Math.round(limits.cpus * 1024))));
+    writeFileSync(join(cpu, 'cpu.cfs_quota_us'), limits.capCpus === undefined ? '-1' : String(Math.max(1000, Math.round(limits.capCpus * CPU_PERIOD_US))));
+    writeFileSync(join(cpu, 'cpu.shares'), String(Math.max(2, Math.round(limits.shareCpus * 1024))));
     const procs = [join(memory, 'cgroup.procs'), join(cpu, 'cgroup.procs')];
     if (uid !== undefined) for (const file of procs) chownSync(file, uid, uid);
     return procs;
@@ -315,7 +323,8 @@ function deploymentCgroup(deploymentId: string, limits: Limits, uid: number | un
   const dir = join(parents.memory, deploymentId);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'memory.max'), String(limits.memoryBytes));
-  writeFileSync(join(dir, 'cpu.max'), `${Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))} ${CPU_PERIOD_US}`);
+  writeFileSync(join(dir, 'cpu.max'), `${limits.capCpus === undefined ? 'max' : Math.max(1000, Math.round(limits.capCpus * CPU_PERIOD_US))} ${CPU_PERIOD_US}`);
+  writeFileSync(join(dir, 'cpu.weight'), String(Math.min(10_000, Math.max(1, Math.round(limits.shareCpus * 100)))));
   const procs = join(dir, 'cgroup.procs');
   if (uid !== undefined) chownSync(procs, uid, uid);
   return [procs];
