@@ -150,8 +150,10 @@ export function deriveThreadId(extra: unknown): string | null {
 
 // PostgreSQL rejects NUL in text and jsonb and lone surrogates in jsonb; clients send both.
 const JSON_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
-// JSON.stringify escapes only lone surrogates (pairs are written as characters), so every escape is one.
-const JSON_LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/gi;
+// A surrogate escape without its other half: a high one not followed by a low one, or a low one not
+// preceded by a high one. JSON.stringify escapes only those, but other writers (Python's json.dumps
+// with ensure_ascii, say) escape every character past ASCII, pairs included, and a pair is kept.
+const JSON_LONE_SURROGATE = /(?<!\\)((?:\\\\)*)(?:\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2})/gi;
 
 /**
  * JSON from the wire (a multipart part), as its bytes, parsed only when something needs its value:
