@@ -338,14 +338,8 @@ async function profileInThread(options: ProfileOptions): Promise<Breakdown> {
   }
 }
 
-const INSERT_ALONE = 'the INSERT alone (driver + round trip; part of the service below)';
-
-async function profileStages(deps: Pick<import('../src/services/context.js').Deps, 'db' | 'config'>, who: Ingester, session: string, requests: number): Promise<Breakdown> {
-  const wire = await import('../src/rest/ingest-wire.js');
-  const ingest = await import('../src/services/traces/ingest.service.js');
-  const traceRuns = await import('../src/services/traces/trace-runs.store.js');
-  const bodies = makeRequests(session, requests, 2_000_000);
-  const limit = deps.config.ingestBodyLimitBytes;
+/** Stages timed by name (thread CPU and wall), summed over every call: what the breakdowns print. */
+function stageClock() {
   const stages = new Map<string, Stage>();
   const timed = async <T>(name: string, work: () => T | Promise<T>): Promise<T> => {
     const cpu = threadCpuMs();
@@ -357,6 +351,18 @@ async function profileStages(deps: Pick<import('../src/services/context.js').Dep
     stages.set(name, stage);
     return result;
   };
+  return { stages, timed };
+}
+
+const INSERT_ALONE = 'the INSERT alone (driver + round trip; part of the service below)';
+
+async function profileStages(deps: Pick<import('../src/services/context.js').Deps, 'db' | 'config'>, who: Ingester, session: string, requests: number): Promise<Breakdown> {
+  const wire = await import('../src/rest/ingest-wire.js');
+  const ingest = await import('../src/services/traces/ingest.service.js');
+  const traceRuns = await import('../src/services/traces/trace-runs.store.js');
+  const bodies = makeRequests(session, requests, 2_000_000);
+  const limit = deps.config.ingestBodyLimitBytes;
+  const { stages, timed } = stageClock();
   // One connection, counted: the service checks out its client from this pool.
   const client = await deps.db.pool.connect();
   const backend = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
@@ -476,17 +482,7 @@ async function profileOtlpStages(
   const limit = deps.config.ingestBodyLimitBytes;
   const options = { project: `${session}-otlp`, jsonMaxDepth: deps.config.jsonMaxDepth };
   const bodies = makeRequests(session, requests, 4_000_000).map((request) => otlpBody(request.runs).body);
-  const stages = new Map<string, Stage>();
-  const timed = async <T>(name: string, work: () => T | Promise<T>): Promise<T> => {
-    const cpu = threadCpuMs();
-    const wall = performance.now();
-    const result = await work();
-    const stage = stages.get(name) ?? { name, cpuMs: 0, wallMs: 0 };
-    stage.cpuMs += threadCpuMs() - cpu;
-    stage.wallMs += performance.now() - wall;
-    stages.set(name, stage);
-    return result;
-  };
+  const { stages, timed } = stageClock();
   const decodeAll = async (body: Buffer) => otlpWire.parseOtlpBody(await wire.decodeBody(body, 'gzip', limit), 'protobuf', options.jsonMaxDepth);
   // Warm-up on one request that is not counted.
   await otlpIngest.ingestOtlpSpans(deps, who, await decodeAll(bodies[0]!), options);

@@ -18,7 +18,7 @@ import { logRevision, moveRevision, REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE 
 import { activateRevision, findControlDeployment, findRevision, setRevisionBuild } from '../services/deployments/revisions.store.js';
 import { checkoutSource, installDependencies, locateGraphConfig, revisionDirectory, revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
 import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
-import { describeSandbox, handOver, sandboxFor } from '../services/deployments/sandbox.js';
+import { describeSandbox, sandboxFor } from '../services/deployments/sandbox.js';
 import { countOtherRevisionRuntimes } from '../services/deployments/deployments.store.js';
 
 type RevisionJob = { revisionId: string };
@@ -44,8 +44,8 @@ async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntime
     const commitSha = await checkoutSource(dir, String(deployment.source_config.repo_url), repoRef, log, await deploymentGitCredentials(deps, deployment), sandbox.files.uid);
     await setRevisionBuild(deps.db, revisionId, { commitSha });
     const configPath = locateGraphConfig(dir, graphConfigPath);
-    // From here on the repository's code runs: in the deployment's sandbox, as its own OS user.
-    handOver(dir, sandbox.files, deps.logger);
+    // From here on the repository's code runs: in the deployment's sandbox, as its own OS user (the
+    // clone above already made its files that user's).
     await installDependencies(dir, configPath, log, sandbox);
     await log('Loading the graphs');
     const graphIds = await runtimes.prepare(deployment.id, revisionId, configPath);

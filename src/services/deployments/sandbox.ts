@@ -11,7 +11,7 @@
 // Memory and CPU are bounded by cgroups where this process may write them (cgroup v1 here, or v2
 // with a delegated subtree); elsewhere the limits are reported as not enforced.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxConfig } from '../../config.js';
@@ -105,26 +105,6 @@ export function deploymentFiles(dataDir: string, deployment: { id: string; sandb
 /** The OS user a deployment's sandbox runs as: its own when the platform is root and sandboxes are on. */
 function sandboxUid(deployment: { sandbox_id: number }, status: SandboxStatus, config: SandboxConfig): number | undefined {
   return status.enabled && status.perDeploymentUser ? config.uidBase + deployment.sandbox_id : undefined;
-}
-
-/**
- * Gives a folder tree (a revision's checkout) to the deployment's sandbox user, mode 0700 at its top,
- * and makes its parents traversable (not listable) for that user, so bubblewrap, which opens it as
- * that user, reaches it.
- */
-export function handOver(dir: string, files: DeploymentFiles, logger: { warn(obj: object, msg: string): void }): void {
-  if (files.uid === undefined) return;
-  const uid = files.uid;
-  const walk = (path: string) => {
-    const stat = lstatSync(path);
-    // lchown: a link (the checkout's node_modules link to the platform's packages) is not followed.
-    lchownSync(path, uid, uid);
-    if (stat.isSymbolicLink()) return;
-    if (stat.isDirectory()) for (const entry of readdirSync(path)) walk(join(path, entry));
-  };
-  walk(dir);
-  chmodSync(dir, 0o700);
-  makeTraversable(dirname(dir), logger);
 }
 
 /** What a sandbox may see besides the system: read-only and writable paths (bound at the same place), and where it starts. */

@@ -242,24 +242,8 @@ function spanToRun(span: OtlpSpan, resource: OtlpAttributes, scope: { name: stri
   const runType = resolveRunType(take(rest, 'langsmith.span.kind'), take(rest, 'gen_ai.operation.name'), take(rest, 'openinference.span.kind'), Boolean(model) || hasTokens);
 
   // Every candidate is taken (in this order), so each consumed attribute leaves the metadata even when an earlier one won.
-  const inputs = ioValue(
-    context,
-    'input',
-    take(rest, 'gen_ai.prompt'),
-    take(rest, 'langsmith.inputs'),
-    messagesValue(take(rest, 'gen_ai.input.messages')),
-    openInferenceValue(take(rest, 'input.value'), take(rest, 'input.mime_type')),
-    indexedMessages(rest, 'gen_ai.prompt.'),
-  );
-  const outputs = ioValue(
-    context,
-    'output',
-    take(rest, 'gen_ai.completion'),
-    take(rest, 'langsmith.outputs'),
-    messagesValue(take(rest, 'gen_ai.output.messages')),
-    openInferenceValue(take(rest, 'output.value'), take(rest, 'output.mime_type')),
-    indexedMessages(rest, 'gen_ai.completion.'),
-  );
+  const inputs = ioSide(context, rest, 'input', 'prompt');
+  const outputs = ioSide(context, rest, 'output', 'completion');
 
   const tags = tagList(take(rest, 'langsmith.span.tags'));
 
@@ -316,6 +300,19 @@ function resolveRunType(langsmithKind: unknown, genAiOperation: unknown, openInf
  * it, not serialised again. Text with \u escapes goes the long way, serialised from its value, so
  * escaped NUL and lone surrogates are cleaned exactly as for any other value (toJsonb).
  */
+/** A span's inputs or outputs from each convention's attributes (GenAI names the two sides prompt and completion). */
+function ioSide(context: MapContext, rest: OtlpAttributes, kind: 'input' | 'output', genAi: 'prompt' | 'completion') {
+  return ioValue(
+    context,
+    kind,
+    take(rest, `gen_ai.${genAi}`),
+    take(rest, `langsmith.${kind}s`),
+    messagesValue(take(rest, `gen_ai.${kind}.messages`)),
+    openInferenceValue(take(rest, `${kind}.value`), take(rest, `${kind}.mime_type`)),
+    indexedMessages(rest, `gen_ai.${genAi}.`),
+  );
+}
+
 function ioValue(context: MapContext, key: 'input' | 'output', ...candidates: unknown[]): Record<string, unknown> | RawJson | undefined {
   let found: unknown;
   for (const value of candidates) {
