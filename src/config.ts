@@ -48,6 +48,11 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
   /** Connections of a runtime's own pool (runs, events), when it runs apart from the API (its thread or process). */
   AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(16),
+  /**
+   * Most connections a deployment's login may hold to its own database, all its runtimes together (a
+   * redeploy runs two for a moment): one deployment cannot take the server's every connection.
+   */
+  AGENT_PLATFORM_DEPLOYMENT_DB_CONNECTIONS: z.coerce.number().int().min(5).max(10_000).default(100),
   /** Connections of a runtime's checkpointer (default: one per concurrent run plus four, at most 40). */
   AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE: z.coerce.number().int().min(2).max(200).optional(),
   /** Days trace runs are kept (by start time) in a workspace that sets no retention of its own. */
@@ -204,6 +209,7 @@ export type Config = {
   graphqlMaxTokens: number;
   dbPoolSize: number;
   runtimeDbPoolSize: number;
+  deploymentDatabaseConnections: number;
   checkpointerPoolSize: number;
   jobsPoolSize: number;
   apiKeyCacheSeconds: number;
@@ -295,6 +301,7 @@ export function loadConfig(
     graphqlMaxTokens: value.AGENT_PLATFORM_GRAPHQL_MAX_TOKENS,
     dbPoolSize: value.AGENT_PLATFORM_DB_POOL_SIZE,
     runtimeDbPoolSize: value.AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE,
+    deploymentDatabaseConnections: value.AGENT_PLATFORM_DEPLOYMENT_DB_CONNECTIONS,
     checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),
     jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
     apiKeyCacheSeconds: value.AGENT_PLATFORM_API_KEY_CACHE_SECONDS,

@@ -27,6 +27,16 @@ export type AdminLogin = {
    * revoked first, by their grantor. No such role: no-op.
    */
   dropLogin(role: string): Promise<void>;
+  /**
+   * Makes database `name` owned by `owner` (a login this admin made), reachable by no other login
+   * (CONNECT and TEMPORARY taken from PUBLIC) and by its owner over at most `connectionLimit`
+   * connections. An existing one is brought back to exactly that. Returns whether it was made now.
+   */
+  ensureDatabase(name: string, owner: string, connectionLimit: number): Promise<boolean>;
+  /** Drops database `name`, ending its sessions first. No such database: no-op. */
+  dropDatabase(name: string): Promise<void>;
+  /** The admin login's role name (current_user). */
+  loginName(): Promise<string>;
   close(): Promise<void>;
 };
 
@@ -47,7 +57,8 @@ export function openAdminLogin(url: string): AdminLogin {
     const client = await pool.connect();
     try {
       const { rows } = await client.query<{ v16: boolean }>("SELECT current_setting('server_version_num')::int >= 160000 AS v16");
-      if (rows[0]!.v16) await client.query("SET createrole_self_grant = 'inherit'");
+      // `set` too: CREATE DATABASE … OWNER needs it (deployment databases are owned by their login).
+      if (rows[0]!.v16) await client.query("SET createrole_self_grant = 'set, inherit'");
       return client;
     } catch (error) {
       client.release(true);
@@ -100,6 +111,33 @@ export function openAdminLogin(url: string): AdminLogin {
         if (rows[0].privileges) await client.query(`DROP OWNED BY ${quoteIdent(role)}`);
         await client.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`);
       }),
+
+    ensureDatabase: (name, owner, connectionLimit) =>
+      withClient(async (client) => {
+        const database = quoteIdent(name);
+        const login = quoteIdent(owner);
+        // A login made by an earlier version holds INHERIT but not SET, which CREATE DATABASE … OWNER needs.
+        await client.query(`GRANT ${login} TO CURRENT_USER WITH SET TRUE, INHERIT TRUE`).catch(() => undefined);
+        const made = await client
+          .query(`CREATE DATABASE ${database} OWNER ${login} CONNECTION LIMIT ${Math.trunc(connectionLimit)}`)
+          .then(() => true)
+          .catch(async (error: { code?: string }) => {
+            // 42P04: duplicate_database (an earlier deploy made it, or two made it at once).
+            if (error.code !== '42P04') throw error;
+            await client.query(`ALTER DATABASE ${database} OWNER TO ${login}`);
+            await client.query(`ALTER DATABASE ${database} CONNECTION LIMIT ${Math.trunc(connectionLimit)}`);
+            return false;
+          });
+        await client.query(`REVOKE ALL ON DATABASE ${database} FROM PUBLIC`);
+        return made;
+      }),
+
+    dropDatabase: (name) =>
+      withClient(async (client) => {
+        await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+      }),
+
+    loginName: () => withClient(async (client) => (await client.query<{ name: string }>('SELECT current_user AS name')).rows[0]!.name),
 
     async close() {
       await pool?.end();

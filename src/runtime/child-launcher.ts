@@ -16,17 +16,18 @@ import { once } from 'node:events';
 import { dirname } from 'node:path';
 import type { Deps } from '../services/context.js';
 import { deploymentSecrets } from '../services/deployments/deployments.service.js';
-import { deleteDeploymentRuntime } from '../services/deployments/deployments.store.js';
+import pg from 'pg';
+import { deleteDeploymentRuntime, findDeployment, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
 import { logRevision } from '../services/deployments/revisions.service.js';
-import { findControlDeployment } from '../services/deployments/revisions.store.js';
+import { type ControlDeploymentRow, findControlDeployment } from '../services/deployments/revisions.store.js';
 import { type PreparedSandbox, sandboxFor } from '../services/deployments/sandbox.js';
 import { revisionDirectory } from '../services/deployments/source-checkout.js';
 import { ChildOutputLog } from './child-output.js';
 import type { RuntimeSpec } from './deployment-runtime.js';
-import { readGraphConfig } from '../graph-config.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launcher.js';
 import type { ChildCommand, ChildReport } from './child-protocol.js';
-import { grantRuntimeLogin, runtimeLoginRole, setUpDeploymentDatabase } from '../services/deployments/deployment-database.js';
+import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
+import { runtimeLockKey } from './recovery.js';
 
 const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
@@ -43,34 +44,38 @@ function baseEnvironment(): Record<string, string> {
 }
 
 /**
- * A database URL for the deployment's runtime: a login role of its own (`agent_runtime_<id>`) that may
- * only read and write what a runtime uses (services/deployments/deployment-database.ts sets the deployment's tables and queue
- * up first and grants them). Its password is derived from the installation's key for that deployment:
- * every runtime of the deployment (the serving one, the next revision's loaded by its build, a
- * restarted one) logs in with the same one, so starting one never locks another out of new
- * connections. When the admin login may not create roles, the runtime does not start (its deploy
- * fails saying so): deployed code is never given the platform's own login.
+ * The deployment's database URL for its agent server (deployment-database.ts: its own database and
+ * login, made now if they do not exist yet). The embedded server's Unix socket lives in the
+ * platform's data directory, which a sandbox does not see: a sandboxed runtime connects over loopback TCP.
  */
-async function runtimeDatabaseUrl(deps: Deps, spec: Omit<RuntimeSpec, 'queueOrigin'>, sandboxed: boolean): Promise<string> {
-  const { deploymentId } = spec;
-  await setUpDeploymentDatabase(deps.db, deploymentId, readGraphConfig(spec.configPath), deps.boss);
-  const role = runtimeLoginRole(deploymentId);
-  const password = deps.secrets.derive(`database-login:${deploymentId}`).key.toString('hex');
-  try {
-    // Made (or, for an earlier runtime's, reset to this password) by the admin login, not the platform's.
-    await deps.adminLogin.ensureLogin(role, password);
-  } catch (error) {
-    throw new Error(`could not make the deployment's own database login (${(error as Error).message}); give the platform an admin login that may create roles (AGENT_PLATFORM_ADMIN_DATABASE_URL)`);
-  }
-  await grantRuntimeLogin(deps.db, deploymentId);
-  const url = new URL(deps.db.url);
-  url.username = role;
-  url.password = password;
-  url.searchParams.delete('options');
-  // The embedded server's Unix socket lives in the platform's data directory, which a sandbox does
-  // not see: a sandboxed runtime connects over loopback TCP.
+async function agentServerDatabaseUrl(deps: Deps, deploymentId: string, sandboxed: boolean): Promise<string> {
+  const url = new URL((await ensureDeploymentDatabase(deps, deploymentId)).url);
   if (sandboxed) url.searchParams.delete('host');
   return url.toString();
+}
+
+/**
+ * Records a serving child in deployment_runtimes, where the gateway finds it, for as long as it runs:
+ * the row's liveness lock (recovery.ts) is held on a connection of the launcher's own, so a launcher
+ * that dies leaves a row the sweep removes. Returns its removal.
+ */
+async function recordServingChild(deps: Deps, values: { id: string; deploymentId: string; url: string; revisionId?: string; keyId: string }): Promise<() => Promise<void>> {
+  const client = new pg.Client({ connectionString: deps.db.url, application_name: 'agent-platform-runtime-liveness' });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [runtimeLockKey(values.id)]);
+    await insertDeploymentRuntime(deps.db, values);
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw error;
+  }
+  let removed: Promise<void> | undefined;
+  return () =>
+    (removed ??= (async () => {
+      await deleteDeploymentRuntime(deps.db, values.id).catch((error: unknown) => deps.logger.warn({ err: error }, "could not remove a stopped runtime's row"));
+      await client.end().catch(() => undefined);
+    })());
 }
 
 /** Waits for the child's next report; rejects (killing it) when it exits or takes too long. */
@@ -98,6 +103,9 @@ function nextReport(child: ChildProcess, output: () => string, timeoutMs: number
     child.once('exit', onExit);
   });
 }
+
+/** What a child's environment is made from: the deployment's row and its workspace's organization. */
+type DeploymentOfChild = ControlDeploymentRow & { organization_id: string };
 
 type Child = { process: ChildProcess; output: () => string; log: ChildOutputLog };
 /** A runtime's sandbox, and the revision folder it sees (read-only). */
@@ -162,10 +170,11 @@ async function stopChild(child: ChildProcess): Promise<void> {
 export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pick<RuntimeLauncher, 'prepare'>> {
   // Each child gets a fresh login password and signing key: a restarted child does not reuse its predecessor's.
   // Its log never shows the values that the environment holds for it alone.
-  const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], log: ChildOutputLog, sandbox: Sandboxing) => {
+  const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing) => {
+    const secrets = deploymentSecrets(deps, row);
     const cwd = dirname(spec.configPath);
     const keyId = `${spec.deploymentId}:${randomBytes(16).toString('hex')}`;
-    const databaseUrl = await runtimeDatabaseUrl(deps, spec, sandbox.prepared.status.enabled);
+    const databaseUrl = await agentServerDatabaseUrl(deps, spec.deploymentId, sandbox.prepared.status.enabled);
     const signingKey = deps.secrets.derive(keyId).key.toString('base64');
     log.hide([...secrets.map((secret) => secret.value), decodeURIComponent(new URL(databaseUrl).password), signingKey]);
     return {
@@ -187,19 +196,24 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       AGENT_PLATFORM_COMPILE_CACHE: sandbox.prepared.files.cache,
       AGENT_PLATFORM_GRAPH_CONFIG: spec.configPath,
       AGENT_PLATFORM_DEPLOYMENT_ID: spec.deploymentId,
+      AGENT_PLATFORM_DEPLOYMENT_NAME: row.name,
+      AGENT_PLATFORM_WORKSPACE_ID: row.tenant_id,
+      AGENT_PLATFORM_ORGANIZATION_ID: row.organization_id,
       ...(spec.revisionId ? { AGENT_PLATFORM_REVISION_ID: spec.revisionId } : {}),
     };
   };
 
   /** Serves a loaded child, and keeps a runtime up: one that dies unasked is started again. */
-  const launchLoaded = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, secrets: { name: string; value: string }[], loaded: Child, sandbox: Sandboxing): Promise<LaunchedRuntime> => {
+  const launchLoaded = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, loaded: Child & { keyId: string }, sandbox: Sandboxing): Promise<LaunchedRuntime> => {
     const { log } = loaded;
-    const cwd = dirname(spec.configPath);
-    const startChild = async (child?: Child) => {
+    const startChild = async (child?: Child & { keyId: string }) => {
       // A prepared child that died while it waited is replaced by a fresh one.
       const alive = child && child.process.exitCode === null && child.process.signalCode === null && child.process.connected;
-      const running = alive ? child : await spawnLoaded(await childEnvironment(spec, secrets, log, sandbox), cwd, log, sandbox);
-      return { ...running, report: await serveChild(running) };
+      const running = alive ? child : await spawnLoadedWithKey(spec, row, log, sandbox);
+      const report = await serveChild(running);
+      const removeRow = await recordServingChild(deps, { id: report.runtimeId, deploymentId: spec.deploymentId, url: report.url, revisionId: spec.revisionId, keyId: running.keyId });
+      running.process.once('exit', () => void removeRow());
+      return { ...running, report, removeRow };
     };
 
     let current = await startChild(loaded);
@@ -210,8 +224,6 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       running.process.once('exit', (code, signal) => {
         if (stopping) return;
         deps.logger.error({ deploymentId: spec.deploymentId, code, signal }, 'a deployment runtime died; starting it again');
-        // Its row would send graph requests to a dead address until the sweep removes it.
-        void deleteDeploymentRuntime(deps.db, running.report.runtimeId).catch(() => undefined);
         void restart();
       });
     };
@@ -241,26 +253,34 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       pid: () => current.process.pid,
       async stop() {
         stopping = true;
+        // Out of deployment_runtimes first: the gateway sends it nothing more, and a deploy waiting for it goes on.
+        await current.removeRow();
         await stopChild(current.process);
         sandbox.prepared.sandbox.release();
       },
     };
   };
 
+  const spawnLoadedWithKey = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing) => {
+    const env = await childEnvironment(spec, row, log, sandbox);
+    return { ...(await spawnLoaded(env, dirname(spec.configPath), log, sandbox)), keyId: env.AGENT_PLATFORM_RUNTIME_KEY_ID };
+  };
+
   const prepare = async (spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<PreparedRuntime> => {
     const row = await findControlDeployment(deps.db, spec.deploymentId);
-    if (!row) throw new Error(`Deployment ${spec.deploymentId} not found`);
-    const secrets = deploymentSecrets(deps, row);
+    const home = await findDeployment(deps.db, spec.deploymentId);
+    if (!row || !home) throw new Error(`Deployment ${spec.deploymentId} not found`);
+    const deployment: DeploymentOfChild = { ...row, organization_id: home.organization_id };
     const sandbox: Sandboxing = {
       prepared: sandboxFor(deps, row),
       revisionDir: spec.revisionId ? revisionDirectory(deps.config.dataDir, spec.revisionId) : dirname(spec.configPath),
     };
     // One log (and one output budget) per revision, restarts of its runtime included.
     const log = new ChildOutputLog((type, message) => (spec.revisionId ? logRevision(deps, spec.revisionId, type, message) : Promise.resolve()));
-    const loaded = await spawnLoaded(await childEnvironment(spec, secrets, log, sandbox), dirname(spec.configPath), log, sandbox);
+    const loaded = await spawnLoadedWithKey(spec, deployment, log, sandbox);
     return {
       graphIds: loaded.graphIds,
-      launch: () => launchLoaded(spec, secrets, loaded, sandbox),
+      launch: () => launchLoaded(spec, deployment, loaded, sandbox),
       discard: () => stopChild(loaded.process),
     };
   };

@@ -36,14 +36,18 @@ const SDK_URL = Symbol.for('langgraph_api:url');
  * the reference server. Returns the setter of the server's url, known once it listens: calls made
  * before that fail.
  */
-export function bindSdkClientsToServer(): (serverUrl: string) => void {
+export function bindSdkClientsToServer(options: { headers?(method: string, path: string): Record<string, string> } = {}): (serverUrl: string) => void {
   let base: string | undefined;
   const global = globalThis as Record<symbol, unknown>;
   global[SDK_FETCH] = (input: string | URL | Request, init?: RequestInit) => {
     if (!base) return Promise.reject(new Error('The agent server is not listening yet'));
     const asked = new URL(input instanceof Request ? input.url : input);
-    const target = new URL(`${asked.pathname}${asked.search}`, base);
-    return input instanceof Request ? fetch(new Request(target, input)) : fetch(target, init);
+    const path = `${asked.pathname}${asked.search}`;
+    const target = new URL(path, base);
+    const request = input instanceof Request ? new Request(target, input) : new Request(target, init);
+    // Behind the platform's gateway the server answers signed requests only: its own process signs them.
+    for (const [name, value] of Object.entries(options.headers?.(request.method, path) ?? {})) request.headers.set(name, value);
+    return fetch(request);
   };
   return (serverUrl) => {
     base = serverUrl;

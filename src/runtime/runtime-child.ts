@@ -3,8 +3,9 @@
 // the installation's secret key) and the deployment's secrets. Its life, driven over IPC:
 //   1. load every graph of the config and report `loaded` with their ids (or `failed` with the
 //      loader's error): this is the build's import check;
-//   2. on `serve`, start the deployment's runtime and report `ready` with its address: the deploy
-//      takes over the process the build checked, instead of starting a second cold one;
+//   2. on `serve`, start the deployment's agent server on its own database (deployed-agent-server.ts)
+//      and report `ready` with its address: the deploy takes over the process the build checked,
+//      instead of starting a second cold one;
 //   3. on `stop` (or when the launcher goes away), stop and exit.
 import { MemorySaver } from '@langchain/langgraph';
 import { InMemoryStore } from '@langchain/langgraph';
@@ -52,28 +53,25 @@ try {
   process.exit(1);
 }
 
-// Loaded while the pipeline moves the revision on, so `serve` finds the platform's wiring compiled.
-const standaloneRuntime = import('./standalone-runtime.js');
-standaloneRuntime.catch(() => undefined); // reported by serve(), if it is asked to
+// Loaded while the pipeline moves the revision on, so `serve` finds the agent server's wiring compiled.
+const agentServer = import('./deployed-agent-server.js');
+agentServer.catch(() => undefined); // reported by serve(), if it is asked to
 
 await serveCommand;
 try {
-  const { startStandaloneRuntime } = await standaloneRuntime;
-  const { running, stop } = await startStandaloneRuntime(config, logger, config.databaseUrl, {
+  const { startDeployedAgentServer } = await agentServer;
+  const server = await startDeployedAgentServer(config, logger, {
     deploymentId,
+    name: process.env.AGENT_PLATFORM_DEPLOYMENT_NAME ?? deploymentId,
+    workspaceId: process.env.AGENT_PLATFORM_WORKSPACE_ID!,
+    organizationId: process.env.AGENT_PLATFORM_ORGANIZATION_ID!,
     configPath,
-    tracing: undefined,
     revisionId: process.env.AGENT_PLATFORM_REVISION_ID,
-    keyId: process.env.AGENT_PLATFORM_RUNTIME_KEY_ID,
-    // The launcher set up its tables and queue; this process's login only reads and writes.
-    databasePrepared: true,
-    httpApp: true,
-    ui: true,
   });
-  stopProcess = stop;
-  await send({ type: 'ready', url: running.url, graphIds: running.graphIds, runtimeId: running.runtimeId });
+  stopProcess = server.stop;
+  await send({ type: 'ready', url: server.url, graphIds: server.graphIds, runtimeId: server.runtimeId });
 } catch (error) {
-  logger.error({ err: error }, 'the runtime could not start');
+  logger.error({ err: error }, 'the agent server could not start');
   await send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
   await stopProcess();
   process.exit(1);

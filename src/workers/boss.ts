@@ -149,6 +149,16 @@ export const QUEUES = {
   },
 } satisfies Record<string, QueueDefinition>;
 
+/** The queues a deployed agent server works on its own database (startBoss `work: 'agent-server'`). */
+const AGENT_SERVER_QUEUES = new Set<string>([
+  QUEUES.eventsPrune.name,
+  QUEUES.runsSweep.name,
+  QUEUES.runsPruneStateless.name,
+  QUEUES.storeSweep.name,
+  QUEUES.cronsFire.name,
+  QUEUES.threadsSweep.name,
+]);
+
 /** Recurring jobs, worked by the worker role. */
 const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.eventsPrune.name, cron: '*/10 * * * *' },
@@ -177,7 +187,8 @@ const SCHEDULES: { queue: string; cron: string }[] = [
 export async function startBoss(
   deps: Deps,
   options: {
-    work: boolean;
+    /** `agent-server`: only a deployed agent server's own queues (runs, crons, store and thread sweeps). */
+    work: boolean | 'agent-server';
     maintain?: boolean;
     applicationName?: string;
     /** Installs or migrates pg-boss's schema and declares the queues (default); a deployed runtime's login may not. */
@@ -189,17 +200,17 @@ export async function startBoss(
     ...bossConnection(deps.db.url),
     application_name: options.applicationName ?? 'agent-platform-jobs',
     max: deps.config.jobsPoolSize,
-    supervise: options.maintain ?? options.work,
+    supervise: options.maintain ?? Boolean(options.work),
     // pg-boss deletes a queue's finished jobs at most once per maintenance interval (a day by default),
     // which would keep a day of jobs whatever the retention: as often as the retention, within 1–60 min.
     maintenanceIntervalSeconds: Math.max(60, Math.min(3600, deps.config.jobRetentionSeconds || 3600)),
-    schedule: options.work,
+    schedule: Boolean(options.work),
     // The cron clock's pass, and the polling of the queue it hands due ticks to (5 s in pg-boss),
     // which would otherwise add its own delay to a shortened pass.
     cronMonitorIntervalSeconds: deps.config.cronClockSeconds,
     cronWorkerIntervalSeconds: Math.min(5, deps.config.cronClockSeconds),
     // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts), not pg-boss's.
-    useListenNotify: options.work,
+    useListenNotify: Boolean(options.work),
     migrate: install,
   });
   boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
@@ -211,14 +222,17 @@ export async function startBoss(
     await boss.updateQueue(name, { ...finishedJobRetention(boss), notify: queueOptions.notify ?? false });
   }
   if (options.work) {
+    // The agent server's own upkeep, on whichever database it runs (a deployed agent server's own).
     await workNotified(boss, QUEUES.eventsPrune, async () => pruneEventPayloads(deps));
-    await workNotified(boss, QUEUES.usageFold, async () => foldUsage(deps));
-    await workExports(deps, boss);
     await workNotified(boss, QUEUES.runsSweep, async () => sweepOrphanedRunsJob(deps, boss));
     await workNotified(boss, QUEUES.runsPruneStateless, async () => pruneStatelessRunsJob(deps));
     await workNotified(boss, QUEUES.storeSweep, async () => sweepStoreJob(deps));
     await workNotified(boss, QUEUES.cronsFire, async (jobs) => fireCronJob(deps, jobs));
     await workNotified(boss, QUEUES.threadsSweep, async () => sweepExpiredThreads(deps));
+  }
+  if (options.work === true) {
+    await workNotified(boss, QUEUES.usageFold, async () => foldUsage(deps));
+    await workExports(deps, boss);
     await workNotified(boss, QUEUES.tracesRetention, async () => deleteExpiredTraceRuns(deps));
     await workNotified(boss, QUEUES.tracesPartitions, async () => createTracePartitionsAhead(deps));
     // The control plane's pipeline; the runtimes it launches live as long as this job queue.
@@ -228,9 +242,11 @@ export async function startBoss(
       await workNotified(boss, QUEUES.revisionsWatch, async () => watchPushedRefs(deps));
       boss.once('stopped', () => void deployedRuntimes.stop());
     }
-    for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
+  }
+  if (options.work) {
+    for (const { queue, cron } of SCHEDULES) if (options.work === true || AGENT_SERVER_QUEUES.has(queue)) await boss.schedule(queue, cron);
     // A platform that was down longer than the partitions made ahead catches up now, not at the next tick.
-    await boss.send(QUEUES.tracesPartitions.name, {});
+    if (options.work === true) await boss.send(QUEUES.tracesPartitions.name, {});
   }
   return boss;
 }

@@ -11,15 +11,14 @@
 // INTERRUPTED by a DELETE meanwhile stops at the next step (and a runtime it started is stopped).
 import type { PgBoss } from 'pg-boss';
 import { DeployedRuntimes } from '../runtime/deployed-runtimes.js';
-import { ensureSystemAssistants } from '../services/assistants/assistants.service.js';
 import type { Deps } from '../services/context.js';
-import { agentContext, deploymentGitCredentials, forgetDeploymentRow } from '../services/deployments/deployments.service.js';
+import { deploymentGitCredentials, forgetDeploymentRow } from '../services/deployments/deployments.service.js';
 import { logRevision, moveRevision, REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
 import { activateRevision, findControlDeployment, findRevision, setRevisionBuild } from '../services/deployments/revisions.store.js';
 import { checkoutSource, installDependencies, locateGraphConfig, revisionDirectory, revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
-import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
 import { describeSandbox, sandboxFor } from '../services/deployments/sandbox.js';
-import { countOtherRevisionRuntimes } from '../services/deployments/deployments.store.js';
+import { countOtherRevisionRuntimes, setDeploymentStatus } from '../services/deployments/deployments.store.js';
+import { deploymentDatabaseExists, ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
 
 type RevisionJob = { revisionId: string };
 
@@ -47,6 +46,7 @@ async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntime
     // From here on the repository's code runs: in the deployment's sandbox, as its own OS user (the
     // clone above already made its files that user's).
     await installDependencies(dir, configPath, log, sandbox);
+    await prepareDeploymentDatabase(deps, deployment.id, log);
     await log('Loading the graphs');
     const graphIds = await runtimes.prepare(deployment.id, revisionId, configPath);
     await setRevisionBuild(deps.db, revisionId, { graphIds });
@@ -88,8 +88,6 @@ async function deployRevision(deps: Deps, runtimes: DeployedRuntimes, revisionId
       return;
     }
     forgetDeploymentRow(deployment.id);
-    const system = { ...deps, viewer: SYSTEM_VIEWER };
-    await ensureSystemAssistants(await agentContext(system, deployment.id));
     // The previous revision's runtime stops (whichever worker runs it) before the revision is
     // DEPLOYED: a client that runs the graph once it sees DEPLOYED gets the new revision's.
     await deps.events.publish('deployments.stop-runtimes', { deploymentId: deployment.id, keepRevisionId: revisionId });
@@ -104,6 +102,19 @@ async function deployRevision(deps: Deps, runtimes: DeployedRuntimes, revisionId
     await runtimes.stopRevision(revisionId);
     await moveRevision(deps, revisionId, 'DEPLOY_FAILED', ['DEPLOYING']);
   }
+}
+
+/**
+ * The deployment's own database and login (deployment-database.ts), made at its first build: the
+ * deployment is AWAITING_DATABASE meanwhile, READY after.
+ */
+async function prepareDeploymentDatabase(deps: Deps, deploymentId: string, log: (message: string) => Promise<void>): Promise<void> {
+  if (!(await deploymentDatabaseExists(deps, deploymentId))) {
+    await setDeploymentStatus(deps.db, deploymentId, 'AWAITING_DATABASE');
+    await log("Making the deployment's database");
+  }
+  await ensureDeploymentDatabase(deps, deploymentId);
+  await setDeploymentStatus(deps.db, deploymentId, 'READY');
 }
 
 /** Waits (up to 30 s) until no runtime of another revision of the deployment is live. */

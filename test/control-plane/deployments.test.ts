@@ -238,8 +238,11 @@ describe('bad input and tenancy', () => {
     await expect(b.runs.create(thread.thread_id, 'agent', { input: { input: 'intrude' } })).rejects.toMatchObject(notFound);
     await expect(b.threads.updateState(thread.thread_id, { values: { reply: 'overwritten' } })).rejects.toMatchObject(notFound);
     expect((await b.threads.search()).map((found) => found.thread_id)).not.toContain(thread.thread_id);
-    // Creating the same thread id at the other deployment is refused, not a second view of it.
-    await expect(b.runs.create(thread.thread_id, 'agent', { input: { input: 'x' }, ifNotExists: 'create' })).rejects.toMatchObject({ status: 409 });
+    // Each deployment has a database of its own: the same thread id at the other one is a thread of
+    // its own there, not a second view of the first.
+    const intruder = await b.runs.create(thread.thread_id, 'agent', { input: { input: 'x' }, ifNotExists: 'create' });
+    await b.runs.join(thread.thread_id, intruder.run_id);
+    expect((await b.threads.getState(thread.thread_id)).values).toMatchObject({ reply: 'v1: x' });
     // The owner's state is untouched.
     expect((await a.threads.getState(thread.thread_id)).values).toMatchObject({ reply: 'v1: private' });
     for (const created of [first!, second!]) expect((await api('DELETE', `/v2/deployments/${created.body.id}`)).status).toBe(204);

@@ -113,7 +113,13 @@ export async function waitForRevision(api: Api, deploymentId: string, revisionId
   for (;;) {
     const { status, body } = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}`);
     expect(status).toBe(200);
-    if (FINISHED.includes(body.status)) return body;
+    if (FINISHED.includes(body.status)) {
+      // A failure says why in the test's output: the revision's last log lines.
+      if (body.status.endsWith('_FAILED') && process.env.TEST_SHOW_REVISION_LOGS) {
+        for (const type of ['build', 'deploy']) console.error(type, JSON.stringify((await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}`)).body).slice(-3000));
+      }
+      return body;
+    }
     if (Date.now() > deadline) {
       const logs = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=build`);
       throw new Error(`revision ${revisionId} still ${body.status} after ${timeoutMs} ms: ${JSON.stringify(logs.body)}`);

@@ -1,7 +1,7 @@
 // The agent server's REST surface for one deployment. `serve` mounts it at the root of its own port;
 // the platform mounts the same router at /deployments/:deployment_id with the deployment's scope.
 // Errors are plain text (the SDK reports them as "HTTP 404: Assistant not found").
-import { Router } from 'express';
+import { type Request, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
@@ -19,6 +19,7 @@ import { healthCheck } from '../health.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { jsonRpcErrorHandler, a2aRouter } from './a2a.routes.js';
 import { requestAccess } from './access.js';
+import { verifiedGatewayIdentity } from './gateway-identity.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
 import { customRoutes } from './custom-routes.js';
@@ -41,9 +42,14 @@ declare global {
 
 /**
  * Which deployment a router serves: `serve` fixes one (answered without credentials, like `langgraph
- * dev`); the platform takes it from the path (/deployments/:deploymentId, keys of its organization).
+ * dev`); the platform takes it from the path (/deployments/:deploymentId, keys of its organization:
+ * its local deployments); a deployed revision's own agent server serves its deployment to the
+ * platform's gateway, whose signed identity headers it checks (`runtimeId`: whom they must be signed for).
  */
-export type AgentServerTarget = { deploymentId: string; anonymous: true; dev: boolean } | { fromPath: 'deploymentId' };
+export type AgentServerTarget =
+  | { deploymentId: string; anonymous: true; dev: boolean }
+  | { fromPath: 'deploymentId' }
+  | { deploymentId: string; behindGateway: { runtimeId(): string } };
 
 /**
  * The agent-server API for a target. `customApp` (langgraph.json `http.app`) and `ui` are the
@@ -51,9 +57,13 @@ export type AgentServerTarget = { deploymentId: string; anonymous: true; dev: bo
  * /deployments/:id mount the deployment's runtime, which alone may run its code, answers the app's
  * routes and UI bundles (deployed-app.routes.ts forwards them).
  */
-export function agentServerRouter(deps: Deps, target: AgentServerTarget, options: { customApp?: CustomApp; ui?: UiBundles } = {}): Router {
+export function agentServerRouter(
+  deps: Deps,
+  target: AgentServerTarget,
+  options: { customApp?: CustomApp; ui?: UiBundles; uiUrlOf?: (req: Request) => string | undefined } = {},
+): Router {
   const router = Router({ mergeParams: true });
-  if (!('anonymous' in target)) {
+  if ('fromPath' in target) {
     // Even the public pages (the reference) answer only at the url of a deployment that exists.
     router.use(async (req, _res, next) => {
       next((await deploymentExists(deps, String(req.params[target.fromPath]))) ? undefined : AppError.notFound('Deployment not found'));
@@ -69,6 +79,11 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
     // process serves any deployment, wherever its runtime runs.
     if ('anonymous' in target) {
       req.agent = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId, { dev: target.dev });
+    } else if ('behindGateway' in target) {
+      // The gateway authenticated the caller and checked their role; what it let through is signed.
+      const identity = verifiedGatewayIdentity(deps, target.behindGateway.runtimeId(), req);
+      if (requestAccess(req) === 'write' && identity.access !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
+      req.agent = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId);
     } else {
       const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined);
       // agentContext answers NOT_FOUND to a key with no role in the deployment's workspace (it learns
@@ -102,7 +117,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   router.use(storeRouter());
   router.use(mcpRouter());
   router.use(a2aRouter());
-  if (options.ui) router.use(uiRouter(options.ui, { publicUrl: deps.config.publicUrl }));
+  if (options.ui) router.use(uiRouter(options.ui, options.uiUrlOf ? { urlOf: options.uiUrlOf } : { publicUrl: deps.config.publicUrl }));
 
   if ('dev' in target && target.dev) {
     router.post('/internal/truncate', async (req, res) => {
@@ -112,7 +127,7 @@ export function agentServerRouter(deps: Deps, target: AgentServerTarget, options
   }
 
   // A deployed project's own HTTP app answers what none of these routes own, in its runtime.
-  if (!('anonymous' in target)) router.use(deployedAppRoutes(deps));
+  if ('fromPath' in target) router.use(deployedAppRoutes(deps));
   router.use(notFoundHandler);
   // A2A and MCP speak JSON-RPC: their bodies that are not JSON, too large or too deep answer in its shape.
   router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);

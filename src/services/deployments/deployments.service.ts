@@ -3,7 +3,7 @@
 import { basename, dirname } from 'node:path';
 import { AppError } from '../../errors.js';
 import { readGraphConfig } from '../../graph-config.js';
-import { dropRuntimeLogin } from './deployment-database.js';
+import { dropDeploymentDatabase } from './deployment-database.js';
 import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
@@ -56,6 +56,29 @@ function mayUse(viewer: Viewer, row: DeploymentRow): boolean {
 /** Whether a viewer who may use the deployment may also change it (workspaces:write in its workspace). */
 function mayWrite(viewer: Viewer, row: DeploymentRow): boolean {
   return viewer.kind !== 'api-key' || can(viewer, 'workspaces:write', row.tenant_id);
+}
+
+/**
+ * Which access a caller of a deployment's agent server holds there, checked for `access` as
+ * agentContext checks it (NOT_FOUND, FORBIDDEN): what the gateway passes on to the deployment.
+ */
+export async function authorizeDeploymentCaller(ctx: ServiceContext, deploymentId: string, access: DeploymentAccess): Promise<DeploymentAccess> {
+  const row = await deploymentRow(ctx, deploymentId);
+  if (!row || !mayUse(ctx.viewer, row)) throw AppError.notFound(NOT_FOUND);
+  const writes = mayWrite(ctx.viewer, row);
+  if (access === 'write' && !writes) throw AppError.forbidden(`This API key lacks the workspaces:write permission in workspace ${row.tenant_id}.`);
+  return writes ? 'write' : 'read';
+}
+
+/**
+ * Whether the platform's gateway forwards the deployment's url to the deployment's own agent server
+ * (a control-plane deployment, which runs in its sandbox on its own database), rather than serving it
+ * in this process (a local deployment: an operator's graph config, on the platform's database).
+ * False for a deployment that does not exist (the router answers 404).
+ */
+export async function servedByOwnAgentServer(deps: Deps, deploymentId: string): Promise<boolean> {
+  const row = await deploymentRow(deps, deploymentId);
+  return row !== undefined && row.source !== 'local';
 }
 
 /** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
@@ -121,6 +144,25 @@ export async function registerLocalDeployment(
   recentRows.delete(deployment.deploymentId);
   await ensureSystemAssistants(await agentContext(ctx, deployment.deploymentId), ctx.config.langgraphConfig);
   return deployment;
+}
+
+/**
+ * A deployed revision's agent server, on its own database: the deployment's workspace (and
+ * organization) are recorded there as its one tenant, then the deployment as `serve` records its own
+ * (with its default assistants). Idempotent: every start of the deployment's agent servers runs it.
+ */
+export async function registerOwnDeployment(
+  ctx: ServiceContext,
+  input: { deploymentId: string; name: string; workspaceId: string; organizationId: string; configPath: string },
+): Promise<LocalDeployment> {
+  const { prisma } = ctx.db;
+  await prisma.organization.upsert({ where: { id: input.organizationId }, create: { id: input.organizationId, name: 'Deployment organization' }, update: {} });
+  await prisma.workspace.upsert({
+    where: { id: input.workspaceId },
+    create: { id: input.workspaceId, organizationId: input.organizationId, name: 'Deployment workspace' },
+    update: {},
+  });
+  return registerLocalDeployment(ctx, { configPath: input.configPath, workspaceId: input.workspaceId, deploymentId: input.deploymentId, name: input.name });
 }
 
 /** A local deployment's graph config path, for the runtime that runs it. NOT_FOUND otherwise. */
@@ -253,9 +295,9 @@ export async function deleteDeployment(ctx: ServiceContext, id: string): Promise
   recentRows.delete(row.id);
   await moveRevisionsOf(ctx, row.id, 'INTERRUPTED', UNFINISHED);
   await ctx.events.publish('deployments.stop-runtimes', { deploymentId: row.id });
-  // Its runtimes' database login goes with it. The deletion stands if that fails (say, the platform's
-  // role may no longer drop roles): the login can still reach only this deleted deployment's rows.
-  await dropRuntimeLogin(ctx, row.id).catch((error: unknown) => ctx.logger.warn({ err: error, deploymentId: row.id }, "could not drop the deleted deployment's runtime login"));
+  // Its database (its threads, runs, store…) and login go with it. The deletion stands if that fails
+  // (say, the admin login may no longer drop them): the login can still reach only that database.
+  await dropDeploymentDatabase(ctx, row.id).catch((error: unknown) => ctx.logger.warn({ err: error, deploymentId: row.id }, "could not drop the deleted deployment's database"));
 }
 
 /** Forgets a cached deployment row (its graphs or deletion changed). */

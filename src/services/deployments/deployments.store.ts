@@ -81,3 +81,8 @@ export async function countOtherRevisionRuntimes(db: Database, deploymentId: str
 export async function deleteDeploymentRuntime(db: Database, runtimeId: string): Promise<void> {
   await db.pool.query('DELETE FROM deployment_runtimes WHERE id = $1', [runtimeId]);
 }
+
+/** Sets a deployment's status (AWAITING_DATABASE while its database is made, READY after). */
+export async function setDeploymentStatus(db: Database, deploymentId: string, status: 'AWAITING_DATABASE' | 'READY'): Promise<void> {
+  await db.pool.query('UPDATE deployments SET status = $2, updated_at = now() WHERE id = $1 AND status IS DISTINCT FROM $2', [deploymentId, status]);
+}

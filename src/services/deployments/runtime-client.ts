@@ -2,7 +2,9 @@
 // the deployment's live runtimes in the database and asks the newest one that answers.
 import { type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { SecretBox } from '../../crypto.js';
 import { AppError } from '../../errors.js';
+import type { Deps } from '../context.js';
 import type { AgentServerContext } from './deployment-scope.js';
 import { listDeploymentRuntimes } from './deployments.store.js';
 import {
@@ -93,4 +95,16 @@ export async function forwardAppRequest(ctx: AgentServerContext, request: AppReq
     return undefined;
   }
   return response;
+}
+
+/** Where the gateway forwards a deployment's requests: its newest answering agent server, and the key that signs for it. */
+export type AgentServerAddress = { runtimeId: string; url: string; signer: SecretBox };
+
+/** The deployment's agent servers, the active revision's first; empty when none runs. */
+export async function agentServerAddresses(deps: Pick<Deps, 'db' | 'secrets'>, deploymentId: string): Promise<AgentServerAddress[]> {
+  return (await listDeploymentRuntimes(deps.db, deploymentId)).map((runtime) => ({
+    runtimeId: runtime.id,
+    url: runtime.url,
+    signer: runtime.key_id ? deps.secrets.derive(runtime.key_id).box : deps.secrets,
+  }));
 }

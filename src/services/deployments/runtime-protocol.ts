@@ -95,3 +95,28 @@ export const signedAppRequest = (runtimeId: string, method: string, path: string
  * url as the caller reached it, which the runtime's generative UI HTML links the bundle's files at.
  */
 export const RUNTIME_DEPLOYMENT_URL_HEADER = 'x-agent-platform-deployment-url';
+
+// ─── The gateway: the platform's /deployments/<id>/… in front of a deployment's own agent server ───
+
+/** Who the platform's gateway let through, as the deployment's agent server receives it (signed). */
+export type GatewayIdentity = {
+  /** The platform user whose key made the request, and the key. */
+  userId: string;
+  apiKeyId: string;
+  /** What the caller's role in the deployment's workspace allows: `write` includes reading. */
+  access: 'read' | 'write';
+  /** Until when (epoch ms) the signature holds: long enough to arrive, too short to replay. */
+  expires: number;
+};
+
+/** The caller's identity (base64url JSON of a GatewayIdentity), set by the gateway on every forwarded request. */
+export const GATEWAY_IDENTITY_HEADER = 'x-agent-platform-identity';
+/** The MAC of signedGatewayRequest, with the key derived for the runtime the request is forwarded to. */
+export const GATEWAY_SIGNATURE_HEADER = 'x-agent-platform-signature';
+
+/**
+ * What the gateway's MAC covers: the runtime it is meant for, method, path (with its query) and the
+ * identity. Not the body, which streams; a deployment that forges a signature with its own key only
+ * ever reaches itself.
+ */
+export const signedGatewayRequest = (runtimeId: string, method: string, path: string, identity: string) => `${runtimeId}\ngateway\n${method}\n${path}\n${identity}`;

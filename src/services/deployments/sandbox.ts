@@ -24,7 +24,7 @@ export type SandboxStatus =
 
 /** The platform's own checkout: its runtime code and packages are bound read-only into sandboxes. */
 const PLATFORM_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const PLATFORM_PARTS = ['src', 'node_modules', 'package.json', 'tsconfig.json'].map((part) => join(PLATFORM_ROOT, part));
+const PLATFORM_PARTS = ['src', 'node_modules', 'package.json', 'tsconfig.json', 'prisma/migrations'].map((part) => join(PLATFORM_ROOT, part));
 /** What of /etc a Node program, npm and git need: name resolution, trust anchors, users, time zone. */
 const ETC_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf', '/etc/localtime', '/etc/ssl/certs', '/etc/ca-certificates', '/etc/alternatives', '/etc/ld.so.cache'];
 /** /usr-merged systems make these links into /usr; older ones have them as folders. */

@@ -1,0 +1,87 @@
+// A deployed revision's agent server, in its sandboxed child process (runtime-child.ts): what `serve`
+// is for one graph config, on the deployment's own database and behind the platform's gateway. It
+// migrates that database as its owner, records its deployment there, runs the runtime (graphs, run
+// queue, crons and sweeps) and serves the agent-server API, the project's `http.app` and `ui` on a port
+// of its own, answering only requests the gateway signed (rest/agent-server/gateway-identity.ts).
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { migrateDatabase } from '../database/migrate.js';
+import { readGraphConfig } from '../graph-config.js';
+import { createDeps } from '../process.js';
+import { gatewayIdentityHeaders } from '../rest/agent-server/gateway-identity.js';
+import { agentServerRouter } from '../rest/agent-server/router.js';
+import { registerOwnDeployment } from '../services/deployments/deployments.service.js';
+import { RUNTIME_DEPLOYMENT_URL_HEADER } from '../services/deployments/runtime-protocol.js';
+import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
+import { startBoss } from '../workers/boss.js';
+import { bindSdkClientsToServer, loadCustomApp } from './custom-app.js';
+import { runDeployment } from './deployment-runtime.js';
+import { advertisedHost } from './runtime-server.js';
+import { bundleGraphUis } from './ui-bundles.js';
+
+export type DeployedAgentServerSpec = {
+  deploymentId: string;
+  name: string;
+  workspaceId: string;
+  organizationId: string;
+  configPath: string;
+  revisionId: string | undefined;
+};
+
+export type DeployedAgentServer = { runtimeId: string; url: string; graphIds: string[]; stop(): Promise<void> };
+
+/** Starts it on `config.databaseUrl` (the deployment's database); resolves once it listens. */
+export async function startDeployedAgentServer(config: Config, logger: Logger, spec: DeployedAgentServerSpec): Promise<DeployedAgentServer> {
+  const databaseUrl = config.databaseUrl!;
+  await migrateDatabase(databaseUrl, logger);
+  const wiring = await createDeps(config, logger, { databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server', ingestThreads: false });
+  const { deps } = wiring;
+  try {
+    const boss = await startBoss(deps, { work: 'agent-server', applicationName: 'agent-server-jobs' });
+    wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
+    deps.boss = boss;
+    await registerOwnDeployment({ ...deps, viewer: SYSTEM_VIEWER }, spec);
+    const running = await runDeployment(deps, boss, { deploymentId: spec.deploymentId, configPath: spec.configPath, tracing: undefined, revisionId: spec.revisionId });
+    wiring.onStop(() => running.stop());
+
+    const graphConfig = readGraphConfig(spec.configPath);
+    // The project's `new Client()` reaches this server, with requests its own process signs.
+    const listeningAt = bindSdkClientsToServer({
+      headers: (method, path) => gatewayIdentityHeaders(deps.secrets, running.runtimeId, { method, path }, { userId: spec.deploymentId, apiKeyId: spec.deploymentId, access: 'write' }),
+    });
+    const customApp = await loadCustomApp(graphConfig, logger);
+    const ui = await bundleGraphUis(graphConfig, logger);
+    const app = express();
+    app.disable('x-powered-by');
+    app.use(
+      agentServerRouter(
+        deps,
+        { deploymentId: spec.deploymentId, behindGateway: { runtimeId: () => running.runtimeId } },
+        // The UI's links point at the deployment's url as the caller reached it, which the gateway sends.
+        { customApp, ui, uiUrlOf: (req) => req.get(RUNTIME_DEPLOYMENT_URL_HEADER) },
+      ),
+    );
+    const server = createServer(app);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, config.host, () => resolve());
+    });
+    wiring.onStop(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+          setTimeout(() => server.closeAllConnections(), 5000).unref();
+        }),
+    );
+    const url = `http://${advertisedHost(config.host, config.publicUrl)}:${(server.address() as AddressInfo).port}`;
+    listeningAt(url);
+    return { runtimeId: running.runtimeId, url, graphIds: running.graphIds, stop: wiring.stop };
+  } catch (error) {
+    await wiring.stop();
+    throw error;
+  }
+}
