@@ -1,44 +1,36 @@
-// A deployed runtime's isolation. Its database login has least privilege: deployed code connects with
-// the DATABASE_URL its runtime was given and may read and write its own deployment's agent-server
-// rows, its own threads' checkpoints and its store, and nothing else: no tenancy, keys, secrets, providers, integrations,
-// exports or traces, no DDL, no other deployment's rows; the graph still runs, streams, checkpoints
-// and uses the store with it. And the project's `http.app` and `ui` run in that runtime, reached
-// through the deployment's url with a key of its organization.
+// A deployed agent server's isolation. A deployment is its own unit: its agent server (the API, its
+// graphs, runs, crons and store) runs in its sandbox on a database of its own, owned by a login of its
+// own, behind the platform's gateway. Deployed code attacks from inside, with everything its process
+// holds (DATABASE_URL, its signing key): the platform's database, another deployment's, the platform's
+// event bus and advisory locks, the platform's API without a key, and the gateway's identity headers
+// forged. Each attempt is shown to be made, and each fails or reaches only the deployment itself. The
+// project's `http.app` and `ui` are served by that agent server, through the deployment's url.
 import { randomUUID } from 'node:crypto';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runtimeLoginRole } from '../../src/services/deployments/deployment-database.js';
+import {
+  deploymentDatabaseName,
+  dropDeploymentDatabase,
+  ensureDeploymentDatabase,
+  runtimeLoginRole,
+} from '../../src/services/deployments/deployment-database.js';
 import { buildTenant } from '../factories.js';
 import type { TestPlatform } from '../helpers.js';
 import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
 
-// What deployed code tries with the runtime's own login; each answer is 'ok <rows>' or the SQLSTATE.
+// What deployed code tries with its own login, in its own database; each answer is 'ok <rows>' or the SQLSTATE.
 const PROBES: Record<string, string> = {
-  api_keys: 'SELECT * FROM api_keys LIMIT 1',
-  deployment_secrets: 'SELECT secrets FROM deployments LIMIT 1',
-  revisions: 'SELECT * FROM deployment_revisions LIMIT 1',
-  oauth_providers: 'SELECT * FROM oauth_providers LIMIT 1',
-  integrations: 'SELECT * FROM integrations LIMIT 1',
-  export_destinations: 'SELECT * FROM export_destinations LIMIT 1',
-  workspaces: 'SELECT * FROM workspaces LIMIT 1',
-  trace_runs: 'SELECT * FROM trace_runs LIMIT 1',
-  pgboss_schedules: 'SELECT * FROM pgboss.schedule LIMIT 1',
-  create_table: 'CREATE TABLE stolen (id int)',
-  create_schema: 'CREATE SCHEMA stolen',
-  other_threads: "SELECT * FROM agent_threads WHERE deployment_id <> current_setting('probe.deployment')::uuid",
-  other_runs: "SELECT * FROM agent_runs WHERE deployment_id <> current_setting('probe.deployment')::uuid",
-  own_threads: "SELECT * FROM agent_threads WHERE deployment_id = current_setting('probe.deployment')::uuid",
-  // Checkpoints of threads that are not this deployment's (the test stores one of another deployment's).
-  other_checkpoints: `SELECT * FROM langgraph.checkpoints c WHERE NOT EXISTS (SELECT 1 FROM agent_threads t WHERE t.id::text = c.thread_id AND t.deployment_id = current_setting('probe.deployment')::uuid)`,
-  other_checkpoint_blobs: `SELECT * FROM langgraph.checkpoint_blobs c WHERE NOT EXISTS (SELECT 1 FROM agent_threads t WHERE t.id::text = c.thread_id AND t.deployment_id = current_setting('probe.deployment')::uuid)`,
-  delete_other_checkpoints: `DELETE FROM langgraph.checkpoints c WHERE NOT EXISTS (SELECT 1 FROM agent_threads t WHERE t.id::text = c.thread_id AND t.deployment_id = current_setting('probe.deployment')::uuid)`,
-  delete_checkpoint_migrations: 'DELETE FROM langgraph.checkpoint_migrations',
-  delete_event_payloads: 'DELETE FROM event_payloads',
-  // pg-boss: only its own run queue's jobs; no job for the platform's queues.
-  other_queue_jobs: "SELECT * FROM pgboss.job_common WHERE name <> 'runs.execute.' || current_setting('probe.deployment')",
-  all_jobs: 'SELECT * FROM pgboss.job',
-  send_platform_job: "INSERT INTO pgboss.job_common (name, data) VALUES ('revisions.build', '{}')",
+  // The platform's tables exist in its database too (the agent server's schema), holding only its own rows.
+  api_keys: 'SELECT * FROM api_keys',
+  deployments: 'SELECT * FROM deployments',
+  own_database: 'SELECT 1 WHERE current_database() = current_setting(\'probe.database\')',
+  // The platform's event bus channel: a forged stop of its own runtimes and a forged ping.
+  forge_stop: "SELECT pg_notify('agent_platform_events', json_build_object('n', 'deployments.stop-runtimes', 'k', null, 'p', json_build_object('deploymentId', current_setting('probe.deployment')))::text)",
+  forge_ping: "SELECT pg_notify('agent_platform_events', json_build_object('n', 'system.ping', 'k', null, 'p', json_build_object('message', 'forged', 'sentAt', now()))::text)",
+  listen: 'LISTEN agent_platform_events',
+  // An advisory lock the platform takes (its LangGraph set-up lock), held on a connection it keeps open.
+  platform_lock: "SELECT pg_advisory_lock(hashtext('agent-platform:langgraph-setup'))",
 };
 
 const project = {
@@ -77,24 +69,42 @@ import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 
 const State = Annotation.Root({
   input: Annotation<string>(),
+  targets: Annotation<any>(),
   turns: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
   remembered: Annotation<unknown>(),
   probes: Annotation<Record<string, string>>(),
 });
 
-async function probe(): Promise<Record<string, string>> {
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+// Kept open: the lock it takes stays held while the test looks at the platform's.
+let held: pg.Client | undefined;
+
+/** Connects to another database of the same server with this process's own login. */
+async function connectTo(database: string): Promise<string> {
+  const url = new URL(process.env.DATABASE_URL!);
+  url.pathname = '/' + database;
+  const client = new pg.Client({ connectionString: url.toString() });
+  return client.connect().then(async () => { await client.end(); return 'connected'; }, (error) => String(error.code));
+}
+
+async function probe(targets: { platformDatabase: string; otherDatabase: string; platformUrl: string }): Promise<Record<string, string>> {
+  await held?.end();
+  held = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  const client = held;
   await client.connect();
   const answers: Record<string, string> = {};
-  try {
-    await client.query("SELECT set_config('probe.deployment', $1, false)", [process.env.AGENT_PLATFORM_DEPLOYMENT_ID]);
-    for (const [name, sql] of Object.entries(${JSON.stringify(PROBES)})) {
-      answers[name] = await client.query(sql).then((result) => 'ok ' + result.rowCount, (error) => String(error.code));
-    }
-    answers.login = (await client.query('SELECT current_user AS name')).rows[0].name;
-  } finally {
-    await client.end();
+  await client.query("SELECT set_config('probe.deployment', $1, false), set_config('probe.database', $2, false)", [process.env.AGENT_PLATFORM_DEPLOYMENT_ID, 'agent_deployment_' + process.env.AGENT_PLATFORM_DEPLOYMENT_ID!.replace(/-/g, '')]);
+  for (const [name, sql] of Object.entries(${JSON.stringify(PROBES)})) {
+    answers[name] = await client.query(sql).then((result) => 'ok ' + result.rowCount, (error) => String(error.code));
   }
+  answers.login = (await client.query('SELECT current_user AS name')).rows[0].name;
+  answers.platform_database = await connectTo(targets.platformDatabase);
+  answers.other_database = await connectTo(targets.otherDatabase);
+  // The platform's API from inside: no key, and the gateway's identity headers forged, at its own
+  // deployment's url (the gateway takes them from no caller).
+  const identity = Buffer.from(JSON.stringify({ userId: 'x', apiKeyId: 'x', access: 'write', expires: Date.now() + 60_000 })).toString('base64url');
+  const forged = { 'x-agent-platform-identity': identity, 'x-agent-platform-signature': 'forged' };
+  answers.platform_api = String((await fetch(targets.platformUrl + '/deployments/' + process.env.AGENT_PLATFORM_DEPLOYMENT_ID + '/threads/search', { method: 'POST', headers: { 'content-type': 'application/json', ...forged }, body: '{}' })).status);
+  answers.platform_graphql = String((await fetch(targets.platformUrl + '/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ deployments { id } }"}' })).status);
   return answers;
 }
 
@@ -102,7 +112,7 @@ export const graph = new StateGraph(State)
   .addNode('remember', async (state, config) => {
     await config.store!.put(['notes'], 'last', { input: state.input });
     const item = await config.store!.get(['notes'], 'last');
-    return { turns: 1, remembered: item?.value ?? null, probes: await probe() };
+    return { turns: 1, remembered: item?.value ?? null, probes: state.targets ? await probe(state.targets) : {} };
   })
   .addEdge(START, 'remember')
   .addEdge('remember', END)
@@ -126,69 +136,102 @@ beforeAll(async () => {
   deploymentUrl = `${platform.url}/deployments/${deployment.id}`;
   expect((await waitForRevision(api, deployment.id, deployment.latest_revision_id)).status).toBe('DEPLOYED');
 }, 240_000);
+let cleanupOther: (() => Promise<void>) | undefined;
 afterAll(async () => {
+  await cleanupOther?.();
   if (deployment) await api('DELETE', `/v2/deployments/${deployment.id}`);
   await stopControlPlanePlatform(platform);
 });
 
-describe("a deployed runtime's database login", () => {
-  it('runs, streams, checkpoints and uses the store, but reads nothing of the platform, creates nothing and sees no other deployment', async () => {
-    // Another deployment's thread and run, which the runtime must not see.
+describe("a deployed agent server's database", () => {
+  it('runs, streams, checkpoints and uses the store on its own database, and reaches nothing of the platform or another deployment', async () => {
     const { pool } = platform.deps.db;
+    // Another deployment's database and login, as its build makes them.
     const otherDeployment = randomUUID();
-    await pool.query("INSERT INTO deployments (id, tenant_id, name, source, updated_at) VALUES ($1, $2, 'other', 'local', now())", [otherDeployment, tenant.workspace.id]);
-    const otherThread = randomUUID();
-    await pool.query('INSERT INTO agent_threads (id, deployment_id, updated_at) VALUES ($1, $2, now())', [otherThread, otherDeployment]);
-    // And that thread's state, which the runtime must neither read nor delete.
-    await pool.query(`INSERT INTO langgraph.checkpoints (thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata) VALUES ($1, '', 'other', '{}', '{}')`, [otherThread]);
-    await pool.query(`INSERT INTO langgraph.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) VALUES ($1, '', 'messages', '1', 'json', 'secret')`, [otherThread]);
+    await ensureDeploymentDatabase(platform.deps, otherDeployment);
+    cleanupOther = () => dropDeploymentDatabase(platform.deps, otherDeployment);
+    const platformDatabase = new URL(platform.deps.db.url).pathname.slice(1);
+    // The platform's bus, listened to as its processes do: nothing the deployment sends may arrive.
+    const heard: string[] = [];
+    const listening = new AbortController();
+    for (const name of ['deployments.stop-runtimes', 'system.ping'] as const) {
+      void (async () => {
+        for await (const event of platform.deps.events.subscribe(name, { signal: listening.signal })) heard.push(`${name} ${JSON.stringify(event)}`);
+      })().catch(() => undefined);
+    }
 
     const client = new Client({ apiUrl: deploymentUrl, defaultHeaders: { 'x-api-key': tenant.adminKey } });
     const thread = await client.threads.create();
     const chunks: { event: string; data: any }[] = [];
-    for await (const chunk of client.runs.stream(thread.thread_id, 'agent', { input: { input: 'first' }, streamMode: 'values' })) chunks.push(chunk);
+    const targets = { platformDatabase, otherDatabase: deploymentDatabaseName(otherDeployment), platformUrl: platform.url };
+    for await (const chunk of client.runs.stream(thread.thread_id, 'agent', { input: { input: 'first', targets }, streamMode: 'values' })) chunks.push(chunk);
     const values = chunks.filter((chunk) => chunk.event === 'values').map((chunk) => chunk.data);
     expect(values.at(-1)).toMatchObject({ turns: 1, remembered: { input: 'first' } });
 
     const { probes } = values.at(-1);
-    expect(probes.login).toBe(runtimeLoginRole(deployment.id));
-    for (const name of ['api_keys', 'deployment_secrets', 'revisions', 'oauth_providers', 'integrations', 'export_destinations', 'workspaces', 'trace_runs', 'pgboss_schedules']) {
-      expect([name, probes[name]]).toEqual([name, '42501']); // insufficient_privilege
-    }
-    // 42501: insufficient_privilege (or a row-level security violation); 'ok <rows>': allowed, these rows.
-    expect(probes).toMatchObject({
-      create_table: '42501',
-      create_schema: '42501',
-      other_threads: 'ok 0',
-      other_runs: 'ok 0',
-      own_threads: 'ok 1',
-      other_checkpoints: 'ok 0',
-      other_checkpoint_blobs: 'ok 0',
-      delete_other_checkpoints: 'ok 0',
-      delete_checkpoint_migrations: '42501',
-      delete_event_payloads: '42501',
-      other_queue_jobs: 'ok 0',
-      all_jobs: '42501',
-      send_platform_job: '42501',
+    expect(probes).toEqual({
+      login: runtimeLoginRole(deployment.id),
+      own_database: 'ok 1',
+      // Its own database's copies of the platform's tables: no key (the platform has several), one deployment.
+      api_keys: 'ok 0',
+      deployments: 'ok 1',
+      // Made, and heard by no platform process (below).
+      forge_stop: 'ok 1',
+      forge_ping: 'ok 1',
+      listen: 'ok null',
+      platform_lock: 'ok 1',
+      // 42501: permission denied for database (CONNECT is not its own there).
+      platform_database: '42501',
+      other_database: '42501',
+      // The platform's API answers what any caller without a key gets.
+      platform_api: '401',
+      platform_graphql: '401',
     });
-    // Those 'ok 0' are not empty tables: another deployment's checkpoint and other queues' jobs are there.
-    expect((await pool.query("SELECT 1 FROM pgboss.job WHERE name <> $1 LIMIT 1", [`runs.execute.${deployment.id}`])).rowCount).toBe(1);
-    expect((await pool.query('SELECT 1 FROM langgraph.checkpoints WHERE thread_id = $1', [otherThread])).rowCount).toBe(1);
+    // The attempts were aimed right: the platform has keys, the other database exists, the lock name is the platform's.
+    expect((await pool.query('SELECT 1 FROM api_keys')).rowCount).toBeGreaterThan(0);
+    expect((await pool.query('SELECT 1 FROM pg_database WHERE datname = $1', [deploymentDatabaseName(otherDeployment)])).rowCount).toBe(1);
+    // The platform's lock of that name is free while the deployment holds its own.
+    const { rows: lock } = await pool.query<{ free: boolean }>("SELECT pg_try_advisory_lock(hashtext('agent-platform:langgraph-setup')) AS free");
+    expect(lock[0]!.free).toBe(true);
+    await pool.query("SELECT pg_advisory_unlock(hashtext('agent-platform:langgraph-setup'))");
+    // A platform event of the same kind does arrive: the listeners work.
+    await platform.deps.events.publish('system.ping', { message: 'real', sentAt: new Date().toISOString() });
+    await expect.poll(() => heard.length, { timeout: 5000 }).toBeGreaterThan(0);
+    listening.abort();
+    expect(heard).toEqual([expect.stringContaining('"message":"real"')]);
 
-    // A second turn continues from the first's checkpoint.
+    // A second turn continues from the first's checkpoint: the deployment is still up (the forged stop reached no one).
     await client.runs.wait(thread.thread_id, 'agent', { input: { input: 'second' } });
     expect((await client.threads.getState(thread.thread_id)).values).toMatchObject({ turns: 2, remembered: { input: 'second' } });
     // The API serves what the graph put in the store.
     expect((await client.store.getItem(['notes'], 'last'))?.value).toEqual({ input: 'second' });
 
-    // The runtime's own connections use the login, which is not a member of any role.
-    const { rows: logins } = await pool.query<{ usename: string }>(
-      "SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name IN ('agent-platform-runtime', 'agent-platform-checkpoints', 'agent-platform-runs') AND usename LIKE 'agent\\_runtime\\_%'",
-    );
-    expect(logins.map((row) => row.usename)).toContain(runtimeLoginRole(deployment.id));
+    // Its data is in its own database, none in the platform's shared tables.
+    expect((await pool.query('SELECT 1 FROM agent_threads WHERE id = $1', [thread.thread_id])).rowCount).toBe(0);
+    const own = new pg.Client({ connectionString: (await ensureDeploymentDatabase(platform.deps, deployment.id)).url });
+    await own.connect();
+    try {
+      expect((await own.query('SELECT 1 FROM agent_threads WHERE id = $1', [thread.thread_id])).rowCount).toBe(1);
+    } finally {
+      await own.end();
+    }
+    // Its login is a member of no role.
     const { rows: memberships } = await pool.query('SELECT 1 FROM pg_auth_members WHERE member = $1::regrole', [runtimeLoginRole(deployment.id)]);
     expect(memberships).toEqual([]);
   }, 120_000);
+
+  it("answers nothing that did not come through the gateway: a forged or missing identity is 401", async () => {
+    const [server] = (await platform.deps.db.pool.query<{ url: string }>('SELECT url FROM deployment_runtimes WHERE deployment_id = $1', [deployment.id])).rows;
+    const direct = await fetch(`${server!.url}/threads/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(direct.status).toBe(401);
+    const identity = Buffer.from(JSON.stringify({ userId: 'x', apiKeyId: 'x', access: 'write', expires: Date.now() + 60_000 })).toString('base64url');
+    const forged = await fetch(`${server!.url}/threads/search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-agent-platform-identity': identity, 'x-agent-platform-signature': platform.deps.secrets.sign(identity) },
+      body: '{}',
+    });
+    expect(forged.status).toBe(401);
+  });
 });
 
 describe("a deployed project's http.app", () => {
@@ -247,7 +290,7 @@ describe("a deployed project's http.app", () => {
     expect((await call('/custom/hello', { key: null })).status).toBe(401);
     const unknown = await call('/custom/nothing-here');
     // The agent server's own 404, as for any path of a deployment without an app.
-    expect([unknown.status, await unknown.text()]).toEqual([404, `Not found: GET /deployments/${deployment.id}/custom/nothing-here`]);
+    expect([unknown.status, await unknown.text()]).toEqual([404, 'Not found: GET /custom/nothing-here']);
     // A body over the limit is refused, not streamed on without end.
     const huge = await call('/custom/text', { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(platform.deps.config.bodyLimitBytes + 1) });
     expect(huge.status).toBe(413);
@@ -255,13 +298,10 @@ describe("a deployed project's http.app", () => {
 });
 
 describe('deleting the deployment', () => {
-  it('drops its runtime login: its sessions end and nothing can log in as it again', async () => {
+  it('drops its database and login: its sessions end and nothing can log in as it again', async () => {
     const role = runtimeLoginRole(deployment.id);
     const { pool } = platform.deps.db;
-    const loginUrl = new URL(platform.deps.db.url);
-    loginUrl.username = role;
-    loginUrl.password = platform.deps.secrets.derive(`database-login:${deployment.id}`).key.toString('hex');
-    loginUrl.searchParams.delete('options');
+    const loginUrl = new URL((await ensureDeploymentDatabase(platform.deps, deployment.id)).url);
     // The login works while the deployment exists.
     const before = new pg.Client({ connectionString: loginUrl.toString() });
     await before.connect();
@@ -270,6 +310,7 @@ describe('deleting the deployment', () => {
     expect((await api('DELETE', `/v2/deployments/${deployment.id}`)).status).toBe(204);
     expect((await pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount).toBe(0);
     expect((await pool.query('SELECT 1 FROM pg_stat_activity WHERE usename = $1', [role])).rowCount).toBe(0);
+    expect((await pool.query('SELECT 1 FROM pg_database WHERE datname = $1', [deploymentDatabaseName(deployment.id)])).rowCount).toBe(0);
     const after = new pg.Client({ connectionString: loginUrl.toString() });
     await expect(after.connect()).rejects.toMatchObject({ code: expect.stringMatching(/^28/) });
     await after.end().catch(() => undefined);

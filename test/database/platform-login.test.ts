@@ -17,7 +17,14 @@ import { type EmbeddedDatabase, SUPERUSER_PASSWORD_FILE, startEmbeddedPostgres }
 import { migrateDatabase } from '../../src/database/migrate.js';
 import { connectDatabase } from '../../src/db.js';
 import { createDeps } from '../../src/process.js';
-import { dropRuntimeLogin, grantRuntimeLogin, runtimeLoginRole, setUpDeploymentDatabase } from '../../src/services/deployments/deployment-database.js';
+import { createSecretBox } from '../../src/crypto.js';
+import {
+  deploymentDatabaseName,
+  dropDeploymentDatabase,
+  ensureDeploymentDatabase,
+  runtimeLoginRole,
+  setUpDeploymentDatabase,
+} from '../../src/services/deployments/deployment-database.js';
 import { CHECKPOINT_SCHEMA } from '../../src/services/threads/checkpoints.store.js';
 import { bossConnection } from '../../src/queues.js';
 import { adminLoginUrl, databaseUrl } from '../helpers.js';
@@ -78,18 +85,21 @@ const objectsOwnedBy = (url: string, owner: string) =>
 const deploymentLoginExists = async (url: string, deploymentId: string) =>
   (await query(url, 'SELECT 1 FROM pg_roles WHERE rolname = $1', [runtimeLoginRole(deploymentId)])).length === 1;
 
-/** Makes a deployment's login as the child launcher does (runtimeDatabaseUrl), then logs in with it. */
-async function makeDeploymentLogin(deps: Parameters<typeof dropRuntimeLogin>[0], deploymentId: string, platformUrl: string) {
-  const password = randomUUID();
-  await deps.adminLogin.ensureLogin(runtimeLoginRole(deploymentId), password);
-  await grantRuntimeLogin(deps.db, deploymentId);
-  const url = new URL(platformUrl);
-  url.username = runtimeLoginRole(deploymentId);
-  url.password = password;
-  url.searchParams.delete('options');
-  // It may read what a runtime reads.
-  expect(await query(url.toString(), 'SELECT count(*) FROM agent_threads')).toEqual([{ count: '0' }]);
-  return url.toString();
+type DeploymentDatabaseDeps = Parameters<typeof ensureDeploymentDatabase>[0];
+
+/**
+ * Makes a deployment's database and login as a build does (ensureDeploymentDatabase), logs in with
+ * it, and shows what it may do: own its database (a runtime migrates it), not enter the platform's.
+ */
+async function makeDeploymentDatabase(deps: DeploymentDatabaseDeps, deploymentId: string) {
+  const { url } = await ensureDeploymentDatabase(deps, deploymentId);
+  expect(await query(url, 'SELECT current_database() AS name')).toEqual([{ name: deploymentDatabaseName(deploymentId) }]);
+  await query(url, 'CREATE TABLE IF NOT EXISTS own_table (id int)');
+  const platform = new URL(url);
+  platform.pathname = new URL(deps.db.url).pathname;
+  // 42501: permission denied for database (CONNECT was taken from PUBLIC).
+  await expect(query(platform.toString(), 'SELECT 1')).rejects.toMatchObject({ code: '42501' });
+  return url;
 }
 
 describe('the embedded database', () => {
@@ -125,18 +135,20 @@ describe('the embedded database', () => {
     expect(await objectsOwnedBy(deps.db.url, 'postgres')).toEqual([]);
     expect(await objectsOwnedBy(deps.db.url, 'agent_platform')).toEqual(expect.arrayContaining(['schema pgboss', 'schema langgraph', 'relation agent_threads', 'relation langgraph.checkpoints']));
 
-    const runtimeUrl = await makeDeploymentLogin(deps, deploymentId, deps.db.url);
-    // The runtime's login, too, may make no login.
+    const runtimeUrl = await makeDeploymentDatabase(deps, deploymentId);
+    // The runtime's login, too, may make no login, and no database.
     await expect(query(runtimeUrl, 'CREATE ROLE sneaky LOGIN')).rejects.toMatchObject({ code: '42501' });
-    // Ensuring it again (another runtime of the deployment) keeps it working.
-    await deps.adminLogin.ensureLogin(runtimeLoginRole(deploymentId), new URL(runtimeUrl).password);
-    await query(runtimeUrl, 'SELECT 1');
+    await expect(query(runtimeUrl, 'CREATE DATABASE sneaky')).rejects.toMatchObject({ code: '42501' });
+    // Ensuring it again (another runtime of the deployment) keeps it, and its data, working.
+    await ensureDeploymentDatabase(deps, deploymentId);
+    expect(await query(runtimeUrl, 'SELECT count(*)::int AS count FROM own_table')).toEqual([{ count: 0 }]);
 
-    await dropRuntimeLogin(deps, deploymentId);
+    await dropDeploymentDatabase(deps, deploymentId);
     expect(await deploymentLoginExists(deps.db.url, deploymentId)).toBe(false);
+    expect(await query(deps.db.url, 'SELECT 1 FROM pg_database WHERE datname = $1', [deploymentDatabaseName(deploymentId)])).toEqual([]);
     await expect(query(runtimeUrl, 'SELECT 1')).rejects.toMatchObject({ code: expect.stringMatching(/^28/) });
     // Dropping it again is a no-op.
-    await dropRuntimeLogin(deps, deploymentId);
+    await dropDeploymentDatabase(deps, deploymentId);
   }, 180_000);
 
   it('upgrades an installation whose objects the superuser owns, runtime logins included', async () => {
@@ -168,7 +180,9 @@ describe('the embedded database', () => {
         await setUpDeploymentDatabase(superDb, legacyDeployment, { threadTtl: {} });
         await superDb.pool.query(`CREATE ROLE "${legacyRole}" LOGIN PASSWORD 'legacy'`);
         await superDb.pool.query(`GRANT postgres TO "${legacyRole}"`);
-        await grantRuntimeLogin(superDb, legacyDeployment);
+        // What earlier versions granted a runtime login on the shared tables.
+        await superDb.pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON agent_threads, agent_runs TO "${legacyRole}"`);
+        await superDb.pool.query(`GRANT USAGE ON SCHEMA pgboss TO "${legacyRole}"`);
       } finally {
         await superDb.close();
       }
@@ -197,9 +211,11 @@ describe('the embedded database', () => {
       await db.close();
     });
     await setUpDeploymentDatabase(db, legacyDeployment, { threadTtl: {} });
-    // The admin login took over the old runtime login: it can give it a new password, and drop it.
-    const runtimeUrl = await makeDeploymentLogin({ db, adminLogin }, legacyDeployment, embedded.url);
-    await dropRuntimeLogin({ db, adminLogin }, legacyDeployment);
+    // The admin login took over the old runtime login: it can give it a new password and a database
+    // of its own (and the platform's is closed to it now), and drop both.
+    const deps = { db, adminLogin, logger, secrets: createSecretBox(Buffer.alloc(32, 3)), config: loadConfig({}, { AGENT_PLATFORM_DATA_DIR: dataDir }) };
+    const runtimeUrl = await makeDeploymentDatabase(deps, legacyDeployment);
+    await dropDeploymentDatabase(deps, legacyDeployment);
     expect(await deploymentLoginExists(embedded.url, legacyDeployment)).toBe(false);
     await expect(query(runtimeUrl, 'SELECT 1')).rejects.toMatchObject({ code: expect.stringMatching(/^28/) });
   }, 240_000);

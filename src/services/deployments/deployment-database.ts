@@ -75,7 +75,8 @@ export async function setUpDeploymentDatabase(
   return settings;
 }
 
-let platformDatabaseClosed: Promise<void> | undefined;
+/** Platform databases closed by this process, by URL. */
+const platformDatabasesClosed = new Map<string, Promise<void>>();
 
 /**
  * Takes CONNECT and TEMPORARY on the platform's database from PUBLIC, so no deployment's login can
@@ -83,7 +84,9 @@ let platformDatabaseClosed: Promise<void> | undefined;
  * admin login. Done by the platform's login, which owns the database; once per process.
  */
 export function closePlatformDatabase(deps: Pick<Deps, 'db' | 'adminLogin' | 'logger'>): Promise<void> {
-  platformDatabaseClosed ??= (async () => {
+  const closed = platformDatabasesClosed.get(deps.db.url);
+  if (closed) return closed;
+  const closing = (async () => {
     const admin = await deps.adminLogin.loginName();
     await deps.db.pool.query(
       `DO $$ BEGIN
@@ -94,10 +97,11 @@ export function closePlatformDatabase(deps: Pick<Deps, 'db' | 'adminLogin' | 'lo
        END $$`,
     );
   })().catch((error: unknown) => {
-    platformDatabaseClosed = undefined;
+    platformDatabasesClosed.delete(deps.db.url);
     throw new Error(`could not close the platform's database to other logins (${(error as Error).message}); its login must own the database`);
   });
-  return platformDatabaseClosed;
+  platformDatabasesClosed.set(deps.db.url, closing);
+  return closing;
 }
 
 const pgLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`;
