@@ -21,7 +21,7 @@ import {
 } from '../services/deployments/runtime-protocol.js';
 import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
 import { requestAccess } from './agent-server/access.js';
-import { gatewayIdentityHeaders } from './agent-server/gateway-identity.js';
+import { gatewayIdentityHeaders } from '../services/deployments/runtime-protocol.js';
 import { errorHandler } from './middleware/errors.js';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1), the caller's platform key, and what the gateway sets itself.

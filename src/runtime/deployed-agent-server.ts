@@ -11,7 +11,7 @@ import type { Config } from '../config.js';
 import { migrateDatabase } from '../database/migrate.js';
 import { readGraphConfig } from '../graph-config.js';
 import { createDeps } from '../process.js';
-import { gatewayIdentityHeaders } from '../rest/agent-server/gateway-identity.js';
+import { gatewayIdentityHeaders } from '../services/deployments/runtime-protocol.js';
 import { agentServerRouter } from '../rest/agent-server/router.js';
 import { registerOwnDeployment } from '../services/deployments/deployments.service.js';
 import { RUNTIME_DEPLOYMENT_URL_HEADER } from '../services/deployments/runtime-protocol.js';

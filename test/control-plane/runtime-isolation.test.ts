@@ -16,7 +16,9 @@ import {
   runtimeLoginRole,
 } from '../../src/services/deployments/deployment-database.js';
 import { buildTenant } from '../factories.js';
-import type { TestPlatform } from '../helpers.js';
+import { createClient } from 'graphql-ws';
+import { WebSocket } from 'ws';
+import { graphql, type TestPlatform } from '../helpers.js';
 import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
 
 // What deployed code tries with its own login, in its own database; each answer is 'ok <rows>' or the SQLSTATE.
@@ -232,6 +234,53 @@ describe("a deployed agent server's database", () => {
     });
     expect(forged.status).toBe(401);
   });
+});
+
+describe("the platform's GraphQL on a deployed agent server", () => {
+  it("reads and writes the deployment's threads, runs and store through its agent server, with the caller's role", async () => {
+    const query = (text: string, variables: Record<string, unknown>, key = tenant.adminKey) => graphql(platform.url, text, { key, variables });
+    const created = await query(`mutation($input: CreateThreadInput!) { createThread(input: $input) { ... on MutationCreateThreadSuccess { data { threadId } } } }`, {
+      input: { deploymentId: deployment.id, metadata: { via: 'graphql' } },
+    });
+    const threadId = created.body.data.createThread.data.threadId;
+    const run = await query(
+      `mutation($input: CreateRunInput!) { createRun(input: $input) { ... on MutationCreateRunSuccess { data { runId status } } } }`,
+      { input: { deploymentId: deployment.id, threadId, assistantId: 'agent', input: { input: 'via graphql' }, streamModes: ['values'] } },
+    );
+    const runId = run.body.data.createRun.data.runId;
+    // The run's events over graphql-ws, from the deployment's agent server, until it ends.
+    const events: any[] = [];
+    const ws = createClient({ url: `${platform.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'x-api-key': tenant.adminKey } });
+    await new Promise<void>((resolve, reject) =>
+      ws.subscribe(
+        { query: 'subscription($runId: ID!, $d: ID!) { runEvents(runId: $runId, deploymentId: $d) { seq event data } }', variables: { runId, d: deployment.id } },
+        { next: (message) => (message.errors ? reject(new Error(JSON.stringify(message.errors))) : events.push(message.data!.runEvents)), error: reject, complete: resolve },
+      ),
+    );
+    await ws.dispose();
+    expect(events[0].event).toBe('metadata');
+    expect(events.at(-1)).toMatchObject({ event: 'values', data: expect.objectContaining({ remembered: { input: 'via graphql' } }) });
+
+    const read = await query(
+      `query($d: ID!) { threads(deploymentId: $d) { threadId status metadata createdAt runs { runId status } } }`,
+      { d: deployment.id },
+    );
+    const thread = read.body.data.threads.find((found: any) => found.threadId === threadId);
+    expect(thread).toMatchObject({ status: 'idle', metadata: { via: 'graphql' }, runs: [{ runId, status: 'success' }] });
+    expect(Number.isNaN(Date.parse(thread.createdAt))).toBe(false);
+    const item = await query(`query($d: ID!) { storeItem(deploymentId: $d, namespace: ["notes"], key: "last") { value } }`, { d: deployment.id });
+    expect(item.body.data.storeItem).toEqual({ value: { input: 'via graphql' } });
+
+    // A viewer of the workspace reads, and may not write; another organization's key finds nothing.
+    const viewer = await query(`query($d: ID!) { threads(deploymentId: $d) { threadId } }`, { d: deployment.id }, tenant.viewerKey);
+    expect(viewer.body.data.threads.map((found: any) => found.threadId)).toContain(threadId);
+    const denied = await query(`mutation($input: CreateThreadInput!) { createThread(input: $input) { __typename ... on AppError { message } } }`, { input: { deploymentId: deployment.id } }, tenant.viewerKey);
+    expect(JSON.stringify(denied.body)).toMatch(/workspaces:write/);
+    expect(denied.body.data?.createThread?.data).toBeUndefined();
+    const other = await buildTenant(platform.system);
+    const foreign = await query(`query($d: ID!) { threads(deploymentId: $d) { threadId } }`, { d: deployment.id }, other.adminKey);
+    expect(foreign.body.errors?.[0]?.message).toMatch(/not found/i);
+  }, 60_000);
 });
 
 describe("a deployed project's http.app", () => {

@@ -1,13 +1,7 @@
 // Agent-server assistants in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
-import {
-  type Assistant,
-  type AssistantVersion,
-  getAssistant,
-  listAssistants,
-  listAssistantVersions,
-} from '../../services/assistants/assistants.service.js';
-import { agentContext } from '../../services/deployments/deployments.service.js';
+import { type Assistant, type AssistantVersion } from '../../services/assistants/assistants.service.js';
+import { callAgentServer } from '../../services/deployments/agent-operations.js';
 
 const AssistantVersionRef = builder.objectRef<AssistantVersion & { deploymentId: string }>('AssistantVersion').implement({
   description: 'One version of an assistant; exactly one version is active.',
@@ -41,7 +35,7 @@ const AssistantRef = builder.objectRef<Assistant & { deploymentId: string }>('As
       description: 'Every version, newest first.',
       args: { limit: t.arg.int({ required: false, description: 'At most this many (default 10).' }) },
       resolve: async (a, args, ctx) =>
-        (await listAssistantVersions(await agentContext(ctx, a.deploymentId), a.assistantId, { limit: args.limit ?? 10 })).map((v) => ({
+        (await callAgentServer(ctx, a.deploymentId, 'listAssistantVersions', a.assistantId, { limit: args.limit ?? 10 })).map((v) => ({
           ...v,
           deploymentId: a.deploymentId,
         })),
@@ -61,7 +55,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      const items = await listAssistants(await agentContext(ctx, deploymentId), {
+      const items = await callAgentServer(ctx, deploymentId, 'listAssistants', {
         graphId: args.graphId ?? undefined,
         limit: args.limit ?? undefined,
         offset: args.offset ?? undefined,
@@ -83,7 +77,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      return { ...(await getAssistant(await agentContext(ctx, deploymentId), args.id)), deploymentId };
+      return { ...(await callAgentServer(ctx, deploymentId, 'getAssistant', args.id)), deploymentId };
     },
   }),
 }));

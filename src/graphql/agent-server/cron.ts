@@ -1,7 +1,7 @@
 // Agent-server crons in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
-import { countCrons, createCron, deleteCron, getCron, searchCrons, updateCron, type Cron } from '../../services/crons/crons.service.js';
-import { agentContext } from '../../services/deployments/deployments.service.js';
+import { type Cron } from '../../services/crons/crons.service.js';
+import { callAgentServer } from '../../services/deployments/agent-operations.js';
 
 type CronWithDeployment = Cron & { deploymentId: string };
 
@@ -39,7 +39,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      const crons = await searchCrons(await agentContext(ctx, deploymentId), {
+      const crons = await callAgentServer(ctx, deploymentId, 'searchCrons', {
         assistant_id: args.assistantId ?? undefined,
         thread_id: args.threadId == null ? undefined : String(args.threadId),
         enabled: args.enabled ?? undefined,
@@ -57,7 +57,7 @@ builder.queryFields((t) => ({
       threadId: t.arg.id({ required: false, description: 'Only crons of this thread.' }),
     },
     resolve: async (_root, args, ctx) =>
-      countCrons(await agentContext(ctx, String(args.deploymentId)), {
+      callAgentServer(ctx, String(args.deploymentId), 'countCrons', {
         assistant_id: args.assistantId ?? undefined,
         thread_id: args.threadId == null ? undefined : String(args.threadId),
       }),
@@ -73,7 +73,7 @@ builder.queryFields((t) => ({
     args: { deploymentId: t.arg.id({ required: true, description: 'Deployment ID.' }), id: t.arg.id({ required: true, description: 'Cron ID.' }) },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      return { ...(await getCron(await agentContext(ctx, deploymentId), String(args.id))), deploymentId };
+      return { ...(await callAgentServer(ctx, deploymentId, 'getCron', String(args.id))), deploymentId };
     },
   }),
 }));
@@ -117,7 +117,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: CreateCronInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const cron = await createCron(await agentContext(ctx, deploymentId, { access: 'write' }), input.threadId == null ? null : String(input.threadId), {
+      const cron = await callAgentServer(ctx, deploymentId, 'createCron', input.threadId == null ? null : String(input.threadId), {
         assistant_id: input.assistantId,
         schedule: input.schedule,
         timezone: input.timezone ?? undefined,
@@ -138,7 +138,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: UpdateCronInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const cron = await updateCron(await agentContext(ctx, deploymentId, { access: 'write' }), String(input.cronId), {
+      const cron = await callAgentServer(ctx, deploymentId, 'updateCron', String(input.cronId), {
         schedule: input.schedule ?? undefined,
         timezone: input.timezone ?? undefined,
         end_time: input.endTime?.toISOString(),
@@ -155,7 +155,7 @@ builder.mutationFields((t) => ({
     errors: {},
     args: { deploymentId: t.arg.id({ required: true, description: 'Deployment ID.' }), id: t.arg.id({ required: true, description: 'Cron ID.' }) },
     resolve: async (_root, args, ctx) => {
-      await deleteCron(await agentContext(ctx, String(args.deploymentId), { access: 'write' }), String(args.id));
+      await callAgentServer(ctx, String(args.deploymentId), 'deleteCron', String(args.id));
       return true;
     },
   }),

@@ -1,10 +1,10 @@
 // Agent-server runs in GraphQL, and `runEvents`: the same event stream the REST SSE endpoints send
 // (the runs service's iterable over run_events + NOTIFY), over graphql-ws or GraphQL SSE.
 import { builder } from '../builder.js';
-import { getRun, runDeploymentId, startRun, streamRun, type Run } from '../../services/runs/runs.service.js';
+import { runDeploymentId, type Run } from '../../services/runs/runs.service.js';
 import { MULTITASK_STRATEGIES, RUN_STATUSES } from '../../services/runs/runs.schemas.js';
 import { eventMode, type RunEvent } from '../../services/runs/run-stream.js';
-import { agentContext } from '../../services/deployments/deployments.service.js';
+import { callAgentServer, streamRunOf } from '../../services/deployments/agent-operations.js';
 
 const RunStatusEnum = builder.enumType('RunStatus', {
   description: 'Lifecycle of a run: pending → running → success | error | timeout | interrupted.',
@@ -51,10 +51,13 @@ builder.queryField('run', (t) =>
       result: { description: 'The run was found.' },
       dataField: { description: 'The run.' },
     },
-    args: { id: t.arg.id({ required: true, description: 'Run ID.' }) },
+    args: {
+      id: t.arg.id({ required: true, description: 'Run ID.' }),
+      deploymentId: t.arg.id({ required: false, description: 'Deployment ID: needed for a deployment with its own agent server (a deployed revision).' }),
+    },
     resolve: async (_root, args, ctx) => {
-      const deploymentId = await runDeploymentId(ctx, String(args.id));
-      return { ...(await getRun(await agentContext(ctx, deploymentId), null, String(args.id))), deploymentId };
+      const deploymentId = args.deploymentId ? String(args.deploymentId) : await runDeploymentId(ctx, String(args.id));
+      return { ...(await callAgentServer(ctx, deploymentId, 'getRun', null, String(args.id))), deploymentId };
     },
   }),
 );
@@ -84,7 +87,7 @@ builder.mutationField('createRun', (t) =>
     args: { input: t.arg({ type: CreateRunInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const run = await startRun(await agentContext(ctx, deploymentId, { access: 'write' }), input.threadId ? String(input.threadId) : null, {
+      const run = await callAgentServer(ctx, deploymentId, 'startRun', input.threadId ? String(input.threadId) : null, {
         assistantId: input.assistantId,
         input: input.input ?? undefined,
         command: input.command ?? undefined,
@@ -106,13 +109,14 @@ builder.subscriptionField('runEvents', (t) =>
     description: 'The events of a run from the start (or after `afterSeq`), live until it ends: the same events as its REST SSE stream.',
     args: {
       runId: t.arg.id({ required: true, description: 'Run ID.' }),
+      deploymentId: t.arg.id({ required: false, description: 'Deployment ID: needed for a deployment with its own agent server (a deployed revision).' }),
       streamModes: t.arg.stringList({ required: false, description: 'Only these stream modes (metadata and error always come).' }),
       afterSeq: t.arg.int({ required: false, description: 'Resume after the event with this seq (Last-Event-ID + 1).' }),
     },
     subscribe: async function* (_root, args, ctx) {
       const runId = String(args.runId);
-      const agent = await agentContext(ctx, await runDeploymentId(ctx, runId));
-      yield* streamRun(agent, runId, { afterSeq: args.afterSeq ?? undefined, modes: args.streamModes ?? undefined });
+      const deploymentId = args.deploymentId ? String(args.deploymentId) : await runDeploymentId(ctx, runId);
+      yield* streamRunOf(ctx, deploymentId, runId, { afterSeq: args.afterSeq ?? undefined, modes: args.streamModes ?? undefined });
     },
     resolve: (event) => event,
   }),

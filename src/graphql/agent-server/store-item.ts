@@ -1,7 +1,7 @@
 // The agent server's long-term store in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
-import { agentContext } from '../../services/deployments/deployments.service.js';
-import { deleteItem, getItem, listNamespaces, putItem, searchItems, type StoreItem } from '../../services/store/store.service.js';
+import { callAgentServer } from '../../services/deployments/agent-operations.js';
+import { type StoreItem } from '../../services/store/store.service.js';
 
 type StoreItemWithDeployment = StoreItem & { deploymentId: string };
 
@@ -36,7 +36,7 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
       // The REST query form joins labels with '.', which labels may not contain: a '.' here fails validation there too.
-      const item = await getItem(await agentContext(ctx, deploymentId), { namespace: args.namespace.join('.'), key: args.key });
+      const item = await callAgentServer(ctx, deploymentId, 'getItem', { namespace: args.namespace.join('.'), key: args.key });
       return item && { ...item, deploymentId };
     },
   }),
@@ -53,7 +53,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      const items = await searchItems(await agentContext(ctx, deploymentId), {
+      const items = await callAgentServer(ctx, deploymentId, 'searchItems', {
         namespace_prefix: args.namespacePrefix ?? [],
         filter: args.filter ?? undefined,
         query: args.query ?? undefined,
@@ -75,7 +75,7 @@ builder.queryFields((t) => ({
       offset: t.arg.int({ required: false, description: 'Skip this many.' }),
     },
     resolve: async (_root, args, ctx) =>
-      listNamespaces(await agentContext(ctx, String(args.deploymentId)), {
+      callAgentServer(ctx, String(args.deploymentId), 'listNamespaces', {
         prefix: args.prefix ?? undefined,
         suffix: args.suffix ?? undefined,
         max_depth: args.maxDepth ?? undefined,
@@ -106,9 +106,8 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: PutStoreItemInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const agent = await agentContext(ctx, deploymentId, { access: 'write' });
-      await putItem(agent, { namespace: input.namespace, key: input.key, value: input.value, ttl: input.ttl ?? undefined, index: input.index ?? undefined });
-      const item = await getItem(agent, { namespace: input.namespace.join('.'), key: input.key, refresh_ttl: false });
+      await callAgentServer(ctx, deploymentId, 'putItem', { namespace: input.namespace, key: input.key, value: input.value, ttl: input.ttl ?? undefined, index: input.index ?? undefined });
+      const item = await callAgentServer(ctx, deploymentId, 'getItem', { namespace: input.namespace.join('.'), key: input.key, refresh_ttl: false });
       return { ...item!, deploymentId };
     },
   }),
@@ -122,7 +121,7 @@ builder.mutationFields((t) => ({
       key: t.arg.string({ required: true, description: 'Key.' }),
     },
     resolve: async (_root, args, ctx) => {
-      await deleteItem(await agentContext(ctx, String(args.deploymentId), { access: 'write' }), { namespace: args.namespace, key: args.key });
+      await callAgentServer(ctx, String(args.deploymentId), 'deleteItem', { namespace: args.namespace, key: args.key });
       return true;
     },
   }),

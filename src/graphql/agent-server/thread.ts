@@ -1,9 +1,9 @@
 // Agent-server threads in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
-import { getThread, getThreadState, listThreads, startThread, type Thread } from '../../services/threads/threads.service.js';
+import { getThreadState, type Thread } from '../../services/threads/threads.service.js';
 import { THREAD_STATUSES } from '../../services/threads/threads.schemas.js';
-import { listRunsOfThreads, type Run } from '../../services/runs/runs.service.js';
-import { agentContext } from '../../services/deployments/deployments.service.js';
+import { type Run } from '../../services/runs/runs.service.js';
+import { callAgentServer } from '../../services/deployments/agent-operations.js';
 import { RunRef } from './run.js';
 
 const ThreadStatusEnum = builder.enumType('ThreadStatus', {
@@ -40,7 +40,7 @@ const ThreadRef = builder.objectRef<ThreadWithDeployment>('Thread').implement({
     state: t.field({
       type: ThreadStateRef,
       description: 'The state read from the latest checkpoint (needs the graph, so only where the deployment runs).',
-      resolve: async (thread, _args, ctx) => getThreadState(await agentContext(ctx, thread.deploymentId), thread.threadId),
+      resolve: async (thread, _args, ctx) => callAgentServer(ctx, thread.deploymentId, 'getThreadState', thread.threadId),
     }),
     // One read for the runs of all the threads of a response (dataloader; byPath: they share `limit`).
     runs: t.loadableList({
@@ -52,7 +52,7 @@ const ThreadRef = builder.objectRef<ThreadWithDeployment>('Thread').implement({
         const runs = new Map<ThreadWithDeployment, RunWithDeployment[]>();
         for (const deploymentId of new Set(threads.map((thread) => thread.deploymentId))) {
           const ofDeployment = threads.filter((thread) => thread.deploymentId === deploymentId);
-          const lists = await listRunsOfThreads(await agentContext(ctx, deploymentId), ofDeployment.map((thread) => thread.threadId), { limit: args.limit ?? 10 });
+          const lists = await callAgentServer(ctx, deploymentId, 'listRunsOfThreads', ofDeployment.map((thread) => thread.threadId), { limit: args.limit ?? 10 });
           ofDeployment.forEach((thread, index) => runs.set(thread, lists[index]!.map((run) => ({ ...run, deploymentId }))));
         }
         return threads.map((thread) => runs.get(thread)!);
@@ -75,7 +75,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      const items = await listThreads(await agentContext(ctx, deploymentId), {
+      const items = await callAgentServer(ctx, deploymentId, 'listThreads', {
         status: args.status ?? undefined,
         limit: args.limit ?? undefined,
         offset: args.offset ?? undefined,
@@ -94,7 +94,7 @@ builder.queryFields((t) => ({
     args: { deploymentId: t.arg.id({ required: true, description: 'Deployment ID.' }), id: t.arg.id({ required: true, description: 'Thread ID.' }) },
     resolve: async (_root, args, ctx) => {
       const deploymentId = String(args.deploymentId);
-      return { ...(await getThread(await agentContext(ctx, deploymentId), String(args.id))), deploymentId };
+      return { ...(await callAgentServer(ctx, deploymentId, 'getThread', String(args.id))), deploymentId };
     },
   }),
 }));
@@ -116,7 +116,7 @@ builder.mutationField('createThread', (t) =>
     args: { input: t.arg({ type: CreateThreadInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const deploymentId = String(input.deploymentId);
-      const thread = await startThread(await agentContext(ctx, deploymentId, { access: 'write' }), { threadId: input.threadId ?? undefined, metadata: input.metadata ?? undefined });
+      const thread = await callAgentServer(ctx, deploymentId, 'startThread', { threadId: input.threadId ?? undefined, metadata: input.metadata ?? undefined });
       return { ...thread, deploymentId };
     },
   }),

@@ -11,6 +11,8 @@ const READING_POSTS = [
   /^\/threads\/[^/]+\/(history|state\/checkpoint)\/?$/,
   /^\/store\/(items\/search|namespaces)\/?$/,
   /^\/ui\/[^/]+\/?$/,
+  // The platform's calls: each checks its own operation's access (agent-operations.ts).
+  /^\/internal\/platform-calls\/?$/,
 ];
 
 /** JSON-RPC methods that read: listing MCP tools, getting an A2A task; calling a tool or sending a message writes. */

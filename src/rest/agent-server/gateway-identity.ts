@@ -1,34 +1,19 @@
-// Both ends of the identity the platform's gateway passes to a deployment's own agent server: the
-// gateway (rest/deployments-gateway.ts) signs who it let through with the key derived for the runtime
-// it forwards to, and the agent server checks it. A request that did not come through the gateway
+// The agent server's end of the identity the platform's gateway passes on: the gateway
+// (rest/deployments-gateway.ts, gatewayIdentityHeaders) signs who it let through with the key derived
+// for the runtime it forwards to, and the agent server checks it here. A request that did not come through the gateway
 // (deployed code calling its own port, another process on the machine) carries no valid signature.
-import type { Request } from 'express';
-import { AppError } from '../../errors.js';
+import { once } from 'node:events';
+import type { Request, RequestHandler } from 'express';
+import { AppError, isAppError } from '../../errors.js';
+import { answerPlatformCall } from '../../services/deployments/agent-operations.js';
+import { httpStatus } from '../middleware/errors.js';
 import type { Deps } from '../../services/context.js';
-import type { SecretBox } from '../../crypto.js';
 import {
   GATEWAY_IDENTITY_HEADER,
   GATEWAY_SIGNATURE_HEADER,
   type GatewayIdentity,
   signedGatewayRequest,
 } from '../../services/deployments/runtime-protocol.js';
-
-// Long enough to reach the runtime, too short to replay.
-const IDENTITY_TTL_MS = 60_000;
-
-/** The identity headers of a request the gateway forwards to runtime `runtimeId` (`path`: as forwarded, with its query). */
-export function gatewayIdentityHeaders(
-  signer: SecretBox,
-  runtimeId: string,
-  request: { method: string; path: string },
-  caller: Omit<GatewayIdentity, 'expires'>,
-): Record<string, string> {
-  const identity = Buffer.from(JSON.stringify({ ...caller, expires: Date.now() + IDENTITY_TTL_MS } satisfies GatewayIdentity)).toString('base64url');
-  return {
-    [GATEWAY_IDENTITY_HEADER]: identity,
-    [GATEWAY_SIGNATURE_HEADER]: signer.sign(signedGatewayRequest(runtimeId, request.method, request.path, identity)),
-  };
-}
 
 /** The caller the gateway signed for; UNAUTHENTICATED when the signature is missing, wrong or expired. */
 export function verifiedGatewayIdentity(deps: Pick<Deps, 'secrets'>, runtimeId: string, req: Request): GatewayIdentity {
@@ -40,4 +25,31 @@ export function verifiedGatewayIdentity(deps: Pick<Deps, 'secrets'>, runtimeId: 
   const parsed = JSON.parse(Buffer.from(identity, 'base64url').toString('utf8')) as GatewayIdentity;
   if (!(parsed.expires > Date.now())) throw AppError.unauthenticated('The request’s identity has expired.');
   return parsed;
+}
+
+/**
+ * POST /internal/platform-calls at a deployment's own agent server: the platform's GraphQL calls on
+ * its resources, as the caller the gateway signed for. Errors answer as `{error: {code, message}}`
+ * (read back by the platform as the AppError they were); a run's events stream as JSON lines.
+ */
+export function platformCallRoute(deps: Pick<Deps, 'logger'>): RequestHandler {
+  return async (req, res) => {
+    const aborted = new AbortController();
+    res.once('close', () => aborted.abort());
+    try {
+      await answerPlatformCall(req.agent, res.locals.callerAccess as 'read' | 'write', req.body, {
+        json: (value) => void res.json(value),
+        line: async (text) => {
+          if (!res.headersSent) res.status(200).type('application/x-ndjson').flushHeaders();
+          if (!res.write(`${text}\n`)) await once(res, 'drain', { signal: aborted.signal });
+        },
+        end: () => void res.end(),
+        signal: aborted.signal,
+      });
+    } catch (error) {
+      if (res.headersSent) return void res.destroy();
+      const { status, message, details } = httpStatus(error, deps.logger);
+      res.status(status).json({ error: { code: isAppError(error) ? error.code : 'UNAVAILABLE', message, details } });
+    }
+  };
 }

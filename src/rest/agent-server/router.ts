@@ -19,7 +19,8 @@ import { healthCheck } from '../health.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { jsonRpcErrorHandler, a2aRouter } from './a2a.routes.js';
 import { requestAccess } from './access.js';
-import { verifiedGatewayIdentity } from './gateway-identity.js';
+import { platformCallRoute, verifiedGatewayIdentity } from './gateway-identity.js';
+import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
 import { customRoutes } from './custom-routes.js';
@@ -74,7 +75,7 @@ export function agentServerRouter(
   // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.
   router.use(apiReferenceRouter(agentServerSurface({ apiKey: !('anonymous' in target) })));
   router.use(jsonBody(deps.config, { strict: false }));
-  router.use(async (req, _res, next) => {
+  router.use(async (req, res, next) => {
     // The deployment is looked up in the database on every request (agentContext), so any api
     // process serves any deployment, wherever its runtime runs.
     if ('anonymous' in target) {
@@ -83,6 +84,7 @@ export function agentServerRouter(
       // The gateway authenticated the caller and checked their role; what it let through is signed.
       const identity = verifiedGatewayIdentity(deps, target.behindGateway.runtimeId(), req);
       if (requestAccess(req) === 'write' && identity.access !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
+      res.locals.callerAccess = identity.access;
       req.agent = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId);
     } else {
       const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined);
@@ -117,6 +119,8 @@ export function agentServerRouter(
   router.use(storeRouter());
   router.use(mcpRouter());
   router.use(a2aRouter());
+  // The platform's GraphQL calls on this deployment's resources (services/deployments/agent-operations.ts).
+  if ('behindGateway' in target) router.post(AGENT_CALL_PATH, platformCallRoute(deps));
   if (options.ui) router.use(uiRouter(options.ui, options.uiUrlOf ? { urlOf: options.uiUrlOf } : { publicUrl: deps.config.publicUrl }));
 
   if ('dev' in target && target.dev) {

@@ -9,6 +9,7 @@
 // launcher) is reached the same way. The custom routes of a graph config's `http.app`, which are user
 // code too, are forwarded over the same channel (under RUNTIME_APP_PREFIX, bodies streamed both ways).
 // Requests carry a MAC made with the installation's secret key, or a key derived from it for the runtime.
+import type { SecretBox } from '../../crypto.js';
 import type { ErrorCode, ValidationIssue } from '../../errors.js';
 
 type Json = Record<string, unknown>;
@@ -120,3 +121,20 @@ export const GATEWAY_SIGNATURE_HEADER = 'x-agent-platform-signature';
  * ever reaches itself.
  */
 export const signedGatewayRequest = (runtimeId: string, method: string, path: string, identity: string) => `${runtimeId}\ngateway\n${method}\n${path}\n${identity}`;
+
+// Long enough to reach the runtime, too short to replay.
+const IDENTITY_TTL_MS = 60_000;
+
+/** The identity headers of a request the gateway forwards to runtime `runtimeId` (`path`: as forwarded, with its query). */
+export function gatewayIdentityHeaders(
+  signer: SecretBox,
+  runtimeId: string,
+  request: { method: string; path: string },
+  caller: Omit<GatewayIdentity, 'expires'>,
+): Record<string, string> {
+  const identity = Buffer.from(JSON.stringify({ ...caller, expires: Date.now() + IDENTITY_TTL_MS } satisfies GatewayIdentity)).toString('base64url');
+  return {
+    [GATEWAY_IDENTITY_HEADER]: identity,
+    [GATEWAY_SIGNATURE_HEADER]: signer.sign(signedGatewayRequest(runtimeId, request.method, request.path, identity)),
+  };
+}
