@@ -16,7 +16,7 @@ import { agentServerAddresses } from './runtime-client.js';
 import { gatewayIdentityHeaders } from './runtime-protocol.js';
 
 /** Each operation and the access it needs (a viewer of the deployment's workspace may only read). */
-export const AGENT_OPERATIONS = {
+const AGENT_OPERATIONS = {
   getAssistant: { access: 'read', run: getAssistant },
   listAssistants: { access: 'read', run: listAssistants },
   listAssistantVersions: { access: 'read', run: listAssistantVersions },

@@ -83,7 +83,7 @@ const platformDatabasesClosed = new Map<string, Promise<void>>();
  * connect to it (a login may connect to every database by default), and gives CONNECT back to the
  * admin login. Done by the platform's login, which owns the database; once per process.
  */
-export function closePlatformDatabase(deps: Pick<Deps, 'db' | 'adminLogin' | 'logger'>): Promise<void> {
+function closePlatformDatabase(deps: Pick<Deps, 'db' | 'adminLogin' | 'logger'>): Promise<void> {
   const closed = platformDatabasesClosed.get(deps.db.url);
   if (closed) return closed;
   const closing = (async () => {
