@@ -1,15 +1,18 @@
-// The control plane's launcher: each deployment's runtime runs in an OS process of its own
-// (runtime-child.ts), inside the deployment's sandbox (services/deployments/sandbox.ts: bubblewrap,
-// its own mount, PID, IPC and UTS namespaces, its revision's files read-only, its own OS user when
-// the platform is root), whose environment holds what that runtime needs and nothing of the platform's:
+// The control plane's launcher: each deployed revision's agent server runs in an OS process of its own
+// (runtime-child.ts, then deployed-agent-server.ts), inside the deployment's sandbox
+// (services/deployments/sandbox.ts: bubblewrap, its own mount, PID, IPC and UTS namespaces, its
+// revision's files read-only, its own OS user when the platform is root), whose environment holds what
+// that agent server needs and nothing of the platform's:
 //   - the deployment's secrets, as environment variables;
-//   - a database login of its own (a role made for the deployment that may only read and write what a
-//     runtime uses: services/deployments/deployment-database.ts), so the platform's database password is not in it;
-//   - a signing key derived from the installation's key for this one runtime (key id recorded in
-//     deployment_runtimes): the API signs its graph requests with the same derivation, and the runtime
-//     can neither read the platform's secrets nor sign for another deployment's runtime.
-// A runtime that dies unasked is started again (its runs in flight are ended `error` by the new
-// runtime's recovery, or by the `runs.sweep` schedule).
+//   - the URL of the deployment's own database, with its own login (deployment-database.ts), which no
+//     other database of the server lets in: the platform's database password is not in it;
+//   - a signing key derived from the installation's key for this one process (key id recorded in
+//     deployment_runtimes): the gateway signs the identity of the callers it forwards with the same
+//     derivation, and the process can neither read the platform's secrets nor sign for another
+//     deployment's agent server.
+// The launcher records a serving child in deployment_runtimes (where the gateway finds it) and holds
+// the row's liveness lock. A child that dies unasked is started again (its runs in flight are ended
+// `error` by the new process's recovery, or by its own `runs.sweep` schedule).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';

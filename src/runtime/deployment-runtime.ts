@@ -17,7 +17,6 @@ import { loadStoreEmbedder } from './store-embedder.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
 import { startRuntimeServer } from './runtime-server.js';
-import { bundleGraphUis } from './ui-bundles.js';
 
 export type RuntimeSpec = {
   deploymentId: string;
@@ -34,22 +33,6 @@ export type RuntimeSpec = {
   revisionId?: string;
   /** Names the signing key derived for this runtime, when it does not hold the installation's key. */
   keyId?: string;
-  /**
-   * The platform set the deployment's database up before launching it (services/deployments/deployment-database.ts), and its
-   * login may only read and write: it creates no table, schema or queue. Otherwise (a runtime on the
-   * platform's own login: `serve`, a runtime thread) it sets them up itself.
-   */
-  databasePrepared?: boolean;
-  /**
-   * Serves the config's `http.app` at its runtime server, where the API forwards the paths its routes
-   * do not own (a deployed runtime; `serve` runs the app in its own process instead).
-   */
-  httpApp?: boolean;
-  /**
-   * Bundles the config's `ui` components and serves them at its runtime server (a deployed runtime:
-   * the bundler may run project config, so never in the API; `serve` bundles in its own process).
-   */
-  ui?: boolean;
 };
 
 export type RunningDeployment = {
@@ -73,18 +56,14 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     // Deployment code, like its graphs: the embedding function is loaded here, never in the API (with
     // the config's env, which it may read as graphs do).
     applyGraphConfigEnv(config);
-    // Bundled while the graphs load; awaited before the runtime server answers.
-    const uiBundled = spec.ui ? bundleGraphUis(config, deps.logger) : undefined;
-    uiBundled?.catch(() => undefined); // reported where it is awaited
     const embedder = await loadStoreEmbedder(config);
-    if (!spec.databasePrepared) await setUpDeploymentDatabase(deps.db, spec.deploymentId, config);
+    await setUpDeploymentDatabase(deps.db, spec.deploymentId, config);
     const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder });
     steps.push(() => persistence.close());
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);
     graphs.readTypesInBackground(deps.logger);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
-    if (spec.databasePrepared) queue.markCreated();
     // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after
     // the runtime stopped, once its last run ended.
     const traces = spec.tracing
@@ -97,11 +76,11 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     let runtimeStopped: Promise<void> | undefined;
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());
     steps.push(stopRuntime);
-    // Loaded here even when the API serves the app (`serve`): a run's webhook given as a path is
-    // delivered to it in-process, as the reference server delivers it to itself.
-    const customApp = spec.httpApp || config.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
+    // Loaded here too (the API serves the app): a run's webhook given as a path is delivered to it
+    // in-process, as the reference server delivers it to itself.
+    const customApp = config.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
     if (customApp) ctx.deployment.loopback = async (path, init) => customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
-    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host, { customApp: spec.httpApp ? customApp : undefined, ui: await uiBundled });
+    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
     steps.push(() => server.stop());
     await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
     steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));

@@ -1,6 +1,5 @@
-// A deployment's runtime wired on its own, as a runtime thread or a runtime child process is: its own
-// pool and a pg-boss that only fetches and completes jobs (the platform's worker maintains the queues;
-// with `databasePrepared`, the platform also installed them and the runtime's login may not).
+// A deployment's runtime wired on its own, as a runtime thread is: its own pool and a pg-boss that
+// only fetches and completes jobs (the process's worker role maintains the queues).
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { createDeps } from '../process.js';
@@ -21,7 +20,7 @@ export async function startStandaloneRuntime(
     ingestThreads: false,
   });
   try {
-    const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs', install: !spec.databasePrepared });
+    const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     const running = await runDeployment(wiring.deps, boss, spec);
     wiring.onStop(() => running.stop());

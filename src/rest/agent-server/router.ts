@@ -24,7 +24,6 @@ import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js'
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
 import { customRoutes } from './custom-routes.js';
-import { deployedAppRoutes } from './deployed-app.routes.js';
 import { mcpRouter } from './mcp.routes.js';
 import { runsRouter } from './runs.routes.js';
 import { storeRouter } from './store.routes.js';
@@ -130,8 +129,6 @@ export function agentServerRouter(
     });
   }
 
-  // A deployed project's own HTTP app answers what none of these routes own, in its runtime.
-  if ('fromPath' in target) router.use(deployedAppRoutes(deps));
   router.use(notFoundHandler);
   // A2A and MCP speak JSON-RPC: their bodies that are not JSON, too large or too deep answer in its shape.
   router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);

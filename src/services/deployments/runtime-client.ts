@@ -1,23 +1,11 @@
 // The API side of the request/reply channel to a deployment's runtime (see runtime-protocol.ts): finds
 // the deployment's live runtimes in the database and asks the newest one that answers.
-import { type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from 'node:http';
-import type { Readable } from 'node:stream';
 import type { SecretBox } from '../../crypto.js';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../context.js';
 import type { AgentServerContext } from './deployment-scope.js';
 import { listDeploymentRuntimes } from './deployments.store.js';
-import {
-  APP_FALL_THROUGH_HEADER,
-  type GraphReply,
-  type GraphRequest,
-  RUNTIME_APP_PREFIX,
-  RUNTIME_EXPIRES_HEADER,
-  RUNTIME_REQUEST_PATH,
-  RUNTIME_SIGNATURE_HEADER,
-  signedAppRequest,
-  signedMessage,
-} from './runtime-protocol.js';
+import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from './runtime-protocol.js';
 
 // Graph reads are quick; a runtime that takes longer is stuck or gone.
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -50,51 +38,6 @@ export async function askRuntime(ctx: AgentServerContext, request: GraphRequest)
     throw new Error(`The deployment's runtime answered ${response.status} without a result`);
   }
   throw new AppError('UNAVAILABLE', 'The deployment has no running runtime.');
-}
-
-// How long a forwarded app request's signature holds: enough to reach the runtime, too short to replay.
-const APP_SIGNATURE_TTL_MS = 60_000;
-
-/** A request for the project's HTTP app, as the API received it (`path`: relative to the deployment's url). */
-export type AppRequest = { method: string; path: string; headers: IncomingHttpHeaders; body: Readable | Buffer | undefined; signal: AbortSignal };
-
-/**
- * Forwards a request to the project's HTTP app (`http.app`) in the deployment's runtime and returns
- * its streaming response; undefined when the app has no route for it (or the deployment has no app or
- * no running runtime), so the caller answers as for any unknown path. UNAVAILABLE when the runtime
- * does not answer.
- */
-export async function forwardAppRequest(ctx: AgentServerContext, request: AppRequest): Promise<IncomingMessage | undefined> {
-  const runtime = (await listDeploymentRuntimes(ctx.db, ctx.deployment.deploymentId))[0];
-  if (!runtime) return undefined;
-  const signer = runtime.key_id ? ctx.secrets.derive(runtime.key_id).box : ctx.secrets;
-  const expires = Date.now() + APP_SIGNATURE_TTL_MS;
-  const target = new URL(RUNTIME_APP_PREFIX + request.path, runtime.url);
-  const response = await new Promise<IncomingMessage>((resolve, reject) => {
-    const outgoing = httpRequest(target, {
-      method: request.method,
-      headers: {
-        ...request.headers,
-        [RUNTIME_SIGNATURE_HEADER]: signer.sign(signedAppRequest(runtime.id, request.method, request.path, expires)),
-        [RUNTIME_EXPIRES_HEADER]: String(expires),
-      },
-      signal: request.signal,
-    });
-    outgoing.once('response', resolve);
-    outgoing.once('error', reject);
-    if (Buffer.isBuffer(request.body)) outgoing.end(request.body);
-    else if (request.body) request.body.pipe(outgoing);
-    else outgoing.end();
-  }).catch((error: unknown) => {
-    if (request.signal.aborted) throw error;
-    ctx.logger.warn({ err: error, runtimeId: runtime.id }, "a deployment runtime did not answer an HTTP app request");
-    throw new AppError('UNAVAILABLE', "The deployment's runtime did not answer.");
-  });
-  if (response.headers[APP_FALL_THROUGH_HEADER]) {
-    response.resume();
-    return undefined;
-  }
-  return response;
 }
 
 /** Where the gateway forwards a deployment's requests: its newest answering agent server, and the key that signs for it. */

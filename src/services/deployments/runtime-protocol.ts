@@ -1,14 +1,15 @@
-// What an API process asks a deployment's runtime: the reads and writes that need the deployment's
-// graphs. The API never imports a deployment's code (in the control plane each runtime is a separate
-// process with its own environment), so these cross processes as JSON.
+// What crosses between an agent server's API and the process its graphs run in, and between the
+// platform's gateway and a deployment's own agent server.
 //
-// Transport: HTTP to the runtime (runtime/runtime-server.ts), found through the deployment_runtimes
-// table. Chosen over the event bus because a reply (a thread's history with subgraph states) can be
-// far larger than a NOTIFY payload, HTTP gives each request a deadline and an error of its own when
-// the runtime is gone, and a runtime that is a container or a Kubernetes Deployment (issue 10's
-// launcher) is reached the same way. The custom routes of a graph config's `http.app`, which are user
-// code too, are forwarded over the same channel (under RUNTIME_APP_PREFIX, bodies streamed both ways).
-// Requests carry a MAC made with the installation's secret key, or a key derived from it for the runtime.
+// Graph requests: the reads and writes that need the deployment's graphs, asked by the agent-server
+// API of its runtime (a worker thread, or the same process) over HTTP (runtime/runtime-server.ts),
+// found through the deployment_runtimes table of the agent server's database. Chosen over the event
+// bus because a reply (a thread's history with subgraph states) can be far larger than a NOTIFY
+// payload, and HTTP gives each request a deadline and an error of its own when the runtime is gone.
+// Requests carry a MAC made with the process's secret key.
+//
+// The gateway (below): who the platform let through, signed with the key derived for the deployed
+// runtime the request is forwarded to.
 import type { SecretBox } from '../../crypto.js';
 import type { ErrorCode, ValidationIssue } from '../../errors.js';
 
@@ -78,22 +79,9 @@ export const RUNTIME_SIGNATURE_HEADER = 'x-runtime-signature';
 /** What a request's MAC covers: the runtime it is meant for and the exact body. */
 export const signedMessage = (runtimeId: string, body: string) => `${runtimeId}\n${body}`;
 
-/** Where a runtime answers the project's own HTTP app (`http.app`): the deployment-relative path follows it. */
-export const RUNTIME_APP_PREFIX = '/app';
-/** Until when (epoch ms) a forwarded app request's signature holds. */
-export const RUNTIME_EXPIRES_HEADER = 'x-runtime-expires';
-/** Set by a runtime on an app response that matched none of the app's routes: the API answers it (404). */
-export const APP_FALL_THROUGH_HEADER = 'x-agent-platform-fall-through';
-
 /**
- * What a forwarded app request's MAC covers: the runtime, method, path and expiry. Not the body, which
- * streams; the request is only ever sent by an API process that authenticated the caller first.
- */
-export const signedAppRequest = (runtimeId: string, method: string, path: string, expires: number) => `${runtimeId}\napp\n${method}\n${path}\n${expires}`;
-
-/**
- * Set by the API on every forwarded app request (a caller's own value is replaced): the deployment's
- * url as the caller reached it, which the runtime's generative UI HTML links the bundle's files at.
+ * Set by the gateway on every forwarded request (a caller's own value is replaced): the deployment's
+ * url as the caller reached it, which the generative UI's HTML links the bundle's files at.
  */
 export const RUNTIME_DEPLOYMENT_URL_HEADER = 'x-agent-platform-deployment-url';
 

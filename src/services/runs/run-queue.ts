@@ -125,11 +125,6 @@ export class RunQueue {
     return this.ready;
   }
 
-  /** The platform created the queue (deployment-database.ts) for a runtime whose login may not. */
-  markCreated(): void {
-    this.ready = Promise.resolve();
-  }
-
   private async create(): Promise<void> {
     await this.boss.createQueue(this.name, { ...RUN_QUEUE_OPTIONS, ...finishedJobRetention(this.boss) });
     // An existing queue keeps its options; the configured retention is applied to it here.
