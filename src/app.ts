@@ -15,6 +15,7 @@ import { consoleRouter } from './rest/console.routes.js';
 import { graphqlContentType } from './rest/middleware/graphql-content-type.js';
 import { jsonBody } from './rest/middleware/json-body.js';
 import { restRouter } from './rest/router.js';
+import { forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from './services/context.js';
 import type { Viewer } from './services/tenancy/viewer.js';
 
@@ -98,6 +99,8 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   // server's own, reported by start(), instead of reaching graphql-ws as a crash with a stack.
   const wsServer = new WebSocketServer({ noServer: true, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
   server.on('upgrade', (request, socket, head) => {
+    // A WebSocket at a deployment's url is its own agent server's (the gateway forwards it).
+    if (isDeploymentUpgrade(request.url)) return void forwardDeploymentUpgrade(deps, request, socket, head);
     wsServer.handleUpgrade(request, socket, head, (client) => wsServer.emit('connection', client, request));
   });
   // Each connection's credentials, accepted at connection_init (see onConnect).

@@ -5,8 +5,9 @@
 // one) with the caller's identity in signed headers instead of their key: deployed code never sees a
 // platform credential. Local deployments (an operator's graph config) are answered by the router after
 // this one, in this process.
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { Transform } from 'node:stream';
+import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
+import { connect } from 'node:net';
+import { type Duplex, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type Request, type RequestHandler, Router } from 'express';
 import { AppError } from '../errors.js';
@@ -22,7 +23,7 @@ import {
 import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
 import { requestAccess } from './agent-server/access.js';
 import { gatewayIdentityHeaders } from '../services/deployments/runtime-protocol.js';
-import { errorHandler } from './middleware/errors.js';
+import { errorHandler, httpStatus } from './middleware/errors.js';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1), the caller's platform key, and what the gateway sets itself.
 const NOT_FORWARDED = new Set([
@@ -122,4 +123,61 @@ export function deploymentsGateway(deps: Deps): Router {
   router.use(forward);
   router.use(errorHandler('plain', deps.logger));
   return router;
+}
+
+const UPGRADE_PATH = /^\/deployments\/([^/?]+)(\/[^?]*)?(\?.*)?$/;
+
+/** Whether an HTTP upgrade (a WebSocket) is for a deployment's url: the gateway's, not /graphql's. */
+export const isDeploymentUpgrade = (url: string | undefined) => UPGRADE_PATH.test(url ?? '');
+
+/** Answers an upgrade the gateway refuses, as plain text, and closes the socket. */
+function refuseUpgrade(socket: Duplex, status: number, message: string): void {
+  const reason = STATUS_CODES[status] ?? 'Error';
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`);
+}
+
+/**
+ * A WebSocket at a deployment's url: checked as every request (key, role), then handed to the
+ * deployment's own agent server with the caller's signed identity, both directions piped as they
+ * come; either side closing closes the other. What a socket may do beyond reading is the agent
+ * server's to check against the signed access.
+ */
+export async function forwardDeploymentUpgrade(deps: Deps, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  socket.on('error', () => undefined);
+  try {
+    const [, deploymentId = '', rest = '/', query = ''] = UPGRADE_PATH.exec(req.url ?? '') ?? [];
+    if (!(await servedByOwnAgentServer(deps, deploymentId))) throw AppError.notFound(`Not found: GET ${req.url}`);
+    const key = req.headers['x-api-key'];
+    const viewer = await authenticateApiKey(deps, typeof key === 'string' ? key : undefined, undefined);
+    if (viewer.kind !== 'api-key') throw AppError.unauthenticated();
+    const access = await authorizeDeploymentCaller({ ...deps, viewer }, deploymentId, 'read');
+    const [server] = await agentServerAddresses(deps, deploymentId);
+    if (!server) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
+    const path = `${rest}${query}`;
+    const headers: [string, string][] = [];
+    for (const [name, value] of Object.entries(req.headers)) {
+      // The upgrade's own headers pass (connection, upgrade, sec-websocket-*); the caller's key does not.
+      if (value === undefined || name === 'host' || name === 'x-api-key' || name === GATEWAY_IDENTITY_HEADER || name === GATEWAY_SIGNATURE_HEADER || name === RUNTIME_DEPLOYMENT_URL_HEADER) continue;
+      for (const item of Array.isArray(value) ? value : [value]) headers.push([name, item]);
+    }
+    const target = new URL(server.url);
+    headers.push(['host', target.host]);
+    headers.push([RUNTIME_DEPLOYMENT_URL_HEADER, `${deps.config.publicUrl ?? `http://${req.headers.host}`}/deployments/${deploymentId}`]);
+    for (const [name, value] of Object.entries(gatewayIdentityHeaders(server.signer, server.runtimeId, { method: 'GET', path }, { userId: viewer.userId, apiKeyId: viewer.apiKeyId, access }))) {
+      headers.push([name, value]);
+    }
+    const upstream = connect(Number(target.port), target.hostname.replace(/^\[|\]$/g, ''));
+    upstream.on('error', () => socket.destroy());
+    socket.on('close', () => upstream.destroy());
+    upstream.on('close', () => socket.destroy());
+    upstream.once('connect', () => {
+      upstream.write(`GET ${path} HTTP/1.1\r\n${headers.map(([name, value]) => `${name}: ${value}`).join('\r\n')}\r\n\r\n`);
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+  } catch (error) {
+    const { status, message } = httpStatus(error, deps.logger);
+    refuseUpgrade(socket, status, message);
+  }
 }

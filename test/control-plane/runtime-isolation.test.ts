@@ -6,6 +6,7 @@
 // forged. Each attempt is shown to be made, and each fails or reaches only the deployment itself. The
 // project's `http.app` and `ui` are served by that agent server, through the deployment's url.
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -233,6 +234,45 @@ describe("a deployed agent server's database", () => {
       body: '{}',
     });
     expect(forged.status).toBe(401);
+  });
+});
+
+describe('WebSocket upgrades at the deployment url', () => {
+  /** Sends a raw WebSocket upgrade for `path` (below the deployment url) and returns the response's head. */
+  const upgrade = (path: string, key?: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(platform.url).port), new URL(platform.url).hostname);
+      let received = '';
+      socket.on('data', (chunk) => {
+        received += chunk.toString('latin1');
+        if (received.includes('\r\n\r\n')) {
+          socket.destroy();
+          resolve(received.split('\r\n\r\n')[0]!);
+        }
+      });
+      socket.on('error', reject);
+      socket.write(
+        [
+          `GET /deployments/${deployment.id}${path} HTTP/1.1`,
+          `Host: ${new URL(platform.url).host}`,
+          'Connection: Upgrade',
+          'Upgrade: websocket',
+          'Sec-WebSocket-Version: 13',
+          'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+          ...(key ? [`x-api-key: ${key}`] : []),
+          '',
+          '',
+        ].join('\r\n'),
+      );
+    });
+
+  it("are checked like every request, and reach the deployment's agent server with the caller's signed identity", async () => {
+    expect(await upgrade('/ok')).toMatch(/^HTTP\/1\.1 401 /);
+    const other = await buildTenant(platform.system);
+    expect(await upgrade('/ok', other.adminKey)).toMatch(/^HTTP\/1\.1 404 /);
+    // Forwarded: the agent server (which takes no WebSocket at /ok) answers the request as a GET,
+    // which it accepts only with the gateway's signature.
+    expect(await upgrade('/ok', tenant.adminKey)).toMatch(/^HTTP\/1\.1 200 /);
   });
 });
 
