@@ -7,6 +7,8 @@
 //   BENCH_SECONDS (default 10)    duration of the 32-client throughput row
 //   BENCH_SKIP_REFERENCE=1        measure the platform only
 //   BENCH_SKIP_TRACING=1          skip the second platform column (tracing on)
+//   BENCH_SKIP_GATEWAY=1          skip the deployed column (the same graph deployed through the control
+//                                 plane, called at /deployments/<id> through the gateway, tracing off)
 //   BENCH_BEFORE_ROOT=<checkout>  also measure another checkout's platform (e.g. main), side by side
 //   BENCH_STATEMENT_RUNS (50)     runs counted per kind for the statements-per-run rows
 //   BENCH_SHOW_STATEMENTS=1       print each counted statement with its calls per run
@@ -25,6 +27,7 @@
 //
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
+import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -170,8 +173,8 @@ async function measureBreakdown(url: string, db: pg.Client, clientMeanMs: number
 /** The serve process and its PostgreSQL's data folder, for the /proc readings; a profile folder when profiling. */
 type Watched = { pid: number; postgresDir: string; profileDir?: string };
 
-async function measure(name: string, url: string, db?: pg.Client, watched?: Watched): Promise<Figures & { breakdown?: Breakdown }> {
-  const client = new Client({ apiUrl: url, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
+async function measure(name: string, url: string, db?: pg.Client, watched?: Watched, apiKey?: string): Promise<Figures & { breakdown?: Breakdown }> {
+  const client = new Client({ apiUrl: url, apiKey, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
   const input = { steps: [] };
   for (let i = 0; i < 20; i++) await client.runs.wait(null, 'two_node', { input });
 
@@ -289,6 +292,56 @@ async function measurePlatform(name: string, checkout: string, tracing: boolean)
   }
 }
 
+/**
+ * The same graph deployed through the control plane (`start`, its own process and embedded PostgreSQL,
+ * as `serve` is measured): a git repository of bench/graphs, created with POST /v2/deployments, called
+ * at /deployments/<id> with the first start's API key. Every request passes the gateway (key, role,
+ * signed identity) to the deployment's own agent server in its sandbox, on its own database.
+ */
+async function measureGateway(): Promise<Figures> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
+  chmodSync(dataDir, 0o711);
+  const repo = mkdtempSync(join(tmpdir(), 'bench-gateway-repo-'));
+  chmodSync(repo, 0o755);
+  copyFileSync(join(here, 'graphs/two-node.ts'), join(repo, 'two-node.ts'));
+  copyFileSync(join(here, 'graphs/langgraph.json'), join(repo, 'langgraph.json'));
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.test', ...args], { cwd: repo });
+  git('init', '--quiet', '--initial-branch=main');
+  git('add', '-A');
+  git('commit', '--quiet', '-m', 'bench');
+  const port = await freePort();
+  const platform = await startProcess(process.execPath, [join(root, 'bin/agent-platform.mjs'), 'start', '--port', String(port), '--data-dir', join(dataDir, 'data')], {
+    cwd: root,
+    env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: 'false' },
+    ready: /API key: \S+/,
+  });
+  try {
+    const key = /API key: (\S+)/.exec(platform.output())![1]!;
+    const url = `http://127.0.0.1:${port}`;
+    const call = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${url}${path}`, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return (await response.json()) as any;
+    };
+    const created = await call('POST', '/v2/deployments', {
+      name: 'bench-gateway',
+      source: 'github',
+      source_config: { repo_url: `file://${repo}` },
+      source_revision_config: { repo_ref: 'main', graph_config_path: 'langgraph.json' },
+    });
+    for (;;) {
+      const revision = await call('GET', `/v2/deployments/${created.id}/revisions/${created.latest_revision_id}`);
+      if (revision.status === 'DEPLOYED') break;
+      if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.status)) throw new Error(`the bench deployment ended ${revision.status}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return await measure('gateway', `${url}/deployments/${created.id}`, undefined, undefined, key);
+  } finally {
+    await stopProcess(platform.child);
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(repo, { recursive: true, force: true });
+  }
+}
+
 type Column = { key: string; title: string; figures?: Figures & { breakdown?: Breakdown } };
 
 async function main() {
@@ -303,6 +356,10 @@ async function main() {
         const title = `platform${label ? ` ${label}` : ''}, tracing ${tracing ? 'on' : 'off'}`;
         columns.push({ key: `${key}${tracing ? 'tracing_on' : 'tracing_off'}`, title, figures: await measurePlatform(title, checkout, tracing) });
       }
+    }
+
+    if (!process.env.BENCH_SKIP_GATEWAY) {
+      columns.push({ key: 'gateway', title: 'deployed, through the gateway, tracing off', figures: await measureGateway() });
     }
 
     if (!process.env.BENCH_SKIP_REFERENCE) {
@@ -361,6 +418,13 @@ async function main() {
   console.log(row('bytes written per run by the serve process (HTTP, PostgreSQL wire)', 'B', (f) => f.perRun?.serveWrittenBytes, 0));
   console.log(row('bytes stored per stateless run (events, output)', 'B', (f) => f.breakdown?.bytes.stateless, 0));
   console.log(row('bytes stored per thread run (events, output, checkpoints)', 'B', (f) => f.breakdown?.bytes.thread, 0));
+  const serveOff = columns.find((column) => column.key === 'tracing_off')?.figures;
+  const gateway = columns.find((column) => column.key === 'gateway')?.figures;
+  if (serveOff && gateway) {
+    console.log(
+      `| through the gateway vs serve (tracing off) | runs.wait p50 ${(gateway.waitP50 - serveOff.waitP50 >= 0 ? '+' : '')}${(gateway.waitP50 - serveOff.waitP50).toFixed(2)} ms, runs/s ×${(gateway.runsPerSecond / serveOff.runsPerSecond).toFixed(2)} |${columns.slice(1).map(() => ' |').join('')}`,
+    );
+  }
   console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s |${columns.slice(1).map(() => ' |').join('')}`);
   console.log('');
 

@@ -111,7 +111,7 @@ beforeAll(async () => {
   key = tenant.adminKey;
   api = controlPlaneApi(platform.url, { key, tenant: tenant.workspace.id });
   const body = deploymentBody(makeGitRepo(echoGraph('victim')).url, { name: 'victim', secrets: [{ name: 'GREETING_SECRET', value: 'victim-s3cret' }] });
-  body.source_config.resource_spec = { memory_mb: 512, cpu: 0.5 } as never;
+  body.source_config.resource_spec = { memory_mb: 1024, cpu: 0.5 } as never;
   const created = await api('POST', '/v2/deployments', { body });
   victim = created.body;
   expect((await waitForRevision(api, victim.id, victim.latest_revision_id)).status).toBe('DEPLOYED');
@@ -228,13 +228,14 @@ describe.skipIf(!limitsEnforced)('resource limits', () => {
     const memory = groups.get('memory');
     if (memory !== undefined) {
       expect(memory.endsWith(`/agent-platform/${victim.id}`)).toBe(true);
-      expect(readFileSync(join('/sys/fs/cgroup/memory', memory, 'memory.limit_in_bytes'), 'utf8').trim()).toBe(String(512 * 1024 * 1024));
+      expect(readFileSync(join('/sys/fs/cgroup/memory', memory, 'memory.limit_in_bytes'), 'utf8').trim()).toBe(String(1024 * 1024 * 1024));
+      if (process.env.TEST_SHOW_MEMORY) console.error('peak memory of the deployment cgroup', readFileSync(join('/sys/fs/cgroup/memory', memory, 'memory.max_usage_in_bytes'), 'utf8').trim(), readFileSync(join('/sys/fs/cgroup/memory', memory, 'memory.stat'), 'utf8').split('\n').filter((line) => /^(total_)?(rss|cache) /.test(line)).join(', '));
       const cpu = [...groups].find(([controllers]) => controllers.split(',').includes('cpu'))![1];
       expect(readFileSync(join('/sys/fs/cgroup/cpu', cpu, 'cpu.cfs_quota_us'), 'utf8').trim()).toBe('50000');
     } else {
       const unified = groups.get('')!;
       expect(unified.endsWith(`/agent-platform/${victim.id}`)).toBe(true);
-      expect(readFileSync(join('/sys/fs/cgroup', unified, 'memory.max'), 'utf8').trim()).toBe(String(512 * 1024 * 1024));
+      expect(readFileSync(join('/sys/fs/cgroup', unified, 'memory.max'), 'utf8').trim()).toBe(String(1024 * 1024 * 1024));
     }
   });
 });
