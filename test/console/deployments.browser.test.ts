@@ -97,6 +97,7 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
       new MutationObserver(record).observe(document.body, { subtree: true, childList: true, characterData: true });
     });
     const seen = () => page.evaluate(() => (window as unknown as { consoleTest: { seen: string[] } }).consoleTest.seen);
+    if (!(await seen()).includes('DEPLOYED')) await shot(page, 'deployment-building');
     await expect.poll(seen, { timeout: 150_000, interval: 200 }).toContain('DEPLOYED');
     const statuses = await seen();
     const order = ['CREATING', 'QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'];
@@ -150,6 +151,8 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     await page.getByLabel('Message').fill('What is the capital of France?');
     await page.getByRole('button', { name: 'Send' }).click();
     const texts = () => page.evaluate(() => (window as unknown as { consoleTest: { texts: string[] } }).consoleTest.texts);
+    await expect.poll(async () => (await texts()).length, { timeout: 30_000, interval: 50 }).toBeGreaterThanOrEqual(5);
+    await shot(page, 'threads-streaming');
     await expect.poll(texts, { timeout: 30_000 }).toContain(REPLY);
     const shown = await texts();
     // Token by token: many partial texts, each growing the one before, before the whole reply.
