@@ -23,23 +23,33 @@ export type Viewer = {
 const VIEWER = `query ConsoleViewer { viewer { apiKeyShortKey permissions user { email } organization { id name planTier } workspace { id name } workspaces { id name } } }`;
 
 // Pages other than the traces' load when first opened: the traces pages never pay for the chart
-// library, the deployments' live client or the exports page.
+// library, the deployments' live client or the exports page. A page opened by its link starts loading
+// its code at once, beside the sign-in's viewer query rather than after it.
 function lazyPage<C extends (props: any) => JSX.Element>(load: () => Promise<C>) {
   let loading: Promise<C> | undefined;
-  return function LazyPage(props: Parameters<C>[0]) {
+  const preload = () => (loading ??= load());
+  function LazyPage(props: Parameters<C>[0]) {
     const [Page, setPage] = useState<{ component: C } | null>(null);
     useEffect(() => {
-      loading ??= load();
-      void loading.then((component) => setPage({ component }));
+      void preload().then((component) => setPage({ component }));
     }, []);
     return Page ? <Page.component {...props} /> : <Loading when />;
-  };
+  }
+  return Object.assign(LazyPage, { preload });
 }
 const UsagePage = lazyPage(() => import('./pages/usage.js').then((module) => module.UsagePage));
 const DeploymentsPage = lazyPage(() => import('./pages/deployments.js').then((module) => module.DeploymentsPage));
 const DeploymentPage = lazyPage(() => import('./pages/deployment.js').then((module) => module.DeploymentPage));
 const ThreadsPage = lazyPage(() => import('./pages/threads.js').then((module) => module.ThreadsPage));
 const ExportsPage = lazyPage(() => import('./pages/exports.js').then((module) => module.ExportsPage));
+
+/** Starts loading the code of the page a link opens (code only: no data is asked before the viewer is known). */
+function preloadPage(hash: string): void {
+  const [section, id, sub] = hash.replace(/^#\/?/, '').split('?')[0]!.split('/');
+  if (section === 'usage') void UsagePage.preload();
+  else if (section === 'exports') void ExportsPage.preload();
+  else if (section === 'deployments') void (sub === 'threads' ? ThreadsPage : id ? DeploymentPage : DeploymentsPage).preload();
+}
 
 function SignIn({ onSignedIn }: { onSignedIn: (session: Session, viewer: Viewer) => void }) {
   const [key, setKey] = useState('');
@@ -206,4 +216,5 @@ function App() {
   );
 }
 
+preloadPage(location.hash);
 render(<App />, document.getElementById('app')!);

@@ -34,6 +34,8 @@ type BulkExport = {
   status: string;
   destinationId: string | null;
   sessionId: string;
+  project: { name: string } | null;
+  destination: { displayName: string } | null;
   startTime: string;
   endTime: string | null;
   filter: string | null;
@@ -48,7 +50,7 @@ type Progress = { exportId: string; status: string; rowsWritten: number; runs: E
 const RUN_FIELDS = 'id status startTime endTime retryNumber errors rowsWritten exportedFiles exportPath finishedAt';
 const EXPORTS = `query ConsoleExports {
   exportDestinations { id displayName destinationType hasCredentials config createdAt }
-  bulkExports { id status destinationId sessionId startTime endTime filter formatVersion intervalHours createdAt finishedAt runs { ${RUN_FIELDS} } }
+  bulkExports { id status destinationId sessionId project { name } destination { displayName } startTime endTime filter formatVersion intervalHours createdAt finishedAt runs { ${RUN_FIELDS} } }
   tracingProjects(limit: 1000) { id name } }`;
 const PROGRESS = `subscription ConsoleExportProgress($id: ID!) { exportProgress(exportId: $id) { exportId status rowsWritten runs { ${RUN_FIELDS} } } }`;
 
@@ -134,7 +136,9 @@ function WatchExport({ session, exportId, onProgress }: { session: Session; expo
   return null;
 }
 
-function ExportCard({ item, projectName, destinationName, open }: { item: BulkExport; projectName: string; destinationName: string; open: boolean }) {
+function ExportCard({ item, open }: { item: BulkExport; open: boolean }) {
+  const projectName = item.project?.name ?? `(deleted project ${item.sessionId})`;
+  const destinationName = item.destination?.displayName ?? '(deleted destination)';
   const rows = item.runs.reduce((sum, run) => sum + run.rowsWritten, 0);
   const files = item.runs.reduce((sum, run) => sum + run.exportedFiles.length, 0);
   const done = item.runs.filter((run) => FINISHED.includes(run.status)).length;
@@ -216,8 +220,6 @@ export function ExportsPage({ session, params }: { session: Session; params: URL
   const { data, error, loading, reload } = useGql<{ exportDestinations: Destination[]; bulkExports: BulkExport[]; tracingProjects: { id: string; name: string }[] }>(session, EXPORTS);
   const [live, setLive] = useState<Record<string, Progress>>({});
   const selected = params.get('export');
-  const projects = new Map(data?.tracingProjects.map((project) => [project.id, project.name]));
-  const destinations = new Map(data?.exportDestinations.map((destination) => [destination.id, destination.displayName]));
   const exports = (data?.bulkExports ?? []).map((item) => {
     const progress = live[item.id];
     return progress ? { ...item, status: progress.status, runs: progress.runs } : item;
@@ -290,8 +292,6 @@ export function ExportsPage({ session, params }: { session: Session; params: URL
               <ExportCard
                 key={item.id}
                 item={item}
-                projectName={projects.get(item.sessionId) ?? item.sessionId}
-                destinationName={item.destinationId ? (destinations.get(item.destinationId) ?? item.destinationId) : '(deleted destination)'}
                 open={item.id === selected || !FINISHED.includes(item.status) || item.runs.some((run) => runErrors(run).length > 0)}
               />
             ))}
