@@ -46,14 +46,26 @@ const FINISHED = ['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 
 const isFinished = (status: string) => FINISHED.includes(status);
 /** How often an unfinished revision's log is read again for new lines. */
 const LOG_POLL_MS = 1_000;
+/** How often the serving revision's deploy log (its runtime's output) is read again. */
+const LOG_FOLLOW_MS = 3_000;
+/** A finished revision's log is read once more this long after it finished: the pipeline's last line comes after the status. */
+const LOG_LAST_READ_MS = 2_000;
 
 type LogLine = { id: string; message: string; createdAt: string };
 
 /**
  * A revision's build or deploy log: what is written so far, then the new lines each second until the
- * revision finishes (read once more then, so its last lines are there).
+ * revision finishes, and once more shortly after (the pipeline writes its last line after the status).
+ * `follow`: the log keeps growing after that (the serving revision's runtime output), read every few seconds.
  */
-function RevisionLog({ session, deploymentId, revisionId, type, status }: { session: Session; deploymentId: string; revisionId: string; type: 'build' | 'deploy'; status: string }) {
+function RevisionLog({
+  session,
+  deploymentId,
+  revisionId,
+  type,
+  status,
+  follow,
+}: { session: Session; deploymentId: string; revisionId: string; type: 'build' | 'deploy'; status: string; follow: boolean }) {
   const [lines, setLines] = useState<LogLine[]>([]);
   const [error, setError] = useState<ApiError | null>(null);
   const finished = isFinished(status);
@@ -67,6 +79,7 @@ function RevisionLog({ session, deploymentId, revisionId, type, status }: { sess
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const controller = new AbortController();
+    let lastRead = false;
     const read = async () => {
       try {
         // Every new line, in pages of 1,000.
@@ -84,7 +97,13 @@ function RevisionLog({ session, deploymentId, revisionId, type, status }: { sess
       } catch (caught) {
         if (!stopped) setError(caught as ApiError);
       }
-      if (!stopped && !finished) timer = setTimeout(() => void read(), LOG_POLL_MS);
+      if (stopped) return;
+      if (!finished) timer = setTimeout(() => void read(), LOG_POLL_MS);
+      else if (follow) timer = setTimeout(() => void read(), LOG_FOLLOW_MS);
+      else if (!lastRead) {
+        lastRead = true;
+        timer = setTimeout(() => void read(), LOG_LAST_READ_MS);
+      }
     };
     void read();
     return () => {
@@ -92,7 +111,7 @@ function RevisionLog({ session, deploymentId, revisionId, type, status }: { sess
       controller.abort();
       clearTimeout(timer);
     };
-  }, [session.apiKey, session.workspaceId, deploymentId, revisionId, type, finished]);
+  }, [session.apiKey, session.workspaceId, deploymentId, revisionId, type, finished, follow]);
   // Keep the newest line in view while following, unless the reader scrolled up.
   useEffect(() => {
     const element = box.current;
@@ -265,8 +284,8 @@ export function DeploymentPage({ session, deploymentId, params }: { session: Ses
       </div>
       {selected && (
         <div class="logs">
-          <RevisionLog session={session} deploymentId={deployment.id} revisionId={selected.id} type="build" status={statusOf(selected)} />
-          <RevisionLog session={session} deploymentId={deployment.id} revisionId={selected.id} type="deploy" status={statusOf(selected)} />
+          <RevisionLog session={session} deploymentId={deployment.id} revisionId={selected.id} type="build" status={statusOf(selected)} follow={false} />
+          <RevisionLog session={session} deploymentId={deployment.id} revisionId={selected.id} type="deploy" status={statusOf(selected)} follow={selected.id === serving} />
         </div>
       )}
     </>

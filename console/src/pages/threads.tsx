@@ -147,7 +147,9 @@ export function ThreadsPage({ session, deploymentId, params }: { session: Sessio
       const runId = unwrap(created.createRun).runId;
       const threadOfRun = target;
       setExchange((previous) => previous && { ...previous, threadId: threadOfRun, runId });
+      // The thread is busy now, with a new run: show that, as the list does.
       overview.reload();
+      thread.reload();
       stopStream.current?.();
       stopStream.current = subscribe<{ runEvents: { seq: number; event: string; data: unknown } }>(session, RUN_EVENTS, { runId }, {
         next: ({ runEvents: streamed }) => {
