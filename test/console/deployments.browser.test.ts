@@ -28,6 +28,7 @@ console.log('chat graph loaded');
 
 export const graph = new StateGraph(MessagesAnnotation)
   .addNode('reply', async (state) => {
+    console.log('replying to message ' + state.messages.length);
     const model = new FakeStreamingChatModel({ sleep: 30, responses: [new AIMessage(${JSON.stringify(REPLY)})] });
     return { messages: [await model.invoke(state.messages)] };
   })
@@ -86,12 +87,16 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     deploymentId = new URL(page.url()).hash.split('/')[2]!;
 
     // From here on, every status the newest revision shows, in order, and a mark a reload would wipe.
+    // And the status each time the build log grew: lines shown while the revision was still building.
     await page.evaluate(() => {
       const seen: string[] = [];
-      Object.assign(window, { consoleTest: { seen, loadedOnce: true } });
+      const logGrew: { lines: number; status: string }[] = [];
+      Object.assign(window, { consoleTest: { seen, logGrew, loadedOnce: true } });
       const record = () => {
         const status = document.querySelector('table.revisions tbody tr .badge')?.textContent;
         if (status && seen.at(-1) !== status) seen.push(status);
+        const lines = (document.querySelector('pre.log[aria-label="Build log"]')?.textContent ?? '').split('\n').filter((line) => line && !line.startsWith('Waiting')).length;
+        if (status && lines > (logGrew.at(-1)?.lines ?? 0)) logGrew.push({ lines, status });
       };
       record();
       new MutationObserver(record).observe(document.body, { subtree: true, childList: true, characterData: true });
@@ -113,6 +118,9 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     await expect.poll(() => buildLog.innerText(), { timeout: 15_000 }).toContain('Build succeeded: graphs chat');
     await expect.poll(() => deployLog.innerText(), { timeout: 15_000 }).toContain('Deployed');
     expect(await buildLog.innerText()).toContain('chat graph loaded');
+    // As they are written: the build log had lines on screen before the revision was deployed.
+    const logGrew = await page.evaluate(() => (window as unknown as { consoleTest: { logGrew: { lines: number; status: string }[] } }).consoleTest.logGrew);
+    expect(logGrew.some((step) => step.status !== 'DEPLOYED')).toBe(true);
     // The graph the revision loaded, and the active revision marked as serving.
     const latest = page.locator('table.revisions tbody tr').first();
     await expect.poll(() => latest.innerText()).toMatch(/\(serving\)[\s\S]*chat/);
@@ -134,6 +142,10 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
 
   it('streams a message sent to the deployed assistant token by token, then shows the thread with its state and runs', async () => {
     expect(deploymentId).toBeDefined();
+    // The deployment's page open in another tab: its deploy log follows the runtime's output.
+    const watching = await tenantPage();
+    await watching.goto(`${platform.url}/#/deployments/${deploymentId}`);
+    await watching.getByRole('log', { name: 'Deploy log' }).getByText('Deployed').waitFor();
     const page = await tenantPage();
     await page.goto(`${platform.url}/#/deployments/${deploymentId}/threads`);
     await page.getByRole('heading', { name: 'New thread' }).waitFor();
@@ -174,12 +186,19 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     expect(await page.getByRole('table', { name: /Runs of the thread/ }).innerText()).toContain('success');
     await expect.poll(() => page.locator('section.thread').innerText()).toContain('State: done');
     await shot(page, 'threads');
+    await page.setViewportSize({ width: 420, height: 900 });
+    await shot(page, 'threads-narrow');
+    await page.setViewportSize({ width: 1400, height: 900 });
 
     // A second message on the same thread: the conversation grows to four messages.
     await page.getByLabel('Message').fill('And of Italy?');
     await page.getByRole('button', { name: 'Send' }).click();
     await expect.poll(() => conversation.getByRole('listitem').count(), { timeout: 30_000 }).toBe(4);
     await page.context().close();
+
+    // What the graph printed while it ran reached the other tab's deploy log, without a reload.
+    await expect.poll(() => watching.getByRole('log', { name: 'Deploy log' }).innerText(), { timeout: 15_000 }).toMatch(/replying to message 1\n[\s\S]*replying to message 3/);
+    await watching.context().close();
   }, 120_000);
 
   it('shows another workspace or organization none of the deployment, its revisions, threads or replies', async () => {
