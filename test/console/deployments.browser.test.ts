@@ -130,6 +130,17 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     expect(await page.content()).not.toContain(SECRET_VALUE);
     await shot(page, 'deployment');
 
+    // Another ref deployed from the page: its revision appears at the top and moves to DEPLOYED live,
+    // and takes over serving from the first.
+    repo.commit('v2', { 'NOTES.md': 'the second revision\n' });
+    await page.getByLabel('Deploy ref').fill('v2');
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    const rows = page.locator('table.revisions tbody tr');
+    await expect.poll(() => rows.count()).toBe(2);
+    await expect.poll(() => rows.first().innerText(), { timeout: 150_000, interval: 200 }).toMatch(/\(serving\)\s+DEPLOYED\s+v2/);
+    expect(await rows.nth(1).innerText()).not.toContain('(serving)');
+    expect(await page.evaluate(() => (window as unknown as { consoleTest?: { loadedOnce?: boolean } }).consoleTest?.loadedOnce)).toBe(true);
+
     // The list: the deployment with its latest revision's status.
     await page.getByRole('link', { name: 'All deployments' }).click();
     const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: NAME }) });
