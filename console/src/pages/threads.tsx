@@ -28,7 +28,8 @@ const CREATE_THREAD = `mutation ConsoleCreateThread($input: CreateThreadInput!) 
   ... on MutationCreateThreadSuccess { data { threadId } } ... on AppError { code message } } }`;
 const CREATE_RUN = `mutation ConsoleCreateRun($input: CreateRunInput!) { createRun(input: $input) {
   ... on MutationCreateRunSuccess { data { runId } } ... on AppError { code message } } }`;
-const RUN_EVENTS = `subscription ConsoleRunEvents($runId: ID!) { runEvents(runId: $runId, streamModes: ["messages"]) { seq event data } }`;
+const RUN_EVENTS = `subscription ConsoleRunEvents($runId: ID!, $deploymentId: ID!) {
+  runEvents(runId: $runId, deploymentId: $deploymentId, streamModes: ["messages"]) { seq event data } }`;
 
 type Thread = ThreadSummary & { values: unknown; interrupts: unknown; runs: RunSummary[] };
 type Result<T> = ({ data: T } & { code?: undefined }) | { code: string; message: string; data?: undefined };
@@ -151,7 +152,7 @@ export function ThreadsPage({ session, deploymentId, params }: { session: Sessio
       overview.reload();
       thread.reload();
       stopStream.current?.();
-      stopStream.current = subscribe<{ runEvents: { seq: number; event: string; data: unknown } }>(session, RUN_EVENTS, { runId }, {
+      stopStream.current = subscribe<{ runEvents: { seq: number; event: string; data: unknown } }>(session, RUN_EVENTS, { runId, deploymentId }, {
         next: ({ runEvents: streamed }) => {
           if (streamed.event === 'error') {
             const detail = streamed.data as { message?: string; error?: string };
