@@ -211,10 +211,16 @@ async function main() {
       { name: `exports (${EXPORTS}, each run's rows and files)`, path: '/#/exports', ready: (page) => page.locator('details.export').nth(EXPORTS - 1).getByText(/2,000 rows/).waitFor() },
     ];
 
-    // Signed in as a person would be: the key in the tab's sessionStorage before the page's script runs.
+    // Signed in as a person would be: the key and workspace in the tab's sessionStorage before the page's script runs.
     const signedIn = async () => {
       const context = await browser!.newContext({ viewport: { width: 1400, height: 900 } });
-      await context.addInitScript((key: string) => sessionStorage.setItem('agent-platform.api-key', key), tenant.key);
+      await context.addInitScript(
+        ([key, workspace]) => {
+          sessionStorage.setItem('agent-platform.api-key', key!);
+          sessionStorage.setItem('agent-platform.workspace', workspace!);
+        },
+        [tenant.key!, workspaceId],
+      );
       return context;
     };
     // Milliseconds from the navigation's start (the page's own clock) until the content is on screen.

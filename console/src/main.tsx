@@ -14,13 +14,15 @@ export type Workspace = { id: string; name: string };
 export type Viewer = {
   apiKeyShortKey: string | null;
   permissions: string[];
+  /** What the key may do in the selected workspace (workspaces:write: create and change things there). */
+  workspacePermissions: string[];
   user: { email: string } | null;
   organization: { id: string; name: string; planTier: string } | null;
   workspace: Workspace | null;
   workspaces: Workspace[];
 };
 
-const VIEWER = `query ConsoleViewer { viewer { apiKeyShortKey permissions user { email } organization { id name planTier } workspace { id name } workspaces { id name } } }`;
+const VIEWER = `query ConsoleViewer { viewer { apiKeyShortKey permissions workspacePermissions user { email } organization { id name planTier } workspace { id name } workspaces { id name } } }`;
 
 // Pages other than the traces' load when first opened: the traces pages never pay for the chart
 // library, the deployments' live client or the exports page. A page opened by its link starts loading
@@ -107,16 +109,18 @@ function Shell({ session, viewer, onWorkspace, onSignOut }: { session: Session; 
   const canSeeUsage = viewer.permissions.includes('organization:read');
   // Bulk export is a Plus and Enterprise feature: other plans get no link and no request.
   const canExport = viewer.organization?.planTier === 'plus' || viewer.organization?.planTier === 'enterprise';
+  // Forms that create or change things show only to keys that may write in the workspace.
+  const canWrite = viewer.workspacePermissions.includes('workspaces:write');
   let page;
   if (!session.workspaceId) page = <p role="alert">This key can read no workspace.</p>;
   else if (section === 'projects' && route.path[1]) page = <RunsPage session={session} projectId={route.path[1]} params={route.params} />;
   else if (section === 'traces' && route.path[1]) page = <TracePage session={session} traceId={route.path[1]} runId={route.params.get('run')} />;
   else if (section === 'usage' && canSeeUsage) page = <UsagePage session={session} viewer={viewer} params={route.params} />;
   else if (section === 'deployments' && route.path[1] && route.path[2] === 'threads')
-    page = <ThreadsPage key={route.path[1]} session={session} deploymentId={route.path[1]} params={route.params} />;
-  else if (section === 'deployments' && route.path[1]) page = <DeploymentPage key={route.path[1]} session={session} deploymentId={route.path[1]} params={route.params} />;
-  else if (section === 'deployments') page = <DeploymentsPage session={session} params={route.params} />;
-  else if (section === 'exports' && canExport) page = <ExportsPage session={session} params={route.params} />;
+    page = <ThreadsPage key={route.path[1]} session={session} deploymentId={route.path[1]} params={route.params} canWrite={canWrite} />;
+  else if (section === 'deployments' && route.path[1]) page = <DeploymentPage key={route.path[1]} session={session} deploymentId={route.path[1]} params={route.params} canWrite={canWrite} />;
+  else if (section === 'deployments') page = <DeploymentsPage session={session} params={route.params} canWrite={canWrite} />;
+  else if (section === 'exports' && canExport) page = <ExportsPage session={session} params={route.params} canWrite={canWrite} />;
   else page = <ProjectsPage session={session} />;
   const nav = [
     { id: 'projects', label: 'Traces', to: href([]) },
@@ -171,8 +175,12 @@ function App() {
         // No workspace chosen yet, or one the key can no longer read: the key's own, or its first.
         if (!found.workspaces.some((workspace) => workspace.id === session.workspaceId)) {
           const next = { ...session, workspaceId: found.workspace?.id ?? found.workspaces[0]?.id ?? null };
-          saveSession(next);
-          setSession(next);
+          if (next.workspaceId !== session.workspaceId) {
+            // Asked again with the workspace chosen: what the key may do there comes with it.
+            saveSession(next);
+            setSession(next);
+            return;
+          }
         }
         setViewer(found);
       },
@@ -194,7 +202,8 @@ function App() {
         onSignedIn={(next, found) => {
           saveSession(next);
           setSession(next);
-          setViewer(found);
+          // The viewer as asked without a workspace holds the workspace's permissions only if it chose the same one.
+          if (found.workspace?.id === next.workspaceId) setViewer(found);
         }}
       />
     );
@@ -209,6 +218,8 @@ function App() {
         const next = { ...session, workspaceId };
         saveSession(next);
         setSession(next);
+        // What the key may do differs by workspace: ask who it is there.
+        setViewer(null);
         // Projects, runs and traces belong to one workspace: start again from its project list.
         navigate(href([]));
       }}

@@ -165,7 +165,7 @@ function DeployRefForm({ session, deployment, onDone }: { session: Session; depl
   );
 }
 
-export function DeploymentPage({ session, deploymentId, params }: { session: Session; deploymentId: string; params: URLSearchParams }) {
+export function DeploymentPage({ session, deploymentId, params, canWrite }: { session: Session; deploymentId: string; params: URLSearchParams; canWrite: boolean }) {
   const { data, error, loading, reload } = useGql<{ deployment: Deployment }>(session, DEPLOYMENT, { id: deploymentId });
   // Status moves seen live, by revision: newer than what the last read said.
   const [live, setLive] = useState<Record<string, string>>({});
@@ -222,7 +222,7 @@ export function DeploymentPage({ session, deploymentId, params }: { session: Ses
             <dt>Created</dt>
             <dd>{formatTime(deployment.createdAt)}</dd>
           </dl>
-          <DeployRefForm session={session} deployment={deployment} onDone={() => reload()} />
+          {canWrite && <DeployRefForm session={session} deployment={deployment} onDone={() => reload()} />}
         </section>
         <section class="panel" aria-labelledby="secrets">
           <h2 id="secrets">Secrets</h2>

@@ -105,16 +105,16 @@ function CreateDeploymentForm({ session, onCancel }: { session: Session; onCance
   );
 }
 
-export function DeploymentsPage({ session, params }: { session: Session; params: URLSearchParams }) {
+export function DeploymentsPage({ session, params, canWrite }: { session: Session; params: URLSearchParams; canWrite: boolean }) {
   const { data, error, loading, reload } = useGql<{ deployments: DeploymentSummary[] }>(session, DEPLOYMENTS);
-  const creating = params.get('new') === '1';
+  const creating = canWrite && params.get('new') === '1';
   // Live: each status move of a listed deployment's revisions, by revision (a new revision: read the list again).
   const [moves, setMoves] = useState<Record<string, string>>({});
   const latestIds = new Set(data?.deployments.map((deployment) => deployment.revisions[0]?.id));
   return (
     <>
       <PageHeader title="Deployments">
-        {!creating && (
+        {canWrite && !creating && (
           <a class="button primary" href={href(['deployments'], { new: '1' })}>
             New deployment
           </a>

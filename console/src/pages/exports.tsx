@@ -216,7 +216,7 @@ function ExportCard({ item, open }: { item: BulkExport; open: boolean }) {
   );
 }
 
-export function ExportsPage({ session, params }: { session: Session; params: URLSearchParams }) {
+export function ExportsPage({ session, params, canWrite }: { session: Session; params: URLSearchParams; canWrite: boolean }) {
   const { data, error, loading, reload } = useGql<{ exportDestinations: Destination[]; bulkExports: BulkExport[]; tracingProjects: { id: string; name: string }[] }>(session, EXPORTS);
   const [live, setLive] = useState<Record<string, Progress>>({});
   const selected = params.get('export');
@@ -272,7 +272,7 @@ export function ExportsPage({ session, params }: { session: Session; params: URL
             </div>
           )}
           <h2>Exports</h2>
-          {data.exportDestinations.length > 0 && data.tracingProjects.length > 0 && (
+          {canWrite && data.exportDestinations.length > 0 && data.tracingProjects.length > 0 && (
             <CreateExportForm
               session={session}
               destinations={data.exportDestinations}

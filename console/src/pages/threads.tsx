@@ -101,7 +101,7 @@ function ThreadState({ session, deploymentId, threadId, generation }: { session:
   );
 }
 
-export function ThreadsPage({ session, deploymentId, params }: { session: Session; deploymentId: string; params: URLSearchParams }) {
+export function ThreadsPage({ session, deploymentId, params, canWrite }: { session: Session; deploymentId: string; params: URLSearchParams; canWrite: boolean }) {
   const threadId = params.get('thread');
   const overview = useGql<{ deployment: { id: string; name: string }; assistants: Assistant[]; threads: ThreadSummary[] }>(session, OVERVIEW, { deploymentId });
   const thread = useGql<{ thread: Result<Thread> }>(session, threadId ? THREAD : null, { deploymentId, id: threadId });
@@ -256,29 +256,32 @@ export function ThreadsPage({ session, deploymentId, params }: { session: Sessio
             </ol>
           )}
           {exchange?.error && <ErrorNote error={exchange.error} />}
-          <form class="composer" onSubmit={send}>
-            <label for="assistant">Assistant</label>
-            <select id="assistant" value={chosen} onChange={(event) => setAssistantId(event.currentTarget.value)}>
-              {assistants.map((assistant) => (
-                <option value={assistant.assistantId}>
-                  {assistant.name === assistant.graphId ? assistant.graphId : `${assistant.name} (${assistant.graphId})`}
-                </option>
-              ))}
-            </select>
-            <label for="message">Message</label>
-            <textarea
-              id="message"
-              rows={2}
-              value={draft}
-              onInput={(event) => setDraft(event.currentTarget.value)}
-              onKeyDown={(event) => {
-                if (event.key === 'Enter' && !event.shiftKey) void send(event);
-              }}
-            />
-            <button type="submit" disabled={busy || !chosen || !draft.trim()}>
-              {busy ? 'Running…' : 'Send'}
-            </button>
-          </form>
+          {!canWrite && <p class="muted">This key may read this workspace but not run its assistants.</p>}
+          {canWrite && (
+            <form class="composer" onSubmit={send}>
+              <label for="assistant">Assistant</label>
+              <select id="assistant" value={chosen} onChange={(event) => setAssistantId(event.currentTarget.value)}>
+                {assistants.map((assistant) => (
+                  <option value={assistant.assistantId}>
+                    {assistant.name === assistant.graphId ? assistant.graphId : `${assistant.name} (${assistant.graphId})`}
+                  </option>
+                ))}
+              </select>
+              <label for="message">Message</label>
+              <textarea
+                id="message"
+                rows={2}
+                value={draft}
+                onInput={(event) => setDraft(event.currentTarget.value)}
+                onKeyDown={(event) => {
+                  if (event.key === 'Enter' && !event.shiftKey) void send(event);
+                }}
+              />
+              <button type="submit" disabled={busy || !chosen || !draft.trim()}>
+                {busy ? 'Running…' : 'Send'}
+              </button>
+            </form>
+          )}
           {current && current.runs.length > 0 && <RunsTable runs={current.runs} caption="Runs of the thread, newest first" />}
         </section>
       </div>
