@@ -212,7 +212,7 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     await watching.context().close();
   }, 120_000);
 
-  it('shows another workspace or organization none of the deployment, its revisions, threads or replies', async () => {
+  it('shows another workspace or organization none of the deployment, its revisions, threads or replies, and a read-only key no form that writes', async () => {
     expect(deploymentId).toBeDefined();
     const seenByOthers: string[] = [];
     const watch = (page: Page) => {
@@ -248,6 +248,26 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     await page.goto(`${platform.url}/#/deployments/${deploymentId}`);
     await page.getByText(/not found/).first().waitFor();
     await context.close();
+
+    // A workspace viewer's key: the deployment, its revisions and threads, and none of the forms that
+    // would write (its key may not), nor a request of theirs.
+    const readOnly = await browser.newContext();
+    const reader = await readOnly.newPage();
+    const sent: string[] = [];
+    reader.on('request', (request) => sent.push(request.postData() ?? ''));
+    await signIn(reader, platform.url, tenant.viewerKey);
+    await reader.getByRole('link', { name: 'Deployments' }).click();
+    await reader.getByRole('link', { name: NAME }).waitFor();
+    expect(await reader.getByRole('link', { name: 'New deployment' }).count()).toBe(0);
+    await reader.getByRole('link', { name: NAME }).click();
+    await reader.getByRole('log', { name: 'Build log' }).getByText(/Build succeeded/).waitFor();
+    expect(await reader.getByLabel('Deploy ref').count()).toBe(0);
+    await reader.getByRole('link', { name: 'Threads and chat' }).click();
+    await reader.getByText('This key may read this workspace but not run its assistants.').waitFor();
+    await expect.poll(() => reader.getByRole('navigation', { name: 'Threads' }).getByRole('listitem').count()).toBe(1);
+    expect(await reader.getByLabel('Message').count()).toBe(0);
+    expect(sent.filter((body) => /mutation/.test(body))).toEqual([]);
+    await readOnly.close();
 
     const text = seenByOthers.join('\n');
     expect(text).not.toContain(NAME);

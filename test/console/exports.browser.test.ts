@@ -128,7 +128,7 @@ describe.skipIf(skipped)('the console’s exports page in headless Chromium', ()
     await context.close();
   }, 90_000);
 
-  it('shows another organization none of the destinations or exports, and a plan without bulk export no Exports page', async () => {
+  it('shows another organization none of the destinations or exports, a read-only key no form to start one, and a plan without bulk export no Exports page', async () => {
     const other = await buildTenant(platform.system, { planTier: 'enterprise' });
     const context = await browser.newContext();
     const page = await context.newPage();
@@ -142,6 +142,13 @@ describe.skipIf(skipped)('the console’s exports page in headless Chromium', ()
     await page.getByText('No exports yet.').waitFor();
     expect(answers.join('\n')).not.toContain('lake');
     expect(answers.join('\n')).not.toContain(PROJECT);
+
+    // The workspace's viewer: its exports, and no form to start one.
+    const reader = await context.newPage();
+    await signIn(reader, platform.url, tenant.viewerKey);
+    await reader.getByRole('link', { name: 'Exports' }).click();
+    await expect.poll(() => reader.locator('details.export').count()).toBe(2);
+    expect(await reader.getByRole('button', { name: 'Start export' }).count()).toBe(0);
 
     const free = await buildTenant(platform.system, { planTier: 'free' });
     const freePage = await context.newPage();
