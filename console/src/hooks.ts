@@ -1,12 +1,15 @@
 // Data loading for pages: one request per change of its inputs, the previous one aborted.
-import { useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError, gql } from './api.js';
 import type { Session } from './session.js';
 
-export type Loaded<T> = { data: T | null; error: ApiError | null; loading: boolean };
+export type Loaded<T> = { data: T | null; error: ApiError | null; loading: boolean; reload: () => void };
 
 export function useGql<T>(session: Session, query: string | null, variables: Record<string, unknown> = {}): Loaded<T> {
-  const [state, setState] = useState<Loaded<T>>({ data: null, error: null, loading: query !== null });
+  const [state, setState] = useState<Omit<Loaded<T>, 'reload'>>({ data: null, error: null, loading: query !== null });
+  // Bumped by reload(): the same inputs asked again (the data shown meanwhile stays).
+  const [generation, setGeneration] = useState(0);
+  const reload = useCallback(() => setGeneration((value) => value + 1), []);
   const key = JSON.stringify([session.apiKey, session.workspaceId, query, variables]);
   useEffect(() => {
     if (query === null) return;
@@ -20,6 +23,6 @@ export function useGql<T>(session: Session, query: string | null, variables: Rec
       },
     );
     return () => controller.abort();
-  }, [key]);
-  return state;
+  }, [key, generation]);
+  return { ...state, reload };
 }

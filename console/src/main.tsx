@@ -1,5 +1,5 @@
 // The console's shell: sign-in, the workspace switcher, navigation and the page of the current route.
-import { render } from 'preact';
+import { type JSX, render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, gql } from './api.js';
 import { ErrorNote, Loading } from './components.js';
@@ -14,24 +14,43 @@ export type Workspace = { id: string; name: string };
 export type Viewer = {
   apiKeyShortKey: string | null;
   permissions: string[];
+  /** What the key may do in the selected workspace (workspaces:write: create and change things there). */
+  workspacePermissions: string[];
   user: { email: string } | null;
-  organization: { id: string; name: string } | null;
+  organization: { id: string; name: string; planTier: string } | null;
   workspace: Workspace | null;
   workspaces: Workspace[];
 };
 
-const VIEWER = `query ConsoleViewer { viewer { apiKeyShortKey permissions user { email } organization { id name } workspace { id name } workspaces { id name } } }`;
+const VIEWER = `query ConsoleViewer { viewer { apiKeyShortKey permissions workspacePermissions user { email } organization { id name planTier } workspace { id name } workspaces { id name } } }`;
 
-// The usage page and its chart library load when first opened: the traces pages never pay for them.
-type UsageModule = typeof import('./pages/usage.js');
-let usageModule: Promise<UsageModule> | undefined;
-function LazyUsagePage(props: Parameters<UsageModule['UsagePage']>[0]) {
-  const [loaded, setLoaded] = useState<UsageModule | null>(null);
-  useEffect(() => {
-    usageModule ??= import('./pages/usage.js');
-    void usageModule.then(setLoaded);
-  }, []);
-  return loaded ? <loaded.UsagePage {...props} /> : <Loading when />;
+// Pages other than the traces' load when first opened: the traces pages never pay for the chart
+// library, the deployments' live client or the exports page. A page opened by its link starts loading
+// its code at once, beside the sign-in's viewer query rather than after it.
+function lazyPage<C extends (props: any) => JSX.Element>(load: () => Promise<C>) {
+  let loading: Promise<C> | undefined;
+  const preload = () => (loading ??= load());
+  function LazyPage(props: Parameters<C>[0]) {
+    const [Page, setPage] = useState<{ component: C } | null>(null);
+    useEffect(() => {
+      void preload().then((component) => setPage({ component }));
+    }, []);
+    return Page ? <Page.component {...props} /> : <Loading when />;
+  }
+  return Object.assign(LazyPage, { preload });
+}
+const UsagePage = lazyPage(() => import('./pages/usage.js').then((module) => module.UsagePage));
+const DeploymentsPage = lazyPage(() => import('./pages/deployments.js').then((module) => module.DeploymentsPage));
+const DeploymentPage = lazyPage(() => import('./pages/deployment.js').then((module) => module.DeploymentPage));
+const ThreadsPage = lazyPage(() => import('./pages/threads.js').then((module) => module.ThreadsPage));
+const ExportsPage = lazyPage(() => import('./pages/exports.js').then((module) => module.ExportsPage));
+
+/** Starts loading the code of the page a link opens (code only: no data is asked before the viewer is known). */
+function preloadPage(hash: string): void {
+  const [section, id, sub] = hash.replace(/^#\/?/, '').split('?')[0]!.split('/');
+  if (section === 'usage') void UsagePage.preload();
+  else if (section === 'exports') void ExportsPage.preload();
+  else if (section === 'deployments') void (sub === 'threads' ? ThreadsPage : id ? DeploymentPage : DeploymentsPage).preload();
 }
 
 function SignIn({ onSignedIn }: { onSignedIn: (session: Session, viewer: Viewer) => void }) {
@@ -88,14 +107,25 @@ function Shell({ session, viewer, onWorkspace, onSignOut }: { session: Session; 
   const [section = 'projects'] = route.path;
   // Usage is organization-wide: a key without organization:read gets no link and no request.
   const canSeeUsage = viewer.permissions.includes('organization:read');
+  // Bulk export is a Plus and Enterprise feature: other plans get no link and no request.
+  const canExport = viewer.organization?.planTier === 'plus' || viewer.organization?.planTier === 'enterprise';
+  // Forms that create or change things show only to keys that may write in the workspace.
+  const canWrite = viewer.workspacePermissions.includes('workspaces:write');
   let page;
   if (!session.workspaceId) page = <p role="alert">This key can read no workspace.</p>;
   else if (section === 'projects' && route.path[1]) page = <RunsPage session={session} projectId={route.path[1]} params={route.params} />;
   else if (section === 'traces' && route.path[1]) page = <TracePage session={session} traceId={route.path[1]} runId={route.params.get('run')} />;
-  else if (section === 'usage' && canSeeUsage) page = <LazyUsagePage session={session} viewer={viewer} params={route.params} />;
+  else if (section === 'usage' && canSeeUsage) page = <UsagePage session={session} viewer={viewer} params={route.params} />;
+  else if (section === 'deployments' && route.path[1] && route.path[2] === 'threads')
+    page = <ThreadsPage key={route.path[1]} session={session} deploymentId={route.path[1]} params={route.params} canWrite={canWrite} />;
+  else if (section === 'deployments' && route.path[1]) page = <DeploymentPage key={route.path[1]} session={session} deploymentId={route.path[1]} params={route.params} canWrite={canWrite} />;
+  else if (section === 'deployments') page = <DeploymentsPage session={session} params={route.params} canWrite={canWrite} />;
+  else if (section === 'exports' && canExport) page = <ExportsPage session={session} params={route.params} canWrite={canWrite} />;
   else page = <ProjectsPage session={session} />;
   const nav = [
     { id: 'projects', label: 'Traces', to: href([]) },
+    { id: 'deployments', label: 'Deployments', to: href(['deployments']) },
+    ...(canExport ? [{ id: 'exports', label: 'Exports', to: href(['exports']) }] : []),
     ...(canSeeUsage ? [{ id: 'usage', label: 'Usage', to: href(['usage']) }] : []),
   ];
   const current = section === 'traces' ? 'projects' : section;
@@ -145,8 +175,12 @@ function App() {
         // No workspace chosen yet, or one the key can no longer read: the key's own, or its first.
         if (!found.workspaces.some((workspace) => workspace.id === session.workspaceId)) {
           const next = { ...session, workspaceId: found.workspace?.id ?? found.workspaces[0]?.id ?? null };
-          saveSession(next);
-          setSession(next);
+          if (next.workspaceId !== session.workspaceId) {
+            // Asked again with the workspace chosen: what the key may do there comes with it.
+            saveSession(next);
+            setSession(next);
+            return;
+          }
         }
         setViewer(found);
       },
@@ -168,7 +202,8 @@ function App() {
         onSignedIn={(next, found) => {
           saveSession(next);
           setSession(next);
-          setViewer(found);
+          // The viewer as asked without a workspace holds the workspace's permissions only if it chose the same one.
+          if (found.workspace?.id === next.workspaceId) setViewer(found);
         }}
       />
     );
@@ -183,6 +218,8 @@ function App() {
         const next = { ...session, workspaceId };
         saveSession(next);
         setSession(next);
+        // What the key may do differs by workspace: ask who it is there.
+        setViewer(null);
         // Projects, runs and traces belong to one workspace: start again from its project list.
         navigate(href([]));
       }}
@@ -190,4 +227,5 @@ function App() {
   );
 }
 
+preloadPage(location.hash);
 render(<App />, document.getElementById('app')!);

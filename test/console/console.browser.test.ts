@@ -4,24 +4,16 @@
 // its CSV; and another workspace's key sees none of it. Chromium is Debian's package, installed by
 // scripts/test-prereqs.mjs (`npm test` runs it first).
 // CONSOLE_SCREENSHOTS=<folder> keeps a screenshot of each page there.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import { foldUsageDeltas } from '../../src/services/usage/usage.service.js';
 import { buildTenant, buildUser, buildApiKey, buildWorkspace } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
+import { launchChromium, shot, signIn as signInAt, skipped, skipReason } from './support.js';
 
-const CHROMIUM_PATH = '/usr/bin/chromium';
-const chromiumMissing = !existsSync(CHROMIUM_PATH);
-const consoleMissing = !existsSync(new URL('../../console/dist/index.html', import.meta.url));
-const skipReason = chromiumMissing
-  ? `${CHROMIUM_PATH} is not installed: run \`npm test\` as root (scripts/test-prereqs.mjs installs it) or \`sudo apt-get install -y --no-install-recommends chromium\``
-  : 'console/dist is missing: run `npm run console:build` (npm install does it)';
-const skipped = chromiumMissing || consoleMissing;
 if (skipped) console.warn(`Console browser test skipped: ${skipReason}`);
-const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS;
 const PROJECT = 'console-demo';
 
 describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (skipped: ${skipReason})` : ''}`, () => {
@@ -64,30 +56,14 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
     await foldUsageDeltas(platform.deps);
     const { rows } = await platform.deps.db.pool.query('SELECT id FROM tracing_projects WHERE workspace_id = $1 AND name = $2', [tenant.workspace.id, PROJECT]);
     projectId = rows[0].id;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM_PATH,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    if (SCREENSHOTS) mkdirSync(SCREENSHOTS, { recursive: true });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
     await platform?.stop();
   });
 
-  const shot = async (page: Page, name: string) => {
-    if (SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-  };
-
-  async function signIn(page: Page, key: string) {
-    // A step that never comes fails with its own locator, well before the test's timeout.
-    page.setDefaultTimeout(10_000);
-    const landing = await page.goto(`${platform.url}/`);
-    expect(landing?.status()).toBe(200);
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
-  }
+  const signIn = (page: Page, key: string) => signInAt(page, platform.url, key);
 
   it('signs in and walks projects, runs, a filter, a trace and a run, keeping the key out of URLs and storage other than the session', async () => {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });

@@ -91,6 +91,9 @@ describe('bulk export over GraphQL', () => {
 
       const query = await gql('query($id: ID!) { bulkExport(id: $id) { status runs { status rowsWritten } } }', { id: exportId });
       expect(query.body.data.bulkExport).toEqual({ status: 'Completed', runs: [{ status: 'Completed', rowsWritten: 12 }, { status: 'Completed', rowsWritten: 8 }] });
+      // What a person reads in a list of exports: the project and destination by name.
+      const named = await gql('query($id: ID!) { bulkExport(id: $id) { project { id name } destination { id displayName } } }', { id: exportId });
+      expect(named.body.data.bulkExport).toEqual({ project: { id: sessionId, name: 'gql-export' }, destination: { id: destinationId, displayName: 'lake' } });
     } finally {
       await client.dispose();
     }

@@ -65,7 +65,7 @@ const TENANCY = `{
 const TRACES = `query($projectId: ID!) {
   tracingProjects { id runCount lastRunStartTime workspace { name } }
   runs(projectId: $projectId, isRoot: true) { edges { node { id project { name workspace { name } } children { name project { workspace { id } } children { name project { name workspace { name } } } } } } }
-  bulkExports { id runs { id status } }
+  bulkExports { id project { name } destination { displayName } runs { id status } }
 }`;
 
 const THREADS = `query($deploymentId: ID!) { threads(deploymentId: $deploymentId) { threadId runs(limit: 5) { runId status } } }`;
@@ -148,7 +148,7 @@ describe('GraphQL query count', () => {
     expect(six.statements).toBe(one.statements);
   });
 
-  it('is the same for one project, trace and export as for four: run counts, projects and their workspaces, children, export runs', async () => {
+  it('is the same for one project, trace and export as for four: run counts, projects and their workspaces, children, exports with their projects and runs', async () => {
     const small = await tenantOfSize(1);
     const large = await tenantOfSize(4);
     // Each once before counting: a key's first use records it (last_used_at), and the first trace query
@@ -171,6 +171,9 @@ describe('GraphQL query count', () => {
     expect(new Set(grandchildProjects).size).toBe(4);
     expect(bulkExports).toHaveLength(4);
     expect(bulkExports.every((found: { runs: unknown[] }) => found.runs.length === 2)).toBe(true);
+    // Each export's project by name (the console's exports page), from one read for them all.
+    expect(bulkExports.map((found: { project: { name: string } | null }) => found.project?.name)).toEqual(['main', 'main', 'main', 'main']);
+    expect(bulkExports.map((found: { destination: unknown }) => found.destination)).toEqual([null, null, null, null]);
     expect(four.statements).toBe(one.statements);
     // Workspaces are read once for the key's trace workspace and once for every project's (runs'
     // projects come from a dataloader, whose rows a Prisma relation would re-read per field path).

@@ -5,6 +5,8 @@ import { builder } from '../builder.js';
 import * as destinations from '../../services/exports/destinations.service.js';
 import * as exportsService from '../../services/exports/exports.service.js';
 import type { RunResult } from '../../services/exports/exports.service.js';
+import { getProjects } from '../../services/traces/projects.service.js';
+import { TracingProjectRef } from '../traces/tracing-project.js';
 
 const result = (metadata: unknown): RunResult | undefined => (metadata as { result?: RunResult } | null)?.result;
 
@@ -48,6 +50,15 @@ builder.prismaObject('BulkExport', {
     status: t.exposeString('status', { description: 'Created, Running, Completed, Failed, Cancelled, TimedOut, or IntervalScheduled for a schedule.' }),
     destinationId: t.exposeID('destinationId', { nullable: true, description: 'The destination (null once deleted).' }),
     sessionId: t.exposeID('sessionId', { description: 'The tracing project exported.' }),
+    // One read for the projects of every export in a response (dataloader).
+    project: t.loadable({
+      type: TracingProjectRef,
+      nullable: true,
+      description: 'The tracing project exported (null once deleted).',
+      load: (ids: string[], ctx) => getProjects(ctx, ids),
+      resolve: (bulkExport) => bulkExport.sessionId,
+    }),
+    destination: t.relation('destination', { nullable: true, description: 'The destination it writes to (null once deleted).' }),
     startTime: t.expose('startTime', { type: 'DateTime', description: 'Start of the range (inclusive), on the runs’ start time.' }),
     endTime: t.expose('endTime', { type: 'DateTime', nullable: true, description: 'End of the range (exclusive); none for a schedule.' }),
     filter: t.exposeString('filter', { nullable: true, description: 'Filter-language expression narrowing the runs.' }),

@@ -1,5 +1,5 @@
 import { builder } from '../builder.js';
-import { can, PERMISSIONS, type Viewer } from '../../services/tenancy/viewer.js';
+import { can, PERMISSIONS, type Viewer, workspacePermissions } from '../../services/tenancy/viewer.js';
 import { getOrganization, getViewerUser, getWorkspace, listWorkspaces } from '../../services/tenancy/tenancy.service.js';
 
 const ViewerRef = builder.objectRef<Viewer>('Viewer').implement({
@@ -13,6 +13,10 @@ const ViewerRef = builder.objectRef<Viewer>('Viewer').implement({
     permissions: t.stringList({
       description: 'Organization-wide permissions of this key.',
       resolve: (viewer) => PERMISSIONS.filter((permission) => can(viewer, permission)),
+    }),
+    workspacePermissions: t.stringList({
+      description: 'What this key may do in the selected workspace: workspaces:read, workspaces:write (create and change its deployments, threads, exports…), workspaces:manage.',
+      resolve: (viewer) => workspacePermissions(viewer),
     }),
     user: t.prismaField({
       type: 'User',

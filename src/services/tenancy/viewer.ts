@@ -72,6 +72,16 @@ export function can(viewer: Viewer, permission: Permission, workspaceId?: string
   return role !== undefined && WORKSPACE_ROLE_PERMISSIONS[role].includes(permission);
 }
 
+/**
+ * What the viewer may do in its selected workspace (X-Tenant-Id, or the key's own): the workspace
+ * permissions it holds there, from its organization role or its role in that workspace. None without one.
+ */
+export function workspacePermissions(viewer: Viewer): Permission[] {
+  if (viewer.kind !== 'api-key' || !viewer.workspaceId) return [];
+  const workspaceId = viewer.workspaceId;
+  return PERMISSIONS.filter((permission) => permission.startsWith('workspaces:') && can(viewer, permission, workspaceId));
+}
+
 /** Throws FORBIDDEN unless the viewer holds `permission` (in `workspaceId` when given). */
 export function assertCan(viewer: Viewer, permission: Permission, workspaceId?: string): void {
   if (!can(viewer, permission, workspaceId)) {
