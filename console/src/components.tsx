@@ -31,3 +31,25 @@ export function PageHeader({ title, children }: { title: string; children?: Comp
     </div>
   );
 }
+
+/** A column heading of a TableHead: its label, right-aligned when numeric, a tooltip when it needs one. */
+type Column = string | { label: ComponentChildren; num?: boolean; title?: string };
+
+/** A table's header row, each column a `<th scope="col">` (what screen readers announce per cell). */
+export function TableHead({ columns }: { columns: Column[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((column) =>
+          typeof column === 'string' ? (
+            <th scope="col">{column}</th>
+          ) : (
+            <th scope="col" class={column.num ? 'num' : undefined} title={column.title}>
+              {column.label}
+            </th>
+          ),
+        )}
+      </tr>
+    </thead>
+  );
+}

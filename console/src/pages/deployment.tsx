@@ -2,7 +2,7 @@
 // over graphql-ws, and the selected revision's build and deploy logs as they are written.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, gql } from '../api.js';
-import { ErrorNote, Loading, PageHeader, StatusBadge } from '../components.js';
+import { ErrorNote, Loading, PageHeader, StatusBadge, TableHead } from '../components.js';
 import { formatTime } from '../format.js';
 import { useGql } from '../hooks.js';
 import { useSubscription } from '../live.js';
@@ -247,16 +247,7 @@ export function DeploymentPage({ session, deploymentId, params, canWrite }: { se
       <div class="table-wrap">
         <table class="revisions">
           <caption class="visually-hidden">Revisions, newest first; status is live</caption>
-          <thead>
-            <tr>
-              <th scope="col">Revision</th>
-              <th scope="col">Status</th>
-              <th scope="col">Ref</th>
-              <th scope="col">Commit</th>
-              <th scope="col">Graphs</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
+          <TableHead columns={['Revision', 'Status', 'Ref', 'Commit', 'Graphs', 'Created']} />
           <tbody>
             {deployment.revisions.map((revision) => (
               <tr class={revision.id === selectedId ? 'selected' : undefined}>

@@ -2,7 +2,7 @@
 // from a git URL and ref.
 import { useState } from 'preact/hooks';
 import { ApiError, gql } from '../api.js';
-import { ErrorNote, Loading, PageHeader, StatusBadge } from '../components.js';
+import { ErrorNote, Loading, PageHeader, StatusBadge, TableHead } from '../components.js';
 import { formatTime } from '../format.js';
 import { useGql } from '../hooks.js';
 import { useSubscription } from '../live.js';
@@ -139,15 +139,7 @@ export function DeploymentsPage({ session, params, canWrite }: { session: Sessio
         <div class="table-wrap">
           <table class="deployments">
             <caption class="visually-hidden">Deployments, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Deployment</th>
-                <th scope="col">Latest revision</th>
-                <th scope="col">Source</th>
-                <th scope="col">Ref</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
+            <TableHead columns={['Deployment', 'Latest revision', 'Source', 'Ref', 'Created']} />
             <tbody>
               {data.deployments.map((deployment) => {
                 const latest = deployment.revisions[0];

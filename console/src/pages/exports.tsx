@@ -2,7 +2,7 @@
 // live over graphql-ws (exportProgress: status, rows and files of each run) and their runs' errors.
 import { useState } from 'preact/hooks';
 import { ApiError, gql } from '../api.js';
-import { ErrorNote, Loading, PageHeader, StatusBadge } from '../components.js';
+import { ErrorNote, Loading, PageHeader, StatusBadge, TableHead } from '../components.js';
 import { formatNumber, formatTime } from '../format.js';
 import { useGql } from '../hooks.js';
 import { useSubscription } from '../live.js';
@@ -177,16 +177,7 @@ function ExportCard({ item, open }: { item: BulkExport; open: boolean }) {
         <div class="table-wrap">
           <table class="export-runs">
             <caption class="visually-hidden">Runs of the export, one per UTC day</caption>
-            <thead>
-              <tr>
-                <th scope="col">Day</th>
-                <th scope="col">Status</th>
-                <th scope="col" class="num">Rows</th>
-                <th scope="col" class="num">Files</th>
-                <th scope="col" class="num">Retries</th>
-                <th scope="col">Errors</th>
-              </tr>
-            </thead>
+            <TableHead columns={['Day', 'Status', { label: 'Rows', num: true }, { label: 'Files', num: true }, { label: 'Retries', num: true }, 'Errors']} />
             <tbody>
               {item.runs.map((run) => (
                 <tr>
@@ -238,17 +229,7 @@ export function ExportsPage({ session, params, canWrite }: { session: Session; p
             <div class="table-wrap">
               <table class="destinations">
                 <caption class="visually-hidden">Export destinations, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Destination</th>
-                    <th scope="col">Type</th>
-                    <th scope="col">Bucket</th>
-                    <th scope="col">Prefix</th>
-                    <th scope="col">Endpoint</th>
-                    <th scope="col">Credentials</th>
-                    <th scope="col">Created</th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Destination', 'Type', 'Bucket', 'Prefix', 'Endpoint', 'Credentials', 'Created']} />
                 <tbody>
                   {data.exportDestinations.map((destination) => (
                     <tr>

@@ -1,5 +1,5 @@
 // Tracing projects of the workspace with their run counts, error rate and latency.
-import { ErrorNote, Loading, PageHeader } from '../components.js';
+import { ErrorNote, Loading, PageHeader, TableHead } from '../components.js';
 import { formatDuration, formatNumber, formatPercent, formatTime } from '../format.js';
 import { useGql } from '../hooks.js';
 import { href } from '../router.js';
@@ -29,16 +29,7 @@ export function ProjectsPage({ session }: { session: Session }) {
         <div class="table-wrap">
           <table class="projects">
             <caption class="visually-hidden">Tracing projects, most recently active first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Project</th>
-                <th scope="col" class="num">Runs</th>
-                <th scope="col" class="num" title="Of its newest traces (up to 1,000)">Error rate</th>
-                <th scope="col" class="num">p50 latency</th>
-                <th scope="col" class="num">p99 latency</th>
-                <th scope="col">Last run</th>
-              </tr>
-            </thead>
+            <TableHead columns={['Project', { label: 'Runs', num: true }, { label: 'Error rate', num: true, title: 'Of its newest traces (up to 1,000)' }, { label: 'p50 latency', num: true }, { label: 'p99 latency', num: true }, 'Last run']} />
             <tbody>
               {projects.map((project) => (
                 <tr>

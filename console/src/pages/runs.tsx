@@ -2,7 +2,7 @@
 // language; a malformed filter is shown with a caret at the position the platform reports.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type FilterPosition, gql } from '../api.js';
-import { ErrorNote, Loading, PageHeader, StatusBadge } from '../components.js';
+import { ErrorNote, Loading, PageHeader, StatusBadge, TableHead } from '../components.js';
 import { formatCost, formatDuration, formatNumber, formatTime } from '../format.js';
 import { useGql } from '../hooks.js';
 import { href, navigate } from '../router.js';
@@ -157,17 +157,7 @@ export function RunsPage({ session, projectId, params }: { session: Session; pro
       <div class="table-wrap">
         <table class="runs">
           <caption class="visually-hidden">Runs, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Status</th>
-              <th scope="col">Started</th>
-              <th scope="col" class="num">Latency</th>
-              <th scope="col" class="num">Tokens</th>
-              <th scope="col" class="num">Cost</th>
-            </tr>
-          </thead>
+          <TableHead columns={['Name', 'Type', 'Status', 'Started', { label: 'Latency', num: true }, { label: 'Tokens', num: true }, { label: 'Cost', num: true }]} />
           <tbody>
             {runs.map((run) => (
               <tr>

@@ -3,7 +3,7 @@
 // run streams it (runEvents over graphql-ws, messages-tuple mode).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, gql } from '../api.js';
-import { ErrorNote, Loading, PageHeader, StatusBadge } from '../components.js';
+import { ErrorNote, Loading, PageHeader, StatusBadge, TableHead } from '../components.js';
 import { formatTime } from '../format.js';
 import { useGql } from '../hooks.js';
 import { subscribe } from '../live.js';
@@ -56,13 +56,7 @@ function RunsTable({ runs, caption }: { runs: RunSummary[]; caption: string }) {
   return (
     <table class="runs-of-thread">
       <caption>{caption}</caption>
-      <thead>
-        <tr>
-          <th scope="col">Run</th>
-          <th scope="col">Status</th>
-          <th scope="col">Created</th>
-        </tr>
-      </thead>
+      <TableHead columns={['Run', 'Status', 'Created']} />
       <tbody>
         {runs.map((run) => (
           <tr>

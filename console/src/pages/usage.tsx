@@ -3,7 +3,7 @@
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { ErrorNote, Loading, PageHeader } from '../components.js';
+import { ErrorNote, Loading, PageHeader, TableHead } from '../components.js';
 import { formatNumber } from '../format.js';
 import { useGql } from '../hooks.js';
 import type { Viewer } from '../main.js';
@@ -152,12 +152,7 @@ function Chart({ records, groupBy, from, to, strideMs }: { records: UsageRecord[
       <div class="table-wrap">
         <table class="usage-totals">
           <caption>Traces in the range by {GROUPS[groupBy]?.toLowerCase()}</caption>
-          <thead>
-            <tr>
-              <th scope="col">{GROUPS[groupBy]}</th>
-              <th scope="col" class="num">Traces</th>
-            </tr>
-          </thead>
+          <TableHead columns={[{ label: GROUPS[groupBy] }, { label: 'Traces', num: true }]} />
           <tbody>
             {totals.map(([name, count]) => (
               <tr>
