@@ -11,6 +11,7 @@ import { inject } from 'vitest';
 import { pathOf, storeSchema } from '../../src/services/store/store-items.store.js';
 import { databaseUrl } from '../helpers.js';
 import { spawnPlatform, type PlatformProcess } from '../processes.js';
+import { startDeployed } from './deployed.js';
 
 const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 
@@ -40,6 +41,28 @@ const secretKey = randomBytes(32).toString('base64');
 
 /** Spawns `serve --config … --port 0 --dev` and returns an SDK client for it. */
 export async function startServe(options: { configPath?: string; dir?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<ServeProcess> {
+  // The same tests at a deployed revision's url, through the gateway (deployed.ts).
+  if (process.env.TEST_AGENT_SERVER === 'deployed' && !options.configPath) {
+    const deployed = await startDeployed('graphs');
+    const unavailable = () => {
+      throw new Error('not at a deployed revision');
+    };
+    return {
+      child: undefined as never,
+      url: deployed.url,
+      output: () => '',
+      stopGroup: unavailable,
+      client: deployed.client,
+      configPath: '',
+      dir: '',
+      deploymentId: deployed.deploymentId,
+      async stop() {
+        await deployed.stop();
+        return 0;
+      },
+      restart: unavailable,
+    };
+  }
   const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig();
   const child = await spawnPlatform(['serve', '--config', configPath, '--port', '0', '--dev'], {
     DATABASE_URL: databaseUrl(),
