@@ -13,7 +13,7 @@ import { type Request, type RequestHandler, Router } from 'express';
 import { AppError } from '../errors.js';
 import type { Deps } from '../services/context.js';
 import { authorizeDeploymentCaller, servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
-import { agentServerAddresses } from '../services/deployments/runtime-client.js';
+import { type AgentServerAddress, agentServerAddresses } from '../services/deployments/runtime-client.js';
 import {
   GATEWAY_IDENTITY_HEADER,
   GATEWAY_SIGNATURE_HEADER,
@@ -69,6 +69,23 @@ function boundedBody(req: Request, limit: number): Transform | undefined {
   return body;
 }
 
+// While a deployment's agent server restarts (it died, or its worker moved), requests wait this long
+// for it rather than fail at once.
+const RESTART_WAIT_MS = 15_000;
+
+/**
+ * The deployment's agent server, waiting up to RESTART_WAIT_MS for one to be recorded (undefined
+ * when the caller left meanwhile); UNAVAILABLE when none comes.
+ */
+async function agentServerOf(deps: Deps, deploymentId: string, res: { closed: boolean }): Promise<AgentServerAddress | undefined> {
+  for (const deadline = Date.now() + RESTART_WAIT_MS; ; await new Promise((resolve) => setTimeout(resolve, 200))) {
+    const [server] = await agentServerAddresses(deps, deploymentId);
+    if (server) return server;
+    if (res.closed) return undefined;
+    if (Date.now() > deadline) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
+  }
+}
+
 export function deploymentsGateway(deps: Deps): Router {
   const router = Router({ mergeParams: true });
   const forward: RequestHandler = async (req, res, next) => {
@@ -83,8 +100,8 @@ export function deploymentsGateway(deps: Deps): Router {
     // A JSON-RPC call's access depends on its method: the agent server checks it against the caller's.
     const access = await authorizeDeploymentCaller({ ...deps, viewer }, deploymentId, JSON_RPC.test(path) ? 'read' : requestAccess(req));
     const caller: Omit<GatewayIdentity, 'expires'> = { userId: viewer.userId, apiKeyId: viewer.apiKeyId, access };
-    const [server] = await agentServerAddresses(deps, deploymentId);
-    if (!server) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
+    const server = await agentServerOf(deps, deploymentId, res);
+    if (!server) return;
 
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value;
@@ -151,8 +168,8 @@ export async function forwardDeploymentUpgrade(deps: Deps, req: IncomingMessage,
     const viewer = await authenticateApiKey(deps, typeof key === 'string' ? key : undefined, undefined);
     if (viewer.kind !== 'api-key') throw AppError.unauthenticated();
     const access = await authorizeDeploymentCaller({ ...deps, viewer }, deploymentId, 'read');
-    const [server] = await agentServerAddresses(deps, deploymentId);
-    if (!server) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
+    const server = await agentServerOf(deps, deploymentId, socket);
+    if (!server) return;
     const path = `${rest}${query}`;
     const headers: [string, string][] = [];
     for (const [name, value] of Object.entries(req.headers)) {
