@@ -318,8 +318,11 @@ async function measureGateway(): Promise<Figures> {
   try {
     const key = /API key: (\S+)/.exec(platform.output())![1]!;
     const url = `http://127.0.0.1:${port}`;
+    const workspaces = (await (await fetch(`${url}/api/v1/workspaces`, { headers: { 'x-api-key': key } })).json()) as { id: string }[];
     const call = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${url}${path}`, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const headers = { 'x-api-key': key, 'x-tenant-id': workspaces[0]!.id, 'content-type': 'application/json' };
+      const response = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`);
       return (await response.json()) as any;
     };
     const created = await call('POST', '/v2/deployments', {
@@ -328,9 +331,10 @@ async function measureGateway(): Promise<Figures> {
       source_config: { repo_url: `file://${repo}` },
       source_revision_config: { repo_ref: 'main', graph_config_path: 'langgraph.json' },
     });
-    for (;;) {
+    for (const deadline = Date.now() + 180_000; ; ) {
       const revision = await call('GET', `/v2/deployments/${created.id}/revisions/${created.latest_revision_id}`);
       if (revision.status === 'DEPLOYED') break;
+      if (Date.now() > deadline) throw new Error(`the bench deployment is still ${revision.status} after 3 minutes`);
       if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.status)) throw new Error(`the bench deployment ended ${revision.status}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
