@@ -152,10 +152,8 @@ async function main() {
     console.log(`runs: ${runs} in ${seconds} s (${measured.length} protocol events; run start -> end p50 ${sorted[Math.floor(sorted.length / 2)]} ms, max ${sorted.at(-1)} ms)`);
     console.log(`delivered: ${delivered} events to ${subscribers} subscribers (${(delivered / seconds).toFixed(0)}/s); complete subscribers ${complete}/${subscribers}`);
     console.log(`lost: ${lost}  duplicated: ${duplicated}  out of order: ${outOfOrder}  not in the stored stream: ${foreign}`);
-    console.log(
-      `server RSS: before subscribers ${mib(rssBefore)}, during min ${mib(Math.min(...samples))} / max ${mib(Math.max(...samples))}, ` +
-        `first 10 s max ${mib(Math.max(...samples.slice(0, 10)))}, last 10 s max ${mib(Math.max(...samples.slice(-10)))}`,
-    );
+    const windows = Array.from({ length: Math.ceil(samples.length / 10) }, (_, i) => Math.max(...samples.slice(i * 10, i * 10 + 10)));
+    console.log(`server RSS: before subscribers ${mib(rssBefore)}; max per 10 s while streaming: ${windows.map((value) => value.toFixed(0)).join(', ')} MiB`);
     // Reading again, it learns how the server treated it.
     (stalled.ws as unknown as { _socket: { resume(): void } })._socket.resume();
     await new Promise((resolve) => setTimeout(resolve, 2000));

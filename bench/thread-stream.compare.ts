@@ -197,7 +197,7 @@ async function main() {
         for (const path of paths) {
           const known = KNOWN.find(([pattern]) => pattern.test(path));
           if (known) explained.set(known[1], (explained.get(known[1]) ?? 0) + 1);
-          else rows.push(`  #${i} ${path}: platform ${JSON.stringify(pathValue(left, path)).slice(0, 120)} | reference ${JSON.stringify(pathValue(right, path)).slice(0, 120)}`);
+          else rows.push(`  #${i} ${path}: platform ${String(JSON.stringify(pathValue(left, path))).slice(0, 160)} | reference ${String(JSON.stringify(pathValue(right, path))).slice(0, 160)}`);
         }
       }
       unexplained += rows.length;

@@ -35,7 +35,7 @@ export function threadStreamRouter(): Router {
     await threadStream.assertThreadExists(req.agent, req.params.threadId);
     const sse = openSse(req, res);
     try {
-      for await (const event of threadStream.followThreadEvents(req.agent, req.params.threadId, { since: body.since, signal: sse.signal })) {
+      for await (const event of threadStream.followThreadEvents(req.agent, req.params.threadId, { since: body.since, replay: 'thread', signal: sse.signal })) {
         if (!threadStream.matchesFilter(filter, event)) continue;
         const written = sse.write({ id: event.event_id, event: event.method, data: JSON.stringify(event) });
         let timer: NodeJS.Timeout | undefined;

@@ -19,7 +19,7 @@ import { type AgentServerTarget, resolveAgentContext } from './router.js';
 /** Bounds of one connection: frame size, subscriptions, unsent bytes and how long a reader may stall. */
 export type SocketLimits = { maxFrameBytes: number; maxSubscriptions: number; highWaterBytes: number; stallMs: number; pingMs: number };
 
-const DEFAULT_LIMITS: SocketLimits = { maxFrameBytes: 1 << 20, maxSubscriptions: 64, highWaterBytes: 1 << 20, stallMs: 30_000, pingMs: 30_000 };
+const DEFAULT_LIMITS: SocketLimits = { maxFrameBytes: 1 << 20, maxSubscriptions: 64, highWaterBytes: 256 << 10, stallMs: 30_000, pingMs: 30_000 };
 
 /** Answers an upgrade it owns (true), or leaves it to the server's other handlers (false). */
 export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;

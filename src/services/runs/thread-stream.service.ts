@@ -86,15 +86,21 @@ export async function assertThreadExists(ctx: AgentServerContext, threadId: stri
   if (!isUuid(threadId) || !(await threadExists(ctx.db, threadId.toLowerCase(), ctx.deployment.deploymentId))) throw AppError.notFound(threadNotFound(threadId));
 }
 
+// How many of a thread's latest runs an event stream without `since` replays at most.
+const REPLAYED_RUNS = 10;
+
 /**
- * The thread's protocol events: from position `since` (exclusive) when given, else from the start of
- * its oldest run in flight (or its latest run), then every later run's, live, until `signal` aborts.
- * The caller checks the thread first; a thread created later (by run.start) is followed once it is.
+ * The thread's protocol events, then every later run's, live, until `signal` aborts. From position
+ * `since` (exclusive) when given; else, with `replay: 'thread'` (an SSE event stream, as the
+ * reference server replays its thread buffer), from the first of its latest runs started through the
+ * protocol (at most REPLAYED_RUNS back), and otherwise (a WebSocket subscription, as the reference
+ * replays its current run) from the start of its oldest run in flight, or its latest run. The caller
+ * checks the thread first; a thread created later (by run.start) is followed once it is.
  */
 export async function* followThreadEvents(
   ctx: AgentServerContext,
   threadId: string,
-  options: { since?: number; signal?: AbortSignal } = {},
+  options: { since?: number; signal?: AbortSignal; replay?: 'run' | 'thread' } = {},
 ): AsyncGenerator<ProtocolEvent> {
   const id = threadId.toLowerCase();
   const stop = new AbortController();
@@ -110,7 +116,8 @@ export async function* followThreadEvents(
       const runs = isUuid(id) ? await selectThreadRunPositions(ctx.db, id, ctx.deployment.deploymentId) : [];
       if (next === undefined) {
         const inFlight = runs.find((run) => !isTerminalStatus(run.status));
-        next = inFlight?.position ?? runs[runs.length - 1]?.position ?? 1;
+        const firstProtocolRun = options.replay === 'thread' ? runs.slice(-REPLAYED_RUNS).find((run) => run.protocol) : undefined;
+        next = firstProtocolRun?.position ?? inFlight?.position ?? runs[runs.length - 1]?.position ?? 1;
       }
       const due = runs.filter((run) => run.position >= next!);
       for (const run of due) {
