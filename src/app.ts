@@ -17,7 +17,7 @@ import { jsonBody } from './rest/middleware/json-body.js';
 import { restRouter } from './rest/router.js';
 import { forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from './services/context.js';
-import type { UpgradeHandler } from './rest/agent-server/thread-stream.socket.js';
+import { threadStreamUpgrade, type UpgradeHandler } from './rest/agent-server/thread-stream.socket.js';
 import type { Viewer } from './services/tenancy/viewer.js';
 
 type EnvelopedRoot = ReturnType<ReturnType<typeof createGraphQLServer>['getEnveloped']>;
@@ -104,7 +104,8 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   // here rather than by attaching ws to the server, so a listen error (a busy port) stays the
   // server's own, reported by start(), instead of reaching graphql-ws as a crash with a stack.
   const wsServer = new WebSocketServer({ noServer: true, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
-  const upgrades = options.upgrades ?? [];
+  // The platform's default: the thread stream of the deployments its router serves at /deployments/<id>.
+  const upgrades = options.upgrades ?? (options.routers ? [] : [threadStreamUpgrade(deps, { fromPath: 'deploymentId' })]);
   server.on('upgrade', (request, socket, head) => {
     if (upgrades.some((upgrade) => upgrade.handle(request, socket, head))) return;
     // A WebSocket at a deployment's url is its own agent server's (the gateway forwards it).

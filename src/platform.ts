@@ -2,7 +2,6 @@
 // first-start bootstrap and, for the roles this process runs, the HTTP server.
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
-import { threadStreamUpgrade } from './rest/agent-server/thread-stream.socket.js';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import type { RunningRuntime } from './runtime/role.js';
@@ -39,8 +38,7 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
     if (runtimes) wiring.onStop(() => runtimes.stop());
     let url: string | undefined;
     if (config.roles.includes('api')) {
-      // The deployments' agent servers at /deployments/<id>: their thread streams' WebSockets too.
-      const app = buildApp(deps, { upgrades: [threadStreamUpgrade(deps, { fromPath: 'deploymentId' })] });
+      const app = buildApp(deps);
       // Stopped first: no new requests while jobs and the bus wind down.
       wiring.onStop(() => app.stop());
       url = await app.start(config.port, config.host);
