@@ -8,6 +8,8 @@
 //   BENCH_SUBSCRIBERS=200   WebSocket subscribers
 //   BENCH_SECONDS=60        how long runs are started
 //   BENCH_STEPS=20 BENCH_BURST=10   each run's supersteps and custom events per step
+//   BENCH_SERVER_HEAP_MB=…  caps the server's V8 heap (--max-old-space-size): memory the server holds
+//                           fails the run; garbage it has not collected yet is collected sooner
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -92,7 +94,8 @@ async function truth(url: string, threadId: string, lastRunId: string): Promise<
 
 async function main() {
   const port = await freePort();
-  const server = await startServe(join(here, 'graphs/thread-stream.langgraph.json'), port);
+  const heap = process.env.BENCH_SERVER_HEAP_MB;
+  const server = await startServe(join(here, 'graphs/thread-stream.langgraph.json'), port, heap ? { env: { NODE_OPTIONS: `--max-old-space-size=${heap}` } } : {});
   const url = `http://127.0.0.1:${port}`;
   const pid = server.child.pid!;
   try {
