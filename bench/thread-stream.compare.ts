@@ -16,7 +16,7 @@ import { freePort, startProcess, startServe, stopProcess } from './processes.js'
 const here = new URL('.', import.meta.url).pathname;
 const fixtures = join(here, '../test/fixtures');
 const referenceDir = join(here, 'reference-thread-stream');
-const GRAPHS = { tools: 'thread-stream/tools.ts', nested: 'graphs/nested.ts', interrupt: 'graphs/interrupt.ts', failing: 'graphs/failing.ts' };
+const GRAPHS = { tools: 'thread-stream/tools.ts', nested: 'thread-stream/nested.ts', interrupt: 'thread-stream/interrupt.ts', failing: 'thread-stream/failing.ts' };
 const CHANNELS = ['values', 'updates', 'messages', 'tools', 'lifecycle', 'input', 'checkpoints', 'tasks', 'custom'];
 
 type Event = { method: string; params: { namespace: string[]; node?: string; data: unknown } };

@@ -1,6 +1,7 @@
 // buildApp(): Express + graphql-yoga + graphql-ws on one http.Server, with graceful stop.
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import express, { type Router } from 'express';
 import { GraphQLError } from 'graphql';
@@ -104,8 +105,10 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   // here rather than by attaching ws to the server, so a listen error (a busy port) stays the
   // server's own, reported by start(), instead of reaching graphql-ws as a crash with a stack.
   const wsServer = new WebSocketServer({ noServer: true, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
-  // The platform's default: the thread stream of the deployments its router serves at /deployments/<id>.
-  const upgrades = options.upgrades ?? (options.routers ? [] : [threadStreamUpgrade(deps, { fromPath: 'deploymentId' })]);
+  const forward = (request: IncomingMessage, socket: Duplex, head: Buffer) => void forwardDeploymentUpgrade(deps, request, socket, head);
+  // The platform's default: the thread stream of the deployments its own router serves at
+  // /deployments/<id>; those with an agent server of their own are the gateway's.
+  const upgrades = options.upgrades ?? (options.routers ? [] : [threadStreamUpgrade(deps, { fromPath: 'deploymentId' }, { forward })]);
   server.on('upgrade', (request, socket, head) => {
     if (upgrades.some((upgrade) => upgrade.handle(request, socket, head))) return;
     // A WebSocket at a deployment's url is its own agent server's (the gateway forwards it).

@@ -1,16 +1,17 @@
-// The thread streaming protocol (v2) at a real `serve`: the official SDK's ThreadStream over SSE and
+// The thread streaming protocol (v2) at a real `serve` (or, with TEST_AGENT_SERVER=deployed, at a
+// deployed revision's url through the gateway): the official SDK's ThreadStream over SSE and
 // WebSocket (values, tool calls, raw subscriptions, extensions, interrupts, forkFrom), and a raw
 // WebSocket and SSE client for filters, replay from `since`, several subscriptions on one socket, bad
 // frames and the bounds of a connection.
 import { Client } from 'langgraph-sdk-thread-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
+import { removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
 let client: Client;
 beforeAll(async () => {
-  server = await startServe(fixtureConfig('thread-stream'));
+  server = await startServe({ project: 'thread-stream' });
   client = new Client({ apiUrl: server.url });
 });
 afterAll(async () => {

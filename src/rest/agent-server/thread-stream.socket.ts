@@ -38,11 +38,17 @@ const REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden',
 
 /**
  * The upgrade handler of the thread stream's WebSocket for an agent server `target`: attach it to the
- * HTTP server that serves the agent server's router (buildApp's `upgrades`). The caller is resolved
- * as the router resolves it (a viewer may subscribe; run.start needs write access).
+ * HTTP server that serves the agent server's router (buildApp's `upgrades`, or the server's 'upgrade'
+ * event). The caller is resolved as the router resolves it (a viewer may subscribe; run.start needs
+ * write access). At the platform (`fromPath`), a deployment with an agent server of its own goes to
+ * `forward`.
  */
-export function threadStreamUpgrade(deps: Deps, target: AgentServerTarget, limits: Partial<SocketLimits> = {}): { handle: UpgradeHandler; close(): void } {
-  const bounds = { ...DEFAULT_LIMITS, ...limits };
+export function threadStreamUpgrade(
+  deps: Deps,
+  target: AgentServerTarget,
+  options: { limits?: Partial<SocketLimits>; forward?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void } = {},
+): { handle: UpgradeHandler; close(): void } {
+  const bounds = { ...DEFAULT_LIMITS, ...options.limits };
   const wss = new WebSocketServer({ noServer: true, maxPayload: bounds.maxFrameBytes });
   const handle: UpgradeHandler = (request, socket, head) => {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
@@ -52,9 +58,10 @@ export function threadStreamUpgrade(deps: Deps, target: AgentServerTarget, limit
     void (async () => {
       let resolved: Awaited<ReturnType<typeof resolveAgentContext>>;
       try {
-        // A deployment with an agent server of its own is reached through the gateway, never here.
+        // A deployment with an agent server of its own is answered there: `forward` (the gateway) takes it.
         if (deploymentId !== undefined && (await servedByOwnAgentServer(deps, deploymentId))) {
-          return refuse(socket, 502, 'Bad Gateway', 'This deployment’s WebSocket is forwarded by the gateway to its own agent server.');
+          if (options.forward) return options.forward(request, socket, head);
+          return refuse(socket, 502, 'Bad Gateway', 'This deployment’s WebSocket is answered by its own agent server.');
         }
         const headers = (name: string) => {
           const value = request.headers[name.toLowerCase()];
