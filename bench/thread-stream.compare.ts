@@ -28,7 +28,7 @@ type Server = { name: string; url: string };
  */
 const KNOWN: [RegExp, string][] = [
   [/^tasks\.data\.metadata\.(created_by|langgraph_version|langgraph_plan|langgraph_host|langgraph_api_url)$/, 'run metadata: the reference stamps its own host fields (langgraph_plan, langgraph_host, …) and the assistant’s created_by on every run; the platform does not add them to run metadata (the same in the runs API)'],
-  [/^lifecycle\.data\.error$/, 'the error text: the reference’s is its serialized error’s message, the platform’s is the stored error event’s message (the same text when the graph throws an Error)'],
+  [/^lifecycle\.data\.error$/, 'a failed run’s `error`: the reference puts its serialized error as JSON text ({"error":"Error","message":"…"}), the platform the error’s message'],
 ];
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
