@@ -3,8 +3,8 @@
 // migrates that database as its owner, records its deployment there, runs the runtime (graphs, run
 // queue, crons and sweeps) and serves the agent-server API, the project's `http.app` and `ui` on a port
 // of its own, answering only requests the gateway signed (rest/agent-server/gateway-identity.ts).
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -70,7 +70,13 @@ export async function startDeployedAgentServer(config: Config, logger: Logger, s
     // The thread stream's WebSocket (the gateway forwards upgrades with the caller's signed identity).
     const threadStream = threadStreamUpgrade(deps, target);
     server.on('upgrade', (request, socket, head) => {
-      if (!threadStream.handle(request, socket, head)) socket.destroy();
+      if (threadStream.handle(request, socket, head)) return;
+      // Any other upgrade is answered as the plain request it also is (as without this listener).
+      if (head.length) socket.unshift(head);
+      const response = new ServerResponse(request);
+      response.assignSocket(socket as Socket);
+      response.once('finish', () => socket.end());
+      app(request, response);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
