@@ -83,13 +83,13 @@ export async function startReference(configPath: string, port: number) {
 }
 
 /** `agent-platform serve` of a langgraph.json on its own embedded PostgreSQL in a temp folder, removed on stop. */
-export async function startServe(configPath: string, port: number, options: { tracing?: boolean; args?: string[]; root?: string } = {}) {
+export async function startServe(configPath: string, port: number, options: { tracing?: boolean; args?: string[]; root?: string; env?: Record<string, string> } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-serve-'));
   chmodSync(dataDir, 0o711);
   const server = await startProcess(
     process.execPath,
     [join(options.root ?? root, 'bin/agent-platform.mjs'), 'serve', '--config', configPath, '--port', String(port), '--data-dir', join(dataDir, 'data'), ...(options.args ?? [])],
-    { cwd: options.root ?? root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(options.tracing ?? false) }, ready: /running at http/ },
+    { cwd: options.root ?? root, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: String(options.tracing ?? false), ...options.env }, ready: /running at http/ },
   ).catch((error: unknown) => {
     rmSync(dataDir, { recursive: true, force: true });
     throw error;

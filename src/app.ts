@@ -1,6 +1,7 @@
 // buildApp(): Express + graphql-yoga + graphql-ws on one http.Server, with graceful stop.
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import express, { type Router } from 'express';
 import { GraphQLError } from 'graphql';
@@ -17,6 +18,7 @@ import { jsonBody } from './rest/middleware/json-body.js';
 import { restRouter } from './rest/router.js';
 import { forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from './services/context.js';
+import { threadStreamUpgrade, type UpgradeHandler } from './rest/agent-server/thread-stream.socket.js';
 import type { Viewer } from './services/tenancy/viewer.js';
 
 type EnvelopedRoot = ReturnType<ReturnType<typeof createGraphQLServer>['getEnveloped']>;
@@ -40,6 +42,11 @@ export type AppOptions = {
    * credentials, like `langgraph dev`); by default such requests get 401.
    */
   anonymousViewer?: Viewer;
+  /**
+   * WebSocket endpoints besides /graphql (the agent server's thread stream): each answers the upgrades
+   * it owns; /graphql keeps every other one.
+   */
+  upgrades?: { handle: UpgradeHandler; close(): void }[];
 };
 
 // How long stop() lets open requests (streams, long polls) finish before closing their connections.
@@ -98,7 +105,12 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   // here rather than by attaching ws to the server, so a listen error (a busy port) stays the
   // server's own, reported by start(), instead of reaching graphql-ws as a crash with a stack.
   const wsServer = new WebSocketServer({ noServer: true, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
+  const forward = (request: IncomingMessage, socket: Duplex, head: Buffer) => void forwardDeploymentUpgrade(deps, request, socket, head);
+  // The platform's default: the thread stream of the deployments its own router serves at
+  // /deployments/<id>; those with an agent server of their own are the gateway's.
+  const upgrades = options.upgrades ?? (options.routers ? [] : [threadStreamUpgrade(deps, { fromPath: 'deploymentId' }, { forward })]);
   server.on('upgrade', (request, socket, head) => {
+    if (upgrades.some((upgrade) => upgrade.handle(request, socket, head))) return;
     // A WebSocket at a deployment's url is its own agent server's (the gateway forwards it).
     if (isDeploymentUpgrade(request.url)) return void forwardDeploymentUpgrade(deps, request, socket, head);
     wsServer.handleUpgrade(request, socket, head, (client) => wsServer.emit('connection', client, request));
@@ -187,6 +199,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
     },
     async stop() {
       await graphqlWs.dispose();
+      for (const upgrade of upgrades) upgrade.close();
       for (const client of wsServer.clients) client.terminate();
       wsServer.close();
       await new Promise<void>((resolve) => {

@@ -9,6 +9,7 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import { agentServerRouter } from './rest/agent-server/router.js';
+import { threadStreamUpgrade } from './rest/agent-server/thread-stream.socket.js';
 import { bindSdkClientsToServer, loadCustomApp } from './runtime/custom-app.js';
 import { readGraphConfig } from './graph-config.js';
 import { startRuntimeRole } from './runtime/role.js';
@@ -60,8 +61,10 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     const listeningAt = bindSdkClientsToServer();
     const customApp = await loadCustomApp(graphConfig, logger);
     const ui = await bundleGraphUis(graphConfig, logger);
+    const target = { deploymentId, anonymous: true, dev: options.dev } as const;
     const app = buildApp(deps, {
-      routers: [agentServerRouter(deps, { deploymentId, anonymous: true, dev: options.dev }, { customApp, ui })],
+      routers: [agentServerRouter(deps, target, { customApp, ui })],
+      upgrades: [threadStreamUpgrade(deps, target)],
       anonymousViewer: localViewer(deploymentId),
     });
     wiring.onStop(() => app.stop());

@@ -3,8 +3,8 @@
 // migrates that database as its owner, records its deployment there, runs the runtime (graphs, run
 // queue, crons and sweeps) and serves the agent-server API, the project's `http.app` and `ui` on a port
 // of its own, answering only requests the gateway signed (rest/agent-server/gateway-identity.ts).
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -13,6 +13,7 @@ import { readGraphConfig } from '../graph-config.js';
 import { createDeps } from '../process.js';
 import { gatewayIdentityHeaders } from '../services/deployments/runtime-protocol.js';
 import { agentServerRouter } from '../rest/agent-server/router.js';
+import { threadStreamUpgrade } from '../rest/agent-server/thread-stream.socket.js';
 import { registerOwnDeployment } from '../services/deployments/deployments.service.js';
 import { RUNTIME_DEPLOYMENT_URL_HEADER } from '../services/deployments/runtime-protocol.js';
 import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
@@ -56,15 +57,27 @@ export async function startDeployedAgentServer(config: Config, logger: Logger, s
     const ui = await bundleGraphUis(graphConfig, logger);
     const app = express();
     app.disable('x-powered-by');
+    const target = { deploymentId: spec.deploymentId, behindGateway: { runtimeId: () => running.runtimeId } };
     app.use(
       agentServerRouter(
         deps,
-        { deploymentId: spec.deploymentId, behindGateway: { runtimeId: () => running.runtimeId } },
+        target,
         // The UI's links point at the deployment's url as the caller reached it, which the gateway sends.
         { customApp, ui, uiUrlOf: (req) => req.get(RUNTIME_DEPLOYMENT_URL_HEADER) },
       ),
     );
     const server = createServer(app);
+    // The thread stream's WebSocket (the gateway forwards upgrades with the caller's signed identity).
+    const threadStream = threadStreamUpgrade(deps, target);
+    server.on('upgrade', (request, socket, head) => {
+      if (threadStream.handle(request, socket, head)) return;
+      // Any other upgrade is answered as the plain request it also is (as without this listener).
+      if (head.length) socket.unshift(head);
+      const response = new ServerResponse(request);
+      response.assignSocket(socket as Socket);
+      response.once('finish', () => socket.end());
+      app(request, response);
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, config.host, () => resolve());
@@ -77,6 +90,8 @@ export async function startDeployedAgentServer(config: Config, logger: Logger, s
           setTimeout(() => server.closeAllConnections(), 5000).unref();
         }),
     );
+    // Registered after the server's stop, so it runs before it: open sockets do not hold the server.
+    wiring.onStop(async () => threadStream.close());
     const url = `http://${advertisedHost(config.host, config.publicUrl)}:${(server.address() as AddressInfo).port}`;
     listeningAt(url);
     return { runtimeId: running.runtimeId, url, graphIds: running.graphIds, stop: wiring.stop };

@@ -133,6 +133,7 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
       runId,
       modes: kwargs.stream_mode as StreamMode[],
       subgraphs: kwargs.subgraphs,
+      protocol: kwargs.protocol,
       signal: options.signal,
       onValues: (values) => {
         output = values;

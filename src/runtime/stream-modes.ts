@@ -66,10 +66,43 @@ export type GraphRunOptions = {
   signal: AbortSignal;
   /** Receives the root graph's latest `values` (what runs/wait answers), whatever modes were asked for. */
   onValues: (values: unknown) => void;
+  /**
+   * Stream the run as the thread streaming protocol's events (LangGraph's `streamEvents` v3: lifecycle,
+   * content-block messages, tools, extensions' `custom:<name>` channels…) instead of the stream modes.
+   */
+  protocol?: boolean;
 };
+
+/**
+ * A run started through the thread streaming protocol: LangGraph's own protocol event stream, each
+ * event stored as `<method>|<namespace…>` with its `params.data` (and `node`, where it names one), so
+ * the thread stream (services/runs/thread-stream.ts) frames them from the run's stored events.
+ */
+async function* streamProtocolRun(graph: RunnableGraph, input: unknown, options: GraphRunOptions): AsyncGenerator<StreamedEvent> {
+  const run = await graph.streamEvents(input, { ...options.config, runId: options.runId, signal: options.signal, version: 'v3' } as never);
+  for await (const event of run as AsyncIterable<{ method: string; params: { namespace: string[]; node?: string; data: unknown } }>) {
+    const { namespace, data } = event.params;
+    if (event.method === 'values' && namespace.length === 0) options.onValues(data);
+    const name = namespace.length ? `${event.method}|${namespace.join('|')}` : event.method;
+    yield { event: name, data: event.method === 'tasks' ? presentTask(data) : data };
+  }
+}
+
+/** A task event's config becomes the checkpoint it names, as the API presents checkpoints. */
+function presentTask(task: unknown): unknown {
+  const value = task as { state?: unknown } | null;
+  const checkpoint = checkpointOf(value?.state);
+  if (!value || !checkpoint) return task;
+  const { state: _state, ...rest } = value;
+  return { ...rest, checkpoint };
+}
 
 /** Streams one run of `graph` as agent-server events (metadata excluded: the caller sends it first). */
 export async function* streamGraphRun(graph: RunnableGraph, input: unknown, options: GraphRunOptions): AsyncGenerator<StreamedEvent> {
+  if (options.protocol) {
+    yield* streamProtocolRun(graph, input, options);
+    return;
+  }
   const modes = new Set(options.modes);
   const libModes = new Set<string>([...modes].filter((mode) => mode !== 'events' && mode !== 'messages-tuple' && mode !== 'messages'));
   libModes.add('values');

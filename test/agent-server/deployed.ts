@@ -7,7 +7,7 @@
 // its log, its restart, its database) does not apply there.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { buildTenant } from '../factories.js';
@@ -45,6 +45,20 @@ export async function startDeployed(project: string): Promise<{ url: string; cli
     forwarded.on('error', () => res.destroy());
     res.on('close', () => forwarded.destroy());
     req.pipe(forwarded);
+  });
+  // WebSockets (the thread stream's) go to the gateway the same way, the key added to the upgrade.
+  proxy.on('upgrade', (req, socket, head) => {
+    const upstream = connect(Number(gateway.port), gateway.hostname);
+    upstream.on('error', () => socket.destroy());
+    socket.on('error', () => upstream.destroy());
+    upstream.once('connect', () => {
+      const headers = { ...req.headers, host: gateway.host, 'x-api-key': tenant.adminKey };
+      const lines = Object.entries(headers).flatMap(([name, value]) => (value === undefined ? [] : (Array.isArray(value) ? value : [value]).map((item) => `${name}: ${item}`)));
+      upstream.write(`GET ${gateway.pathname}${req.url} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;

@@ -40,10 +40,10 @@ export function fixtureConfig(project = 'graphs'): { dir: string; configPath: st
 const secretKey = randomBytes(32).toString('base64');
 
 /** Spawns `serve --config … --port 0 --dev` and returns an SDK client for it. */
-export async function startServe(options: { configPath?: string; dir?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<ServeProcess> {
+export async function startServe(options: { configPath?: string; dir?: string; project?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<ServeProcess> {
   // The same tests at a deployed revision's url, through the gateway (deployed.ts).
   if (process.env.TEST_AGENT_SERVER === 'deployed' && !options.configPath) {
-    const deployed = await startDeployed('graphs');
+    const deployed = await startDeployed(options.project ?? 'graphs');
     const unavailable = () => {
       throw new Error('not at a deployed revision');
     };
@@ -63,7 +63,7 @@ export async function startServe(options: { configPath?: string; dir?: string; e
       restart: unavailable,
     };
   }
-  const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig();
+  const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig(options.project);
   const child = await spawnPlatform(['serve', '--config', configPath, '--port', '0', '--dev'], {
     DATABASE_URL: databaseUrl(),
     AGENT_PLATFORM_SECRET_KEY: secretKey,

@@ -3,12 +3,13 @@
 // is closed to viewers until it is listed here.
 import type { Request } from 'express';
 import type { DeploymentAccess } from '../../services/deployments/deployments.service.js';
+import { commandWrites } from '../../services/runs/thread-stream.service.js';
 
 /** POST routes that read: searches, counts, version lists, history, a state at a checkpoint, store reads, UI bundles. */
 const READING_POSTS = [
   /^\/(assistants|threads|runs\/crons)\/(search|count)\/?$/,
   /^\/assistants\/[^/]+\/versions\/?$/,
-  /^\/threads\/[^/]+\/(history|state\/checkpoint)\/?$/,
+  /^\/threads\/[^/]+\/(history|state\/checkpoint|stream\/events)\/?$/,
   /^\/store\/(items\/search|namespaces)\/?$/,
   /^\/ui\/[^/]+\/?$/,
   // The platform's calls: each checks its own operation's access (agent-operations.ts).
@@ -34,6 +35,8 @@ export function requestAccess(req: Request): DeploymentAccess {
   if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return 'read';
   if (req.method !== 'POST') return 'write';
   if (READING_POSTS.some((pattern) => pattern.test(req.path))) return 'read';
+  // Thread-stream commands read, except those that start a run.
+  if (/^\/threads\/[^/]+\/commands\/?$/.test(req.path)) return commandWrites((req.body as { method?: unknown } | null)?.method) ? 'write' : 'read';
   if (/^\/mcp\/?$/.test(req.path)) return jsonRpcReads('mcp', req.body) ? 'read' : 'write';
   if (/^\/a2a\/[^/]+\/?$/.test(req.path)) return jsonRpcReads('a2a', req.body) ? 'read' : 'write';
   return 'write';

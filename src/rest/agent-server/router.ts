@@ -5,7 +5,7 @@ import { type Request, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
-import { agentContext, deploymentExists } from '../../services/deployments/deployments.service.js';
+import { agentContext, type DeploymentAccess, deploymentExists } from '../../services/deployments/deployments.service.js';
 import { truncateDeployment } from '../../services/deployments/truncate.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { localViewer } from '../../services/tenancy/viewer.js';
@@ -28,6 +28,7 @@ import { mcpRouter } from './mcp.routes.js';
 import { runsRouter } from './runs.routes.js';
 import { storeRouter } from './store.routes.js';
 import { threadsRouter } from './threads.routes.js';
+import { commandBodyErrorHandler, threadStreamRouter } from './thread-stream.routes.js';
 import { uiRouter } from './ui.routes.js';
 
 declare global {
@@ -50,6 +51,32 @@ export type AgentServerTarget =
   | { deploymentId: string; anonymous: true; dev: boolean }
   | { fromPath: 'deploymentId' }
   | { deploymentId: string; behindGateway: { runtimeId(): string } };
+
+/**
+ * The service context of a request to the agent server: the deployment (fixed by `serve` or by a
+ * deployed revision's own server, or named by the path at the platform, for a key of its
+ * organization) and what the request may do (`access`: FORBIDDEN for a write the caller may not make).
+ * Behind the gateway, `callerAccess` is what the gateway's signed identity lets the caller do. The
+ * deployment is looked up in the database on every request, so any api process serves any deployment.
+ * The REST routes and the thread stream's WebSocket both resolve callers here.
+ */
+export async function resolveAgentContext(
+  deps: Deps,
+  target: AgentServerTarget,
+  request: { deploymentId?: string; access: DeploymentAccess; request: Pick<Request, 'get' | 'method' | 'originalUrl'> },
+): Promise<{ ctx: AgentServerContext; callerAccess?: DeploymentAccess }> {
+  if ('anonymous' in target) return { ctx: await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId, { dev: target.dev }) };
+  if ('behindGateway' in target) {
+    // The gateway authenticated the caller and checked their role; what it let through is signed.
+    const identity = verifiedGatewayIdentity(deps, target.behindGateway.runtimeId(), request.request as Request);
+    if (request.access === 'write' && identity.access !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
+    return { ctx: await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId), callerAccess: identity.access };
+  }
+  const viewer = await authenticateApiKey(deps, request.request.get('x-api-key'), undefined);
+  // agentContext answers NOT_FOUND to a key with no role in the deployment's workspace (it learns
+  // nothing about the deployment) and FORBIDDEN to a viewer's write.
+  return { ctx: await agentContext({ ...deps, viewer }, String(request.deploymentId), { access: request.access }) };
+}
 
 /**
  * The agent-server API for a target. `customApp` (langgraph.json `http.app`) and `ui` are the
@@ -75,22 +102,13 @@ export function agentServerRouter(
   router.use(apiReferenceRouter(agentServerSurface({ apiKey: !('anonymous' in target) })));
   router.use(jsonBody(deps.config, { strict: false }));
   router.use(async (req, res, next) => {
-    // The deployment is looked up in the database on every request (agentContext), so any api
-    // process serves any deployment, wherever its runtime runs.
-    if ('anonymous' in target) {
-      req.agent = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId, { dev: target.dev });
-    } else if ('behindGateway' in target) {
-      // The gateway authenticated the caller and checked their role; what it let through is signed.
-      const identity = verifiedGatewayIdentity(deps, target.behindGateway.runtimeId(), req);
-      if (requestAccess(req) === 'write' && identity.access !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
-      res.locals.callerAccess = identity.access;
-      req.agent = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId);
-    } else {
-      const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined);
-      // agentContext answers NOT_FOUND to a key with no role in the deployment's workspace (it learns
-      // nothing about the deployment) and FORBIDDEN to a viewer's write.
-      req.agent = await agentContext({ ...deps, viewer }, String(req.params[target.fromPath]), { access: requestAccess(req) });
-    }
+    const resolved = await resolveAgentContext(deps, target, {
+      deploymentId: 'fromPath' in target ? String(req.params[target.fromPath]) : undefined,
+      access: requestAccess(req),
+      request: req,
+    });
+    if (resolved.callerAccess) res.locals.callerAccess = resolved.callerAccess;
+    req.agent = resolved.ctx;
     next();
   });
 
@@ -114,6 +132,7 @@ export function agentServerRouter(
   router.use(runsRouter());
   router.use(assistantsRouter());
   router.use(threadsRouter());
+  router.use(threadStreamRouter());
   router.use(cronsRouter());
   router.use(storeRouter());
   router.use(mcpRouter());
@@ -132,6 +151,7 @@ export function agentServerRouter(
   router.use(notFoundHandler);
   // A2A and MCP speak JSON-RPC: their bodies that are not JSON, too large or too deep answer in its shape.
   router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);
+  router.use('/threads/:threadId/commands', commandBodyErrorHandler);
   router.use(errorHandler('plain', deps.logger));
   return router;
 }

@@ -11,6 +11,7 @@ import {
   AssistantSearchRequest,
   AssistantVersionsRequest,
 } from '../../services/assistants/assistants.schemas.js';
+import { EventStreamRequest, ProtocolCommand } from '../../services/runs/thread-stream.service.js';
 import { RunBatchCreate, RunCancelQuery, RunCreate, RunListQuery, RunsCancelRequest } from '../../services/runs/runs.schemas.js';
 import {
   ThreadCountRequest,
@@ -63,6 +64,32 @@ const threadsOperations: Operation[] = [
   { method: 'get', path: '/threads/:threadId/history', tag: 'Threads', summary: "The thread's past states" },
   { method: 'post', path: '/threads/:threadId/history', tag: 'Threads', summary: "The thread's past states, filtered", body: ThreadHistoryRequest },
   { method: 'get', path: '/threads/:threadId/stream', tag: 'Threads', summary: "Follow the thread's runs", response: sse },
+];
+
+// The thread streaming protocol (the SDK's ThreadStream): commands, SSE event streams, a WebSocket.
+const threadStreamOperations: Operation[] = [
+  {
+    method: 'post',
+    path: '/threads/:threadId/commands',
+    tag: 'Thread stream',
+    summary: 'A protocol command ({id, method, params}): run.start (resume, fork with config.configurable.checkpoint_id), input.respond, state.get, agent.getTree',
+    body: ProtocolCommand,
+  },
+  {
+    method: 'post',
+    path: '/threads/:threadId/stream/events',
+    tag: 'Thread stream',
+    summary: "The thread's protocol events, filtered by channels, namespaces and depth, replayed after `since`, then live",
+    body: EventStreamRequest,
+    response: { kind: 'sse', description: 'Server-sent events: `id` the event id, `event` its method, `data` the protocol event; never ends on its own.' },
+  },
+  {
+    method: 'get',
+    path: '/threads/:threadId/stream/events',
+    tag: 'Thread stream',
+    summary: 'WebSocket (Upgrade: websocket): commands in, answers and the events of subscription.subscribe out; without an upgrade, 426',
+    response: { status: 426, kind: 'text', description: 'Upgrade Required (the endpoint is a WebSocket).' },
+  },
 ];
 
 const runCreation = (base: string, where: string): Operation[] => [
@@ -125,6 +152,7 @@ const OPERATIONS: Operation[] = [
   ...systemOperations,
   ...assistantsOperations,
   ...threadsOperations,
+  ...threadStreamOperations,
   ...runsOperations,
   ...cronsOperations,
   ...storeOperations,
@@ -143,6 +171,7 @@ export const agentServerSurface = (options: { apiKey: boolean }): Surface => ({
   tags: [
     { name: 'Assistants', description: 'A graph plus configuration, versioned.' },
     { name: 'Threads', description: 'Conversations and their checkpointed state.' },
+    { name: 'Thread stream', description: 'The thread streaming protocol (v2) of the SDK’s ThreadStream, over SSE and WebSocket.' },
     { name: 'Runs', description: "Invocations of an assistant's graph." },
     { name: 'Crons', description: 'Runs on a schedule, durable on PostgreSQL.' },
     { name: 'Store', description: 'Long-term memory shared with the graphs.' },

@@ -96,6 +96,8 @@ export type RunKwargs = {
    * for the outcome): its events are neither stored nor signalled, only its status and output.
    */
   outcome_only?: boolean;
+  /** Started through the thread streaming protocol: its stream is the protocol's events (runtime/stream-modes.ts). */
+  protocol?: boolean;
   /** Latest root checkpoint before the run started, for rollback. */
   start_checkpoint_id?: string | null;
 };

@@ -74,6 +74,14 @@ export async function createRun(ctx: AgentServerContext, threadId: string | null
   return createParsedRun(ctx, threadId, parseInput(RunCreate, input, 'body'));
 }
 
+/**
+ * Creates a run on a thread whose stream is the thread streaming protocol's events (run.start and
+ * input.respond of POST /threads/{id}/commands); otherwise as createRun.
+ */
+export async function createProtocolRun(ctx: AgentServerContext, threadId: string, input: unknown): Promise<Run> {
+  return createParsedRun(ctx, threadId, parseInput(RunCreate, input, 'params'), { protocol: true });
+}
+
 /** A new run as typed callers (GraphQL) give it; validated as the REST body is. */
 export type NewRunInput = {
   assistantId: string;
@@ -106,7 +114,7 @@ async function createParsedRun(
   ctx: AgentServerContext,
   requestedThreadId: string | null,
   body: RunCreate,
-  options: { runId?: string; waited?: boolean } = {},
+  options: { runId?: string; waited?: boolean; protocol?: boolean } = {},
 ): Promise<Run> {
   const runId = options.runId ?? newId();
   const { deploymentId } = ctx.deployment;
@@ -136,6 +144,7 @@ async function createParsedRun(
     durability: body.durability ?? (body.checkpoint_during === false ? 'exit' : null),
     temporary,
     ...(temporary && options.waited ? { outcome_only: true } : {}),
+    ...(options.protocol ? { protocol: true, subgraphs: true } : {}),
   };
 
   const jobId = newId();

@@ -434,3 +434,18 @@ export async function deleteEndedStatelessRuns(db: Pick<Database, 'pool'>): Prom
 export async function deleteRun(db: Pick<Database, 'pool'>, runId: string): Promise<void> {
   await db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
 }
+
+/** A run of a thread as the thread stream follows it: its position (from 1) among the thread's runs by creation. */
+export type ThreadRunPosition = { id: string; status: RunStatus; position: number; graph_id: string | null; protocol: boolean };
+
+/** A thread's runs in the order they were created, with their positions and graphs. */
+export async function selectThreadRunPositions(db: Pick<Database, 'pool'>, threadId: string, deploymentId: string): Promise<ThreadRunPosition[]> {
+  const { rows } = await db.pool.query<Omit<ThreadRunPosition, 'position'> & { position: string }>(
+    `SELECT r.id, r.status, row_number() OVER (ORDER BY r.created_at, r.id) AS position,
+            (SELECT a.graph_id FROM agent_assistants a WHERE a.id = r.assistant_id) AS graph_id,
+            coalesce((r.kwargs->>'protocol')::boolean, false) AS protocol
+       FROM agent_runs r WHERE r.thread_id = $1 AND r.deployment_id = $2 ORDER BY r.created_at, r.id`,
+    [threadId, deploymentId],
+  );
+  return rows.map((row) => ({ ...row, position: Number(row.position) }));
+}

@@ -1,0 +1,175 @@
+// npm run bench:thread-stream — many WebSocket subscribers of one thread's protocol stream while runs
+// follow each other on it: `serve` on its embedded PostgreSQL, bench/graphs/chatty.ts (each run a few
+// hundred events). Every subscriber's events are checked against the thread's whole stream as an SSE
+// reader replays it from the store afterwards (since 0): events lost, duplicated or out of order. The
+// server's memory is sampled throughout; a subscriber that stops reading is expected to be dropped.
+// Prints figures; asserts nothing.
+//
+//   BENCH_SUBSCRIBERS=200   WebSocket subscribers
+//   BENCH_SECONDS=60        how long runs are started
+//   BENCH_STEPS=20 BENCH_BURST=10   each run's supersteps and custom events per step
+//   BENCH_SERVER_HEAP_MB=…  caps the server's V8 heap (--max-old-space-size): memory the server holds
+//                           fails the run; garbage it has not collected yet is collected sooner
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { freePort, startServe } from './processes.js';
+
+const subscribers = Number(process.env.BENCH_SUBSCRIBERS ?? 200);
+const seconds = Number(process.env.BENCH_SECONDS ?? 60);
+const steps = Number(process.env.BENCH_STEPS ?? 20);
+const burst = Number(process.env.BENCH_BURST ?? 10);
+const CHANNELS = ['values', 'updates', 'custom', 'lifecycle', 'tasks', 'checkpoints'];
+
+type Event = { type: string; event_id: string; seq: number; method: string; params: { namespace: string[]; data: { event?: string } } };
+
+const here = new URL('.', import.meta.url).pathname;
+const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const mib = (value: number) => `${value.toFixed(0)} MiB`;
+
+async function command(url: string, threadId: string, id: number, method: string, params: unknown) {
+  const response = await fetch(`${url}/threads/${threadId}/commands`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id, method, params }) });
+  const body = (await response.json()) as { type: string; result?: { run_id?: string }; message?: string };
+  if (body.type !== 'success') throw new Error(`${method}: ${body.message}`);
+  return body.result!;
+}
+
+/** A subscriber: one socket, one subscription to every channel; counts what arrives. */
+async function subscriber(url: string, threadId: string) {
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/threads/${threadId}/stream/events`);
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const ids: string[] = [];
+  let lastSeq = 0;
+  let outOfOrder = 0;
+  let closedWith: number | undefined;
+  ws.on('close', (code) => (closedWith = code));
+  const subscribed = new Promise<void>((resolve) => {
+    ws.on('message', (data) => {
+      const message = JSON.parse(String(data)) as Event & { id?: number };
+      if (message.type === 'success' && message.id === 1) return resolve();
+      if (message.type !== 'event') return;
+      if (message.seq <= lastSeq) outOfOrder++;
+      lastSeq = message.seq;
+      ids.push(message.event_id);
+    });
+  });
+  ws.send(JSON.stringify({ id: 1, method: 'subscription.subscribe', params: { channels: CHANNELS } }));
+  await subscribed;
+  return { ws, ids, outOfOrder: () => outOfOrder, closedWith: () => closedWith };
+}
+
+/** The thread's whole stream as the store holds it, through SSE from since 0, up to `lastRunId`'s end. */
+async function truth(url: string, threadId: string, lastRunId: string): Promise<string[]> {
+  const abort = new AbortController();
+  const response = await fetch(`${url}/threads/${threadId}/stream/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ channels: CHANNELS, since: 0 }),
+    signal: abort.signal,
+  });
+  const ids: string[] = [];
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let ended = false;
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  while (!ended) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n\n')) !== -1) {
+      const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '));
+      buffer = buffer.slice(end + 2);
+      if (!data) continue;
+      const event = JSON.parse(data.slice(6)) as Event;
+      ids.push(event.event_id);
+      const terminal = event.method === 'lifecycle' && !event.params.namespace.length && event.params.data.event !== 'running';
+      if (terminal && event.event_id.startsWith(lastRunId)) ended = true;
+    }
+  }
+  await reader.cancel().catch(() => undefined);
+  abort.abort();
+  return ids;
+}
+
+async function main() {
+  const port = await freePort();
+  const heap = process.env.BENCH_SERVER_HEAP_MB;
+  const server = await startServe(join(here, 'graphs/thread-stream.langgraph.json'), port, heap ? { env: { NODE_OPTIONS: `--max-old-space-size=${heap}` } } : {});
+  const url = `http://127.0.0.1:${port}`;
+  const pid = server.child.pid!;
+  try {
+    const thread = (await (await fetch(`${url}/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { thread_id: string };
+    const threadId = thread.thread_id;
+    // Warm up: one run before measuring memory.
+    const warm = await command(url, threadId, 1, 'run.start', { assistant_id: 'chatty', input: { steps: 2, burst: 1 } });
+    await fetch(`${url}/threads/${threadId}/runs/${warm.run_id}/join`);
+    const rssBefore = rssOf(pid);
+
+    const started = Date.now();
+    const subs = await Promise.all(Array.from({ length: subscribers }, () => subscriber(url, threadId)));
+    // One more subscriber that stops reading: the server should drop it rather than buffer for it.
+    const stalled = await subscriber(url, threadId);
+    (stalled.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    console.log(`${subscribers} subscribers (and one that stops reading) connected in ${Date.now() - started} ms`);
+
+    const samples: number[] = [];
+    const sampler = setInterval(() => samples.push(rssOf(pid)), 1000);
+    let runs = 0;
+    let lastRunId = warm.run_id!;
+    const deadline = Date.now() + seconds * 1000;
+    const runTimes: number[] = [];
+    while (Date.now() < deadline) {
+      const t0 = Date.now();
+      const run = await command(url, threadId, runs + 2, 'run.start', { assistant_id: 'chatty', input: { steps, burst, done: 0 } });
+      lastRunId = run.run_id!;
+      await fetch(`${url}/threads/${threadId}/runs/${lastRunId}/join`);
+      runTimes.push(Date.now() - t0);
+      runs++;
+    }
+    const expected = await truth(url, threadId, lastRunId);
+    // Events after the subscribers joined: the warm-up run's came before (they replay its last state at most).
+    const expectedSet = new Set(expected);
+    const lastId = expected[expected.length - 1]!;
+    // Subscribers behind the runs (one client process reads them all) catch up: how long they take is printed.
+    const drainStarted = Date.now();
+    const drainDeadline = drainStarted + 180_000;
+    while (Date.now() < drainDeadline && !subs.every((sub) => sub.ids.at(-1) === lastId)) await new Promise((resolve) => setTimeout(resolve, 250));
+    const drainMs = Date.now() - drainStarted;
+    clearInterval(sampler);
+
+    let lost = 0;
+    let duplicated = 0;
+    let foreign = 0;
+    let outOfOrder = 0;
+    let complete = 0;
+    const measured = expected.filter((id) => !id.startsWith(warm.run_id!));
+    for (const sub of subs) {
+      const seen = new Set(sub.ids);
+      duplicated += sub.ids.length - seen.size;
+      foreign += sub.ids.filter((id) => !expectedSet.has(id)).length;
+      const missing = measured.filter((id) => !seen.has(id)).length;
+      lost += missing;
+      if (!missing) complete++;
+      outOfOrder += sub.outOfOrder();
+    }
+    const delivered = subs.reduce((sum, sub) => sum + sub.ids.length, 0);
+    const sorted = [...runTimes].sort((a, b) => a - b);
+    console.log(`runs: ${runs} in ${seconds} s (${measured.length} protocol events; run start -> end p50 ${sorted[Math.floor(sorted.length / 2)]} ms, max ${sorted.at(-1)} ms)`);
+    console.log(`delivered: ${delivered} events to ${subscribers} subscribers (${(delivered / seconds).toFixed(0)}/s); complete subscribers ${complete}/${subscribers}, the last ${(drainMs / 1000).toFixed(1)} s after the last run ended`);
+    const closed = subs.filter((sub) => sub.closedWith() !== undefined).map((sub) => sub.closedWith());
+    console.log(`subscribers the server closed: ${closed.length}${closed.length ? ` (codes ${[...new Set(closed)].join(', ')})` : ''}`);
+    console.log(`lost: ${lost}  duplicated: ${duplicated}  out of order: ${outOfOrder}  not in the stored stream: ${foreign}`);
+    const windows = Array.from({ length: Math.ceil(samples.length / 10) }, (_, i) => Math.max(...samples.slice(i * 10, i * 10 + 10)));
+    console.log(`server RSS: before subscribers ${mib(rssBefore)}; max per 10 s while streaming: ${windows.map((value) => value.toFixed(0)).join(', ')} MiB`);
+    // Reading again, it learns how the server treated it.
+    (stalled.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    console.log(`the subscriber that stopped reading: ${stalled.closedWith() !== undefined ? `dropped (close ${stalled.closedWith()})` : 'still connected'}, ${stalled.ids.length} events received`);
+    for (const sub of [...subs, stalled]) sub.ws.terminate();
+  } finally {
+    await server.stop();
+  }
+}
+
+await main();

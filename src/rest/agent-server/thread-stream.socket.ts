@@ -1,0 +1,193 @@
+// The thread streaming protocol over a WebSocket at GET /threads/{thread_id}/stream/events, as the
+// SDK's ThreadStream (WebSocket transport) speaks it: commands in, their answers and the events of
+// the socket's subscriptions out, on one connection. Each subscription follows the thread's stored
+// events on its own (a replay of the current run, then live), so subscriptions on one socket, or on
+// many, never share state; a socket whose reader stops is dropped, and with it its followers.
+import type { IncomingMessage } from 'node:http';
+import type { Request } from 'express';
+import type { Duplex } from 'node:stream';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { AppError } from '../../errors.js';
+import { isUuid, newId } from '../../ids.js';
+import { threadNotFound } from '../../services/threads/threads.service.js';
+import type { Deps } from '../../services/context.js';
+import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
+import { type DeploymentAccess, servedByOwnAgentServer } from '../../services/deployments/deployments.service.js';
+import * as threadStream from '../../services/runs/thread-stream.service.js';
+import { type AgentServerTarget, resolveAgentContext } from './router.js';
+
+/** Bounds of one connection: frame size, subscriptions, unsent bytes and how long a reader may stall. */
+export type SocketLimits = { maxFrameBytes: number; maxSubscriptions: number; highWaterBytes: number; stallMs: number; pingMs: number };
+
+const DEFAULT_LIMITS: SocketLimits = { maxFrameBytes: 1 << 20, maxSubscriptions: 64, highWaterBytes: 256 << 10, stallMs: 30_000, pingMs: 30_000 };
+
+/** Answers an upgrade it owns (true), or leaves it to the server's other handlers (false). */
+export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+// Where a thread's event stream is, under the agent server's url (serve's and a deployed revision's
+// own server: the root; the platform, for its local deployments: /deployments/<id>).
+const SERVE_PATH = /^\/threads\/([^/]+)\/stream\/events\/?$/;
+const PLATFORM_PATH = /^\/deployments\/([^/]+)\/threads\/([^/]+)\/stream\/events\/?$/;
+
+function refuse(socket: Duplex, status: number, reason: string, message: string) {
+  if (!socket.writable) return socket.destroy();
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`);
+}
+
+const REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 422: 'Unprocessable Entity' };
+
+/**
+ * The upgrade handler of the thread stream's WebSocket for an agent server `target`: attach it to the
+ * HTTP server that serves the agent server's router (buildApp's `upgrades`, or the server's 'upgrade'
+ * event). The caller is resolved as the router resolves it (a viewer may subscribe; run.start needs
+ * write access). At the platform (`fromPath`), a deployment with an agent server of its own goes to
+ * `forward`.
+ */
+export function threadStreamUpgrade(
+  deps: Deps,
+  target: AgentServerTarget,
+  options: { limits?: Partial<SocketLimits>; forward?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void } = {},
+): { handle: UpgradeHandler; close(): void } {
+  const bounds = { ...DEFAULT_LIMITS, ...options.limits };
+  const wss = new WebSocketServer({ noServer: true, maxPayload: bounds.maxFrameBytes });
+  const handle: UpgradeHandler = (request, socket, head) => {
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    const match = 'fromPath' in target ? PLATFORM_PATH.exec(path) : SERVE_PATH.exec(path);
+    if (!match) return false;
+    const [deploymentId, threadId] = 'fromPath' in target ? [decodeURIComponent(match[1]!), decodeURIComponent(match[2]!)] : [undefined, decodeURIComponent(match[1]!)];
+    void (async () => {
+      let resolved: Awaited<ReturnType<typeof resolveAgentContext>>;
+      try {
+        // A deployment with an agent server of its own is answered there: `forward` (the gateway) takes it.
+        if (deploymentId !== undefined && (await servedByOwnAgentServer(deps, deploymentId))) {
+          if (options.forward) return options.forward(request, socket, head);
+          return refuse(socket, 502, 'Bad Gateway', 'This deployment’s WebSocket is answered by its own agent server.');
+        }
+        const headers = (name: string) => {
+          const value = request.headers[name.toLowerCase()];
+          return typeof value === 'string' ? value : undefined;
+        };
+        const asRequest = { get: headers, method: request.method ?? 'GET', originalUrl: request.url ?? path } as Pick<Request, 'get' | 'method' | 'originalUrl'>;
+        resolved = await resolveAgentContext(deps, target, { deploymentId, access: 'read', request: asRequest });
+      } catch (error) {
+        const status = error instanceof AppError ? ({ UNAUTHENTICATED: 401, FORBIDDEN: 403, NOT_FOUND: 404 } as Record<string, number>)[error.code] : undefined;
+        if (status) return refuse(socket, status, REASONS[status]!, error instanceof Error ? error.message : 'Refused');
+        deps.logger.error({ err: error }, 'thread stream upgrade failed');
+        return refuse(socket, 500, 'Internal Server Error', 'Internal Server Error');
+      }
+      if (!isUuid(threadId)) return refuse(socket, 404, 'Not Found', threadNotFound(threadId));
+      wss.handleUpgrade(request, socket, head, (ws) => serveSocket(resolved.ctx, threadId.toLowerCase(), ws, bounds, resolved.callerAccess));
+    })();
+    return true;
+  };
+  return {
+    handle,
+    close() {
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+    },
+  };
+}
+
+/**
+ * One connection. `callerAccess` (behind the gateway: what the caller's signed identity allows) refuses
+ * run-starting commands to a reader; elsewhere the service checks the caller's key itself.
+ */
+function serveSocket(ctx: AgentServerContext, threadId: string, ws: WebSocket, limits: SocketLimits, callerAccess?: DeploymentAccess) {
+  const subscriptions = new Map<string, AbortController>();
+  let alive = true;
+  const closed = new AbortController();
+  const drop = (code: number, reason: string) => {
+    if (closed.signal.aborted) return;
+    closed.abort();
+    ws.close(code, reason);
+    // A peer that no longer reads never completes the closing handshake.
+    setTimeout(() => ws.terminate(), 5_000).unref();
+  };
+  ws.on('close', () => closed.abort());
+  ws.on('error', () => closed.abort());
+  closed.signal.addEventListener('abort', () => {
+    for (const subscription of subscriptions.values()) subscription.abort();
+    subscriptions.clear();
+    clearInterval(ping);
+  });
+  ws.on('pong', () => (alive = true));
+  const ping = setInterval(() => {
+    if (!alive) return ws.terminate();
+    alive = false;
+    ws.ping();
+  }, limits.pingMs);
+  ping.unref();
+
+  /** Sends a frame; past the high-water mark, waits until it is written, dropping a reader that stalls. */
+  const send = async (message: unknown): Promise<void> => {
+    if (closed.signal.aborted) return;
+    const written = new Promise<void>((resolve) => ws.send(JSON.stringify(message), () => resolve()));
+    if (ws.bufferedAmount <= limits.highWaterBytes) return;
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = await Promise.race([written.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), limits.stallMs)))]);
+    clearTimeout(timer);
+    // 4408: the request timed out; the SDK reconnects, subscribes again and deduplicates by event id.
+    if (stalled) drop(4408, 'The client stopped reading');
+  };
+
+  const subscribe = async (command: threadStream.ProtocolCommand) => {
+    const parsed = threadStream.SubscribeParams.safeParse(command.params ?? {});
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return send(threadStream.protocolError(command.id, 'invalid_argument', `subscription.subscribe: ${issue ? `${issue.path.join('.') || 'params'}: ${issue.message}` : 'invalid params'}`));
+    }
+    if (subscriptions.size >= limits.maxSubscriptions) {
+      return send(threadStream.protocolError(command.id, 'invalid_argument', `At most ${limits.maxSubscriptions} subscriptions per connection.`));
+    }
+    const filter = threadStream.toFilter(parsed.data);
+    const subscriptionId = newId();
+    const stop = new AbortController();
+    subscriptions.set(subscriptionId, stop);
+    // The answer first: the client registers the subscription before its events arrive.
+    await send({ type: 'success', id: command.id, result: { subscription_id: subscriptionId }, meta: { thread_id: threadId } });
+    try {
+      for await (const event of threadStream.followThreadEvents(ctx, threadId, { signal: stop.signal })) {
+        if (stop.signal.aborted || closed.signal.aborted) break;
+        if (threadStream.matchesFilter(filter, event)) await send(event);
+      }
+    } catch (error) {
+      if (!closed.signal.aborted) {
+        ctx.logger.warn({ err: error, threadId }, 'thread stream subscription failed');
+        await send(threadStream.protocolError(null, 'unknown_error', 'The subscription failed; subscribe again.'));
+      }
+    } finally {
+      subscriptions.delete(subscriptionId);
+    }
+  };
+
+  const handle = async (data: RawData) => {
+    const command = threadStream.parseCommandFrame(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'));
+    if ('type' in command) return send(command);
+    switch (command.method) {
+      case 'subscription.subscribe':
+        return subscribe(command);
+      case 'subscription.unsubscribe': {
+        const subscriptionId = command.params?.subscription_id;
+        if (typeof subscriptionId !== 'string') return send(threadStream.protocolError(command.id, 'invalid_argument', 'subscription.unsubscribe requires a subscription_id.'));
+        const subscription = subscriptions.get(subscriptionId);
+        if (!subscription) return send(threadStream.protocolError(command.id, 'no_such_subscription', `Unknown subscription: ${subscriptionId}`));
+        subscription.abort();
+        subscriptions.delete(subscriptionId);
+        return send({ type: 'success', id: command.id, result: {}, meta: { thread_id: threadId } });
+      }
+      default:
+        if (callerAccess === 'read' && threadStream.commandWrites(command.method)) {
+          return send(threadStream.protocolError(command.id, 'permission_denied', 'This API key may only read this deployment.'));
+        }
+        return send(await threadStream.handleThreadCommand(ctx, threadId, command));
+    }
+  };
+
+  ws.on('message', (data) => {
+    handle(data).catch(async (error: unknown) => {
+      ctx.logger.error({ err: error, threadId }, 'thread stream command failed');
+      await send(threadStream.protocolError(null, 'unknown_error', 'The command failed.'));
+    });
+  });
+}
