@@ -434,3 +434,15 @@ export async function deleteEndedStatelessRuns(db: Pick<Database, 'pool'>): Prom
 export async function deleteRun(db: Pick<Database, 'pool'>, runId: string): Promise<void> {
   await db.pool.query('DELETE FROM agent_runs WHERE id = $1', [runId]);
 }
+
+/**
+ * The metadata custom-auth filters judge each of these runs by: its thread's, or its own for a run
+ * whose thread has no row (a stateless run's throwaway thread).
+ */
+export async function selectRunsOwnerMetadata(db: Pick<Database, 'pool'>, runIds: string[]): Promise<Map<string, Record<string, unknown>>> {
+  const { rows } = await db.pool.query<{ id: string; metadata: Record<string, unknown> | null }>(
+    'SELECT r.id, coalesce(t.metadata, r.metadata) AS metadata FROM agent_runs r LEFT JOIN agent_threads t ON t.id = r.thread_id WHERE r.id = ANY($1::uuid[])',
+    [runIds],
+  );
+  return new Map(rows.map((row) => [row.id, row.metadata ?? {}]));
+}
