@@ -29,11 +29,11 @@ beforeAll(async () => {
   platformKey = tenant.adminKey;
   strangerKey = stranger.adminKey;
   env = { AGENT_SERVER_TRACE_WORKSPACE_ID: tenant.workspace.id };
-  server = await startServe({ configPath: fixture.configPath, dir, env });
+  server = await startServe({ configPath: fixture.configPath, dir, env, readyTimeoutMs: 170_000 });
   alice = as('token-alice');
   bob = as('token-bob');
   reader = as('token-reader');
-}, 120_000);
+}, 180_000);
 afterAll(async () => {
   await server?.stop();
   await platform?.stop();
@@ -190,11 +190,11 @@ describe('custom auth with disable_studio_auth', () => {
     const strictDir = fixtureConfig('custom-auth').dir;
     const configPath = `${strictDir}/langgraph.json`;
     writeFileSync(configPath, JSON.stringify(config));
-    strict = await startServe({ configPath, dir: strictDir, env });
+    strict = await startServe({ configPath, dir: strictDir, env, readyTimeoutMs: 170_000 });
     const studio = new Client({ apiUrl: strict.url, apiKey: platformKey, defaultHeaders: { 'x-auth-scheme': 'langsmith' }, callerOptions: { maxRetries: 0 } });
     expect(await status(studio.threads.search())).toBe(401);
     const user = new Client({ apiUrl: strict.url, defaultHeaders: { authorization: 'Bearer token-alice' }, callerOptions: { maxRetries: 0 } });
     expect(await status(user.threads.search())).toBe(200);
     removeDir(strictDir);
-  }, 120_000);
+  }, 180_000);
 });

@@ -290,7 +290,8 @@ export async function getRun(ctx: AuthorizedContext, threadId: string | null, ru
   const filter = ctx.auth ? await authorize(ctx, 'threads', action, { thread_id: threadId, run_id: runId }) : undefined;
   const row = await findRunRow(ctx, runId);
   if (!row || (threadId !== null && row.thread_id !== threadId.toLowerCase())) throw AppError.notFound(RUN_NOT_FOUND);
-  if (filter && !(await visibleRunIds(ctx, [row.id], filter)).length) throw AppError.notFound(RUN_NOT_FOUND);
+  // A read names the thread the filter hides, a change the run, in the reference server's words.
+  if (filter && !(await visibleRunIds(ctx, [row.id], filter)).length) throw AppError.notFound(threadId && action === 'read' ? threadNotFound(threadId) : RUN_NOT_FOUND);
   return toRun(row);
 }
 
