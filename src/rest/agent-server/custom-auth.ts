@@ -1,8 +1,8 @@
 // Custom auth at the agent server's door: when the deployment declares `auth`, its `authenticate`
-// handler decides who each request is (every request but /info and GET /ui assets, as on the
-// reference server), or the request is the studio's: `x-auth-scheme: langsmith` with a platform key
-// that may use this deployment, unless `disable_studio_auth`. Services then authorise each action
-// with the identity found here (services/custom-auth).
+// handler decides who each request is (every request but the public pages), or the request is the
+// studio's: `x-auth-scheme: langsmith` with a platform credential that may use this deployment, unless
+// `disable_studio_auth`. Services then authorise each action with the identity found here
+// (services/custom-auth).
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Deps } from '../../services/context.js';
 import { type AuthIdentity, type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
@@ -27,7 +27,10 @@ const STUDIO_USER: AuthIdentity = {
   permissions: [],
 };
 
-const isPublic = (req: Request) => req.path === '/info' || ((req.method === 'GET' || req.method === 'HEAD') && (req.path === '/ui' || req.path.startsWith('/ui/')));
+// /info and GET /ui assets, as on the reference server; and the API reference (/docs, /openapi.json),
+// which names no data and which the platform's gateway also serves without credentials.
+const isPublic = (req: Request) =>
+  req.path === '/info' || ((req.method === 'GET' || req.method === 'HEAD') && (req.path === '/ui' || req.path.startsWith('/ui/') || /^\/(docs|openapi\.json)\/?$/.test(req.path)));
 
 /** The request as the handler's fetch `Request`: method, url and headers (the body is left to the routes). */
 function fetchRequest(req: Request): globalThis.Request {
