@@ -124,6 +124,31 @@ describe('custom auth at serve', () => {
     expect(await alice.runs.wait(null, 'whoami', { input: {} })).toMatchObject({ user: 'alice' });
   });
 
+  it('ends a thread stream with an error event when its user loses access to the thread mid-way', async () => {
+    const thread = await alice.threads.create();
+    const stream = await fetch(`${server.url}/threads/${thread.thread_id}/stream?stream_mode=values`, { headers: { authorization: 'Bearer token-alice' } });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    let text = '';
+    const readUntil = async (pattern: RegExp) => {
+      while (!pattern.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        text += new TextDecoder().decode(value);
+      }
+    };
+    await alice.runs.wait(thread.thread_id, 'whoami', { input: {} });
+    await readUntil(/"user":"alice"/);
+    // The studio hands the thread to bob, who runs it: alice's stream must not show his run.
+    const studio = new Client({ apiUrl: server.url, apiKey: platformKey, defaultHeaders: { 'x-auth-scheme': 'langsmith' }, callerOptions: { maxRetries: 0 } });
+    await studio.threads.update(thread.thread_id, { metadata: { owner: 'bob' } });
+    await bob.runs.wait(thread.thread_id, 'whoami', { input: {} });
+    await readUntil(/event: error[\s\S]*$/);
+    await readUntil(/$^/); // to the end: the server closes the stream
+    expect(text).toMatch(/event: error\ndata: \{"error":"NotFound","message":"Thread with ID [^"]+ not found"\}/);
+    expect(text).not.toContain('"user":"bob"');
+  });
+
   it('shows each user only their own assistants', async () => {
     const mine = await alice.assistants.create({ graphId: 'whoami', name: 'mine' });
     const theirs = await bob.assistants.create({ graphId: 'whoami', name: 'theirs' });

@@ -476,22 +476,40 @@ export async function* streamThread(
   const seen = new Set<string>();
   const [resumeRun, resumeSeq] = (options.lastEventId ?? '').split(':');
   try {
-    const follow = async function* (runId: string, afterSeq = 0) {
+    // Under custom auth the caller's access is checked again before each later run: one who lost it
+    // (the thread's metadata changed, their permission was withdrawn) gets an error event, and the end.
+    const denied = async (): Promise<AppError | undefined> => {
+      if (!ctx.auth || !seen.size) return undefined;
+      return assertThread(ctx, threadId, 'read').then(
+        () => undefined,
+        (error: unknown) => {
+          if (error instanceof AppError) return error;
+          throw error;
+        },
+      );
+    };
+    const follow = async function* (runId: string, afterSeq = 0): AsyncGenerator<RunEvent & { runId: string }, boolean> {
+      const refusal = await denied();
+      if (refusal) {
+        yield { runId, seq: 0, event: 'error', data: JSON.stringify({ error: refusal.code === 'NOT_FOUND' ? 'NotFound' : 'Forbidden', message: refusal.message }) };
+        return false;
+      }
       seen.add(runId);
       for await (const event of streamRun(ctx, runId, { afterSeq, modes: options.modes, signal: stop.signal })) yield { ...event, runId };
+      return true;
     };
-    if (resumeRun && isUuid(resumeRun)) yield* follow(resumeRun, Number(resumeSeq) || 0);
+    if (resumeRun && isUuid(resumeRun) && !(yield* follow(resumeRun, Number(resumeSeq) || 0))) return;
     // Runs not finished yet, oldest first; then whichever start later.
     for (;;) {
       const inflight = await store.selectThreadRunIdsInFlight(ctx.db, threadId);
       const next = inflight.find((id) => !seen.has(id));
       if (next) {
-        yield* follow(next);
+        if (!(yield* follow(next))) return;
         continue;
       }
       const { value, done } = await statuses.next();
       if (done) return;
-      if (!seen.has(value.runId) && !isTerminalStatus(value.status)) yield* follow(value.runId);
+      if (!seen.has(value.runId) && !isTerminalStatus(value.status) && !(yield* follow(value.runId))) return;
     }
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
