@@ -9,6 +9,7 @@ import { type AuthIdentity, type AuthorizedContext, AuthRefusal, type CustomAuth
 import { agentContext } from '../../services/deployments/deployments.service.js';
 import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
+import { requestAccess } from './access.js';
 import { verifiedGatewayIdentity } from './gateway-identity.js';
 
 declare global {
@@ -61,8 +62,10 @@ async function checkStudioCredential(deps: Deps, studio: StudioCredential, req: 
   const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined).catch(() => {
     throw new AuthRefusal(401, 'Studio access needs a valid API key of the deployment’s workspace (X-Api-Key).');
   });
-  await agentContext({ ...deps, viewer }, studio.deploymentIdOf(req)).catch(() => {
-    throw new AuthRefusal(403, 'This API key may not use this deployment.');
+  // As at the deployment's url: a workspace viewer's key reads (the body is not parsed yet, so a
+  // JSON-RPC call counts as a write here).
+  await agentContext({ ...deps, viewer }, studio.deploymentIdOf(req), { access: requestAccess(req) }).catch(() => {
+    throw new AuthRefusal(403, 'This API key may not make this request to this deployment.');
   });
 }
 
