@@ -51,6 +51,13 @@ const GraphConfigFile = z
     ui: z.record(z.string().min(1), z.string().min(1)).optional(),
     ui_config: z.object({ shared: z.array(z.string()).optional() }).optional(),
     node_version: z.string().optional(),
+    auth: z
+      .object({
+        path: z.string().regex(/^[^:]+(:[A-Za-z_$][\w$]*)?$/, 'expected "./path/to/auth.ts:exportName"').optional(),
+        disable_studio_auth: z.boolean().optional(),
+      })
+      .passthrough()
+      .optional(),
   })
   .passthrough();
 
@@ -70,6 +77,8 @@ export type GraphConfig = {
   ui?: { components: Record<string, string>; shared?: string[] };
   /** `store`: the long-term store's embedding index and time to live. */
   store?: StoreConfig;
+  /** `auth`: the project's `Auth` object (`@langchain/langgraph-sdk/auth`), by absolute file and export; undefined: no custom auth. */
+  auth?: { file: string; exportName: string; disableStudioAuth: boolean };
   /** `checkpointer.ttl`: the default TTL of threads (minutes) and the sweep's interval; undefined: unset. */
   threadTtl: { defaultMinutes?: number; sweepIntervalMinutes?: number };
 };
@@ -104,7 +113,15 @@ export function readGraphConfig(configPath: string): GraphConfig {
   const ui = parsed.data.ui ? { components: parsed.data.ui, shared: parsed.data.ui_config?.shared } : undefined;
   const ttl = parsed.data.checkpointer?.ttl;
   const threadTtl = { defaultMinutes: ttl?.default_ttl, sweepIntervalMinutes: ttl?.sweep_interval_minutes };
-  return { path, root, graphs, env, httpApp, ui, store: parsed.data.store, threadTtl };
+  const authPath = parsed.data.auth?.path;
+  const auth = authPath ? { ...fileExport(root, authPath), disableStudioAuth: parsed.data.auth?.disable_studio_auth ?? false } : undefined;
+  return { path, root, graphs, env, httpApp, ui, store: parsed.data.store, threadTtl, auth };
+}
+
+/** `"./file.ts:name"` resolved against the config's folder (the default export when no name is given). */
+function fileExport(root: string, spec: string): { file: string; exportName: string } {
+  const [file, exportName] = spec.split(':', 2) as [string, string | undefined];
+  return { file: resolve(root, file), exportName: exportName || 'default' };
 }
 
 /**

@@ -11,6 +11,7 @@ import { createDeps } from './process.js';
 import { agentServerRouter } from './rest/agent-server/router.js';
 import { threadStreamUpgrade } from './rest/agent-server/thread-stream.socket.js';
 import { bindSdkClientsToServer, loadCustomApp } from './runtime/custom-app.js';
+import { loadCustomAuth } from './runtime/custom-auth.js';
 import { readGraphConfig } from './graph-config.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
@@ -55,17 +56,20 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
 
     // Served without credentials, like `langgraph dev`: a GraphQL request without a key may use this
     // deployment but none of the platform's tenants (their data needs an API key, as on the platform).
-    // The project's `http.app` and `ui` are loaded here, in serve's own process (the graphs are not).
+    // The project's `http.app`, `ui` and `auth` are loaded here, in serve's own process (the graphs are not).
     const graphConfig = readGraphConfig(options.configPath);
     // Bound before the app loads: it may make its Client at import.
     const listeningAt = bindSdkClientsToServer();
     const customApp = await loadCustomApp(graphConfig, logger);
     const ui = await bundleGraphUis(graphConfig, logger);
+    // The project's custom auth (langgraph.json `auth`) is deployment code too: its handlers run here.
+    const auth = await loadCustomAuth(graphConfig, logger);
     const target = { deploymentId, anonymous: true, dev: options.dev } as const;
     const app = buildApp(deps, {
-      routers: [agentServerRouter(deps, target, { customApp, ui })],
-      upgrades: [threadStreamUpgrade(deps, target)],
-      anonymousViewer: localViewer(deploymentId),
+      routers: [agentServerRouter(deps, target, { customApp, ui, auth })],
+      upgrades: [threadStreamUpgrade(deps, target, { auth })],
+      // With custom auth, GraphQL (which does not run the project's handlers) needs a platform key.
+      anonymousViewer: auth ? undefined : localViewer(deploymentId),
     });
     wiring.onStop(() => app.stop());
     const url = await app.start(config.port, config.host);

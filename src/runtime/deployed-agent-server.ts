@@ -19,6 +19,7 @@ import { RUNTIME_DEPLOYMENT_URL_HEADER } from '../services/deployments/runtime-p
 import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
 import { startBoss } from '../workers/boss.js';
 import { bindSdkClientsToServer, loadCustomApp } from './custom-app.js';
+import { loadCustomAuth } from './custom-auth.js';
 import { runDeployment } from './deployment-runtime.js';
 import { advertisedHost } from './runtime-server.js';
 import { bundleGraphUis } from './ui-bundles.js';
@@ -55,6 +56,8 @@ export async function startDeployedAgentServer(config: Config, logger: Logger, s
     });
     const customApp = await loadCustomApp(graphConfig, logger);
     const ui = await bundleGraphUis(graphConfig, logger);
+    // langgraph.json `auth`: the project's handlers decide who its callers are, here where its code runs.
+    const auth = await loadCustomAuth(graphConfig, logger);
     const app = express();
     app.disable('x-powered-by');
     const target = { deploymentId: spec.deploymentId, behindGateway: { runtimeId: () => running.runtimeId } };
@@ -63,12 +66,12 @@ export async function startDeployedAgentServer(config: Config, logger: Logger, s
         deps,
         target,
         // The UI's links point at the deployment's url as the caller reached it, which the gateway sends.
-        { customApp, ui, uiUrlOf: (req) => req.get(RUNTIME_DEPLOYMENT_URL_HEADER) },
+        { customApp, ui, uiUrlOf: (req) => req.get(RUNTIME_DEPLOYMENT_URL_HEADER), auth },
       ),
     );
     const server = createServer(app);
     // The thread stream's WebSocket (the gateway forwards upgrades with the caller's signed identity).
-    const threadStream = threadStreamUpgrade(deps, target);
+    const threadStream = threadStreamUpgrade(deps, target, { auth });
     server.on('upgrade', (request, socket, head) => {
       if (threadStream.handle(request, socket, head)) return;
       // Any other upgrade is answered as the plain request it also is (as without this listener).

@@ -10,6 +10,8 @@ import { AppError } from '../errors.js';
 import { defaultAssistantId } from '../services/assistants/default-assistant-id.js';
 import type { Logger } from 'pino';
 import { applyGraphConfigEnv, type GraphConfig, type GraphEntry } from '../graph-config.js';
+import type { CustomAuth } from '../services/custom-auth/custom-auth.js';
+import { loadCustomAuth } from './custom-auth.js';
 import { registerSdkLogger } from './sdk-logger.js';
 import type { GraphSchemas } from './graph-schemas.js';
 import type { TypeSchemas } from './type-schemas.js';
@@ -82,6 +84,8 @@ export class GraphRegistry {
     readonly config: GraphConfig,
     private readonly graphs: Map<string, LoadedGraph>,
     private readonly persistence: Persistence,
+    /** The project's custom auth (langgraph.json `auth`), for the agent server that serves these graphs. */
+    readonly auth: CustomAuth | undefined,
   ) {}
 
   /**
@@ -101,7 +105,7 @@ export class GraphRegistry {
   /**
    * Imports every graph of the config (TypeScript through the process's tsx loader). Static graphs get
    * the deployment's checkpointer and store now; factories get them per run. Throws naming the graph
-   * that failed to load.
+   * that failed to load, or the custom auth module when it cannot be imported (so a build fails on it).
    */
   static async load(config: GraphConfig, persistence: Persistence, logger: Logger): Promise<GraphRegistry> {
     // Graph code reads its settings from the environment (the operator's own environment wins), and
@@ -132,7 +136,8 @@ export class GraphRegistry {
       ephemeral.store = persistence.store;
       graphs.set(entry.graphId, { ...entry, durable, ephemeral });
     }
-    return new GraphRegistry(config, graphs, persistence);
+    const auth = await loadCustomAuth(config, logger);
+    return new GraphRegistry(config, graphs, persistence, auth);
   }
 
   graphIds(): string[] {

@@ -4,6 +4,7 @@
 import { type Request, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
+import type { CustomAuth } from '../../services/custom-auth/custom-auth.js';
 import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
 import { agentContext, type DeploymentAccess, deploymentExists } from '../../services/deployments/deployments.service.js';
 import { truncateDeployment } from '../../services/deployments/truncate.js';
@@ -23,6 +24,7 @@ import { platformCallRoute, verifiedGatewayIdentity } from './gateway-identity.j
 import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
+import { attachCustomAuth, customAuthentication, customAuthErrors } from './custom-auth.js';
 import { customRoutes } from './custom-routes.js';
 import { mcpRouter } from './mcp.routes.js';
 import { runsRouter } from './runs.routes.js';
@@ -87,7 +89,7 @@ export async function resolveAgentContext(
 export function agentServerRouter(
   deps: Deps,
   target: AgentServerTarget,
-  options: { customApp?: CustomApp; ui?: UiBundles; uiUrlOf?: (req: Request) => string | undefined } = {},
+  options: { customApp?: CustomApp; ui?: UiBundles; uiUrlOf?: (req: Request) => string | undefined; auth?: CustomAuth } = {},
 ): Router {
   const router = Router({ mergeParams: true });
   if ('fromPath' in target) {
@@ -95,6 +97,16 @@ export function agentServerRouter(
     router.use(async (req, _res, next) => {
       next((await deploymentExists(deps, String(req.params[target.fromPath]))) ? undefined : AppError.notFound('Deployment not found'));
     });
+  }
+  // Custom auth (langgraph.json `auth`, loaded where the project's code runs) decides who the caller
+  // is before anything else answers, the project's own routes included, as on the reference server.
+  if (options.auth) {
+    // The studio's credential: behind the gateway, the caller it signed for; elsewhere a platform key.
+    const studio =
+      'behindGateway' in target
+        ? { gatewayRuntimeId: target.behindGateway.runtimeId }
+        : { deploymentIdOf: (req: Request) => ('anonymous' in target ? target.deploymentId : String(req.params[target.fromPath])) };
+    router.use(customAuthentication(deps, options.auth, studio));
   }
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp, deps.config));
@@ -111,6 +123,7 @@ export function agentServerRouter(
     req.agent = resolved.ctx;
     next();
   });
+  if (options.auth) router.use(attachCustomAuth(options.auth));
 
   router.get('/ok', healthCheck(deps));
   router.get('/info', (_req, res) => {
@@ -152,6 +165,7 @@ export function agentServerRouter(
   // A2A and MCP speak JSON-RPC: their bodies that are not JSON, too large or too deep answer in its shape.
   router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);
   router.use('/threads/:threadId/commands', commandBodyErrorHandler);
+  router.use(customAuthErrors);
   router.use(errorHandler('plain', deps.logger));
   return router;
 }

@@ -3,6 +3,7 @@
 // the socket's subscriptions out, on one connection. Each subscription follows the thread's stored
 // events on its own (a replay of the current run, then live), so subscriptions on one socket, or on
 // many, never share state; a socket whose reader stops is dropped, and with it its followers.
+import type { CustomAuth } from '../../services/custom-auth/custom-auth.js';
 import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { Duplex } from 'node:stream';
@@ -46,7 +47,15 @@ const REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden',
 export function threadStreamUpgrade(
   deps: Deps,
   target: AgentServerTarget,
-  options: { limits?: Partial<SocketLimits>; forward?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void } = {},
+  options: {
+    limits?: Partial<SocketLimits>;
+    forward?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+    /**
+     * The project's custom auth: its handlers are not run for a socket yet, so a deployment that
+     * declares `auth` takes no thread-stream socket (its SSE routes apply the handlers).
+     */
+    auth?: CustomAuth;
+  } = {},
 ): { handle: UpgradeHandler; close(): void } {
   const bounds = { ...DEFAULT_LIMITS, ...options.limits };
   const wss = new WebSocketServer({ noServer: true, maxPayload: bounds.maxFrameBytes });
@@ -57,6 +66,9 @@ export function threadStreamUpgrade(
     const [deploymentId, threadId] = 'fromPath' in target ? [decodeURIComponent(match[1]!), decodeURIComponent(match[2]!)] : [undefined, decodeURIComponent(match[1]!)];
     void (async () => {
       let resolved: Awaited<ReturnType<typeof resolveAgentContext>>;
+      if (options.auth) {
+        return refuse(socket, 501, 'Not Implemented', 'This deployment declares custom auth: stream a thread with POST /threads/{thread_id}/stream/events (SSE).');
+      }
       try {
         // A deployment with an agent server of its own is answered there: `forward` (the gateway) takes it.
         if (deploymentId !== undefined && (await servedByOwnAgentServer(deps, deploymentId))) {

@@ -7,6 +7,7 @@ import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
 import { type SearchPage, searchPage } from '../search-page.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { type AuthFilter, type AuthorizedContext, authorize, filterDocument, matchesFilter } from '../custom-auth/custom-auth.js';
 import { askRuntime } from '../deployments/runtime-client.js';
 import { defaultAssistantId } from './default-assistant-id.js';
 import {
@@ -121,14 +122,17 @@ export async function ensureSystemAssistants(ctx: AgentServerContext, graphConfi
 }
 
 /** Creates an assistant. NOT_FOUND for a graph this deployment does not serve; CONFLICT when the id exists (unless if_exists=do_nothing). */
-export async function createAssistant(ctx: AgentServerContext, input: unknown): Promise<Assistant> {
+export async function createAssistant(ctx: AuthorizedContext, input: unknown): Promise<Assistant> {
   const body = parseInput(AssistantCreate, input, 'body');
   if (!ctx.deployment.graphIds.includes(body.graph_id)) throw AppError.notFound(`Graph "${body.graph_id}" not found`);
   const id = body.assistant_id?.toLowerCase() ?? newId();
+  // The project's handler may refuse, or change the metadata (typically: stamp the owner on it).
+  const asked = { ...body, assistant_id: id, metadata: { ...(body.metadata ?? {}) } };
+  const filter = await authorize(ctx, 'assistants', 'create', asked);
   if (body.assistant_id) {
     const existing = await findAssistant(ctx, id);
     if (existing) {
-      if (body.if_exists === 'do_nothing') return existing;
+      if (body.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) return existing;
       throw AppError.conflict('Assistant already exists');
     }
   }
@@ -141,7 +145,7 @@ export async function createAssistant(ctx: AgentServerContext, input: unknown): 
       description: body.description ?? null,
       config: body.config ?? {},
       context: body.context ?? {},
-      metadata: body.metadata ?? {},
+      metadata: asked.metadata ?? {},
     },
     body.if_exists === 'do_nothing',
   );
@@ -156,14 +160,19 @@ async function findAssistant(ctx: AgentServerContext, assistantId: string): Prom
   return rows[0] ? toAssistant(rows[0]) : undefined;
 }
 
-/** One assistant by id or graph name; NOT_FOUND otherwise. */
-export async function getAssistant(ctx: AgentServerContext, idOrGraph: string): Promise<Assistant> {
-  const assistant = await findAssistant(ctx, resolveAssistantId(ctx, idOrGraph));
-  if (!assistant) throw AppError.notFound(NOT_FOUND);
+/**
+ * One assistant by id or graph name; NOT_FOUND otherwise (also when the caller's custom-auth handler
+ * of `assistants:<action>` filters it out; FORBIDDEN when it refuses the action).
+ */
+export async function getAssistant(ctx: AuthorizedContext, idOrGraph: string, action: 'read' | 'update' | 'delete' = 'read', value: Json = {}): Promise<Assistant> {
+  const assistantId = resolveAssistantId(ctx, idOrGraph);
+  const filter = await authorize(ctx, 'assistants', action, { assistant_id: assistantId, ...value });
+  const assistant = await findAssistant(ctx, assistantId);
+  if (!assistant || !matchesFilter(assistant.metadata, filter)) throw AppError.notFound(NOT_FOUND);
   return assistant;
 }
 
-function filters(ctx: AgentServerContext, query: { metadata?: Json | null; graph_id?: string | null; name?: string | null }) {
+function filters(ctx: AgentServerContext, query: { metadata?: Json | null; graph_id?: string | null; name?: string | null }, authFilter?: AuthFilter) {
   const where = ['deployment_id = $1'];
   const params: unknown[] = [ctx.deployment.deploymentId];
   if (query.metadata && Object.keys(query.metadata).length) {
@@ -178,13 +187,19 @@ function filters(ctx: AgentServerContext, query: { metadata?: Json | null; graph
     params.push(`%${query.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
     where.push(`name ILIKE $${params.length}`);
   }
+  const owned = filterDocument(authFilter);
+  if (owned) {
+    params.push(owned);
+    where.push(`metadata @> $${params.length}::jsonb`);
+  }
   return { where: where.join(' AND '), params };
 }
 
 /** Assistants matching metadata (containment), graph id and a name substring; with the total count. */
-export async function searchAssistants(ctx: AgentServerContext, input: unknown): Promise<SearchPage<Assistant>> {
+export async function searchAssistants(ctx: AuthorizedContext, input: unknown): Promise<SearchPage<Assistant>> {
   const query = parseInput(AssistantSearchRequest, input, 'body');
-  const { where, params } = filters(ctx, query);
+  const authFilter = await authorize(ctx, 'assistants', 'search', { ...query });
+  const { where, params } = filters(ctx, query, authFilter);
   const column = query.sort_by === 'assistant_id' ? 'id' : (query.sort_by ?? 'created_at');
   const order = query.sort_order === 'asc' ? 'ASC' : 'DESC';
   const { rows } = await ctx.db.pool.query<AssistantRow & { total: string }>(
@@ -192,14 +207,15 @@ export async function searchAssistants(ctx: AgentServerContext, input: unknown):
      ORDER BY ${column} ${order}, id ${order} LIMIT ${query.limit} OFFSET ${query.offset}`,
     params,
   );
-  const total = rows[0] ? Number(rows[0].total) : query.offset > 0 ? await countAssistants(ctx, query) : 0;
+  const total = rows[0] ? Number(rows[0].total) : query.offset > 0 ? await countAssistants(ctx, query, authFilter) : 0;
   return searchPage(rows.map(toAssistant), total, query);
 }
 
 /** How many assistants match the filters. */
-export async function countAssistants(ctx: AgentServerContext, input: unknown): Promise<number> {
+export async function countAssistants(ctx: AuthorizedContext, input: unknown, searched?: AuthFilter): Promise<number> {
   const query = parseInput(AssistantCountRequest, input, 'body');
-  const { where, params } = filters(ctx, query);
+  const authFilter = searched ?? (await authorize(ctx, 'assistants', 'search', { ...query, limit: 0, offset: 0 }));
+  const { where, params } = filters(ctx, query, authFilter);
   const { rows } = await ctx.db.pool.query<{ count: string }>(`SELECT count(*) FROM agent_assistants WHERE ${where}`, params);
   return Number(rows[0]!.count);
 }
@@ -209,9 +225,10 @@ export async function countAssistants(ctx: AgentServerContext, input: unknown): 
  * the previous ones, left out they are kept; `metadata` is merged. NOT_FOUND for an unknown assistant
  * or graph.
  */
-export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<Assistant> {
+export async function updateAssistant(ctx: AuthorizedContext, idOrGraph: string, input: unknown): Promise<Assistant> {
   const body = parseInput(AssistantPatch, input, 'body');
-  const current = await getAssistant(ctx, idOrGraph);
+  const asked = { ...body, metadata: body.metadata ? { ...body.metadata } : body.metadata };
+  const current = await getAssistant(ctx, idOrGraph, 'update', asked);
   const graphId = body.graph_id ?? current.graphId;
   if (!ctx.deployment.graphIds.includes(graphId)) throw AppError.notFound(`Graph "${graphId}" not found`);
   const next = {
@@ -220,7 +237,7 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
     description: body.description !== undefined ? body.description : current.description,
     config: body.config ?? current.config,
     context: body.context ?? current.context,
-    metadata: { ...current.metadata, ...(body.metadata ?? {}) },
+    metadata: { ...current.metadata, ...((asked.metadata as Json | null | undefined) ?? {}) },
   };
   return withTransaction(ctx.db, async (client) => {
     const { rows: versionRows } = await client.query<{ version: number }>(
@@ -243,8 +260,8 @@ export async function updateAssistant(ctx: AgentServerContext, idOrGraph: string
 }
 
 /** Deletes an assistant with all its versions; with `deleteThreads`, also the threads it ran on. */
-export async function deleteAssistant(ctx: AgentServerContext, idOrGraph: string, options: { deleteThreads?: boolean } = {}): Promise<void> {
-  const assistant = await getAssistant(ctx, idOrGraph);
+export async function deleteAssistant(ctx: AuthorizedContext, idOrGraph: string, options: { deleteThreads?: boolean } = {}): Promise<void> {
+  const assistant = await getAssistant(ctx, idOrGraph, 'delete');
   await ctx.db.pool.query('DELETE FROM agent_assistants WHERE id = $1 AND deployment_id = $2', [assistant.assistantId, ctx.deployment.deploymentId]);
   if (options.deleteThreads) {
     const { deleteThreadsWhere } = await import('../threads/threads.service.js');
@@ -253,9 +270,9 @@ export async function deleteAssistant(ctx: AgentServerContext, idOrGraph: string
 }
 
 /** Makes an existing version the active one. NOT_FOUND for an unknown assistant or version. */
-export async function setLatestAssistantVersion(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<Assistant> {
+export async function setLatestAssistantVersion(ctx: AuthorizedContext, idOrGraph: string, input: unknown): Promise<Assistant> {
   const { version } = parseInput(AssistantLatestVersion, input, 'body');
-  const assistant = await getAssistant(ctx, idOrGraph);
+  const assistant = await getAssistant(ctx, idOrGraph, 'update', { version });
   const { rows } = await ctx.db.pool.query<AssistantRow>(
     `UPDATE agent_assistants a SET graph_id = v.graph_id, name = v.name, description = v.description, config = v.config,
        context = v.context, metadata = v.metadata, version = v.version, updated_at = now()
@@ -270,7 +287,7 @@ export async function setLatestAssistantVersion(ctx: AgentServerContext, idOrGra
 export type AssistantVersion = Omit<Assistant, 'updatedAt'>;
 
 /** Every version of an assistant, newest first. */
-export async function listAssistantVersions(ctx: AgentServerContext, idOrGraph: string, input: unknown): Promise<AssistantVersion[]> {
+export async function listAssistantVersions(ctx: AuthorizedContext, idOrGraph: string, input: unknown): Promise<AssistantVersion[]> {
   const query = parseInput(AssistantVersionsRequest, input, 'body');
   const assistant = await getAssistant(ctx, idOrGraph);
   const params: unknown[] = [assistant.assistantId, ctx.deployment.deploymentId];
@@ -292,20 +309,20 @@ const runnableConfig = (assistant: Assistant) => ({
 });
 
 /** The drawable graph (nodes and edges) of the assistant's graph; `xray` includes subgraphs. Asked of the runtime. */
-export async function getAssistantGraph(ctx: AgentServerContext, idOrGraph: string, xray?: boolean | number): Promise<unknown> {
+export async function getAssistantGraph(ctx: AuthorizedContext, idOrGraph: string, xray?: boolean | number): Promise<unknown> {
   const assistant = await getAssistant(ctx, idOrGraph);
   return askRuntime(ctx, { kind: 'graph-drawing', graphId: assistant.graphId, config: runnableConfig(assistant), xray });
 }
 
 /** The schemas of the assistant's graph. Asked of the runtime. */
-export async function getAssistantSchemas(ctx: AgentServerContext, idOrGraph: string): Promise<Json> {
+export async function getAssistantSchemas(ctx: AuthorizedContext, idOrGraph: string): Promise<Json> {
   const assistant = await getAssistant(ctx, idOrGraph);
   return (await askRuntime(ctx, { kind: 'graph-schemas', graphId: assistant.graphId, config: runnableConfig(assistant) })) as Json;
 }
 
 /** The subgraphs of the assistant's graph by namespace (optionally below one namespace, recursively). Asked of the runtime. */
 export async function getAssistantSubgraphs(
-  ctx: AgentServerContext,
+  ctx: AuthorizedContext,
   idOrGraph: string,
   options: { namespace?: string; recurse?: boolean },
 ): Promise<Record<string, Json>> {
@@ -315,6 +332,6 @@ export async function getAssistantSubgraphs(
 }
 
 /** Every assistant of the deployment (GraphQL lists). */
-export async function listAssistants(ctx: AgentServerContext, options: { limit?: number; offset?: number; graphId?: string } = {}) {
+export async function listAssistants(ctx: AuthorizedContext, options: { limit?: number; offset?: number; graphId?: string } = {}) {
   return (await searchAssistants(ctx, { limit: options.limit ?? 50, offset: options.offset ?? 0, graph_id: options.graphId })).items;
 }

@@ -7,6 +7,7 @@ import { isUuid, newId } from '../../ids.js';
 import type { Deps } from '../context.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { type AuthorizedContext, authConfigurable, authorize, filterDocument, matchesFilter } from '../custom-auth/custom-auth.js';
 import { agentContext } from '../deployments/deployments.service.js';
 import { assertWebhookAllowed, createRun, type Run } from '../runs/runs.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
@@ -65,13 +66,18 @@ async function assistantOf(ctx: AgentServerContext, idOrGraph: string): Promise<
   return assistantId;
 }
 
-async function ensureThread(ctx: AgentServerContext, threadId: string, create: boolean): Promise<string> {
+async function ensureThread(ctx: AuthorizedContext, threadId: string, create: boolean, metadata: Json): Promise<string> {
   if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
   const id = threadId.toLowerCase();
-  const { rows } = await ctx.db.pool.query('SELECT 1 FROM agent_threads WHERE id = $1 AND deployment_id = $2', [id, ctx.deployment.deploymentId]);
-  if (rows[0]) return id;
+  // Under custom auth, a cron runs only on a thread its creator may read.
+  const filter = await authorize(ctx, 'threads', 'read', { thread_id: id });
+  const { rows } = await ctx.db.pool.query<{ metadata: Json }>('SELECT metadata FROM agent_threads WHERE id = $1 AND deployment_id = $2', [id, ctx.deployment.deploymentId]);
+  if (rows[0]) {
+    if (!matchesFilter(rows[0].metadata, filter)) throw AppError.notFound(threadNotFound(threadId));
+    return id;
+  }
   if (!create) throw AppError.notFound(threadNotFound(threadId));
-  await ctx.db.pool.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now()) ON CONFLICT (id) DO NOTHING`, [id, ctx.deployment.deploymentId]);
+  await ctx.db.pool.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, $3, now()) ON CONFLICT (id) DO NOTHING`, [id, ctx.deployment.deploymentId, metadata]);
   return id;
 }
 
@@ -83,19 +89,27 @@ const dropUndefined = (value: Json): Json => Object.fromEntries(Object.entries(v
  * for a garbage expression, one firing more than once a minute or an unknown time zone; NOT_FOUND for
  * an unknown assistant or thread (unless `if_not_exists: create`).
  */
-export async function createCron(ctx: AgentServerContext, threadId: string | null, input: unknown): Promise<Cron> {
+export async function createCron(ctx: AuthorizedContext, threadId: string | null, input: unknown): Promise<Cron> {
   const body = parseInput(CronCreate, input, 'body');
+  const cronId = newId();
+  // The project's handler may refuse, or change the cron's metadata (typically: stamp the owner on it).
+  const asked = { payload: { ...body }, schedule: body.schedule, cron_id: cronId, thread_id: threadId, end_time: body.end_time ?? null, metadata: { ...(body.metadata ?? {}) } };
+  await authorize(ctx, 'crons', 'create', asked);
+  const metadata = (asked.metadata ?? {}) as Json;
   const { schedule, timezone: requestedZone, end_time: endTimeText, enabled: requestedEnabled, on_run_completed: onRunCompleted, ...runBody } = body;
   const timezone = requestedZone ?? 'UTC';
   assertSchedule(schedule, timezone);
   // Checked now rather than at each firing, where it would fail every tick.
   assertWebhookAllowed(ctx, body.webhook);
   const assistantId = await assistantOf(ctx, body.assistant_id);
-  const thread = threadId === null ? null : await ensureThread(ctx, threadId, body.if_not_exists === 'create');
+  const thread = threadId === null ? null : await ensureThread(ctx, threadId, body.if_not_exists === 'create', metadata);
+  // Each firing runs as the cron's creator: their identity rides in the run body's config.
+  const identity = authConfigurable(ctx);
+  const config = Object.keys(identity).length ? { ...(runBody.config ?? {}), configurable: { ...(runBody.config?.configurable ?? {}), ...identity } } : runBody.config;
   const endTime = endTimeText ? new Date(endTimeText) : null;
   const enabled = requestedEnabled ?? true;
   const row = await store.insertCron(ctx.db, {
-    id: newId(),
+    id: cronId,
     deployment_id: ctx.deployment.deploymentId,
     assistant_id: assistantId,
     thread_id: thread,
@@ -105,8 +119,8 @@ export async function createCron(ctx: AgentServerContext, threadId: string | nul
     enabled,
     on_run_completed: onRunCompleted ?? 'delete',
     // The run body without if_not_exists: the thread exists from now on (or is new each time).
-    payload: dropUndefined({ ...runBody, assistant_id: assistantId, if_not_exists: undefined }),
-    metadata: body.metadata ?? {},
+    payload: dropUndefined({ ...runBody, config, metadata: Object.keys(metadata).length ? metadata : undefined, assistant_id: assistantId, if_not_exists: undefined }),
+    metadata,
     user_id: userIdOf(ctx),
     next_run_date: nextOccurrence(schedule, timezone, new Date(), endTime),
   });
@@ -120,17 +134,22 @@ export async function createCron(ctx: AgentServerContext, threadId: string | nul
   return cron;
 }
 
-/** One cron of this deployment; NOT_FOUND otherwise. */
-export async function getCron(ctx: AgentServerContext, cronId: string): Promise<Cron> {
+/**
+ * One cron of this deployment; NOT_FOUND otherwise (also when the caller's custom-auth handler of
+ * `crons:<action>` filters it out; FORBIDDEN when it refuses the action).
+ */
+export async function getCron(ctx: AuthorizedContext, cronId: string, action: 'read' | 'update' | 'delete' = 'read', value: Json = {}): Promise<Cron> {
+  const filter = await authorize(ctx, 'crons', action, { cron_id: cronId, ...value });
   const row = isUuid(cronId) ? await store.selectCron(ctx.db, ctx.deployment.deploymentId, cronId.toLowerCase()) : undefined;
-  if (!row) throw AppError.notFound(CRON_NOT_FOUND);
+  if (!row || !matchesFilter(row.metadata, filter)) throw AppError.notFound(CRON_NOT_FOUND);
   return toCron(row);
 }
 
 /** Changes a cron's schedule, end, enabled flag or run fields, and its pg-boss schedule with them. */
-export async function updateCron(ctx: AgentServerContext, cronId: string, input: unknown): Promise<Cron> {
+export async function updateCron(ctx: AuthorizedContext, cronId: string, input: unknown): Promise<Cron> {
   const patch = parseInput(CronPatch, input ?? {}, 'body');
-  const cron = await getCron(ctx, cronId);
+  const asked = { payload: { ...patch }, schedule: patch.schedule, metadata: patch.metadata ? { ...patch.metadata } : patch.metadata };
+  const cron = await getCron(ctx, cronId, 'update', asked);
   const schedule = patch.schedule ?? cron.schedule;
   const timezone = patch.timezone ?? cron.timezone;
   if (patch.schedule !== undefined || patch.timezone != null) assertSchedule(schedule, timezone);
@@ -153,7 +172,7 @@ export async function updateCron(ctx: AgentServerContext, cronId: string, input:
     enabled,
     on_run_completed: patch.on_run_completed ?? cron.onRunCompleted,
     payload: { ...cron.payload, ...runFields },
-    metadata: patch.metadata ?? cron.metadata,
+    metadata: (asked.metadata as Json | null | undefined) ?? cron.metadata,
     next_run_date: nextOccurrence(schedule, timezone, new Date(), endTime),
   });
   if (!row) throw AppError.notFound(CRON_NOT_FOUND);
@@ -163,8 +182,8 @@ export async function updateCron(ctx: AgentServerContext, cronId: string, input:
 }
 
 /** Deletes a cron and its pg-boss schedule; runs it created stay. */
-export async function deleteCron(ctx: AgentServerContext, cronId: string): Promise<void> {
-  const cron = await getCron(ctx, cronId);
+export async function deleteCron(ctx: AuthorizedContext, cronId: string): Promise<void> {
+  const cron = await getCron(ctx, cronId, 'delete');
   if (!(await store.deleteCron(ctx.db, ctx.deployment.deploymentId, cron.cronId))) throw AppError.notFound(CRON_NOT_FOUND);
   await syncSchedule(ctx.boss, { ...cron, enabled: false });
 }
@@ -177,9 +196,11 @@ const assistantFilter = (ctx: AgentServerContext, idOrGraph: string | null | und
   return isUuid(idOrGraph) ? idOrGraph.toLowerCase() : '00000000-0000-0000-0000-000000000000';
 };
 
-export async function searchCrons(ctx: AgentServerContext, input: unknown): Promise<Cron[]> {
+export async function searchCrons(ctx: AuthorizedContext, input: unknown): Promise<Cron[]> {
   const body = parseInput(CronSearch, input ?? {}, 'body');
+  const owned = filterDocument(await authorize(ctx, 'crons', 'search', { ...body }));
   const rows = await store.searchCrons(ctx.db, ctx.deployment.deploymentId, {
+    metadata: owned,
     assistantId: assistantFilter(ctx, body.assistant_id),
     threadId: body.thread_id,
     enabled: body.enabled,
@@ -191,9 +212,10 @@ export async function searchCrons(ctx: AgentServerContext, input: unknown): Prom
   return rows.map(toCron);
 }
 
-export async function countCrons(ctx: AgentServerContext, input: unknown): Promise<number> {
+export async function countCrons(ctx: AuthorizedContext, input: unknown): Promise<number> {
   const body = parseInput(CronCount, input ?? {}, 'body');
-  return store.countCrons(ctx.db, ctx.deployment.deploymentId, { assistantId: assistantFilter(ctx, body.assistant_id), threadId: body.thread_id });
+  const owned = filterDocument(await authorize(ctx, 'crons', 'search', { ...body, limit: 0, offset: 0 }));
+  return store.countCrons(ctx.db, ctx.deployment.deploymentId, { assistantId: assistantFilter(ctx, body.assistant_id), threadId: body.thread_id, metadata: owned });
 }
 
 /** How long after its occurrence a tick may arrive and still be that occurrence's. */

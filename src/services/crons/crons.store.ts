@@ -99,19 +99,23 @@ const SORT_COLUMNS: Record<NonNullable<CronSearch['sort_by']>, string> = {
   end_time: 'end_time',
 };
 
-function where(deploymentId: string, filter: { assistantId?: string | null; threadId?: string | null; enabled?: boolean | null }) {
+/** `metadata`: a jsonb document the cron's metadata must contain (a custom-auth filter). */
+type CronFilter = { assistantId?: string | null; threadId?: string | null; enabled?: boolean | null; metadata?: string };
+
+function where(deploymentId: string, filter: CronFilter) {
   const params: unknown[] = [deploymentId];
   const conditions = ['deployment_id = $1'];
   if (filter.assistantId) conditions.push(`assistant_id = $${params.push(filter.assistantId)}`);
   if (filter.threadId) conditions.push(`thread_id = $${params.push(filter.threadId)}`);
   if (filter.enabled != null) conditions.push(`enabled = $${params.push(filter.enabled)}`);
+  if (filter.metadata) conditions.push(`metadata @> $${params.push(filter.metadata)}::jsonb`);
   return { params, text: conditions.join(' AND ') };
 }
 
 export async function searchCrons(
   db: Database,
   deploymentId: string,
-  search: { assistantId?: string | null; threadId?: string | null; enabled?: boolean | null; limit: number; offset: number; sortBy?: CronSearch['sort_by']; sortOrder?: 'asc' | 'desc' | null },
+  search: CronFilter & { limit: number; offset: number; sortBy?: CronSearch['sort_by']; sortOrder?: 'asc' | 'desc' | null },
 ): Promise<CronRow[]> {
   const { params, text } = where(deploymentId, search);
   const order = `${SORT_COLUMNS[search.sortBy ?? 'created_at']} ${search.sortOrder === 'asc' ? 'ASC' : 'DESC'}, id`;
@@ -119,7 +123,7 @@ export async function searchCrons(
   return rows;
 }
 
-export async function countCrons(db: Database, deploymentId: string, filter: { assistantId?: string | null; threadId?: string | null }): Promise<number> {
+export async function countCrons(db: Database, deploymentId: string, filter: CronFilter): Promise<number> {
   const { params, text } = where(deploymentId, filter);
   const { rows } = await db.pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM agent_crons WHERE ${text}`, params);
   return rows[0]!.count;

@@ -8,9 +8,10 @@ import { isUuid, newId } from '../../ids.js';
 import { literalTargetProblem } from '../../limits/outbound-url.js';
 import { parseInput } from '../validate.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { type AuthFilter, type AuthorizedContext, authConfigurable, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
-import { insertEmptyThread, selectThreadValues, threadExists } from '../threads/threads.store.js';
+import { insertEmptyThread, selectThreadMetadata, selectThreadValues } from '../threads/threads.store.js';
 import { followRunEvents, isTerminalStatus, type RunEvent, type RunStreamSignal } from './run-stream.js';
 import {
   RunBatchCreate,
@@ -24,8 +25,6 @@ import {
 } from './runs.schemas.js';
 import * as store from './runs.store.js';
 import type { RunRow } from './runs.store.js';
-
-;
 
 type Json = Record<string, unknown>;
 
@@ -70,7 +69,7 @@ const REJECTED = 'Thread is already running a task. Wait for it to finish or cho
  * (rollback also deletes them and what they wrote). NOT_FOUND for an unknown thread (unless
  * `if_not_exists: create`) or assistant. Publishes `runs.status`.
  */
-export async function createRun(ctx: AgentServerContext, threadId: string | null, input: unknown): Promise<Run> {
+export async function createRun(ctx: AuthorizedContext, threadId: string | null, input: unknown): Promise<Run> {
   return createParsedRun(ctx, threadId, parseInput(RunCreate, input, 'body'));
 }
 
@@ -96,7 +95,7 @@ export type NewRunInput = {
 };
 
 /** Creates a run from typed input (see createRun). */
-export async function startRun(ctx: AgentServerContext, threadId: string | null, run: NewRunInput): Promise<Run> {
+export async function startRun(ctx: AuthorizedContext, threadId: string | null, run: NewRunInput): Promise<Run> {
   return createRun(ctx, threadId, {
     assistant_id: run.assistantId,
     input: run.input,
@@ -111,7 +110,7 @@ export async function startRun(ctx: AgentServerContext, threadId: string | null,
 }
 
 async function createParsedRun(
-  ctx: AgentServerContext,
+  ctx: AuthorizedContext,
   requestedThreadId: string | null,
   body: RunCreate,
   options: { runId?: string; waited?: boolean; protocol?: boolean } = {},
@@ -127,7 +126,30 @@ async function createParsedRun(
   if (requestedThreadId !== null && !isUuid(requestedThreadId)) throw AppError.notFound(threadNotFound(requestedThreadId));
   const threadId = requestedThreadId?.toLowerCase() ?? newId();
 
-  const configurable: Json = { ...(body.config?.configurable ?? {}) };
+  // Runs answer to their thread's rules: the project's handler may refuse, change the run's metadata
+  // (which a thread the run creates takes too) and filter which existing threads the caller may run on.
+  const asked = {
+    thread_id: stateless ? null : threadId,
+    assistant_id: body.assistant_id,
+    run_id: runId,
+    status: 'pending',
+    metadata: { ...(body.metadata ?? {}) },
+    prevent_insert_if_inflight: strategy === 'reject',
+    multitask_strategy: strategy,
+    if_not_exists: body.if_not_exists ?? 'reject',
+    after_seconds: body.after_seconds ?? 0,
+    kwargs: { input: body.input, command: body.command, config: body.config, context: body.context, stream_mode: body.stream_mode },
+  };
+  const filter = await authorize(ctx, 'threads', 'create_run', asked);
+  const metadata = (asked.metadata ?? {}) as Json;
+  if (filter && !stateless) {
+    const existing = await selectThreadMetadata(ctx.db, threadId, deploymentId);
+    if (existing && !matchesFilter(existing, filter)) throw AppError.notFound(threadNotFound(threadId));
+  }
+
+  // The caller's identity under custom auth reaches the graph (and stays on the run), over any value sent under its keys.
+  const configurable: Json = { ...(body.config?.configurable ?? {}), ...authConfigurable(ctx) };
+  if (ctx.auth && configurable.user_id === undefined) configurable.user_id = ctx.auth.user.identity;
   if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
   if (body.checkpoint) for (const [key, value] of Object.entries(body.checkpoint)) if (value != null) configurable[key] = value;
   const kwargs: RunKwargs = {
@@ -167,7 +189,7 @@ async function createParsedRun(
     deploymentId,
     threadId,
     assistantId,
-    metadata: body.metadata ?? {},
+    metadata,
     kwargs: JSON.stringify(kwargs),
     strategy,
     jobId,
@@ -205,7 +227,7 @@ async function createParsedRun(
             if (!threadInflight) {
               if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(threadNotFound(threadId));
               // The id may already be a thread of another deployment (or one created at this instant): a conflict, not a 500.
-              if (!(await insertEmptyThread(client, threadId, deploymentId))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
+              if (!(await insertEmptyThread(client, threadId, deploymentId, metadata))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
             } else {
               inflight = threadInflight;
             }
@@ -239,7 +261,7 @@ function threadConfigOf(kwargs: RunKwargs): string {
 }
 
 /** Creates several stateless runs. */
-export async function createRunBatch(ctx: AgentServerContext, input: unknown): Promise<Run[]> {
+export async function createRunBatch(ctx: AuthorizedContext, input: unknown): Promise<Run[]> {
   const bodies = parseInput(RunBatchCreate, input, 'body');
   const runs: Run[] = [];
   for (const body of bodies) runs.push(await createParsedRun(ctx, null, body));
@@ -251,22 +273,41 @@ async function findRunRow(ctx: AgentServerContext, runId: string): Promise<RunRo
   return store.selectRun(ctx.db, runId, ctx.deployment.deploymentId);
 }
 
-async function assertThread(ctx: AgentServerContext, threadId: string): Promise<void> {
+/**
+ * NOT_FOUND unless the deployment has the thread and (under custom auth) the caller's handler of
+ * `threads:<action>` lets them see it; FORBIDDEN when the handler refuses.
+ */
+async function assertThread(ctx: AuthorizedContext, threadId: string, action?: 'read' | 'search'): Promise<void> {
   if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
-  if (!(await threadExists(ctx.db, threadId, ctx.deployment.deploymentId))) throw AppError.notFound(threadNotFound(threadId));
+  const filter = action ? await authorize(ctx, 'threads', action, { thread_id: threadId }) : undefined;
+  const metadata = await selectThreadMetadata(ctx.db, threadId, ctx.deployment.deploymentId);
+  if (!metadata || !matchesFilter(metadata, filter)) throw AppError.notFound(threadNotFound(threadId));
 }
 
-/** One run; `threadId` null for stateless runs. NOT_FOUND unless it exists in this deployment (on that thread). */
-export async function getRun(ctx: AgentServerContext, threadId: string | null, runId: string): Promise<Run> {
+/** Whether the caller's filter lets them see these runs: judged by each run's thread (see selectRunsOwnerMetadata). */
+async function visibleRunIds(ctx: AuthorizedContext, runIds: string[], filter: AuthFilter | undefined): Promise<string[]> {
+  if (!filter || !runIds.length) return runIds;
+  const owners = await store.selectRunsOwnerMetadata(ctx.db, runIds);
+  return runIds.filter((runId) => matchesFilter(owners.get(runId), filter));
+}
+
+/**
+ * One run; `threadId` null for stateless runs. NOT_FOUND unless it exists in this deployment (on that
+ * thread) and, under custom auth, its thread passes the caller's filter for `threads:<action>`.
+ */
+export async function getRun(ctx: AuthorizedContext, threadId: string | null, runId: string, action: 'read' | 'update' | 'delete' = 'read'): Promise<Run> {
+  const filter = ctx.auth ? await authorize(ctx, 'threads', action, { thread_id: threadId, run_id: runId }) : undefined;
   const row = await findRunRow(ctx, runId);
   if (!row || (threadId !== null && row.thread_id !== threadId.toLowerCase())) throw AppError.notFound(RUN_NOT_FOUND);
+  // A read names the thread the filter hides, a change the run, in the reference server's words.
+  if (filter && !(await visibleRunIds(ctx, [row.id], filter)).length) throw AppError.notFound(threadId && action === 'read' ? threadNotFound(threadId) : RUN_NOT_FOUND);
   return toRun(row);
 }
 
 /** A thread's runs, newest first, optionally by status. */
-export async function listRuns(ctx: AgentServerContext, threadId: string, input: unknown): Promise<Run[]> {
+export async function listRuns(ctx: AuthorizedContext, threadId: string, input: unknown): Promise<Run[]> {
   const query = parseInput(RunListQuery, input, 'query');
-  await assertThread(ctx, threadId);
+  await assertThread(ctx, threadId, 'search');
   return (await store.selectThreadRuns(ctx.db, threadId, query)).map(toRun);
 }
 
@@ -281,8 +322,8 @@ export async function listRunsOfThreads(ctx: AgentServerContext, threadIds: read
 }
 
 /** Deletes a finished or pending run and its stream. CONFLICT while it runs. */
-export async function deleteRun(ctx: AgentServerContext, threadId: string, runId: string): Promise<void> {
-  const run = await getRun(ctx, threadId, runId);
+export async function deleteRun(ctx: AuthorizedContext, threadId: string, runId: string): Promise<void> {
+  const run = await getRun(ctx, threadId, runId, 'delete');
   if (run.status === 'running') throw AppError.conflict('Run is running; cancel it first');
   await store.deleteRunAndEvents(ctx.db, run.runId);
   if (run.status === 'pending') await ctx.events.publish('runs.stream', { runId: run.runId, status: 'interrupted' }, run.runId);
@@ -308,9 +349,9 @@ export async function cancelRunIds(ctx: AgentServerContext, runIds: string[], ac
 }
 
 /** Cancels one run of a thread; with `wait`, returns once it has stopped. NOT_FOUND for an unknown run. */
-export async function cancelRun(ctx: AgentServerContext, threadId: string, runId: string, input: unknown): Promise<{ waited: boolean }> {
+export async function cancelRun(ctx: AuthorizedContext, threadId: string, runId: string, input: unknown): Promise<{ waited: boolean }> {
   const query = parseInput(RunCancelQuery, input, 'query');
-  const run = await getRun(ctx, threadId, runId);
+  const run = await getRun(ctx, threadId, runId, 'update');
   const waiting = query.wait ? waitForRun(ctx, run.runId) : undefined;
   if (!isTerminalStatus(run.status)) await cancelRunIds(ctx, [run.runId], query.action);
   if (waiting) await waiting;
@@ -318,13 +359,14 @@ export async function cancelRun(ctx: AgentServerContext, threadId: string, runId
 }
 
 /** Cancels many runs: by ids, or a thread's runs by status (pending, running or all). */
-export async function cancelRuns(ctx: AgentServerContext, input: unknown, options: { action?: unknown } = {}): Promise<void> {
+export async function cancelRuns(ctx: AuthorizedContext, input: unknown, options: { action?: unknown } = {}): Promise<void> {
   const body = parseInput(RunsCancelRequest, input, 'body');
   const { action } = parseInput(RunCancelQuery, { action: options.action ?? undefined }, 'query');
   let ids: string[];
   const { deploymentId } = ctx.deployment;
+  const filter = await authorize(ctx, 'threads', 'update', { thread_id: body.thread_id ?? null, run_ids: body.run_ids ?? null, status: body.status ?? null });
   if (body.run_ids?.length) {
-    ids = await store.selectRunIds(ctx.db, deploymentId, { runIds: body.run_ids, threadId: body.thread_id ?? undefined });
+    ids = await visibleRunIds(ctx, await store.selectRunIds(ctx.db, deploymentId, { runIds: body.run_ids, threadId: body.thread_id ?? undefined }), filter);
     if (ids.length !== body.run_ids.length) throw AppError.notFound(RUN_NOT_FOUND);
   } else if (body.thread_id) {
     const statuses = body.status && body.status !== 'all' ? [body.status] : ['pending', 'running'];
@@ -335,7 +377,7 @@ export async function cancelRuns(ctx: AgentServerContext, input: unknown, option
   } else {
     throw new AppError('VALIDATION_FAILED', 'Name run_ids, a thread_id or a status.', [{ loc: ['body'], msg: 'run_ids, thread_id or status required', type: 'missing' }]);
   }
-  await cancelRunIds(ctx, ids, action);
+  await cancelRunIds(ctx, await visibleRunIds(ctx, ids, filter), action);
 }
 
 /** Resolves with the run once it has ended (or undefined if it was deleted, e.g. rolled back). */
@@ -353,7 +395,7 @@ export async function waitForRun(ctx: AgentServerContext, runId: string, signal?
  * row need not be read back.
  */
 export async function createRunAndWait(
-  ctx: AgentServerContext,
+  ctx: AuthorizedContext,
   threadId: string | null,
   input: unknown,
   signal?: AbortSignal,
@@ -407,8 +449,8 @@ export async function runResult(ctx: AgentServerContext, run: Run | undefined, t
 }
 
 /** Waits for a thread's run to end and returns its result (GET …/runs/{id}/join). */
-export async function joinRun(ctx: AgentServerContext, threadId: string, runId: string, signal?: AbortSignal): Promise<unknown> {
-  await assertThread(ctx, threadId);
+export async function joinRun(ctx: AuthorizedContext, threadId: string, runId: string, signal?: AbortSignal): Promise<unknown> {
+  await assertThread(ctx, threadId, 'read');
   const run = await getRun(ctx, threadId, runId);
   const done = await waitForRun(ctx, run.runId, signal);
   return runResult(ctx, done, threadId);
@@ -431,11 +473,11 @@ export function streamRun(
 
 /** Events of a thread's current run and every later one, until `signal` aborts (GET /threads/{id}/stream). */
 export async function* streamThread(
-  ctx: AgentServerContext,
+  ctx: AuthorizedContext,
   threadId: string,
   options: { modes?: string[]; signal?: AbortSignal; lastEventId?: string } = {},
 ): AsyncGenerator<RunEvent & { runId: string }> {
-  await assertThread(ctx, threadId);
+  await assertThread(ctx, threadId, 'read');
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -443,22 +485,40 @@ export async function* streamThread(
   const seen = new Set<string>();
   const [resumeRun, resumeSeq] = (options.lastEventId ?? '').split(':');
   try {
-    const follow = async function* (runId: string, afterSeq = 0) {
+    // Under custom auth the caller's access is checked again before each later run: one who lost it
+    // (the thread's metadata changed, their permission was withdrawn) gets an error event, and the end.
+    const denied = async (): Promise<AppError | undefined> => {
+      if (!ctx.auth || !seen.size) return undefined;
+      return assertThread(ctx, threadId, 'read').then(
+        () => undefined,
+        (error: unknown) => {
+          if (error instanceof AppError) return error;
+          throw error;
+        },
+      );
+    };
+    const follow = async function* (runId: string, afterSeq = 0): AsyncGenerator<RunEvent & { runId: string }, boolean> {
+      const refusal = await denied();
+      if (refusal) {
+        yield { runId, seq: 0, event: 'error', data: JSON.stringify({ error: refusal.code === 'NOT_FOUND' ? 'NotFound' : 'Forbidden', message: refusal.message }) };
+        return false;
+      }
       seen.add(runId);
       for await (const event of streamRun(ctx, runId, { afterSeq, modes: options.modes, signal: stop.signal })) yield { ...event, runId };
+      return true;
     };
-    if (resumeRun && isUuid(resumeRun)) yield* follow(resumeRun, Number(resumeSeq) || 0);
+    if (resumeRun && isUuid(resumeRun) && !(yield* follow(resumeRun, Number(resumeSeq) || 0))) return;
     // Runs not finished yet, oldest first; then whichever start later.
     for (;;) {
       const inflight = await store.selectThreadRunIdsInFlight(ctx.db, threadId);
       const next = inflight.find((id) => !seen.has(id));
       if (next) {
-        yield* follow(next);
+        if (!(yield* follow(next))) return;
         continue;
       }
       const { value, done } = await statuses.next();
       if (done) return;
-      if (!seen.has(value.runId) && !isTerminalStatus(value.status)) yield* follow(value.runId);
+      if (!seen.has(value.runId) && !isTerminalStatus(value.status) && !(yield* follow(value.runId))) return;
     }
   } finally {
     options.signal?.removeEventListener('abort', onAbort);

@@ -449,3 +449,15 @@ export async function selectThreadRunPositions(db: Pick<Database, 'pool'>, threa
   );
   return rows.map((row) => ({ ...row, position: Number(row.position) }));
 }
+
+/**
+ * The metadata custom-auth filters judge each of these runs by: its thread's, or its own for a run
+ * whose thread has no row (a stateless run's throwaway thread).
+ */
+export async function selectRunsOwnerMetadata(db: Pick<Database, 'pool'>, runIds: string[]): Promise<Map<string, Record<string, unknown>>> {
+  const { rows } = await db.pool.query<{ id: string; metadata: Record<string, unknown> | null }>(
+    'SELECT r.id, coalesce(t.metadata, r.metadata) AS metadata FROM agent_runs r LEFT JOIN agent_threads t ON t.id = r.thread_id WHERE r.id = ANY($1::uuid[])',
+    [runIds],
+  );
+  return new Map(rows.map((row) => [row.id, row.metadata ?? {}]));
+}

@@ -8,7 +8,6 @@ import { isUuid } from '../../ids.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { agentContext } from '../deployments/deployments.service.js';
 import { getThread, getThreadState, threadNotFound } from '../threads/threads.service.js';
-import { threadExists } from '../threads/threads.store.js';
 import { isTerminalStatus } from './run-stream.js';
 import { createProtocolRun, getRun, streamRun } from './runs.service.js';
 import { selectEventsAfter, selectThreadRunPositions, type ThreadRunPosition } from './runs.store.js';
@@ -83,7 +82,9 @@ export const toFilter = (fields: { channels: string[]; namespaces?: string[][]; 
 
 /** NOT_FOUND unless the thread exists in this deployment. */
 export async function assertThreadExists(ctx: AgentServerContext, threadId: string): Promise<void> {
-  if (!isUuid(threadId) || !(await threadExists(ctx.db, threadId.toLowerCase(), ctx.deployment.deploymentId))) throw AppError.notFound(threadNotFound(threadId));
+  if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
+  // As a thread read: under custom auth, another user's thread is not found either.
+  await getThread(ctx, threadId.toLowerCase());
 }
 
 // How many of a thread's latest runs an event stream without `since` replays at most.

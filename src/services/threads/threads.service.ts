@@ -5,6 +5,7 @@ import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import type { Checkpoint, ThreadState } from '../deployments/runtime-protocol.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { type AuthFilter, type AuthorizedContext, authorize, filterDocument, matchesFilter } from '../custom-auth/custom-auth.js';
 import { CRON_FIRE_QUEUE } from '../crons/cron-schedule.js';
 import { deleteThreadCrons } from '../crons/crons.store.js';
 import { askRuntime } from '../deployments/runtime-client.js';
@@ -54,15 +55,18 @@ const toThread = (row: ThreadRow): Thread => ({
 export const threadNotFound = (threadId: string) => `Thread with ID ${threadId} not found`;
 
 /** Creates a thread from typed input (see createThread). */
-export async function startThread(ctx: AgentServerContext, thread: { threadId?: string; metadata?: unknown }): Promise<Thread> {
+export async function startThread(ctx: AuthorizedContext, thread: { threadId?: string; metadata?: unknown }): Promise<Thread> {
   return createThread(ctx, { thread_id: thread.threadId, metadata: thread.metadata });
 }
 
 /** Creates a thread; CONFLICT when `thread_id` exists (unless if_exists=do_nothing). `supersteps` seed its state. */
-export async function createThread(ctx: AgentServerContext, input: unknown): Promise<Thread> {
+export async function createThread(ctx: AuthorizedContext, input: unknown): Promise<Thread> {
   const body = parseInput(ThreadCreate, input, 'body');
   const id = body.thread_id?.toLowerCase() ?? newId();
-  const metadata = Object.fromEntries(Object.entries(body.metadata ?? {}).filter(([, value]) => value !== undefined));
+  // The project's handler may refuse, or change the metadata (typically: stamp the owner on it).
+  const asked = { thread_id: id, metadata: { ...(body.metadata ?? {}) }, if_exists: body.if_exists ?? null };
+  const filter = await authorize(ctx, 'threads', 'create', asked);
+  const metadata = Object.fromEntries(Object.entries(asked.metadata ?? {}).filter(([, value]) => value !== undefined));
   const { rows } = await ctx.db.pool.query<ThreadRow>(
     `INSERT INTO agent_threads (id, deployment_id, metadata, ttl_minutes, updated_at) VALUES ($1, $2, $3, $4, now())
      ON CONFLICT (id) DO NOTHING RETURNING *`,
@@ -70,7 +74,7 @@ export async function createThread(ctx: AgentServerContext, input: unknown): Pro
   );
   if (!rows[0]) {
     const existing = await findThread(ctx, id);
-    if (existing && body.if_exists === 'do_nothing') return existing;
+    if (existing && body.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) return existing;
     throw AppError.conflict('Thread already exists');
   }
   let thread = toThread(rows[0]);
@@ -90,14 +94,22 @@ async function findThread(ctx: AgentServerContext, threadId: string): Promise<Th
   return rows[0] ? toThread(rows[0]) : undefined;
 }
 
-/** One thread; NOT_FOUND otherwise (also for another deployment's thread). */
-export async function getThread(ctx: AgentServerContext, threadId: string): Promise<Thread> {
+/**
+ * One thread; NOT_FOUND otherwise (also for another deployment's thread, and for one the caller's
+ * custom-auth handler of `threads:<action>` filters out; FORBIDDEN when it refuses the action).
+ */
+export async function getThread(ctx: AuthorizedContext, threadId: string, action: 'read' | 'update' | 'delete' = 'read', value: Json = {}): Promise<Thread> {
+  const filter = await authorize(ctx, 'threads', action, { thread_id: threadId, ...value });
   const thread = await findThread(ctx, threadId);
-  if (!thread) throw AppError.notFound(threadNotFound(threadId));
+  if (!thread || !matchesFilter(thread.metadata, filter)) throw AppError.notFound(threadNotFound(threadId));
   return thread;
 }
 
-function filters(ctx: AgentServerContext, query: { metadata?: Json | null; values?: Json | null; status?: string | null; ids?: string[] | null }) {
+function filters(
+  ctx: AgentServerContext,
+  query: { metadata?: Json | null; values?: Json | null; status?: string | null; ids?: string[] | null },
+  authFilter?: AuthFilter,
+) {
   const where = ['deployment_id = $1'];
   const params: unknown[] = [ctx.deployment.deploymentId];
   const add = (clause: (n: number) => string, value: unknown) => {
@@ -108,13 +120,16 @@ function filters(ctx: AgentServerContext, query: { metadata?: Json | null; value
   if (query.values && Object.keys(query.values).length) add((n) => `"values" @> $${n}::jsonb`, JSON.stringify(query.values));
   if (query.status) add((n) => `status = $${n}`, query.status);
   if (query.ids?.length) add((n) => `id = ANY($${n}::uuid[])`, query.ids);
+  const owned = filterDocument(authFilter);
+  if (owned) add((n) => `metadata @> $${n}::jsonb`, owned);
   return { where: where.join(' AND '), params };
 }
 
 /** Threads matching metadata/values (containment), status and ids; with the total count. */
-export async function searchThreads(ctx: AgentServerContext, input: unknown): Promise<SearchPage<Thread>> {
+export async function searchThreads(ctx: AuthorizedContext, input: unknown): Promise<SearchPage<Thread>> {
   const query = parseInput(ThreadSearchRequest, input, 'body');
-  const { where, params } = filters(ctx, query);
+  const authFilter = await authorize(ctx, 'threads', 'search', { ...query });
+  const { where, params } = filters(ctx, query, authFilter);
   const column = query.sort_by === 'thread_id' ? 'id' : (query.sort_by ?? 'created_at');
   const order = query.sort_order === 'asc' ? 'ASC' : 'DESC';
   const { rows } = await ctx.db.pool.query<ThreadRow & { total: string }>(
@@ -125,20 +140,22 @@ export async function searchThreads(ctx: AgentServerContext, input: unknown): Pr
 }
 
 /** How many threads match. */
-export async function countThreads(ctx: AgentServerContext, input: unknown): Promise<number> {
+export async function countThreads(ctx: AuthorizedContext, input: unknown): Promise<number> {
   const query = parseInput(ThreadCountRequest, input, 'body');
-  const { where, params } = filters(ctx, query);
+  const authFilter = await authorize(ctx, 'threads', 'search', { ...query, limit: 0, offset: 0 });
+  const { where, params } = filters(ctx, query, authFilter);
   const { rows } = await ctx.db.pool.query<{ count: string }>(`SELECT count(*) FROM agent_threads WHERE ${where}`, params);
   return Number(rows[0]!.count);
 }
 
 /** Merges metadata into a thread and sets its TTL when given (the TTL counts from now, as from any update). */
-export async function updateThread(ctx: AgentServerContext, threadId: string, input: unknown): Promise<Thread> {
+export async function updateThread(ctx: AuthorizedContext, threadId: string, input: unknown): Promise<Thread> {
   const body = parseInput(ThreadPatch, input, 'body');
-  await getThread(ctx, threadId);
+  const asked = { metadata: { ...(body.metadata ?? {}) } };
+  await getThread(ctx, threadId, 'update', asked);
   const { rows } = await ctx.db.pool.query<ThreadRow>(
     'UPDATE agent_threads SET metadata = metadata || $2::jsonb, ttl_minutes = COALESCE($3, ttl_minutes), updated_at = now() WHERE id = $1 RETURNING *',
-    [threadId, JSON.stringify(body.metadata ?? {}), body.ttl ?? null],
+    [threadId, JSON.stringify(asked.metadata ?? {}), body.ttl ?? null],
   );
   return toThread(rows[0]!);
 }
@@ -170,19 +187,22 @@ export async function deleteThreadsWhere(ctx: AgentServerContext, where: { ids?:
 }
 
 /** Deletes one thread (NOT_FOUND if unknown). */
-export async function deleteThread(ctx: AgentServerContext, threadId: string): Promise<void> {
-  await getThread(ctx, threadId);
+export async function deleteThread(ctx: AuthorizedContext, threadId: string): Promise<void> {
+  await getThread(ctx, threadId, 'delete');
   await deleteThreadsWhere(ctx, { ids: [threadId] });
 }
 
 /** A new thread with the same metadata and a copy of the whole checkpoint history. */
-export async function copyThread(ctx: AgentServerContext, threadId: string): Promise<Thread> {
+export async function copyThread(ctx: AuthorizedContext, threadId: string): Promise<Thread> {
   const source = await getThread(ctx, threadId);
   const id = newId();
+  // The copy is a new thread: its creation is the caller's to be allowed, its metadata the handler's to change.
+  const asked = { thread_id: id, metadata: { ...source.metadata }, if_exists: null };
+  await authorize(ctx, 'threads', 'create', asked);
   const { rows } = await ctx.db.pool.query<ThreadRow>(
     `INSERT INTO agent_threads (id, deployment_id, metadata, status, "values", interrupts, config, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, now()) RETURNING *`,
-    [id, ctx.deployment.deploymentId, source.metadata, source.status === 'busy' ? 'idle' : source.status, source.values, source.interrupts, source.config],
+    [id, ctx.deployment.deploymentId, asked.metadata ?? {}, source.status === 'busy' ? 'idle' : source.status, source.values, source.interrupts, source.config],
   );
   await copyThreadCheckpoints(ctx.db.pool, threadId, id);
   return toThread(rows[0]!);
@@ -209,7 +229,7 @@ const emptyState = (): ThreadState => ({
 
 /** The thread's current state (or at a checkpoint; NOT_FOUND for an unknown one); `subgraphs` includes subgraph states in tasks. Asked of the runtime. */
 export async function getThreadState(
-  ctx: AgentServerContext,
+  ctx: AuthorizedContext,
   threadId: string,
   options: { subgraphs?: boolean; checkpoint?: Partial<Checkpoint> | null } = {},
 ): Promise<ThreadState> {
@@ -220,7 +240,7 @@ export async function getThreadState(
 }
 
 /** State at the checkpoint named in the body (POST /threads/{id}/state/checkpoint). */
-export async function getThreadStateAtCheckpoint(ctx: AgentServerContext, threadId: string, input: unknown): Promise<ThreadState> {
+export async function getThreadStateAtCheckpoint(ctx: AuthorizedContext, threadId: string, input: unknown): Promise<ThreadState> {
   const body = parseInput(ThreadStateCheckpointRequest, input, 'body');
   return getThreadState(ctx, threadId, { subgraphs: body.subgraphs ?? false, checkpoint: body.checkpoint as Partial<Checkpoint> });
 }
@@ -231,12 +251,12 @@ export async function getThreadStateAtCheckpoint(ctx: AgentServerContext, thread
  * refuses the update (unknown `as_node`, values its channels cannot take).
  */
 export async function updateThreadState(
-  ctx: AgentServerContext,
+  ctx: AuthorizedContext,
   threadId: string,
   input: unknown,
 ): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
   const body = parseInput(ThreadStateUpdate, input, 'body');
-  const thread = await getThread(ctx, threadId);
+  const thread = await getThread(ctx, threadId, 'update');
   if (await threadHasRunInFlight(ctx.db, threadId)) throw AppError.conflict('Thread is busy: a run is pending or running');
   const checkpoint: Json = body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {};
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null) checkpoint[key] = value;
@@ -245,7 +265,7 @@ export async function updateThreadState(
 }
 
 /** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). Asked of the runtime. */
-export async function getThreadHistory(ctx: AgentServerContext, threadId: string, input: unknown): Promise<ThreadState[]> {
+export async function getThreadHistory(ctx: AuthorizedContext, threadId: string, input: unknown): Promise<ThreadState[]> {
   const body = parseInput(ThreadHistoryRequest, input, 'body');
   const thread = await getThread(ctx, threadId);
   if (typeof thread.metadata.graph_id !== 'string') return [];
@@ -263,6 +283,6 @@ export async function getThreadHistory(ctx: AgentServerContext, threadId: string
 }
 
 /** Every thread of the deployment (GraphQL lists). */
-export async function listThreads(ctx: AgentServerContext, options: { limit?: number; offset?: number; status?: ThreadStatus } = {}) {
+export async function listThreads(ctx: AuthorizedContext, options: { limit?: number; offset?: number; status?: ThreadStatus } = {}) {
   return (await searchThreads(ctx, { limit: options.limit ?? 50, offset: options.offset ?? 0, status: options.status })).items;
 }

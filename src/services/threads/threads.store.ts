@@ -62,23 +62,23 @@ export async function writeThreadCache(
   return row as ThreadRow;
 }
 
-/** Whether the deployment has this thread. */
-export async function threadExists(db: Pick<Database, 'pool'>, threadId: string, deploymentId: string): Promise<boolean> {
-  const { rows } = await db.pool.query('SELECT 1 FROM agent_threads WHERE id = $1 AND deployment_id = $2', [threadId, deploymentId]);
-  return rows.length > 0;
-}
-
 /** A thread's cached values (null for an unknown thread). */
 export async function selectThreadValues(db: Pick<Database, 'pool'>, threadId: string): Promise<unknown> {
   const { rows } = await db.pool.query<{ values: unknown }>('SELECT "values" FROM agent_threads WHERE id = $1', [threadId]);
   return rows[0]?.values ?? null;
 }
 
-/** Inserts an empty thread; false when the id is already taken (by another deployment's thread, or one created at this instant). */
-export async function insertEmptyThread(client: pg.PoolClient, threadId: string, deploymentId: string): Promise<boolean> {
+/** The deployment's thread's metadata; undefined when it has no such thread. */
+export async function selectThreadMetadata(db: Pick<Database, 'pool'>, threadId: string, deploymentId: string): Promise<Json | undefined> {
+  const { rows } = await db.pool.query<{ metadata: Json | null }>('SELECT metadata FROM agent_threads WHERE id = $1 AND deployment_id = $2', [threadId, deploymentId]);
+  return rows[0] ? (rows[0].metadata ?? {}) : undefined;
+}
+
+/** Inserts an empty thread (with `metadata`); false when the id is already taken (by another deployment's thread, or one created at this instant). */
+export async function insertEmptyThread(client: pg.PoolClient, threadId: string, deploymentId: string, metadata: Json = {}): Promise<boolean> {
   const created = await client.query(
-    `INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, '{}', now()) ON CONFLICT (id) DO NOTHING`,
-    [threadId, deploymentId],
+    `INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, $3, now()) ON CONFLICT (id) DO NOTHING`,
+    [threadId, deploymentId, metadata],
   );
   return created.rowCount === 1;
 }
