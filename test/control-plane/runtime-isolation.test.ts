@@ -208,6 +208,9 @@ describe("a deployed agent server's database", () => {
     expect((await client.threads.getState(thread.thread_id)).values).toMatchObject({ turns: 2, remembered: { input: 'second' } });
     // The API serves what the graph put in the store.
     expect((await client.store.getItem(['notes'], 'last'))?.value).toEqual({ input: 'second' });
+    // Runs record the platform user the gateway signed for.
+    const [latest] = await client.runs.list(thread.thread_id, { limit: 1 });
+    expect((latest as any).kwargs.config.configurable.langgraph_auth_user_id).toBe(tenant.admin.id);
 
     // Its data is in its own database, none in the platform's shared tables.
     expect((await pool.query('SELECT 1 FROM agent_threads WHERE id = $1', [thread.thread_id])).rowCount).toBe(0);

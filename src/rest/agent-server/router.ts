@@ -4,7 +4,7 @@
 import { type Request, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
-import type { CustomAuth } from '../../services/custom-auth/custom-auth.js';
+import { type CustomAuth, platformCaller } from '../../services/custom-auth/custom-auth.js';
 import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
 import { agentContext, type DeploymentAccess, deploymentExists } from '../../services/deployments/deployments.service.js';
 import { truncateDeployment } from '../../services/deployments/truncate.js';
@@ -66,13 +66,13 @@ export async function resolveAgentContext(
   deps: Deps,
   target: AgentServerTarget,
   request: { deploymentId?: string; access: DeploymentAccess; request: Pick<Request, 'get' | 'method' | 'originalUrl'> },
-): Promise<{ ctx: AgentServerContext; callerAccess?: DeploymentAccess }> {
+): Promise<{ ctx: AgentServerContext; callerAccess?: DeploymentAccess; callerUserId?: string }> {
   if ('anonymous' in target) return { ctx: await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId, { dev: target.dev }) };
   if ('behindGateway' in target) {
     // The gateway authenticated the caller and checked their role; what it let through is signed.
     const identity = verifiedGatewayIdentity(deps, target.behindGateway.runtimeId(), request.request as Request);
     if (request.access === 'write' && identity.access !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
-    return { ctx: await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId), callerAccess: identity.access };
+    return { ctx: await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId), callerAccess: identity.access, callerUserId: identity.userId };
   }
   const viewer = await authenticateApiKey(deps, request.request.get('x-api-key'), undefined);
   // agentContext answers NOT_FOUND to a key with no role in the deployment's workspace (it learns
@@ -120,7 +120,9 @@ export function agentServerRouter(
       request: req,
     });
     if (resolved.callerAccess) res.locals.callerAccess = resolved.callerAccess;
-    req.agent = resolved.ctx;
+    // Without custom auth, a deployed agent server's caller is the platform user the gateway signed
+    // for: their runs record them (config.configurable.langgraph_auth_user_id), as on the hosted platform.
+    req.agent = resolved.callerUserId && !options.auth ? platformCaller(resolved.ctx, resolved.callerUserId) : resolved.ctx;
     next();
   });
   if (options.auth) router.use(attachCustomAuth(options.auth));

@@ -112,3 +112,20 @@ export function authConfigurable(ctx: AuthorizedContext): Json {
   if (!ctx.auth) return {};
   return { langgraph_auth_user: ctx.auth.user, langgraph_auth_user_id: ctx.auth.user.identity, langgraph_auth_permissions: ctx.auth.permissions };
 }
+
+/** Handlers that allow everything: the platform's own callers of a deployment without custom auth. */
+const PLATFORM_ROLES_ONLY: CustomAuth = {
+  disableStudioAuth: false,
+  authenticate: async () => undefined,
+  authorize: async () => undefined,
+};
+
+/**
+ * The context of a call by a platform user through the gateway, at a deployment that declares no
+ * custom auth: they may do what their role allowed (the gateway checked it), and the runs they start
+ * carry them as the run's user.
+ */
+export function platformCaller(ctx: AgentServerContext, userId: string): AuthorizedContext {
+  const user: AuthUser = { kind: 'PlatformUser', identity: userId, display_name: userId, is_authenticated: true, permissions: [] };
+  return { ...ctx, auth: { user, permissions: [], handlers: PLATFORM_ROLES_ONLY } };
+}
