@@ -78,8 +78,8 @@ const RESTART_WAIT_MS = 15_000;
  * when the caller left meanwhile); UNAVAILABLE when none comes.
  */
 async function agentServerOf(deps: Deps, deploymentId: string, res: { closed: boolean }): Promise<AgentServerAddress | undefined> {
-  for (const deadline = Date.now() + RESTART_WAIT_MS; ; await new Promise((resolve) => setTimeout(resolve, 200))) {
-    const [server] = await agentServerAddresses(deps, deploymentId);
+  for (let fresh = false, deadline = Date.now() + RESTART_WAIT_MS; ; fresh = true, await new Promise((resolve) => setTimeout(resolve, 200))) {
+    const [server] = await agentServerAddresses(deps, deploymentId, { fresh });
     if (server) return server;
     if (res.closed) return undefined;
     if (Date.now() > deadline) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
@@ -127,6 +127,8 @@ export function deploymentsGateway(deps: Deps): Router {
     }).catch((error: unknown) => {
       if (error instanceof AppError) throw error;
       if (aborted.signal.aborted) return undefined;
+      // Read the deployment's servers again on the next request: this one may be gone.
+      void agentServerAddresses(deps, deploymentId, { fresh: true }).catch(() => undefined);
       deps.logger.warn({ err: error, deploymentId }, "a deployment's agent server did not answer");
       throw new AppError('UNAVAILABLE', "The deployment's agent server did not answer.");
     });

@@ -3,6 +3,7 @@
 // migrates that database as its owner, records its deployment there, runs the runtime (graphs, run
 // queue, crons and sweeps) and serves the agent-server API, the project's `http.app` and `ui` on a port
 // of its own, answering only requests the gateway signed (rest/agent-server/gateway-identity.ts).
+import { randomUUID } from 'node:crypto';
 import { createServer, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
@@ -20,7 +21,7 @@ import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
 import { startBoss } from '../workers/boss.js';
 import { bindSdkClientsToServer, loadCustomApp } from './custom-app.js';
 import { loadCustomAuth } from './custom-auth.js';
-import { runDeployment } from './deployment-runtime.js';
+import { startRuntimeRole } from './role.js';
 import { advertisedHost } from './runtime-server.js';
 import { bundleGraphUis } from './ui-bundles.js';
 
@@ -36,7 +37,9 @@ export type DeployedAgentServerSpec = {
 export type DeployedAgentServer = { runtimeId: string; url: string; graphIds: string[]; stop(): Promise<void> };
 
 /** Starts it on `config.databaseUrl` (the deployment's database); resolves once it listens. */
-export async function startDeployedAgentServer(config: Config, logger: Logger, spec: DeployedAgentServerSpec): Promise<DeployedAgentServer> {
+export async function startDeployedAgentServer(configured: Config, logger: Logger, spec: DeployedAgentServerSpec): Promise<DeployedAgentServer> {
+  // Its runs are not traced into its own database (traces belong to the platform; not sent there yet).
+  const config: Config = { ...configured, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
   const databaseUrl = config.databaseUrl!;
   await migrateDatabase(databaseUrl, logger);
   const wiring = await createDeps(config, logger, { databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server', ingestThreads: false });
@@ -46,8 +49,12 @@ export async function startDeployedAgentServer(config: Config, logger: Logger, s
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
     await registerOwnDeployment({ ...deps, viewer: SYSTEM_VIEWER }, spec);
-    const running = await runDeployment(deps, boss, { deploymentId: spec.deploymentId, configPath: spec.configPath, tracing: undefined, revisionId: spec.revisionId });
-    wiring.onStop(() => running.stop());
+    // The graphs run as under `serve`: in a worker thread of this process (AGENT_PLATFORM_RUNTIME_THREAD),
+    // so they do not share an event loop with the API.
+    const runtimes = await startRuntimeRole(deps, boss, [spec.deploymentId]);
+    wiring.onStop(() => runtimes.stop());
+    // Whom the gateway signs this server's requests for (and its row in the platform's deployment_runtimes).
+    const running = { runtimeId: randomUUID(), graphIds: runtimes.runtimes[0]!.graphIds };
 
     const graphConfig = readGraphConfig(spec.configPath);
     // The project's `new Client()` reaches this server, with requests its own process signs.
