@@ -38,7 +38,13 @@ exports.attack = function attack(targets) {
   report['signal platform'] = attempt(() => process.kill(targets.platformPid, 0));
   report['read victim checkout'] = attempt(() => readFileSync(targets.victimFile, 'utf8'));
   report['write victim checkout'] = attempt(() => writeFileSync(targets.victimFile, 'export const graph = "owned";'));
-  report['become root'] = attempt(() => process.setuid(0));
+  // In a process of its own (a graph runs in a worker thread, where process.setuid is not offered).
+  report['become root'] = attempt(() => {
+    const tried = require('node:child_process').spawnSync(process.execPath, ['-e', "try { process.setuid(0); console.log('ok') } catch (error) { console.log(error.code) }"], { encoding: 'utf8' });
+    const answer = tried.stdout.trim();
+    if (answer === 'ok') return answer;
+    throw Object.assign(new Error(answer), { code: answer });
+  });
   report['env names'] = Object.keys(process.env).sort().join(',');
   report['env holds the platform key'] = String(JSON.stringify(process.env).includes(targets.platformSecretKey));
   return report;
