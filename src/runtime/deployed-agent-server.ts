@@ -9,7 +9,6 @@ import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { migrateDatabase } from '../database/migrate.js';
 import { readGraphConfig } from '../graph-config.js';
 import { createDeps } from '../process.js';
 import { gatewayIdentityHeaders } from '../services/deployments/runtime-protocol.js';
@@ -36,12 +35,12 @@ export type DeployedAgentServerSpec = {
 
 export type DeployedAgentServer = { runtimeId: string; url: string; graphIds: string[]; stop(): Promise<void> };
 
-/** Starts it on `config.databaseUrl` (the deployment's database); resolves once it listens. */
+/** Starts it on `config.databaseUrl` (the deployment's database, migrated); resolves once it listens. */
 export async function startDeployedAgentServer(configured: Config, logger: Logger, spec: DeployedAgentServerSpec): Promise<DeployedAgentServer> {
   // Its runs are not traced into its own database (traces belong to the platform; not sent there yet).
   const config: Config = { ...configured, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
+  // Migrated already (runtime-child.ts, while the graphs loaded): the agent server owns its database.
   const databaseUrl = config.databaseUrl!;
-  await migrateDatabase(databaseUrl, logger);
   const wiring = await createDeps(config, logger, { databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server', ingestThreads: false });
   const { deps } = wiring;
   try {

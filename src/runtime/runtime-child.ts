@@ -42,6 +42,11 @@ applyGraphConfigEnv(graphConfig);
 const config = loadConfig(process.env);
 const logger = createLogger(config).child({ deploymentId, revisionId: process.env.AGENT_PLATFORM_REVISION_ID });
 
+// The deployment's database is migrated (by its own login, its owner) while the graphs load, so the
+// agent server that `serve` starts finds it ready.
+const databaseMigrated = import('../database/migrate.js').then(({ migrateDatabase }) => migrateDatabase(config.databaseUrl!, logger));
+databaseMigrated.catch(() => undefined); // reported by serve(), if it is asked to
+
 try {
   const silent = createLogger({ logLevel: 'silent', logPretty: false });
   const graphs = await GraphRegistry.load(graphConfig, { checkpointer: new MemorySaver(), store: new InMemoryStore() }, silent);
@@ -60,6 +65,7 @@ agentServer.catch(() => undefined); // reported by serve(), if it is asked to
 await serveCommand;
 try {
   const { startDeployedAgentServer } = await agentServer;
+  await databaseMigrated;
   const server = await startDeployedAgentServer(config, logger, {
     deploymentId,
     name: process.env.AGENT_PLATFORM_DEPLOYMENT_NAME ?? deploymentId,
