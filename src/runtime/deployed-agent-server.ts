@@ -38,7 +38,10 @@ export type DeployedAgentServer = { runtimeId: string; url: string; graphIds: st
 /** Starts it on `config.databaseUrl` (the deployment's database, migrated); resolves once it listens. */
 export async function startDeployedAgentServer(configured: Config, logger: Logger, spec: DeployedAgentServerSpec): Promise<DeployedAgentServer> {
   // Its runs are not traced into its own database (traces belong to the platform; not sent there yet).
-  const config: Config = { ...configured, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
+  // Its graphs run on this process's thread: a runtime worker thread (as `serve` has) cost ~3 s of
+  // start (create -> DEPLOYED p50 8.4 s against 5.6 s) and gave no throughput through the gateway
+  // (runs/s x0.80 of serve's against x0.84; bench:deploy, bench:runs). The process is the deployment's own.
+  const config: Config = { ...configured, runtimeThread: false, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
   // Migrated already (runtime-child.ts, while the graphs loaded): the agent server owns its database.
   const databaseUrl = config.databaseUrl!;
   const wiring = await createDeps(config, logger, { databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server', ingestThreads: false });
@@ -48,8 +51,6 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
     await registerOwnDeployment({ ...deps, viewer: SYSTEM_VIEWER }, spec);
-    // The graphs run as under `serve`: in a worker thread of this process (AGENT_PLATFORM_RUNTIME_THREAD),
-    // so they do not share an event loop with the API.
     const runtimes = await startRuntimeRole(deps, boss, [spec.deploymentId]);
     wiring.onStop(() => runtimes.stop());
     // Whom the gateway signs this server's requests for (and its row in the platform's deployment_runtimes).
