@@ -12,17 +12,16 @@ import { pipeline } from 'node:stream/promises';
 import { type Request, type RequestHandler, Router } from 'express';
 import { AppError } from '../errors.js';
 import type { Deps } from '../services/context.js';
-import { authorizeDeploymentCaller, servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
-import { type AgentServerAddress, agentServerAddresses } from '../services/deployments/runtime-client.js';
+import { routeToAgentServer } from '../services/deployments/agent-operations.js';
+import { servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
+import { agentServerAddresses } from '../services/deployments/runtime-client.js';
 import {
   GATEWAY_IDENTITY_HEADER,
   GATEWAY_SIGNATURE_HEADER,
-  type GatewayIdentity,
   RUNTIME_DEPLOYMENT_URL_HEADER,
 } from '../services/deployments/runtime-protocol.js';
 import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
 import { requestAccess } from './agent-server/access.js';
-import { gatewayIdentityHeaders } from '../services/deployments/runtime-protocol.js';
 import { errorHandler, httpStatus } from './middleware/errors.js';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1), the caller's platform key, and what the gateway sets itself.
@@ -69,23 +68,6 @@ function boundedBody(req: Request, limit: number): Transform | undefined {
   return body;
 }
 
-// While a deployment's agent server restarts (it died, or its worker moved), requests wait this long
-// for it rather than fail at once.
-const RESTART_WAIT_MS = 15_000;
-
-/**
- * The deployment's agent server, waiting up to RESTART_WAIT_MS for one to be recorded (undefined
- * when the caller left meanwhile); UNAVAILABLE when none comes.
- */
-async function agentServerOf(deps: Deps, deploymentId: string, res: { closed: boolean }): Promise<AgentServerAddress | undefined> {
-  for (let fresh = false, deadline = Date.now() + RESTART_WAIT_MS; ; fresh = true, await new Promise((resolve) => setTimeout(resolve, 200))) {
-    const [server] = await agentServerAddresses(deps, deploymentId, { fresh });
-    if (server) return server;
-    if (res.closed) return undefined;
-    if (Date.now() > deadline) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
-  }
-}
-
 export function deploymentsGateway(deps: Deps): Router {
   const router = Router({ mergeParams: true });
   const forward: RequestHandler = async (req, res, next) => {
@@ -98,21 +80,20 @@ export function deploymentsGateway(deps: Deps): Router {
     const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined);
     if (viewer.kind !== 'api-key') throw AppError.unauthenticated();
     // A JSON-RPC call's access depends on its method: the agent server checks it against the caller's.
-    const access = await authorizeDeploymentCaller({ ...deps, viewer }, deploymentId, JSON_RPC.test(path) ? 'read' : requestAccess(req));
-    const caller: Omit<GatewayIdentity, 'expires'> = { userId: viewer.userId, apiKeyId: viewer.apiKeyId, access };
-    const server = await agentServerOf(deps, deploymentId, res);
-    if (!server) return;
+    const access = JSON_RPC.test(path) ? 'read' : requestAccess(req);
+    const route = await routeToAgentServer({ ...deps, viewer }, deploymentId, access, { method: req.method, path }, () => res.closed);
+    if (!route) return;
 
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value;
     headers[RUNTIME_DEPLOYMENT_URL_HEADER] = `${deps.config.publicUrl ?? `${req.protocol}://${req.get('host')}`}${req.baseUrl}`;
-    Object.assign(headers, gatewayIdentityHeaders(server.signer, server.runtimeId, { method: req.method, path }, caller));
+    Object.assign(headers, route.headers);
     const body = boundedBody(req, deps.config.bodyLimitBytes);
 
     const aborted = new AbortController();
     res.once('close', () => aborted.abort());
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      const outgoing = httpRequest(new URL(path, server.url), { method: req.method, headers, signal: aborted.signal });
+      const outgoing = httpRequest(new URL(path, route.url), { method: req.method, headers, signal: aborted.signal });
       outgoing.once('response', resolve);
       outgoing.once('error', reject);
       if (!body) return void outgoing.end();
@@ -169,22 +150,19 @@ export async function forwardDeploymentUpgrade(deps: Deps, req: IncomingMessage,
     const key = req.headers['x-api-key'];
     const viewer = await authenticateApiKey(deps, typeof key === 'string' ? key : undefined, undefined);
     if (viewer.kind !== 'api-key') throw AppError.unauthenticated();
-    const access = await authorizeDeploymentCaller({ ...deps, viewer }, deploymentId, 'read');
-    const server = await agentServerOf(deps, deploymentId, socket);
-    if (!server) return;
     const path = `${rest}${query}`;
+    const route = await routeToAgentServer({ ...deps, viewer }, deploymentId, 'read', { method: 'GET', path }, () => socket.closed);
+    if (!route) return;
     const headers: [string, string][] = [];
     for (const [name, value] of Object.entries(req.headers)) {
       // The upgrade's own headers pass (connection, upgrade, sec-websocket-*); the caller's key does not.
       if (value === undefined || name === 'host' || name === 'x-api-key' || name === GATEWAY_IDENTITY_HEADER || name === GATEWAY_SIGNATURE_HEADER || name === RUNTIME_DEPLOYMENT_URL_HEADER) continue;
       for (const item of Array.isArray(value) ? value : [value]) headers.push([name, item]);
     }
-    const target = new URL(server.url);
+    const target = new URL(route.url);
     headers.push(['host', target.host]);
     headers.push([RUNTIME_DEPLOYMENT_URL_HEADER, `${deps.config.publicUrl ?? `http://${req.headers.host}`}/deployments/${deploymentId}`]);
-    for (const [name, value] of Object.entries(gatewayIdentityHeaders(server.signer, server.runtimeId, { method: 'GET', path }, { userId: viewer.userId, apiKeyId: viewer.apiKeyId, access }))) {
-      headers.push([name, value]);
-    }
+    headers.push(...Object.entries(route.headers));
     const upstream = connect(Number(target.port), target.hostname.replace(/^\[|\]$/g, ''));
     upstream.on('error', () => socket.destroy());
     socket.on('close', () => upstream.destroy());

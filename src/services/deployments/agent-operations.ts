@@ -54,19 +54,42 @@ const reviveDates = (_key: string, value: unknown) => (typeof value === 'string'
 // A call the agent server takes longer than this to answer is stuck (graph reads included).
 const CALL_TIMEOUT_MS = 60_000;
 
-/** POSTs a call to the deployment's agent server as the caller; its response, or the AppError it answered. */
-async function postCall(ctx: ServiceContext, deploymentId: string, access: DeploymentAccess, body: unknown, signal?: AbortSignal): Promise<Response> {
+// While a deployment's agent server restarts (it died, or its worker moved), callers wait this long
+// for it rather than fail at once.
+const RESTART_WAIT_MS = 15_000;
+
+/**
+ * Where a caller's request to a deployment's own agent server goes, for the gateway and the
+ * platform's calls alike: the caller authorised for `access` (NOT_FOUND, FORBIDDEN, as agentContext
+ * answers), the deployment's agent server (waited for up to RESTART_WAIT_MS while one restarts;
+ * undefined when `abandoned()` says the caller left meanwhile) and the identity headers signed for
+ * it for `request` (`path` as forwarded, with its query). UNAVAILABLE when no server comes.
+ */
+export async function routeToAgentServer(
+  ctx: ServiceContext,
+  deploymentId: string,
+  access: DeploymentAccess,
+  request: { method: string; path: string },
+  abandoned: () => boolean = () => false,
+): Promise<{ url: string; headers: Record<string, string> } | undefined> {
   const granted = await authorizeDeploymentCaller(ctx, deploymentId, access);
-  const [server] = await agentServerAddresses(ctx, deploymentId);
-  if (!server) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
   const viewer = ctx.viewer;
   const caller = viewer.kind === 'api-key' ? { userId: viewer.userId, apiKeyId: viewer.apiKeyId } : { userId: 'system', apiKeyId: 'system' };
-  const response = await fetch(new URL(AGENT_CALL_PATH, server.url), {
+  for (let fresh = false, deadline = Date.now() + RESTART_WAIT_MS; ; fresh = true, await new Promise((resolve) => setTimeout(resolve, 200))) {
+    const [server] = await agentServerAddresses(ctx, deploymentId, { fresh });
+    if (server) return { url: server.url, headers: gatewayIdentityHeaders(server.signer, server.runtimeId, request, { ...caller, access: granted }) };
+    if (abandoned()) return undefined;
+    if (Date.now() > deadline) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
+  }
+}
+
+/** POSTs a call to the deployment's agent server as the caller; its response, or the AppError it answered. */
+async function postCall(ctx: ServiceContext, deploymentId: string, access: DeploymentAccess, body: unknown, signal?: AbortSignal): Promise<Response> {
+  const route = await routeToAgentServer(ctx, deploymentId, access, { method: 'POST', path: AGENT_CALL_PATH }, () => signal?.aborted ?? false);
+  if (!route) throw new AppError('UNAVAILABLE', 'The call was abandoned.');
+  const response = await fetch(new URL(AGENT_CALL_PATH, route.url), {
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...gatewayIdentityHeaders(server.signer, server.runtimeId, { method: 'POST', path: AGENT_CALL_PATH }, { ...caller, access: granted }),
-    },
+    headers: { 'content-type': 'application/json', ...route.headers },
     body: JSON.stringify(body),
     signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(CALL_TIMEOUT_MS)]) : AbortSignal.timeout(CALL_TIMEOUT_MS),
   }).catch((error: unknown) => {
