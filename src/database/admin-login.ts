@@ -10,6 +10,13 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 
+/**
+ * A migrated database new deployment databases are copied from (CREATE DATABASE … TEMPLATE: a file
+ * copy, where migrating an empty database replays every migration), its objects owned by `role`, a
+ * role of no login that each copy hands its objects over from to the copy's owner.
+ */
+export type DatabaseTemplate = { name: string; role: string };
+
 export type AdminLogin = {
   /**
    * Makes `role` a login with `password`, or brings an existing one back to exactly that: it logs in
@@ -32,9 +39,16 @@ export type AdminLogin = {
    * (CONNECT and TEMPORARY taken from PUBLIC) and by its owner over at most `connectionLimit`
    * connections. An existing one is brought back to exactly that. Returns whether it was made now.
    */
-  ensureDatabase(name: string, owner: string, connectionLimit: number): Promise<boolean>;
+  ensureDatabase(name: string, owner: string, connectionLimit: number, template?: DatabaseTemplate): Promise<boolean>;
   /** Drops database `name`, ending its sessions first. No such database: no-op. */
   dropDatabase(name: string): Promise<void>;
+  /**
+   * Makes template database `template.name` if there is none yet: an empty database (the admin's,
+   * reachable by no other login) whose objects `fill` makes through the url it is given, acting as
+   * the template's role `template.role` (NOLOGIN); then it takes no connection and is marked a template.
+   * One left half made by a crash is made again. Other templates of the same `prefix` are dropped.
+   */
+  ensureTemplate(template: DatabaseTemplate & { prefix: string }, fill: (url: string) => Promise<void>): Promise<void>;
   /** The admin login's role name (current_user). */
   loginName(): Promise<string>;
   close(): Promise<void>;
@@ -46,11 +60,11 @@ const quoteLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`;
 const ALREADY_EXISTS = new Set(['42710', '23505']);
 
 /** The admin login at `url`; it connects on first use (at most two connections). */
-export function openAdminLogin(url: string): AdminLogin {
+export function openAdminLogin(adminUrl: string): AdminLogin {
   let pool: pg.Pool | undefined;
   const connect = async () => {
     if (!pool) {
-      pool = new pg.Pool({ connectionString: url, max: 2, application_name: 'agent-platform-admin' });
+      pool = new pg.Pool({ connectionString: adminUrl, max: 2, application_name: 'agent-platform-admin' });
       // An idle client that loses its connection emits here; without a listener the process would crash.
       pool.on('error', () => undefined);
     }
@@ -63,6 +77,45 @@ export function openAdminLogin(url: string): AdminLogin {
     } catch (error) {
       client.release(true);
       throw error;
+    }
+  };
+  // Work in another database of the server, as the admin login, on a connection of its own.
+  const inDatabase = async <T>(database: string, work: (client: pg.Client) => Promise<T>): Promise<T> => {
+    const url = new URL(adminUrl);
+    url.pathname = `/${database}`;
+    const client = new pg.Client({ connectionString: url.toString(), application_name: 'agent-platform-admin' });
+    await client.connect();
+    try {
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  };
+  const makeTemplate = async (client: pg.PoolClient, template: DatabaseTemplate & { prefix: string }, fill: (url: string) => Promise<void>) => {
+    const { rows } = await client.query<{ ready: boolean }>('SELECT datistemplate AS ready FROM pg_database WHERE datname = $1', [template.name]);
+    if (rows[0]?.ready) return;
+    const database = quoteIdent(template.name);
+    const role = quoteIdent(template.role);
+    await client.query(`CREATE ROLE ${role} NOLOGIN`).catch((error: { code?: string }) => {
+      if (!ALREADY_EXISTS.has(error.code ?? '')) throw error;
+    });
+    await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${database}`);
+    await client.query(`REVOKE ALL ON DATABASE ${database} FROM PUBLIC`);
+    await client.query(`GRANT CREATE, CONNECT ON DATABASE ${database} TO ${role}`);
+    await inDatabase(template.name, (copy) => copy.query(`GRANT CREATE ON SCHEMA public TO ${role}`));
+    const url = new URL(adminUrl);
+    url.pathname = `/${template.name}`;
+    url.searchParams.set('options', `-c role=${template.role}`);
+    await fill(url.toString());
+    await client.query(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS false IS_TEMPLATE true`);
+    const { rows: older } = await client.query<{ name: string }>(
+      `SELECT datname AS name FROM pg_database WHERE datistemplate AND starts_with(datname, $1) AND datname <> $2 AND pg_has_role(current_user, datdba, 'USAGE')`,
+      [template.prefix, template.name],
+    );
+    for (const { name } of older) {
+      await client.query(`ALTER DATABASE ${quoteIdent(name)} IS_TEMPLATE false`);
+      await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
     }
   };
   const withClient = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
@@ -112,15 +165,26 @@ export function openAdminLogin(url: string): AdminLogin {
         await client.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`);
       }),
 
-    ensureDatabase: (name, owner, connectionLimit) =>
+    ensureDatabase: (name, owner, connectionLimit, template) =>
       withClient(async (client) => {
         const database = quoteIdent(name);
         const login = quoteIdent(owner);
         // A login made by an earlier version holds INHERIT but not SET, which CREATE DATABASE … OWNER needs.
         await client.query(`GRANT ${login} TO CURRENT_USER WITH SET TRUE, INHERIT TRUE`).catch(() => undefined);
+        const copied = template ? ` TEMPLATE ${quoteIdent(template.name)}` : '';
         const made = await client
-          .query(`CREATE DATABASE ${database} OWNER ${login} CONNECTION LIMIT ${Math.trunc(connectionLimit)}`)
-          .then(() => true)
+          .query(`CREATE DATABASE ${database} OWNER ${login}${copied} CONNECTION LIMIT ${Math.trunc(connectionLimit)}`)
+          .then(async () => {
+            // The copy's tables, schemas and functions become its owner's, as if it had migrated them
+            // itself (its later migrations alter them), and the template's role keeps no grant there.
+            if (template) {
+              await inDatabase(name, async (copy) => {
+                await copy.query(`REASSIGN OWNED BY ${quoteIdent(template.role)} TO ${login}`);
+                await copy.query(`DROP OWNED BY ${quoteIdent(template.role)}`);
+              });
+            }
+            return true;
+          })
           .catch(async (error: { code?: string }) => {
             // 42P04: duplicate_database (an earlier deploy made it, or two made it at once).
             if (error.code !== '42P04') throw error;
@@ -135,6 +199,17 @@ export function openAdminLogin(url: string): AdminLogin {
     dropDatabase: (name) =>
       withClient(async (client) => {
         await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+      }),
+
+    ensureTemplate: (template, fill) =>
+      withClient(async (client) => {
+        // Platform processes starting together make it once: the others wait, then find it made.
+        await client.query('SELECT pg_advisory_lock(hashtext($1))', [`agent-platform:template:${template.prefix}`]);
+        try {
+          await makeTemplate(client, template, fill);
+        } finally {
+          await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`agent-platform:template:${template.prefix}`]).catch(() => undefined);
+        }
       }),
 
     loginName: () => withClient(async (client) => (await client.query<{ name: string }>('SELECT current_user AS name')).rows[0]!.name),

@@ -136,6 +136,17 @@ describe('the embedded database', () => {
     expect(await objectsOwnedBy(deps.db.url, 'agent_platform')).toEqual(expect.arrayContaining(['schema pgboss', 'schema langgraph', 'relation agent_threads', 'relation langgraph.checkpoints']));
 
     const runtimeUrl = await makeDeploymentDatabase(deps, deploymentId);
+    // It arrives migrated (a copy of the template the admin login migrated once), everything in it
+    // its own login's (its later migrations alter those tables), nothing the template's role's.
+    expect(await migrateDatabase(runtimeUrl, logger)).toEqual([]);
+    expect(await objectsOwnedBy(runtimeUrl, runtimeLoginRole(deploymentId))).toEqual(expect.arrayContaining(['relation agent_threads', 'relation _prisma_migrations']));
+    expect(await objectsOwnedBy(runtimeUrl, 'agent_platform_admin')).toEqual([]);
+    expect(await query(runtimeUrl, `SELECT 1 FROM pg_roles WHERE rolname = 'agent_deployment_template' AND pg_has_role(current_user, oid, 'USAGE')`)).toEqual([]);
+    // The template itself takes no connection, from the platform's login or any other.
+    const [template] = await query<{ datname: string }>(deps.db.url, `SELECT datname FROM pg_database WHERE datistemplate AND datname LIKE 'agent_deployment_template_%'`);
+    const templateUrl = new URL(runtimeUrl);
+    templateUrl.pathname = `/${template!.datname}`;
+    await expect(query(templateUrl.toString(), 'SELECT 1')).rejects.toMatchObject({ code: expect.stringMatching(/^(42501|55000)$/) });
     // The runtime's login, too, may make no login, and no database.
     await expect(query(runtimeUrl, 'CREATE ROLE sneaky LOGIN')).rejects.toMatchObject({ code: '42501' });
     await expect(query(runtimeUrl, 'CREATE DATABASE sneaky')).rejects.toMatchObject({ code: '42501' });

@@ -10,8 +10,11 @@
 // setUpDeploymentDatabase is the DDL a runtime needs in whatever database it runs on (checkpoint
 // tables, store schema, run queue): a deployed agent server runs it on its own database, `serve` and
 // the platform's local deployments on theirs.
+import { createHash } from 'node:crypto';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import type { PgBoss } from 'pg-boss';
+import type { AdminLogin, DatabaseTemplate } from '../../database/admin-login.js';
+import { migrateDatabase, readMigrations } from '../../database/migrate.js';
 import { type Database, withTransaction } from '../../db.js';
 import type { Deps } from '../context.js';
 import { recordThreadTtl } from './deployments.store.js';
@@ -114,6 +117,34 @@ export async function deploymentDatabaseExists(deps: Pick<Deps, 'db'>, deploymen
 
 export type DeploymentDatabase = { url: string; made: boolean };
 
+const TEMPLATE_PREFIX = 'agent_deployment_template_';
+const templates = new WeakMap<AdminLogin, Promise<DatabaseTemplate | undefined>>();
+
+/**
+ * The migrated database a new deployment's database is copied from: made once per set of migrations
+ * (named by them, so a new version's migrations make a new one), on the first deploy. Copying it is a
+ * file copy where migrating an empty database replayed every migration on the first deploy's path.
+ * Undefined, and each database migrated from empty by its agent server, where the server cannot make
+ * one (said once in the log).
+ */
+function deploymentTemplate(deps: Pick<Deps, 'adminLogin' | 'logger'>): Promise<DatabaseTemplate | undefined> {
+  let template = templates.get(deps.adminLogin);
+  if (!template) {
+    const migrations = readMigrations();
+    const digest = createHash('sha256').update(migrations.map((migration) => `${migration.name}:${migration.checksum}`).join('\n')).digest('hex');
+    const spec = { name: `${TEMPLATE_PREFIX}${digest.slice(0, 16)}`, role: 'agent_deployment_template', prefix: TEMPLATE_PREFIX };
+    template = deps.adminLogin
+      .ensureTemplate(spec, async (url) => void (await migrateDatabase(url, deps.logger)))
+      .then(() => spec)
+      .catch((error: unknown) => {
+        deps.logger.warn({ err: error }, "deployment databases are migrated from empty: the template they would be copied from could not be made");
+        return undefined;
+      });
+    templates.set(deps.adminLogin, template);
+  }
+  return template;
+}
+
 /**
  * Makes (or brings back) the deployment's login and its database, owned by that login and closed to
  * every other, and returns the URL the deployment's agent server connects with: the platform's
@@ -129,7 +160,7 @@ export async function ensureDeploymentDatabase(deps: Pick<Deps, 'db' | 'adminLog
   let made: boolean;
   try {
     await deps.adminLogin.ensureLogin(role, password);
-    made = await deps.adminLogin.ensureDatabase(name, role, deps.config.deploymentDatabaseConnections);
+    made = await deps.adminLogin.ensureDatabase(name, role, deps.config.deploymentDatabaseConnections, await deploymentTemplate(deps));
   } catch (error) {
     throw new Error(
       `could not make the deployment's own database and login (${(error as Error).message}); give the platform an admin login that may create roles and databases (AGENT_PLATFORM_ADMIN_DATABASE_URL)`,
