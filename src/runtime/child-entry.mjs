@@ -1,11 +1,29 @@
 // Entry of a deployment's runtime child process (child-launcher.ts): turns on V8's compile cache,
 // registers the TypeScript loader, then runs the child's body. Kept apart from bin/agent-platform.mjs
 // so the child never parses the CLI.
+//
+// With AGENT_PLATFORM_WARM_UP it only imports the modules a child imports, and exits: the platform
+// warms the caches deployments' children start with that way (runtime-caches.ts), running none of
+// their code.
 import module from 'node:module';
 import { register } from 'tsx/esm/api';
 
-// Every child imports LangGraph and the platform's runtime cold: with the cache (a folder of the
-// platform's data directory, shared by its children) the second child on a machine compiles less.
+// Every child imports LangGraph and the platform's runtime: with a warm cache (the deployment's own,
+// seeded by the platform) it compiles only what is new.
 if (process.env.AGENT_PLATFORM_COMPILE_CACHE) module.enableCompileCache?.(process.env.AGENT_PLATFORM_COMPILE_CACHE);
 register();
-await import('./runtime-child.ts');
+if (process.env.AGENT_PLATFORM_WARM_UP) {
+  // runtime-child.ts's imports, static and dynamic (its body needs a deployment).
+  await Promise.all([
+    import('@langchain/langgraph'),
+    import('./graph-registry.ts'),
+    import('./custom-app.ts'),
+    import('../database/migrate.ts'),
+    import('./deployed-agent-server.ts'),
+  ]);
+  module.flushCompileCache?.();
+  // tsx writes its cache entries without waiting: the process ends once they are written (10 s at most).
+  setTimeout(() => process.exit(0), 10_000).unref();
+} else {
+  await import('./runtime-child.ts');
+}

@@ -31,6 +31,7 @@ import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launch
 import type { ChildCommand, ChildReport } from './child-protocol.js';
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { runtimeLockKey } from './recovery.js';
+import { deploymentCaches, seedDeploymentCaches } from './runtime-caches.js';
 
 const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
@@ -120,7 +121,10 @@ type Sandboxing = { prepared: PreparedSandbox; revisionDir: string };
  */
 function spawnChild(env: Record<string, string>, cwd: string, log: ChildOutputLog, sandbox: Sandboxing): Child {
   // In the deployment's sandbox, which sees the revision's files read-only (its own folders are writable).
-  const command = sandbox.prepared.sandbox.wrap(process.execPath, [CHILD_ENTRY], { readOnly: [sandbox.revisionDir], writable: [], cwd });
+  // tsx keeps its cache in /tmp/tsx-<uid>, the sandbox's fresh /tmp: there it finds the deployment's own.
+  const uid = sandbox.prepared.files.uid ?? process.getuid?.();
+  const at = uid === undefined ? [] : [{ path: deploymentCaches(sandbox.prepared.files).tsx, to: `/tmp/tsx-${uid}` }];
+  const command = sandbox.prepared.sandbox.wrap(process.execPath, [CHILD_ENTRY], { readOnly: [sandbox.revisionDir], writable: [], at, cwd });
   const child = spawn(command.file, command.args, { cwd, env, uid: command.uid, gid: command.gid, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   let output = '';
   const keep = (chunk: Buffer) => {
@@ -195,8 +199,8 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       AGENT_PLATFORM_RUNTIME_KEY_ID: keyId,
       AGENT_PLATFORM_DATA_DIR: cwd,
       AGENT_PLATFORM_ROLES: 'runtime',
-      // Its own: a cache shared with other deployments' code could be poisoned by one of them.
-      AGENT_PLATFORM_COMPILE_CACHE: sandbox.prepared.files.cache,
+      // Its own (seeded from the platform's, runtime-caches.ts): a cache shared with other deployments' code could be poisoned by one of them.
+      AGENT_PLATFORM_COMPILE_CACHE: deploymentCaches(sandbox.prepared.files).v8,
       AGENT_PLATFORM_GRAPH_CONFIG: spec.configPath,
       AGENT_PLATFORM_DEPLOYMENT_ID: spec.deploymentId,
       AGENT_PLATFORM_DEPLOYMENT_NAME: row.name,
@@ -265,7 +269,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
   };
 
   const spawnLoadedWithKey = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing) => {
-    const env = await childEnvironment(spec, row, log, sandbox);
+    const [env] = await Promise.all([childEnvironment(spec, row, log, sandbox), seedDeploymentCaches(deps, sandbox.prepared.files)]);
     return { ...(await spawnLoaded(env, dirname(spec.configPath), log, sandbox)), keyId: env.AGENT_PLATFORM_RUNTIME_KEY_ID };
   };
 

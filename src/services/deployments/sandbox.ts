@@ -107,8 +107,11 @@ function sandboxUid(deployment: { sandbox_id: number }, status: SandboxStatus, c
   return status.enabled && status.perDeploymentUser ? config.uidBase + deployment.sandbox_id : undefined;
 }
 
-/** What a sandbox may see besides the system: read-only and writable paths (bound at the same place), and where it starts. */
-export type SandboxMounts = { readOnly: string[]; writable: string[]; cwd: string };
+/**
+ * What a sandbox may see besides the system: read-only and writable paths (bound at the same place),
+ * writable folders bound elsewhere (`at`: its own folder at the place a tool expects one), and where it starts.
+ */
+export type SandboxMounts = { readOnly: string[]; writable: string[]; at?: Array<{ path: string; to: string }>; cwd: string };
 
 /** How to start a command in a deployment's sandbox: a `spawn`'s file, arguments and OS user. */
 export type SandboxedCommand = { file: string; args: string[]; uid?: number; gid?: number };
@@ -133,7 +136,7 @@ export function deploymentSandbox(
       const writable = [files.home, files.cache, ...mounts.writable];
       // bubblewrap opens the mounts as the sandbox's user: the parents it does not own must let it pass.
       if (files.uid !== undefined) for (const path of [...readOnly, ...mounts.writable, files.root]) makeTraversable(dirname(path), logger);
-      const sandboxed = [...bubblewrapArgs({ readOnly, writable, cwd: mounts.cwd }), '--', command, ...args];
+      const sandboxed = [...bubblewrapArgs({ readOnly, writable, at: mounts.at, cwd: mounts.cwd }), '--', command, ...args];
       const procs = status.limits.enforced ? deploymentCgroup(deployment.id, limitsOf(config, deployment.resourceSpec), files.uid) : [];
       const user = files.uid === undefined ? {} : { uid: files.uid, gid: files.uid };
       if (procs.length === 0) return { file: bubblewrapPath()!, args: sandboxed, ...user };
@@ -187,6 +190,7 @@ function bubblewrapArgs(mounts: SandboxMounts): string[] {
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
   for (const path of mounts.readOnly) args.push('--ro-bind', path, path);
   for (const path of mounts.writable) args.push('--bind', path, path);
+  for (const { path, to } of mounts.at ?? []) args.push('--bind', path, to);
   args.push('--chdir', mounts.cwd);
   return args;
 }

@@ -1,0 +1,122 @@
+// The compile caches a deployment's runtime child starts with. Every child imports LangGraph and the
+// platform's runtime: a few hundred TypeScript files that tsx transforms and a few thousand JavaScript
+// files that V8 compiles, which a cold child did on every deployment's first deploy (its sandbox's
+// /tmp, where tsx keeps its cache, is new each time, and its V8 cache folder starts empty).
+//
+// The platform warms a seed of both once (again when it is older than SEED_MAX_AGE_MS, since tsx
+// reads entries of the last week only), in a process of its own that imports those modules and runs
+// no deployment code; each deployment's cache folder starts as a copy of the seed. The copy is the
+// deployment's own (writable by its sandbox user only): a deployment that poisons its cache poisons
+// only itself, never the seed or another deployment's.
+import { spawn } from 'node:child_process';
+import { chownSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Deps } from '../services/context.js';
+import type { DeploymentFiles } from '../services/deployments/sandbox.js';
+
+const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
+const SEED_MAX_AGE_MS = 3 * 24 * 3600_000;
+const WARM_UP_TIMEOUT_MS = 120_000;
+
+/** A warmed seed: tsx's cache folder and V8's compile cache, named by when it was made. */
+type CacheSeed = { id: string; tsx: string; v8: string };
+
+/** Where a deployment's child keeps its caches: tsx's (bound at its sandbox's /tmp/tsx-<uid>) and V8's. */
+export const deploymentCaches = (files: DeploymentFiles) => ({ tsx: join(files.cache, 'tsx'), v8: join(files.cache, 'v8') });
+
+const seeds = new Map<string, Promise<CacheSeed | undefined>>();
+
+/** The seed under the data directory, warmed now when missing or old; undefined when warming failed (logged). */
+function cacheSeed(deps: Pick<Deps, 'config' | 'logger'>): Promise<CacheSeed | undefined> {
+  const root = join(deps.config.dataDir, 'runtime-cache');
+  let seed = seeds.get(root);
+  if (!seed) {
+    seed = findSeed(root)
+      .then((found) => found ?? warmSeed(root))
+      .catch((error: unknown) => {
+        deps.logger.warn({ err: error }, 'deployment runtimes start with cold compile caches: warming them failed');
+        seeds.delete(root);
+        return undefined;
+      });
+    seeds.set(root, seed);
+  }
+  return seed;
+}
+
+async function findSeed(root: string): Promise<CacheSeed | undefined> {
+  const current = join(root, 'seed');
+  if (!existsSync(join(current, 'id'))) return undefined;
+  if (Date.now() - statSync(join(current, 'id')).mtimeMs > SEED_MAX_AGE_MS) return undefined;
+  return seedAt(current);
+}
+
+function seedAt(dir: string): CacheSeed | undefined {
+  const tsxParent = join(dir, 'tmp');
+  const tsx = readdirSync(tsxParent).find((name) => name.startsWith('tsx-'));
+  return tsx ? { id: readFileSync(join(dir, 'id'), 'utf8'), tsx: join(tsxParent, tsx), v8: join(dir, 'v8') } : undefined;
+}
+
+/** Imports the runtime's modules in a child of the platform's code only, with both caches pointed into a new seed. */
+async function warmSeed(root: string): Promise<CacheSeed | undefined> {
+  const id = `${Date.now()}-${process.pid}`;
+  const building = join(root, `building-${id}`);
+  mkdirSync(join(building, 'tmp'), { recursive: true });
+  const child = spawn(process.execPath, [CHILD_ENTRY], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: join(building, 'tmp'), AGENT_PLATFORM_COMPILE_CACHE: join(building, 'v8'), AGENT_PLATFORM_WARM_UP: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let errors = '';
+  child.stderr!.on('data', (chunk: Buffer) => (errors = (errors + chunk.toString('utf8')).slice(-2000)));
+  const timer = setTimeout(() => child.kill('SIGKILL'), WARM_UP_TIMEOUT_MS);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve)).finally(() => clearTimeout(timer));
+  if (code !== 0) {
+    rmSync(building, { recursive: true, force: true });
+    throw new Error(`the warm-up exited with ${code}: ${errors}`);
+  }
+  writeFileSync(join(building, 'id'), id);
+  // Made whole, then put in place: a process that looks meanwhile finds the previous seed or none.
+  const current = join(root, 'seed');
+  const retired = join(root, `retired-${id}`);
+  if (existsSync(current)) renameSync(current, retired);
+  renameSync(building, current);
+  rmSync(retired, { recursive: true, force: true });
+  return seedAt(current);
+}
+
+/**
+ * Starts the deployment's caches from the platform's seed unless they came from this seed already
+ * (a deployment's next revisions keep what their predecessors cached). Never fails a launch: a child
+ * without them starts cold.
+ */
+export async function seedDeploymentCaches(deps: Pick<Deps, 'config' | 'logger'>, files: DeploymentFiles): Promise<void> {
+  const caches = deploymentCaches(files);
+  // Made in any case: the sandbox binds the tsx folder.
+  for (const dir of [caches.tsx, caches.v8]) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (files.uid !== undefined) chownSync(dir, files.uid, files.uid);
+  }
+  const seed = await cacheSeed(deps);
+  if (!seed) return;
+  const marker = join(files.cache, 'seed');
+  try {
+    if (existsSync(marker) && readFileSync(marker, 'utf8') === seed.id) return;
+    for (const [from, to] of [
+      [seed.tsx, caches.tsx],
+      [seed.v8, caches.v8],
+    ] as const) {
+      rmSync(to, { recursive: true, force: true });
+      if (existsSync(from)) cpSync(from, to, { recursive: true });
+      else mkdirSync(to, { recursive: true });
+      if (files.uid !== undefined) chownTree(to, files.uid);
+    }
+    writeFileSync(marker, seed.id);
+  } catch (error) {
+    deps.logger.warn({ err: error, folder: files.cache }, "a deployment's compile caches could not be seeded");
+  }
+}
+
+function chownTree(path: string, uid: number): void {
+  chownSync(path, uid, uid);
+  if (!statSync(path).isDirectory()) return;
+  for (const name of readdirSync(path)) chownTree(join(path, name), uid);
+}
