@@ -72,8 +72,8 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
       agentServerRouter(
         deps,
         target,
-        // The UI's links point at the deployment's url as the caller reached it, which the gateway sends.
-        { customApp, ui, uiUrlOf: (req) => req.get(RUNTIME_DEPLOYMENT_URL_HEADER), auth },
+        // The UI's links and A2A cards point at the deployment's url as the caller reached it, which the gateway sends.
+        { customApp, ui, urlOf: (req) => req.get(RUNTIME_DEPLOYMENT_URL_HEADER), auth },
       ),
     );
     const server = createServer(app);

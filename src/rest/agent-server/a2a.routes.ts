@@ -57,10 +57,13 @@ function toRpcError(error: unknown): RpcError | undefined {
 const sendRpcError = (res: Response, id: RpcId, error: RpcError) =>
   res.status(error.status).json({ jsonrpc: '2.0', id, error: { code: error.code, message: error.message, ...(error.data ? { data: error.data } : {}) } });
 
-/** The agent server's own url as the client reached it (the card names absolute urls). */
-const baseUrl = (req: Request) => `${req.protocol}://${req.get('host')}${req.baseUrl}`;
+/**
+ * The agent server's url as the client reached it (the card names absolute urls): `urlOf` says it
+ * where that is not this server's own (a deployed agent server, reached through the gateway).
+ */
+const baseUrl = (req: Request, urlOf?: (req: Request) => string | undefined) => urlOf?.(req) ?? `${req.protocol}://${req.get('host')}${req.baseUrl}`;
 
-export function a2aRouter(): Router {
+export function a2aRouter(options: { urlOf?: (req: Request) => string | undefined } = {}): Router {
   const router = Router();
 
   router.get('/.well-known/agent-card.json', async (req, res) => {
@@ -70,7 +73,7 @@ export function a2aRouter(): Router {
         { loc: ['query', 'assistant_id'], msg: 'Field required', type: 'missing' },
       ]);
     }
-    res.json(await agentCard(req.agent, assistantId, baseUrl(req)));
+    res.json(await agentCard(req.agent, assistantId, baseUrl(req, options.urlOf)));
   });
 
   router.post('/a2a/:assistantId', async (req, res) => {

@@ -89,7 +89,7 @@ export async function resolveAgentContext(
 export function agentServerRouter(
   deps: Deps,
   target: AgentServerTarget,
-  options: { customApp?: CustomApp; ui?: UiBundles; uiUrlOf?: (req: Request) => string | undefined; auth?: CustomAuth } = {},
+  options: { customApp?: CustomApp; ui?: UiBundles; urlOf?: (req: Request) => string | undefined; auth?: CustomAuth } = {},
 ): Router {
   const router = Router({ mergeParams: true });
   if ('fromPath' in target) {
@@ -151,10 +151,10 @@ export function agentServerRouter(
   router.use(cronsRouter());
   router.use(storeRouter());
   router.use(mcpRouter());
-  router.use(a2aRouter());
+  router.use(a2aRouter({ urlOf: options.urlOf }));
   // The platform's GraphQL calls on this deployment's resources (services/deployments/agent-operations.ts).
   if ('behindGateway' in target) router.post(AGENT_CALL_PATH, platformCallRoute(deps));
-  if (options.ui) router.use(uiRouter(options.ui, options.uiUrlOf ? { urlOf: options.uiUrlOf } : { publicUrl: deps.config.publicUrl }));
+  if (options.ui) router.use(uiRouter(options.ui, options.urlOf ? { urlOf: options.urlOf } : { publicUrl: deps.config.publicUrl }));
 
   if ('dev' in target && target.dev) {
     router.post('/internal/truncate', async (req, res) => {
