@@ -3,8 +3,10 @@
 // key, checks their role in the deployment's workspace (no role: 404; a viewer's write: 403), and
 // forwards the request as it came (SSE and long polls stream through, a disconnect is passed on as
 // one) with the caller's identity in signed headers instead of their key: deployed code never sees a
-// platform credential. Local deployments (an operator's graph config) are answered by the router after
-// this one, in this process.
+// platform credential. A deployment that declares custom auth gets its end users' requests without a
+// key, signed as coming through the gateway, and authenticates them itself (routeGatewayRequest).
+// Local deployments (an operator's graph config) are answered by the router after this one, in this
+// process.
 import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
 import { connect } from 'node:net';
 import { type Duplex, Transform } from 'node:stream';
@@ -12,7 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { type Request, type RequestHandler, Router } from 'express';
 import { AppError } from '../errors.js';
 import type { Deps } from '../services/context.js';
-import { routeToAgentServer } from '../services/deployments/agent-operations.js';
+import { routeGatewayRequest } from '../services/deployments/agent-operations.js';
 import { servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
 import { agentServerAddresses } from '../services/deployments/runtime-client.js';
 import {
@@ -20,7 +22,6 @@ import {
   GATEWAY_SIGNATURE_HEADER,
   RUNTIME_DEPLOYMENT_URL_HEADER,
 } from '../services/deployments/runtime-protocol.js';
-import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
 import { requestAccess } from './agent-server/access.js';
 import { errorHandler, httpStatus } from './middleware/errors.js';
 
@@ -77,11 +78,10 @@ export function deploymentsGateway(deps: Deps): Router {
     // The API reference is the platform's own page (the same for every agent server): served here,
     // even before the deployment's first revision runs.
     if (PUBLIC_PAGES.test(path) || !(await servedByOwnAgentServer(deps, deploymentId))) return next();
-    const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined);
-    if (viewer.kind !== 'api-key') throw AppError.unauthenticated();
     // A JSON-RPC call's access depends on its method: the agent server checks it against the caller's.
     const access = JSON_RPC.test(path) ? 'read' : requestAccess(req);
-    const route = await routeToAgentServer({ ...deps, viewer }, deploymentId, access, { method: req.method, path }, () => res.closed);
+    const caller = { apiKey: req.get('x-api-key'), authScheme: req.get('x-auth-scheme'), access, method: req.method, path };
+    const route = await routeGatewayRequest(deps, deploymentId, caller, () => res.closed);
     if (!route) return;
 
     const headers: Record<string, string | string[]> = {};
@@ -137,8 +137,8 @@ function refuseUpgrade(socket: Duplex, status: number, message: string): void {
 }
 
 /**
- * A WebSocket at a deployment's url: checked as every request (key, role), then handed to the
- * deployment's own agent server with the caller's signed identity, both directions piped as they
+ * A WebSocket at a deployment's url: checked as every request (key and role, or the deployment's own
+ * custom auth), then handed to the deployment's own agent server with the caller's signed identity, both directions piped as they
  * come; either side closing closes the other. What a socket may do beyond reading is the agent
  * server's to check against the signed access.
  */
@@ -147,11 +147,10 @@ export async function forwardDeploymentUpgrade(deps: Deps, req: IncomingMessage,
   try {
     const [, deploymentId = '', rest = '/', query = ''] = UPGRADE_PATH.exec(req.url ?? '') ?? [];
     if (!(await servedByOwnAgentServer(deps, deploymentId))) throw AppError.notFound(`Not found: GET ${req.url}`);
-    const key = req.headers['x-api-key'];
-    const viewer = await authenticateApiKey(deps, typeof key === 'string' ? key : undefined, undefined);
-    if (viewer.kind !== 'api-key') throw AppError.unauthenticated();
+    const header = (name: string) => (typeof req.headers[name] === 'string' ? req.headers[name] : undefined);
     const path = `${rest}${query}`;
-    const route = await routeToAgentServer({ ...deps, viewer }, deploymentId, 'read', { method: 'GET', path }, () => socket.closed);
+    const caller = { apiKey: header('x-api-key'), authScheme: header('x-auth-scheme'), access: 'read' as const, method: 'GET', path };
+    const route = await routeGatewayRequest(deps, deploymentId, caller, () => socket.closed);
     if (!route) return;
     const headers: [string, string][] = [];
     for (const [name, value] of Object.entries(req.headers)) {

@@ -42,14 +42,15 @@ async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntime
     const { repo_ref: repoRef, graph_config_path: graphConfigPath } = revision.source_revision_config as { repo_ref: string; graph_config_path: string };
     const commitSha = await checkoutSource(dir, String(deployment.source_config.repo_url), repoRef, log, await deploymentGitCredentials(deps, deployment), sandbox.files.uid);
     await setRevisionBuild(deps.db, revisionId, { commitSha });
-    const configPath = locateGraphConfig(dir, graphConfigPath);
+    // The config read here is the one the revision serves: its files are read-only to its sandbox.
+    const { path: configPath, customAuth } = locateGraphConfig(dir, graphConfigPath);
     // From here on the repository's code runs: in the deployment's sandbox, as its own OS user (the
     // clone above already made its files that user's).
     await installDependencies(dir, configPath, log, sandbox);
     await prepareDeploymentDatabase(deps, deployment.id, log);
     await log('Loading the graphs');
     const graphIds = await runtimes.prepare(deployment.id, revisionId, configPath);
-    await setRevisionBuild(deps.db, revisionId, { graphIds });
+    await setRevisionBuild(deps.db, revisionId, { graphIds, customAuth });
     await log(`Build succeeded: graphs ${graphIds.join(', ')}`);
     if (await moveRevision(deps, revisionId, 'AWAITING_DEPLOY', ['BUILDING'])) {
       await boss.send(REVISION_DEPLOY_QUEUE, { revisionId } satisfies RevisionJob, { singletonKey: revisionId });

@@ -6,6 +6,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
+import { openProtocolSocket, refusedUpgrade } from './protocol-socket.js';
 import { fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let platform: TestPlatform;
@@ -190,6 +191,53 @@ describe('custom auth at serve', () => {
     expect((await bob.store.listNamespaces()).namespaces).toEqual([['bob', 'notes']]);
     await alice.store.deleteItem(['notes'], 'todo');
     expect((await bob.store.getItem(['notes'], 'todo'))?.value).toEqual({ text: 'bob’s' });
+  });
+
+  it('authenticates the thread stream’s WebSocket on its upgrade, and shows a user only their own threads on it', async () => {
+    expect(await refusedUpgrade(server.url, crypto.randomUUID())).toEqual({ status: 401, body: 'Invalid token' });
+    expect((await refusedUpgrade(server.url, crypto.randomUUID(), { authorization: 'Bearer token-nobody' })).status).toBe(401);
+
+    const threadId = crypto.randomUUID();
+    const mine = await openProtocolSocket(server.url, threadId, { authorization: 'Bearer token-alice' });
+    try {
+      // Subscribed before the thread exists: run.start makes it, as alice's.
+      expect(await mine.command('subscription.subscribe', { channels: ['values', 'lifecycle'] })).toMatchObject({ type: 'success' });
+      expect(await mine.command('run.start', { assistant_id: 'whoami', input: {} })).toMatchObject({ type: 'success' });
+      await mine.until(() => mine.events.some((event) => event.method === 'values' && event.params.data.user === 'alice'));
+      expect((await alice.threads.get(threadId)).metadata).toMatchObject({ owner: 'alice' });
+    } finally {
+      mine.close();
+    }
+
+    // Bob is a user, so his socket opens; alice's thread is not his to follow, read or run.
+    const theirs = await openProtocolSocket(server.url, threadId, { authorization: 'Bearer token-bob' });
+    try {
+      expect(await theirs.command('subscription.subscribe', { channels: ['values', 'lifecycle'] })).toMatchObject({ type: 'error', error: 'permission_denied' });
+      expect(await theirs.command('state.get', {})).toMatchObject({ type: 'error' });
+      expect(await theirs.command('run.start', { assistant_id: 'whoami', input: {} })).toMatchObject({ type: 'error' });
+      expect(theirs.events).toEqual([]);
+    } finally {
+      theirs.close();
+    }
+    expect(await alice.runs.list(threadId)).toHaveLength(1);
+
+    // A user without the write permission starts no run over the socket either.
+    const readOnly = await openProtocolSocket(server.url, crypto.randomUUID(), { authorization: 'Bearer token-reader' });
+    try {
+      expect(await readOnly.command('run.start', { assistant_id: 'whoami', input: {} })).toMatchObject({ type: 'error', error: 'permission_denied' });
+    } finally {
+      readOnly.close();
+    }
+
+    // The studio follows anyone's thread: subscribing replays alice's run.
+    const studio = await openProtocolSocket(server.url, threadId, { 'x-api-key': platformKey, 'x-auth-scheme': 'langsmith' });
+    try {
+      expect(await studio.command('subscription.subscribe', { channels: ['values'] })).toMatchObject({ type: 'success' });
+      await studio.until(() => studio.events.some((event) => event.params.data.user === 'alice'));
+    } finally {
+      studio.close();
+    }
+    expect((await refusedUpgrade(server.url, threadId, { 'x-api-key': strangerKey, 'x-auth-scheme': 'langsmith' })).status).toBe(403);
   });
 
   it('lets the studio in with a platform key (x-auth-scheme: langsmith), and no other key', async () => {

@@ -5,8 +5,10 @@
 // (services/custom-auth).
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Deps } from '../../services/context.js';
+import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
 import { type AuthIdentity, type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
-import { agentContext } from '../../services/deployments/deployments.service.js';
+import { agentContext, type DeploymentAccess } from '../../services/deployments/deployments.service.js';
+import type { GatewayIdentity } from '../../services/deployments/runtime-protocol.js';
 import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
 import { requestAccess } from './access.js';
@@ -33,8 +35,11 @@ const STUDIO_USER: AuthIdentity = {
 const isPublic = (req: Request) =>
   req.path === '/info' || ((req.method === 'GET' || req.method === 'HEAD') && (req.path === '/ui' || req.path.startsWith('/ui/') || /^\/(docs|openapi\.json)\/?$/.test(req.path)));
 
+/** What authenticating a caller reads of a request: an Express request, or a WebSocket's upgrade. */
+export type CallerRequest = Pick<Request, 'get' | 'method' | 'path' | 'originalUrl' | 'headers' | 'protocol'>;
+
 /** The request as the handler's fetch `Request`: method, url and headers (the body is left to the routes). */
-function fetchRequest(req: Request): globalThis.Request {
+function fetchRequest(req: CallerRequest): globalThis.Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;
@@ -48,41 +53,55 @@ function fetchRequest(req: Request): globalThis.Request {
  * platform's own mount), a key of the workspace of the deployment the request is for; in a deployed
  * agent server, behind the gateway, the caller the gateway signed for (it checked their key and role).
  */
-type StudioCredential = { deploymentIdOf(req: Request): string } | { gatewayRuntimeId(): string };
+export type StudioCredential = { deploymentIdOf(req: CallerRequest): string } | { gatewayRuntimeId(): string };
 
-async function checkStudioCredential(deps: Deps, studio: StudioCredential, req: Request): Promise<void> {
+const NO_STUDIO_KEY = 'Studio access needs a valid API key of the deployment’s workspace (X-Api-Key).';
+
+async function checkStudioCredential(deps: Deps, studio: StudioCredential, req: CallerRequest, access: DeploymentAccess): Promise<void> {
   if ('gatewayRuntimeId' in studio) {
+    let identity: GatewayIdentity;
     try {
-      verifiedGatewayIdentity(deps, studio.gatewayRuntimeId(), req);
+      identity = verifiedGatewayIdentity(deps, studio.gatewayRuntimeId(), req);
     } catch {
-      throw new AuthRefusal(401, 'Studio access needs a valid API key of the deployment’s workspace (X-Api-Key).');
+      throw new AuthRefusal(401, NO_STUDIO_KEY);
     }
+    // The gateway forwards a studio request without a key as an end user's: it names no platform user.
+    if (identity.userId === null) throw new AuthRefusal(401, NO_STUDIO_KEY);
     return;
   }
   const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined).catch(() => {
-    throw new AuthRefusal(401, 'Studio access needs a valid API key of the deployment’s workspace (X-Api-Key).');
+    throw new AuthRefusal(401, NO_STUDIO_KEY);
   });
-  // As at the deployment's url: a workspace viewer's key reads (the body is not parsed yet, so a
-  // JSON-RPC call counts as a write here).
-  await agentContext({ ...deps, viewer }, studio.deploymentIdOf(req), { access: requestAccess(req) }).catch(() => {
+  // As at the deployment's url: a workspace viewer's key reads.
+  await agentContext({ ...deps, viewer }, studio.deploymentIdOf(req), { access }).catch(() => {
     throw new AuthRefusal(403, 'This API key may not make this request to this deployment.');
   });
 }
 
 /**
- * Authenticates each request with the deployment's custom auth; the studio's scheme with a credential
- * `studio` accepts. Refusals go to customAuthErrors. The platform's own calls on the deployment's
- * resources (its GraphQL, signed by the gateway) are the platform's, not the project's users'.
+ * Who a request acts for under the deployment's custom auth: the studio's user for the studio's
+ * scheme with a credential `studio` accepts (for `access`), else whom the `authenticate` handler
+ * returns (undefined: the project has none). Throws AuthRefusal. Used by every route and by the
+ * thread stream's WebSocket, on its upgrade request.
+ */
+export async function authenticateCaller(deps: Deps, auth: CustomAuth, studio: StudioCredential, req: CallerRequest, access: DeploymentAccess): Promise<AuthIdentity | undefined> {
+  if (!auth.disableStudioAuth && req.get('x-auth-scheme') === 'langsmith') {
+    await checkStudioCredential(deps, studio, req, access);
+    return STUDIO_USER;
+  }
+  return auth.authenticate(fetchRequest(req));
+}
+
+/**
+ * Authenticates each request with the deployment's custom auth (authenticateCaller). Refusals go to
+ * customAuthErrors. The platform's own calls on the deployment's resources (its GraphQL, signed by
+ * the gateway) are the platform's, not the project's users' (platformCallRoute takes no end user).
  */
 export function customAuthentication(deps: Deps, auth: CustomAuth, studio: StudioCredential): RequestHandler {
   return async (req, _res, next) => {
     if (isPublic(req) || ('gatewayRuntimeId' in studio && req.method === 'POST' && req.path === AGENT_CALL_PATH)) return next();
-    if (!auth.disableStudioAuth && req.get('x-auth-scheme') === 'langsmith') {
-      await checkStudioCredential(deps, studio, req);
-      req.customAuth = STUDIO_USER;
-      return next();
-    }
-    req.customAuth = await auth.authenticate(fetchRequest(req));
+    // The body is not parsed yet, so a JSON-RPC call counts as a write for the studio's key here.
+    req.customAuth = await authenticateCaller(deps, auth, studio, req, requestAccess(req));
     next();
   };
 }
@@ -93,10 +112,14 @@ export const customAuthErrors: ErrorRequestHandler = (error, _req, res, next) =>
   res.status(error.status).set(error.headers).type('text/plain').send(error.message);
 };
 
-/** Puts the request's identity into its service context (after the router made req.agent), for the services' checks. */
+/** The service context of a call acting for `identity` under the deployment's custom auth, for the services' checks. */
+export const withCustomAuth = (ctx: AgentServerContext, auth: CustomAuth, identity: AuthIdentity | undefined): AuthorizedContext =>
+  identity ? { ...ctx, auth: { ...identity, handlers: auth } } : ctx;
+
+/** Puts the request's identity into its service context (after the router made req.agent). */
 export function attachCustomAuth(auth: CustomAuth): RequestHandler {
   return (req, _res, next) => {
-    if (req.customAuth) req.agent = { ...req.agent, auth: { ...req.customAuth, handlers: auth } } as AuthorizedContext;
+    req.agent = withCustomAuth(req.agent, auth, req.customAuth);
     next();
   };
 }

@@ -16,7 +16,7 @@ import {
 } from '../../services/deployments/runtime-protocol.js';
 
 /** The caller the gateway signed for; UNAUTHENTICATED when the signature is missing, wrong or expired. */
-export function verifiedGatewayIdentity(deps: Pick<Deps, 'secrets'>, runtimeId: string, req: Request): GatewayIdentity {
+export function verifiedGatewayIdentity(deps: Pick<Deps, 'secrets'>, runtimeId: string, req: Pick<Request, 'get' | 'method' | 'originalUrl'>): GatewayIdentity {
   const identity = req.get(GATEWAY_IDENTITY_HEADER);
   const signature = req.get(GATEWAY_SIGNATURE_HEADER);
   if (!identity || !signature || !deps.secrets.verify(signedGatewayRequest(runtimeId, req.method, req.originalUrl, identity), signature)) {
@@ -34,6 +34,8 @@ export function verifiedGatewayIdentity(deps: Pick<Deps, 'secrets'>, runtimeId: 
  */
 export function platformCallRoute(deps: Pick<Deps, 'logger'>): RequestHandler {
   return async (req, res) => {
+    // Set for a platform user the gateway signed for, never for a deployment's end user.
+    if (!res.locals.callerAccess) throw AppError.unauthenticated('Only the platform makes these calls.');
     const aborted = new AbortController();
     res.once('close', () => aborted.abort());
     try {

@@ -24,7 +24,7 @@ import { platformCallRoute, verifiedGatewayIdentity } from './gateway-identity.j
 import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
-import { attachCustomAuth, customAuthentication, customAuthErrors } from './custom-auth.js';
+import { attachCustomAuth, customAuthentication, customAuthErrors, type StudioCredential } from './custom-auth.js';
 import { customRoutes } from './custom-routes.js';
 import { mcpRouter } from './mcp.routes.js';
 import { runsRouter } from './runs.routes.js';
@@ -58,26 +58,39 @@ export type AgentServerTarget =
  * The service context of a request to the agent server: the deployment (fixed by `serve` or by a
  * deployed revision's own server, or named by the path at the platform, for a key of its
  * organization) and what the request may do (`access`: FORBIDDEN for a write the caller may not make).
- * Behind the gateway, `callerAccess` is what the gateway's signed identity lets the caller do. The
- * deployment is looked up in the database on every request, so any api process serves any deployment.
- * The REST routes and the thread stream's WebSocket both resolve callers here.
+ * Behind the gateway, `callerAccess` is what the gateway's signed identity lets the caller do and
+ * `callerUserId` the platform user it signed for (absent for an end user, whom only a deployment with
+ * `customAuth` accepts: its handlers decide who they are). The deployment is looked up in the
+ * database on every request, so any api process serves any deployment. The REST routes and the
+ * thread stream's WebSocket both resolve callers here.
  */
 export async function resolveAgentContext(
   deps: Deps,
   target: AgentServerTarget,
-  request: { deploymentId?: string; access: DeploymentAccess; request: Pick<Request, 'get' | 'method' | 'originalUrl'> },
+  request: { deploymentId?: string; access: DeploymentAccess; request: Pick<Request, 'get' | 'method' | 'originalUrl'>; customAuth: boolean },
 ): Promise<{ ctx: AgentServerContext; callerAccess?: DeploymentAccess; callerUserId?: string }> {
   if ('anonymous' in target) return { ctx: await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId, { dev: target.dev }) };
   if ('behindGateway' in target) {
     // The gateway authenticated the caller and checked their role; what it let through is signed.
     const identity = verifiedGatewayIdentity(deps, target.behindGateway.runtimeId(), request.request as Request);
+    // An end user (no platform key) is let through for the deployment's own auth; without it, refused
+    // here too, whatever the gateway believed this revision to declare.
+    if (identity.userId === null && !request.customAuth) throw AppError.unauthenticated('Missing API key: send it in the X-Api-Key header.');
     if (request.access === 'write' && identity.access !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
-    return { ctx: await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId), callerAccess: identity.access, callerUserId: identity.userId };
+    const ctx = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId);
+    return { ctx, callerAccess: identity.access, callerUserId: identity.userId ?? undefined };
   }
   const viewer = await authenticateApiKey(deps, request.request.get('x-api-key'), undefined);
   // agentContext answers NOT_FOUND to a key with no role in the deployment's workspace (it learns
   // nothing about the deployment) and FORBIDDEN to a viewer's write.
   return { ctx: await agentContext({ ...deps, viewer }, String(request.deploymentId), { access: request.access }) };
+}
+
+/** The studio's credential at a target: behind the gateway, the platform user it signed for; elsewhere a platform key. */
+export function studioCredentialOf(target: AgentServerTarget): StudioCredential {
+  if ('behindGateway' in target) return { gatewayRuntimeId: target.behindGateway.runtimeId };
+  if ('anonymous' in target) return { deploymentIdOf: () => target.deploymentId };
+  return { deploymentIdOf: (req) => String((req as Request).params[target.fromPath]) };
 }
 
 /**
@@ -100,14 +113,7 @@ export function agentServerRouter(
   }
   // Custom auth (langgraph.json `auth`, loaded where the project's code runs) decides who the caller
   // is before anything else answers, the project's own routes included, as on the reference server.
-  if (options.auth) {
-    // The studio's credential: behind the gateway, the caller it signed for; elsewhere a platform key.
-    const studio =
-      'behindGateway' in target
-        ? { gatewayRuntimeId: target.behindGateway.runtimeId }
-        : { deploymentIdOf: (req: Request) => ('anonymous' in target ? target.deploymentId : String(req.params[target.fromPath])) };
-    router.use(customAuthentication(deps, options.auth, studio));
-  }
+  if (options.auth) router.use(customAuthentication(deps, options.auth, studioCredentialOf(target)));
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp, deps.config));
   // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.
@@ -118,8 +124,10 @@ export function agentServerRouter(
       deploymentId: 'fromPath' in target ? String(req.params[target.fromPath]) : undefined,
       access: requestAccess(req),
       request: req,
+      customAuth: options.auth !== undefined,
     });
-    if (resolved.callerAccess) res.locals.callerAccess = resolved.callerAccess;
+    // The platform's calls (platformCallRoute) are a platform user's: an end user has no callerAccess.
+    if (resolved.callerAccess && resolved.callerUserId) res.locals.callerAccess = resolved.callerAccess;
     // Without custom auth, a deployed agent server's caller is the platform user the gateway signed
     // for: their runs record them (config.configurable.langgraph_auth_user_id), as on the hosted platform.
     req.agent = resolved.callerUserId && !options.auth ? platformCaller(resolved.ctx, resolved.callerUserId) : resolved.ctx;

@@ -3,19 +3,18 @@
 // the socket's subscriptions out, on one connection. Each subscription follows the thread's stored
 // events on its own (a replay of the current run, then live), so subscriptions on one socket, or on
 // many, never share state; a socket whose reader stops is dropped, and with it its followers.
-import type { CustomAuth } from '../../services/custom-auth/custom-auth.js';
-import type { IncomingMessage } from 'node:http';
-import type { Request } from 'express';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { threadNotFound } from '../../services/threads/threads.service.js';
 import type { Deps } from '../../services/context.js';
-import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
+import { AuthRefusal, type AuthorizedContext, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
 import { type DeploymentAccess, servedByOwnAgentServer } from '../../services/deployments/deployments.service.js';
 import * as threadStream from '../../services/runs/thread-stream.service.js';
-import { type AgentServerTarget, resolveAgentContext } from './router.js';
+import { authenticateCaller, type CallerRequest, withCustomAuth } from './custom-auth.js';
+import { type AgentServerTarget, resolveAgentContext, studioCredentialOf } from './router.js';
 
 /** Bounds of one connection: frame size, subscriptions, unsent bytes and how long a reader may stall. */
 export type SocketLimits = { maxFrameBytes: number; maxSubscriptions: number; highWaterBytes: number; stallMs: number; pingMs: number };
@@ -30,9 +29,14 @@ export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Bu
 const SERVE_PATH = /^\/threads\/([^/]+)\/stream\/events\/?$/;
 const PLATFORM_PATH = /^\/deployments\/([^/]+)\/threads\/([^/]+)\/stream\/events\/?$/;
 
-function refuse(socket: Duplex, status: number, reason: string, message: string) {
+function refuse(socket: Duplex, status: number, reason: string, message: string, headers: Record<string, string> = {}) {
   if (!socket.writable) return socket.destroy();
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\nConnection: close\r\n\r\n${message}`);
+  // A handler's header values are its own: only those that cannot break the response's framing pass.
+  const extra = Object.entries(headers)
+    .filter(([name, value]) => /^[!#$%&'*+.^_`|~\w-]+$/.test(name) && !/[\r\n]/.test(value) && !/^(content-length|content-type|connection)$/i.test(name))
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\n${extra}Connection: close\r\n\r\n${message}`);
 }
 
 const REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 422: 'Unprocessable Entity' };
@@ -41,8 +45,9 @@ const REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden',
  * The upgrade handler of the thread stream's WebSocket for an agent server `target`: attach it to the
  * HTTP server that serves the agent server's router (buildApp's `upgrades`, or the server's 'upgrade'
  * event). The caller is resolved as the router resolves it (a viewer may subscribe; run.start needs
- * write access). At the platform (`fromPath`), a deployment with an agent server of its own goes to
- * `forward`.
+ * write access) and, when the project declares custom auth, authenticated by its handlers on the
+ * upgrade request, which then authorise each command and subscription as they do the HTTP routes.
+ * At the platform (`fromPath`), a deployment with an agent server of its own goes to `forward`.
  */
 export function threadStreamUpgrade(
   deps: Deps,
@@ -50,10 +55,7 @@ export function threadStreamUpgrade(
   options: {
     limits?: Partial<SocketLimits>;
     forward?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
-    /**
-     * The project's custom auth: its handlers are not run for a socket yet, so a deployment that
-     * declares `auth` takes no thread-stream socket (its SSE routes apply the handlers).
-     */
+    /** The project's custom auth (langgraph.json `auth`), where its code runs. */
     auth?: CustomAuth;
   } = {},
 ): { handle: UpgradeHandler; close(): void } {
@@ -65,30 +67,31 @@ export function threadStreamUpgrade(
     if (!match) return false;
     const [deploymentId, threadId] = 'fromPath' in target ? [decodeURIComponent(match[1]!), decodeURIComponent(match[2]!)] : [undefined, decodeURIComponent(match[1]!)];
     void (async () => {
-      let resolved: Awaited<ReturnType<typeof resolveAgentContext>>;
-      if (options.auth) {
-        return refuse(socket, 501, 'Not Implemented', 'This deployment declares custom auth: stream a thread with POST /threads/{thread_id}/stream/events (SSE).');
-      }
+      let ctx: AuthorizedContext;
+      let callerAccess: DeploymentAccess | undefined;
       try {
         // A deployment with an agent server of its own is answered there: `forward` (the gateway) takes it.
         if (deploymentId !== undefined && (await servedByOwnAgentServer(deps, deploymentId))) {
           if (options.forward) return options.forward(request, socket, head);
           return refuse(socket, 502, 'Bad Gateway', 'This deployment’s WebSocket is answered by its own agent server.');
         }
-        const headers = (name: string) => {
-          const value = request.headers[name.toLowerCase()];
-          return typeof value === 'string' ? value : undefined;
-        };
-        const asRequest = { get: headers, method: request.method ?? 'GET', originalUrl: request.url ?? path } as Pick<Request, 'get' | 'method' | 'originalUrl'>;
-        resolved = await resolveAgentContext(deps, target, { deploymentId, access: 'read', request: asRequest });
+        const asRequest = upgradeRequest(request, path);
+        const resolved = await resolveAgentContext(deps, target, { deploymentId, access: 'read', request: asRequest, customAuth: options.auth !== undefined });
+        callerAccess = resolved.callerAccess;
+        ctx = resolved.ctx;
+        if (options.auth) {
+          // Who the socket acts for, decided once on its upgrade, as the routes decide it per request.
+          ctx = withCustomAuth(ctx, options.auth, await authenticateCaller(deps, options.auth, studioCredentialOf(target), asRequest, 'read'));
+        }
       } catch (error) {
+        if (error instanceof AuthRefusal) return refuse(socket, error.status, STATUS_CODES[error.status] ?? 'Error', error.message, error.headers);
         const status = error instanceof AppError ? ({ UNAUTHENTICATED: 401, FORBIDDEN: 403, NOT_FOUND: 404 } as Record<string, number>)[error.code] : undefined;
         if (status) return refuse(socket, status, REASONS[status]!, error instanceof Error ? error.message : 'Refused');
         deps.logger.error({ err: error }, 'thread stream upgrade failed');
         return refuse(socket, 500, 'Internal Server Error', 'Internal Server Error');
       }
       if (!isUuid(threadId)) return refuse(socket, 404, 'Not Found', threadNotFound(threadId));
-      wss.handleUpgrade(request, socket, head, (ws) => serveSocket(resolved.ctx, threadId.toLowerCase(), ws, bounds, resolved.callerAccess));
+      wss.handleUpgrade(request, socket, head, (ws) => serveSocket(ctx, threadId.toLowerCase(), ws, bounds, callerAccess));
     })();
     return true;
   };
@@ -101,11 +104,20 @@ export function threadStreamUpgrade(
   };
 }
 
+/** An upgrade request as the caller's checks read a request (its path below the agent server's url). */
+function upgradeRequest(request: IncomingMessage, path: string): CallerRequest {
+  const get = (name: string) => {
+    const value = request.headers[name.toLowerCase()];
+    return typeof value === 'string' ? value : undefined;
+  };
+  return { get, method: request.method ?? 'GET', path, originalUrl: request.url ?? path, headers: request.headers, protocol: 'http' } as CallerRequest;
+}
+
 /**
  * One connection. `callerAccess` (behind the gateway: what the caller's signed identity allows) refuses
  * run-starting commands to a reader; elsewhere the service checks the caller's key itself.
  */
-function serveSocket(ctx: AgentServerContext, threadId: string, ws: WebSocket, limits: SocketLimits, callerAccess?: DeploymentAccess) {
+function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, limits: SocketLimits, callerAccess?: DeploymentAccess) {
   const subscriptions = new Map<string, AbortController>();
   let alive = true;
   const closed = new AbortController();
@@ -153,6 +165,13 @@ function serveSocket(ctx: AgentServerContext, threadId: string, ws: WebSocket, l
       return send(threadStream.protocolError(command.id, 'invalid_argument', `At most ${limits.maxSubscriptions} subscriptions per connection.`));
     }
     const filter = threadStream.toFilter(parsed.data);
+    try {
+      // Under custom auth, another user's thread cannot be followed (the SSE route answers it 404).
+      await threadStream.assertThreadFollowable(ctx, threadId);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return send(threadStream.protocolError(command.id, 'permission_denied', error.message));
+    }
     const subscriptionId = newId();
     const stop = new AbortController();
     subscriptions.set(subscriptionId, stop);

@@ -5,15 +5,16 @@
 // service function on its own database. One service function per operation either way.
 import { AppError, type ErrorCode } from '../../errors.js';
 import { getAssistant, listAssistants, listAssistantVersions } from '../assistants/assistants.service.js';
-import type { ServiceContext } from '../context.js';
+import type { Deps, ServiceContext } from '../context.js';
 import { countCrons, createCron, deleteCron, getCron, searchCrons, updateCron } from '../crons/crons.service.js';
 import { getRun, listRunsOfThreads, startRun, streamRun } from '../runs/runs.service.js';
 import { deleteItem, getItem, listNamespaces, putItem, searchItems } from '../store/store.service.js';
 import { getThread, getThreadState, listThreads, startThread } from '../threads/threads.service.js';
 import type { AgentServerContext } from './deployment-scope.js';
-import { agentContext, authorizeDeploymentCaller, type DeploymentAccess, servedByOwnAgentServer } from './deployments.service.js';
+import { authenticateApiKey } from '../tenancy/tenancy.service.js';
+import { agentContext, authorizeDeploymentCaller, declaresCustomAuth, type DeploymentAccess, servedByOwnAgentServer } from './deployments.service.js';
 import { agentServerAddresses } from './runtime-client.js';
-import { gatewayIdentityHeaders } from './runtime-protocol.js';
+import { type GatewayIdentity, gatewayIdentityHeaders } from './runtime-protocol.js';
 
 /** Each operation and the access it needs (a viewer of the deployment's workspace may only read). */
 const AGENT_OPERATIONS = {
@@ -58,6 +59,9 @@ const CALL_TIMEOUT_MS = 60_000;
 // for it rather than fail at once.
 const RESTART_WAIT_MS = 15_000;
 
+/** A deployment's agent server, and the headers that sign the caller for it. */
+type AgentServerRoute = { url: string; headers: Record<string, string> };
+
 /**
  * Where a caller's request to a deployment's own agent server goes, for the gateway and the
  * platform's calls alike: the caller authorised for `access` (NOT_FOUND, FORBIDDEN, as agentContext
@@ -65,22 +69,58 @@ const RESTART_WAIT_MS = 15_000;
  * undefined when `abandoned()` says the caller left meanwhile) and the identity headers signed for
  * it for `request` (`path` as forwarded, with its query). UNAVAILABLE when no server comes.
  */
-export async function routeToAgentServer(
+async function routeToAgentServer(
   ctx: ServiceContext,
   deploymentId: string,
   access: DeploymentAccess,
   request: { method: string; path: string },
   abandoned: () => boolean = () => false,
-): Promise<{ url: string; headers: Record<string, string> } | undefined> {
+): Promise<AgentServerRoute | undefined> {
   const granted = await authorizeDeploymentCaller(ctx, deploymentId, access);
   const viewer = ctx.viewer;
   const caller = viewer.kind === 'api-key' ? { userId: viewer.userId, apiKeyId: viewer.apiKeyId } : { userId: 'system', apiKeyId: 'system' };
+  return signedRoute(ctx, deploymentId, request, { ...caller, access: granted }, abandoned);
+}
+
+/** The deployment's agent server (waiting while it restarts) and the headers that sign `caller` for it. */
+async function signedRoute(
+  deps: Deps,
+  deploymentId: string,
+  request: { method: string; path: string },
+  caller: Omit<GatewayIdentity, 'expires'>,
+  abandoned: () => boolean,
+): Promise<AgentServerRoute | undefined> {
   for (let fresh = false, deadline = Date.now() + RESTART_WAIT_MS; ; fresh = true, await new Promise((resolve) => setTimeout(resolve, 200))) {
-    const [server] = await agentServerAddresses(ctx, deploymentId, { fresh });
-    if (server) return { url: server.url, headers: gatewayIdentityHeaders(server.signer, server.runtimeId, request, { ...caller, access: granted }) };
+    const [server] = await agentServerAddresses(deps, deploymentId, { fresh });
+    if (server) return { url: server.url, headers: gatewayIdentityHeaders(server.signer, server.runtimeId, request, caller) };
     if (abandoned()) return undefined;
     if (Date.now() > deadline) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
   }
+}
+
+/**
+ * Where the gateway forwards a request to a deployment's own agent server, and as whom. A platform
+ * key (`apiKey`) is authenticated and authorised as routeToAgentServer does (UNAUTHENTICATED without
+ * a valid one, NOT_FOUND, FORBIDDEN). At a deployment that declares custom auth, only the studio's
+ * requests (`x-auth-scheme: langsmith`) that carry a key are the platform user's; every other request
+ * is its end user's: forwarded without a platform identity (signed all the same, so its agent server
+ * still refuses what did not come through the gateway) for the deployment's own `authenticate`
+ * handler to decide, which also answers a studio request without a key.
+ */
+export async function routeGatewayRequest(
+  deps: Deps,
+  deploymentId: string,
+  request: { apiKey: string | undefined; authScheme: string | undefined; access: DeploymentAccess; method: string; path: string },
+  abandoned: () => boolean = () => false,
+): Promise<AgentServerRoute | undefined> {
+  const forwarded = { method: request.method, path: request.path };
+  const studio = request.authScheme?.toLowerCase() === 'langsmith' && !!request.apiKey;
+  if (!studio && (await declaresCustomAuth(deps, deploymentId))) {
+    // What the end user may do is the deployment's handlers' to decide, not a workspace role's.
+    return signedRoute(deps, deploymentId, forwarded, { userId: null, apiKeyId: null, access: 'write' }, abandoned);
+  }
+  const viewer = await authenticateApiKey(deps, request.apiKey, undefined);
+  return routeToAgentServer({ ...deps, viewer }, deploymentId, request.access, forwarded, abandoned);
 }
 
 /** POSTs a call to the deployment's agent server as the caller; its response, or the AppError it answered. */

@@ -81,6 +81,16 @@ export async function servedByOwnAgentServer(deps: Deps, deploymentId: string): 
   return row !== undefined && row.source !== 'local';
 }
 
+/**
+ * Whether the deployment's own agent server authenticates its callers itself: its active revision
+ * declares custom auth (langgraph.json `auth`, as its build read it). The gateway then lets its end
+ * users in without a platform key.
+ */
+export async function declaresCustomAuth(deps: Deps, deploymentId: string): Promise<boolean> {
+  const row = await deploymentRow(deps, deploymentId);
+  return row !== undefined && row.source !== 'local' && row.custom_auth;
+}
+
 /** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
 export async function deploymentExists(deps: Deps, deploymentId: string): Promise<boolean> {
   return (await deploymentRow(deps, deploymentId)) !== undefined;

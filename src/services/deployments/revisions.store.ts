@@ -120,10 +120,15 @@ export async function listActiveRevisions(db: Database): Promise<{ deployment_id
   return rows;
 }
 
-/** Makes `revisionId` the deployment's active revision, if the deployment still exists. */
+/**
+ * Makes `revisionId` the deployment's active revision, if the deployment still exists; the deployment
+ * takes on whether the revision declares custom auth, which the gateway reads.
+ */
 export async function activateRevision(db: Database, deploymentId: string, revisionId: string, graphIds: string[]): Promise<boolean> {
   const { rowCount } = await db.pool.query(
-    'UPDATE deployments SET active_revision_id = $2, graph_ids = $3, updated_at = now() WHERE id = $1 AND deleted_at IS NULL',
+    `UPDATE deployments SET active_revision_id = $2, graph_ids = $3, updated_at = now(),
+       custom_auth = coalesce((SELECT custom_auth FROM deployment_revisions WHERE id = $2), false)
+     WHERE id = $1 AND deleted_at IS NULL`,
     [deploymentId, revisionId, graphIds],
   );
   return rowCount === 1;
@@ -177,10 +182,11 @@ export async function moveRevisionsOf(
   return rows.map((row) => row.id);
 }
 
-export async function setRevisionBuild(db: Database, revisionId: string, values: { commitSha?: string; graphIds?: string[] }): Promise<void> {
+export async function setRevisionBuild(db: Database, revisionId: string, values: { commitSha?: string; graphIds?: string[]; customAuth?: boolean }): Promise<void> {
   await db.pool.query(
-    'UPDATE deployment_revisions SET commit_sha = coalesce($2, commit_sha), graph_ids = coalesce($3, graph_ids), updated_at = now() WHERE id = $1',
-    [revisionId, values.commitSha ?? null, values.graphIds ?? null],
+    `UPDATE deployment_revisions SET commit_sha = coalesce($2, commit_sha), graph_ids = coalesce($3, graph_ids),
+       custom_auth = coalesce($4, custom_auth), updated_at = now() WHERE id = $1`,
+    [revisionId, values.commitSha ?? null, values.graphIds ?? null, values.customAuth ?? null],
   );
 }
 

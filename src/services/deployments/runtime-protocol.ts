@@ -89,10 +89,14 @@ export const RUNTIME_DEPLOYMENT_URL_HEADER = 'x-agent-platform-deployment-url';
 
 /** Who the platform's gateway let through, as the deployment's agent server receives it (signed). */
 export type GatewayIdentity = {
-  /** The platform user whose key made the request, and the key. */
-  userId: string;
-  apiKeyId: string;
-  /** What the caller's role in the deployment's workspace allows: `write` includes reading. */
+  /**
+   * The platform user whose key made the request, and the key; both null for an end user of a
+   * deployment that declares custom auth (no platform key), whom the deployment's own `authenticate`
+   * handler identifies. The signature still says the request came through the gateway.
+   */
+  userId: string | null;
+  apiKeyId: string | null;
+  /** What the caller's role in the deployment's workspace allows: `write` includes reading (an end user: what custom auth allows). */
   access: 'read' | 'write';
   /** Until when (epoch ms) the signature holds: long enough to arrive, too short to replay. */
   expires: number;

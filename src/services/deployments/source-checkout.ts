@@ -151,8 +151,9 @@ function inside(root: string, path: string): boolean {
 /**
  * The graph config at `graphConfigPath` inside the checked-out repository, read and checked: it and
  * every graph file it names must lie inside the repository (symlinks included). BAD_REQUEST otherwise.
+ * `customAuth`: whether it declares custom auth (`auth`), which decides how the gateway lets callers in.
  */
-export function locateGraphConfig(dir: string, graphConfigPath: string): string {
+export function locateGraphConfig(dir: string, graphConfigPath: string): { path: string; customAuth: boolean } {
   const repo = join(dir, 'repo');
   const path = resolve(repo, graphConfigPath);
   if (!existsSync(path)) throw AppError.badRequest(`graph_config_path "${graphConfigPath}" does not exist in the repository`);
@@ -161,7 +162,7 @@ export function locateGraphConfig(dir: string, graphConfigPath: string): string 
   for (const graph of config.graphs) {
     if (existsSync(graph.file) && !inside(repo, graph.file)) throw AppError.badRequest(`graph "${graph.graphId}" points outside the repository`);
   }
-  return path;
+  return { path, customAuth: config.auth !== undefined };
 }
 
 /**

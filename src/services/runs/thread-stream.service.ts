@@ -5,9 +5,11 @@
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
 import { isUuid } from '../../ids.js';
+import type { AuthorizedContext } from '../custom-auth/custom-auth.js';
 import type { AgentServerContext } from '../deployments/deployment-scope.js';
 import { agentContext } from '../deployments/deployments.service.js';
 import { getThread, getThreadState, threadNotFound } from '../threads/threads.service.js';
+import { selectThreadMetadata } from '../threads/threads.store.js';
 import { isTerminalStatus } from './run-stream.js';
 import { createProtocolRun, getRun, streamRun } from './runs.service.js';
 import { selectEventsAfter, selectThreadRunPositions, type ThreadRunPosition } from './runs.store.js';
@@ -87,6 +89,31 @@ export async function assertThreadExists(ctx: AgentServerContext, threadId: stri
   await getThread(ctx, threadId.toLowerCase());
 }
 
+/**
+ * Whether the caller may follow the thread's events: under custom auth, NOT_FOUND when the thread
+ * exists and the caller's `threads:read` handler filters it out (FORBIDDEN when it refuses). A thread
+ * that does not exist yet passes: a socket subscribes before its `run.start` creates the thread (as
+ * the caller's), and followThreadEvents checks again before each run it shows.
+ */
+export async function assertThreadFollowable(ctx: AuthorizedContext, threadId: string): Promise<void> {
+  if (!ctx.auth || !isUuid(threadId)) return;
+  const id = threadId.toLowerCase();
+  if ((await selectThreadMetadata(ctx.db, id, ctx.deployment.deploymentId)) === undefined) return;
+  await getThread(ctx, id);
+}
+
+/** Under custom auth, whether the caller (still) sees the thread, as a read of it would. */
+async function threadVisible(ctx: AuthorizedContext, threadId: string): Promise<boolean> {
+  if (!ctx.auth) return true;
+  return getThread(ctx, threadId).then(
+    () => true,
+    (error: unknown) => {
+      if (error instanceof AppError) return false;
+      throw error;
+    },
+  );
+}
+
 // How many of a thread's latest runs an event stream without `since` replays at most.
 const REPLAYED_RUNS = 10;
 
@@ -96,10 +123,12 @@ const REPLAYED_RUNS = 10;
  * reference server replays its thread buffer), from the first of its latest runs started through the
  * protocol (at most REPLAYED_RUNS back), and otherwise (a WebSocket subscription, as the reference
  * replays its current run) from the start of its oldest run in flight, or its latest run. The caller
- * checks the thread first; a thread created later (by run.start) is followed once it is.
+ * checks the thread first; a thread created later (by run.start) is followed once it is. Under custom
+ * auth the stream ends before a run of a thread the caller does not see (another user's, made after
+ * the stream began, or one whose access the caller lost).
  */
 export async function* followThreadEvents(
-  ctx: AgentServerContext,
+  ctx: AuthorizedContext,
   threadId: string,
   options: { since?: number; signal?: AbortSignal; replay?: 'run' | 'thread' } = {},
 ): AsyncGenerator<ProtocolEvent> {
@@ -122,7 +151,7 @@ export async function* followThreadEvents(
       }
       const due = runs.filter((run) => run.position >= next!);
       for (const run of due) {
-        if (stop.signal.aborted) return;
+        if (stop.signal.aborted || !(await threadVisible(ctx, id))) return;
         followed.add(run.id);
         for await (const event of followRun(ctx, run, stop.signal)) if (event.seq > after) yield event;
         next = run.position + 1;
