@@ -193,6 +193,9 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
         server.once('error', reject);
         server.listen(port, host, () => {
           const { port: bound } = server.address() as AddressInfo;
+          // Reachable from this machine's deployments at the loopback address when bound to every interface.
+          const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+          deps.apiUrl = `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${bound}`;
           resolve(`http://${host.includes(':') ? `[${host}]` : host}:${bound}`);
         });
       });

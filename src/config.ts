@@ -104,6 +104,13 @@ const EnvSchema = z.object({
   AGENT_SERVER_TRACE_WORKSPACE_ID: z.uuid().optional(),
   /** serve mode: the tracing project's name (default: the graph config's folder name). */
   AGENT_SERVER_TRACING_PROJECT: z.string().trim().min(1).max(200).optional(),
+  /**
+   * A deployed revision's agent server (set by its launcher): its runs' traces go to the platform's
+   * public ingest API at this URL, with its deployment's trace key, into that key's project.
+   */
+  AGENT_PLATFORM_TRACES_URL: z.url().optional(),
+  AGENT_PLATFORM_TRACES_API_KEY: z.string().min(1).optional(),
+  AGENT_PLATFORM_TRACES_PROJECT: z.string().min(1).optional(),
   /** Agent runs' traces are stored by a batcher off the run's path: at most this long after the run. */
   AGENT_SERVER_TRACE_FLUSH_MS: z.coerce.number().int().min(1).max(60_000).default(50),
   /** …which queues at most this many trace operations (runs, patches); beyond that, runs wait for room. */
@@ -227,6 +234,8 @@ export type Config = {
   ingestThreads: number;
   ingestWriteConnections: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined; flushIntervalMs: number; queueCapacity: number };
+  /** A deployed revision's agent server: where its traces go (the platform's ingest API) and with which key. */
+  deploymentTraces: { url: string; apiKey: string; project: string } | undefined;
   usageDataStart: Date;
   exports: ExportLimits;
 };
@@ -331,6 +340,10 @@ export function loadConfig(
       flushIntervalMs: value.AGENT_SERVER_TRACE_FLUSH_MS,
       queueCapacity: value.AGENT_SERVER_TRACE_QUEUE,
     },
+    deploymentTraces:
+      value.AGENT_PLATFORM_TRACES_URL && value.AGENT_PLATFORM_TRACES_API_KEY && value.AGENT_PLATFORM_TRACES_PROJECT
+        ? { url: value.AGENT_PLATFORM_TRACES_URL.replace(/\/$/, ''), apiKey: value.AGENT_PLATFORM_TRACES_API_KEY, project: value.AGENT_PLATFORM_TRACES_PROJECT }
+        : undefined,
     // A bare date is midnight UTC.
     usageDataStart: new Date(value.AGENT_PLATFORM_USAGE_DATA_START.length === 10 ? `${value.AGENT_PLATFORM_USAGE_DATA_START}T00:00:00Z` : value.AGENT_PLATFORM_USAGE_DATA_START),
     exports: {

@@ -16,7 +16,7 @@ import * as projects from '../services/traces/projects.service.js';
 import { getRun, queryRuns, validateRunFilters } from '../services/traces/queries.service.js';
 import type { ProjectCreateInput } from '../services/traces/traces.schemas.js';
 import { traceWorkspace } from '../services/traces/workspace.js';
-import { authenticate } from './middleware/auth.js';
+import { authenticate, authenticateIngest } from './middleware/auth.js';
 import { afterRefusedBody, errorHandler, httpStatus } from './middleware/errors.js';
 import { parseQuery } from './middleware/validate.js';
 import { asObject, type IngestRequest, ingestEncoded, multipartBoundary, parseJsonBody, readBody, readRawBody } from './ingest-wire.js';
@@ -54,6 +54,8 @@ const SnakeCaseBody = (body: Record<string, unknown>) =>
 export function tracesRouter(deps: Deps): Router {
   const router = Router();
   const auth = authenticate(deps);
+  // The routes that write runs also take a deployment's trace key (which may do nothing else).
+  const ingestAuth = authenticateIngest(deps);
   const ingestLimit = deps.config.ingestBodyLimitBytes;
 
   /** Ingests a request body still to decode and parse, as the viewer (409 for runs already received). */
@@ -89,7 +91,7 @@ export function tracesRouter(deps: Deps): Router {
   });
 
   // Run bodies (up to the ingest limit) are decoded and parsed where they are stored, off this thread.
-  router.post('/runs', auth, async (req, res) => {
+  router.post('/runs', ingestAuth, async (req, res) => {
     const body = await readRawBody(req, ingestLimit);
     await ingest(req, { format: 'run', body, contentEncoding: req.get('content-encoding'), contentType: req.get('content-type') });
     res.status(202).json({});
@@ -97,7 +99,7 @@ export function tracesRouter(deps: Deps): Router {
 
   // The SDK's batch paths: bodies are decoded and parsed where they are stored (see ingest).
   for (const format of ['batch', 'multipart'] as const) {
-    router.post(`/runs/${format}`, auth, async (req, res) => {
+    router.post(`/runs/${format}`, ingestAuth, async (req, res) => {
       const contentType = req.get('content-type');
       if (format === 'multipart') multipartBoundary(contentType); // a 400 before reading the body
       const body = await readRawBody(req, ingestLimit);
@@ -108,7 +110,7 @@ export function tracesRouter(deps: Deps): Router {
 
   // OTLP/HTTP trace export (protobuf or JSON): decoded and mapped to runs where they are stored (see
   // ingest). A span sent again is the same run, so a retried export succeeds without storing twice.
-  router.post(OTLP_TRACES_PATH, auth, async (req, res) => {
+  router.post(OTLP_TRACES_PATH, ingestAuth, async (req, res) => {
     const encoding = otlpEncoding(req.get('content-type'));
     if (!encoding) {
       // OTLP/HTTP: 415 for a content type it does not define; the body is drained, not read.
@@ -120,7 +122,8 @@ export function tracesRouter(deps: Deps): Router {
     const project = req.get('langsmith-project')?.trim() || undefined;
     const result = await ingestAsViewer(
       req.ctx,
-      (who) => ingestEncoded(deps, who, { format: `otlp-${encoding}`, body, contentEncoding: req.get('content-encoding'), contentType: req.get('content-type'), project }),
+      // A project-bound key's project is the one a request naming none names (ahead of the spans' own).
+      (who) => ingestEncoded(deps, who, { format: `otlp-${encoding}`, body, contentEncoding: req.get('content-encoding'), contentType: req.get('content-type'), project: project ?? who.project }),
       { duplicates: 'ignore' },
     );
     sendOtlp(res, encoding, 200, encodeExportResponse(encoding, result.rejected));
@@ -150,7 +153,7 @@ export function tracesRouter(deps: Deps): Router {
     res.json(presentRun(await getRun(req.ctx, String(req.params.id))));
   });
 
-  router.patch('/runs/:id', auth, async (req, res) => {
+  router.patch('/runs/:id', ingestAuth, async (req, res) => {
     const id = String(req.params.id);
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
       throw new AppError('VALIDATION_FAILED', 'path.id: expected a UUID', [{ loc: ['path', 'id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);

@@ -9,7 +9,11 @@
 //   - a signing key derived from the installation's key for this one process (key id recorded in
 //     deployment_runtimes): the gateway signs the identity of the callers it forwards with the same
 //     derivation, and the process can neither read the platform's secrets nor sign for another
-//     deployment's agent server.
+//     deployment's agent server;
+//   - the platform's URL and a trace key of this one process (tenancy.service.ts,
+//     createDeploymentTraceKey), with which its agent server sends its runs' traces to the public
+//     ingest API: the key writes only the deployment's tracing project and is refused by every other
+//     route. It is revoked once the process has exited (its last traces sent), and with the deployment.
 // The launcher records a serving child in deployment_runtimes (where the gateway finds it) and holds
 // the row's liveness lock. A child that dies unasked is started again (its runs in flight are ended
 // `error` by the new process's recovery, or by its own `runs.sweep` schedule).
@@ -30,6 +34,7 @@ import type { RuntimeSpec } from './deployment-runtime.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launcher.js';
 import type { ChildCommand, ChildReport } from './child-protocol.js';
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
+import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/tenancy.service.js';
 import { runtimeLockKey } from './recovery.js';
 import { deploymentCaches, seedDeploymentCaches } from './runtime-caches.js';
 
@@ -108,6 +113,23 @@ function nextReport(child: ChildProcess, output: () => string, timeoutMs: number
   });
 }
 
+/**
+ * Where a deployment's agent server reaches the platform's ingest API: the public URL, else this
+ * process's own api (on a port the sandbox shares, as it shares loopback). Undefined in a process
+ * without the api role and no PUBLIC_URL: its deployments' runs are then not traced.
+ */
+function platformUrl(deps: Deps): string | undefined {
+  if (deps.config.publicUrl) return deps.config.publicUrl;
+  if (!deps.config.roles.includes('api')) return undefined;
+  // Before the api listens (deployments restored at start-up), its configured port says where it will.
+  if (deps.apiUrl) return deps.apiUrl;
+  const host = ['0.0.0.0', '::'].includes(deps.config.host) ? '127.0.0.1' : deps.config.host;
+  return deps.config.port ? `http://${host.includes(':') ? `[${host}]` : host}:${deps.config.port}` : undefined;
+}
+
+/** A child's trace key (see the top of this file) and where to send its traces. */
+type ChildTraces = { url: string; key: string; keyId: string; project: string };
+
 /** What a child's environment is made from: the deployment's row and its workspace's organization. */
 type DeploymentOfChild = ControlDeploymentRow & { organization_id: string };
 
@@ -177,13 +199,13 @@ async function stopChild(child: ChildProcess): Promise<void> {
 export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pick<RuntimeLauncher, 'prepare'>> {
   // Each child gets a fresh login password and signing key: a restarted child does not reuse its predecessor's.
   // Its log never shows the values that the environment holds for it alone.
-  const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing) => {
+  const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing, traces: ChildTraces | undefined) => {
     const secrets = deploymentSecrets(deps, row);
     const cwd = dirname(spec.configPath);
     const keyId = `${spec.deploymentId}:${randomBytes(16).toString('hex')}`;
     const databaseUrl = await agentServerDatabaseUrl(deps, spec.deploymentId, sandbox.prepared.status.enabled);
     const signingKey = deps.secrets.derive(keyId).key.toString('base64');
-    log.hide([...secrets.map((secret) => secret.value), decodeURIComponent(new URL(databaseUrl).password), signingKey]);
+    log.hide([...secrets.map((secret) => secret.value), decodeURIComponent(new URL(databaseUrl).password), signingKey, ...(traces ? [traces.key] : [])]);
     return {
       // The secrets first: nothing of the runtime's own configuration can be overridden by one.
       ...Object.fromEntries(secrets.map((secret) => [secret.name, secret.value])),
@@ -207,6 +229,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       AGENT_PLATFORM_WORKSPACE_ID: row.tenant_id,
       AGENT_PLATFORM_ORGANIZATION_ID: row.organization_id,
       ...(spec.revisionId ? { AGENT_PLATFORM_REVISION_ID: spec.revisionId } : {}),
+      ...(traces ? { AGENT_PLATFORM_TRACES_URL: traces.url, AGENT_PLATFORM_TRACES_API_KEY: traces.key, AGENT_PLATFORM_TRACES_PROJECT: traces.project } : {}),
     };
   };
 
@@ -268,9 +291,35 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
     };
   };
 
+  /** A fresh trace key for a child about to start, when the platform's URL is known (else its runs go untraced, as the deploy log says). */
+  const childTraces = async (deploymentId: string, log: ChildOutputLog): Promise<ChildTraces | undefined> => {
+    const url = platformUrl(deps);
+    if (!url) {
+      log.append('Runs are not traced: set PUBLIC_URL, where deployments reach the platform, on the worker that launches them.\n');
+      return undefined;
+    }
+    const key = await createDeploymentTraceKey(deps, deploymentId);
+    return { url, key: key.key, keyId: key.id, project: key.project };
+  };
+
   const spawnLoadedWithKey = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing) => {
-    const [env] = await Promise.all([childEnvironment(spec, row, log, sandbox), seedDeploymentCaches(deps, sandbox.prepared.files)]);
-    return { ...(await spawnLoaded(env, dirname(spec.configPath), log, sandbox)), keyId: env.AGENT_PLATFORM_RUNTIME_KEY_ID };
+    const traces = await childTraces(spec.deploymentId, log);
+    // Once the child has exited (its last traces sent), its key writes nothing more.
+    const revokeTraceKey = () =>
+      traces &&
+      void revokeDeploymentTraceKeys(deps, spec.deploymentId, traces.keyId).catch((error: unknown) =>
+        deps.logger.warn({ err: error, deploymentId: spec.deploymentId }, "could not revoke a stopped runtime's trace key"),
+      );
+    try {
+      const [env] = await Promise.all([childEnvironment(spec, row, log, sandbox, traces), seedDeploymentCaches(deps, sandbox.prepared.files)]);
+      const loaded = await spawnLoaded(env, dirname(spec.configPath), log, sandbox);
+      if (loaded.process.exitCode !== null || loaded.process.signalCode !== null) revokeTraceKey();
+      else loaded.process.once('exit', revokeTraceKey);
+      return { ...loaded, keyId: env.AGENT_PLATFORM_RUNTIME_KEY_ID };
+    } catch (error) {
+      revokeTraceKey();
+      throw error;
+    }
   };
 
   const prepare = async (spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<PreparedRuntime> => {

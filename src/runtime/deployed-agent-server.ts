@@ -37,7 +37,8 @@ export type DeployedAgentServer = { runtimeId: string; url: string; graphIds: st
 
 /** Starts it on `config.databaseUrl` (the deployment's database, migrated); resolves once it listens. */
 export async function startDeployedAgentServer(configured: Config, logger: Logger, spec: DeployedAgentServerSpec): Promise<DeployedAgentServer> {
-  // Its runs are not traced into its own database (traces belong to the platform; not sent there yet).
+  // Its runs are never traced into its own database: traces belong to the platform, which its launcher
+  // gave a URL and a trace key for (config.deploymentTraces; runtime/ingest-api-traces.ts).
   // Its graphs run on this process's thread: a runtime worker thread (as `serve` has) cost ~3 s of
   // start (create -> DEPLOYED p50 8.4 s against 5.6 s) and gave no throughput through the gateway
   // (runs/s x0.80 of serve's against x0.84; bench:deploy, bench:runs). The process is the deployment's own.

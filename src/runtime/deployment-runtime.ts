@@ -11,6 +11,7 @@ import { TraceBatcher } from '../services/traces/trace-batcher.js';
 import { loadCustomApp } from './custom-app.js';
 import { applyGraphConfigEnv, readGraphConfig } from '../graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
+import { IngestApiTraceSink } from './ingest-api-traces.js';
 import { openPersistence } from './persistence.js';
 import { setUpDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { loadStoreEmbedder } from './store-embedder.js';
@@ -21,8 +22,12 @@ import { startRuntimeServer } from './runtime-server.js';
 export type RuntimeSpec = {
   deploymentId: string;
   configPath: string;
-  /** Where its runs are traced, unless tracing is off. */
-  tracing: { workspaceId: string; project: string } | undefined;
+  /**
+   * Where its runs are traced, unless tracing is off: a project of a workspace, written straight into
+   * the trace tables, or, with `ingest`, sent to the platform's public ingest API with that key (a
+   * deployed revision's agent server, which cannot reach those tables; the key names the project).
+   */
+  tracing: RuntimeTracing | undefined;
   /**
    * The origin of the queue object an api role in the launching process enqueues through, when this
    * runtime runs in a thread of that process: runs created there wake it by message, so it skips
@@ -34,6 +39,8 @@ export type RuntimeSpec = {
   /** Names the signing key derived for this runtime, when it does not hold the installation's key. */
   keyId?: string;
 };
+
+export type RuntimeTracing = { workspaceId: string; project: string; ingest?: { url: string; apiKey: string } };
 
 export type RunningDeployment = {
   runtimeId: string;
@@ -66,12 +73,14 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after
     // the runtime stopped, once its last run ended.
-    const traces = spec.tracing
-      ? new TraceBatcher(deps, { capacity: deps.config.agentServerTracing.queueCapacity, flushIntervalMs: deps.config.agentServerTracing.flushIntervalMs })
-      : undefined;
-    if (traces) steps.push(() => traces.close());
+    const traces =
+      spec.tracing && !spec.tracing.ingest
+        ? new TraceBatcher(deps, { capacity: deps.config.agentServerTracing.queueCapacity, flushIntervalMs: deps.config.agentServerTracing.flushIntervalMs })
+        : undefined;
+    const sink = spec.tracing?.ingest ? new IngestApiTraceSink(spec.tracing.ingest, deps.logger) : traces;
+    if (sink) steps.push(() => sink.close());
     const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces } };
-    const tracer = spec.tracing && traces ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, traces) : undefined;
+    const tracer = spec.tracing && sink ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, sink) : undefined;
     const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer });
     let runtimeStopped: Promise<void> | undefined;
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());

@@ -3,9 +3,10 @@
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
 import { localDeploymentConfig } from '../services/deployments/deployments.service.js';
+import type { RuntimeTracing } from './deployment-runtime.js';
 import { inProcessLauncher, type LaunchedRuntime, type RuntimeLauncher, threadLauncher } from './launcher.js';
 
-export type RunningRuntime = LaunchedRuntime & { deploymentId: string; tracing: { workspaceId: string; project: string } | undefined };
+export type RunningRuntime = LaunchedRuntime & { deploymentId: string; tracing: RuntimeTracing | undefined };
 export type RunningRuntimes = { runtimes: RunningRuntime[]; stop(): Promise<void> };
 
 /** Starts the runtime of each deployment; resolves once all of them work their queues. */
@@ -23,8 +24,14 @@ export async function startRuntimeRole(
     for (const deploymentId of deploymentIds) {
       const deployment = await localDeploymentConfig(deps, deploymentId);
       const { enabled, project } = deps.config.agentServerTracing;
-      // Runs are traced into the deployment's workspace, in a project named after it unless configured.
-      const tracing = enabled ? { workspaceId: deployment.tenantId, project: project ?? deployment.name } : undefined;
+      const sent = deps.config.deploymentTraces;
+      // Runs are traced into the deployment's workspace, in a project named after it unless configured;
+      // a deployed revision's are sent to the platform with its trace key, into that key's project.
+      const tracing: RuntimeTracing | undefined = sent
+        ? { workspaceId: deployment.tenantId, project: sent.project, ingest: { url: sent.url, apiKey: sent.apiKey } }
+        : enabled
+          ? { workspaceId: deployment.tenantId, project: project ?? deployment.name }
+          : undefined;
       const launched = await launcher.launch({ deploymentId, configPath: deployment.configPath, tracing });
       runtimes.push({ ...launched, deploymentId, tracing });
       deps.logger.info({ deploymentId, url: launched.url, where: launched.where }, 'deployment runtime started');

@@ -23,6 +23,11 @@ export type Deps = {
   viewers: ViewerCache;
   /** Where trace ingestion does its CPU work; absent: in the request's thread. */
   ingestThreads?: { ingest(who: Ingester, request: IngestRequest): Promise<IngestResult> };
+  /**
+   * Where this process's api role listens, once it does: deployed agent servers it launches send their
+   * traces there when no PUBLIC_URL says where the platform answers.
+   */
+  apiUrl?: string;
   /** The process's job queue, once started (agent-server requests enqueue runs on it). */
   boss?: PgBoss;
   /** The control-plane runtimes this process launched (worker role); stopped before the job queue. */

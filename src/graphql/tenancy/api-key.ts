@@ -8,7 +8,8 @@ const ApiKeyRef = builder.prismaObject('ApiKey', {
     shortKey: t.exposeString('shortKey', { description: 'A display form that identifies the key without revealing it.' }),
     description: t.exposeString('description', { description: 'What the key is for.' }),
     workspace: t.relation('workspace', { nullable: true, description: 'The one workspace the key is bound to, if any.' }),
-    user: t.relation('user', { description: 'The user the key acts for.' }),
+    // Only a deployment's trace key has no user, and those are never listed (tenancy.service.ts).
+    user: t.relation('user', { onNull: 'error', description: 'The user the key acts for.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was created.' }),
     lastUsedAt: t.expose('lastUsedAt', { type: 'DateTime', nullable: true, description: 'When it last authenticated a request (minute resolution).' }),
     revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true, description: 'When it was revoked; revoked keys are refused.' }),

@@ -2,7 +2,7 @@
 // tenancy service to the viewer that services receive.
 import type { NextFunction, Request, Response } from 'express';
 import type { Deps, ServiceContext } from '../../services/context.js';
-import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
+import { authenticateApiKey, authenticateIngestKey } from '../../services/tenancy/tenancy.service.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -17,6 +17,15 @@ declare global {
 export function authenticate(deps: Deps) {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const viewer = await authenticateApiKey(deps, req.get('x-api-key'), req.get('x-tenant-id'));
+    req.ctx = { ...deps, viewer };
+    next();
+  };
+}
+
+/** `authenticate` for the trace ingestion routes alone: they also accept a deployment's trace key. */
+export function authenticateIngest(deps: Deps) {
+  return async (req: Request, _res: Response, next: NextFunction) => {
+    const viewer = await authenticateIngestKey(deps, req.get('x-api-key'), req.get('x-tenant-id'));
     req.ctx = { ...deps, viewer };
     next();
   };

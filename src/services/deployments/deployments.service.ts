@@ -8,6 +8,7 @@ import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
 import { integrationAccessToken } from '../integrations/integrations.service.js';
+import { revokeDeploymentTraceKeys } from '../tenancy/tenancy.service.js';
 import { can, SYSTEM_VIEWER, type Viewer } from '../tenancy/viewer.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
@@ -296,13 +297,15 @@ export async function updateDeployment(ctx: ServiceContext, id: string, input: u
 
 
 /**
- * Deletes a deployment: unfinished revisions become INTERRUPTED, its url answers 404, every
- * launcher stops its runtimes, and their database login is dropped.
+ * Deletes a deployment: unfinished revisions become INTERRUPTED, its url answers 404, its trace keys
+ * are revoked, every launcher stops its runtimes, and their database login is dropped.
  */
 export async function deleteDeployment(ctx: ServiceContext, id: string): Promise<void> {
   const row = await findOwnDeployment(ctx, id, 'workspaces:write');
   await revisionsStore.markDeploymentDeleted(ctx.db, row.id);
   recentRows.delete(row.id);
+  // Its runtimes' trace keys stop writing now, in every process, not when the runtimes have stopped.
+  await revokeDeploymentTraceKeys(ctx, row.id);
   await moveRevisionsOf(ctx, row.id, 'INTERRUPTED', UNFINISHED);
   await ctx.events.publish('deployments.stop-runtimes', { deploymentId: row.id });
   // Its database (its threads, runs, store…) and login go with it. The deletion stands if that fails

@@ -16,7 +16,7 @@ import {
   WorkspaceCreate,
   type WorkspaceCreateInput,
 } from './tenancy.schemas.js';
-import { type ApiKeyViewer, assertCan, can, organizationOf } from './viewer.js';
+import { type ApiKeyViewer, assertCan, can, organizationOf, type TraceWriterViewer } from './viewer.js';
 
 // last_used_at is informational; writing it on every request would make every read a write.
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -26,13 +26,24 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 /**
  * Resolves an API key (and the optional X-Tenant-Id workspace) to a viewer.
  * Throws UNAUTHENTICATED for a missing, unknown or revoked key, BAD_REQUEST for a malformed tenant
- * id and FORBIDDEN for a workspace the key cannot reach (whether or not it exists elsewhere).
+ * id, FORBIDDEN for a workspace the key cannot reach (whether or not it exists elsewhere) and for a
+ * deployment's trace key, which only trace ingestion accepts (authenticateIngestKey).
  */
-export async function authenticateApiKey(
+export async function authenticateApiKey(deps: Deps, key: string | undefined, tenantId: string | undefined): Promise<ApiKeyViewer> {
+  const viewer = await authenticateIngestKey(deps, key, tenantId);
+  if (viewer.kind === 'trace-writer') throw AppError.forbidden('This key only writes traces of its deployment.');
+  return viewer;
+}
+
+/**
+ * authenticateApiKey for the trace ingestion routes, which alone also accept a deployment's trace
+ * key: its viewer may write runs into its deployment's project and do nothing else.
+ */
+export async function authenticateIngestKey(
   deps: Deps,
   key: string | undefined,
   tenantId: string | undefined,
-): Promise<ApiKeyViewer> {
+): Promise<ApiKeyViewer | TraceWriterViewer> {
   if (!key) throw AppError.unauthenticated('Missing API key: send it in the X-Api-Key header.');
   const requested = tenantId?.trim() || undefined;
   if (requested && !isUuid(requested)) throw AppError.badRequest('X-Tenant-Id must be a workspace ID (a UUID).');
@@ -49,23 +60,39 @@ export async function authenticateApiKey(
   const row = rows[0];
   if (!row) throw AppError.unauthenticated('Invalid API key.');
 
-  const viewer: ApiKeyViewer = {
-    kind: 'api-key',
-    apiKeyId: row.id,
-    shortKey: row.short_key,
-    userId: row.user_id,
-    organizationId: row.organization_id,
-    organizationRole: row.organization_role,
-    workspaceRoles: new Map(row.workspace_roles.map((entry) => [entry.workspace_id, entry.role] as const)),
-    keyWorkspaceId: row.workspace_id,
-    workspaceId: row.workspace_id,
-  };
-
-  if (requested) {
-    if (row.tenant_organization_id !== row.organization_id || !can(viewer, 'workspaces:read', requested)) {
-      throw AppError.forbidden(`This API key has no access to workspace ${requested}.`);
+  let viewer: ApiKeyViewer | TraceWriterViewer;
+  if (row.deployment_id) {
+    if (requested && requested !== row.workspace_id) throw AppError.forbidden(`This API key has no access to workspace ${requested}.`);
+    viewer = {
+      kind: 'trace-writer',
+      apiKeyId: row.id,
+      shortKey: row.short_key,
+      organizationId: row.organization_id,
+      workspaceId: row.workspace_id!,
+      deploymentId: row.deployment_id,
+      project: row.trace_project!,
+    };
+  } else {
+    // A key whose user left the organization is no key.
+    if (!row.user_id || !row.organization_role) throw AppError.unauthenticated('Invalid API key.');
+    const apiKeyViewer: ApiKeyViewer = {
+      kind: 'api-key',
+      apiKeyId: row.id,
+      shortKey: row.short_key,
+      userId: row.user_id,
+      organizationId: row.organization_id,
+      organizationRole: row.organization_role,
+      workspaceRoles: new Map(row.workspace_roles.map((entry) => [entry.workspace_id, entry.role] as const)),
+      keyWorkspaceId: row.workspace_id,
+      workspaceId: row.workspace_id,
+    };
+    if (requested) {
+      if (row.tenant_organization_id !== row.organization_id || !can(apiKeyViewer, 'workspaces:read', requested)) {
+        throw AppError.forbidden(`This API key has no access to workspace ${requested}.`);
+      }
+      apiKeyViewer.workspaceId = requested;
     }
-    viewer.workspaceId = requested;
+    viewer = apiKeyViewer;
   }
 
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
@@ -81,17 +108,21 @@ export async function authenticateApiKey(
 type AuthRow = {
   id: string;
   short_key: string;
-  user_id: string;
+  user_id: string | null;
   organization_id: string;
   workspace_id: string | null;
+  deployment_id: string | null;
+  trace_project: string | null;
   last_used_at: Date | null;
-  organization_role: OrganizationRole;
+  organization_role: OrganizationRole | null;
   workspace_roles: { workspace_id: string; role: WorkspaceRole }[];
   tenant_organization_id: string | null;
 };
 
+// A trace key has no user (so no membership) and stops working the moment its deployment is deleted,
+// even before its row goes.
 const AUTHENTICATE_SQL = `
-  SELECT k.id, k.short_key, k.user_id, k.organization_id, k.workspace_id, k.last_used_at,
+  SELECT k.id, k.short_key, k.user_id, k.organization_id, k.workspace_id, k.deployment_id, k.trace_project, k.last_used_at,
          m.role AS organization_role,
          COALESCE((
            SELECT json_agg(json_build_object('workspace_id', wm.workspace_id, 'role', wm.role))
@@ -103,16 +134,17 @@ const AUTHENTICATE_SQL = `
          ), '[]'::json) AS workspace_roles,
          (SELECT organization_id FROM workspaces WHERE id = $2::uuid) AS tenant_organization_id
     FROM api_keys k
-    JOIN organization_memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
-   WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`;
+    LEFT JOIN organization_memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
+   WHERE k.secret_hash = $1 AND k.revoked_at IS NULL
+     AND (k.deployment_id IS NULL OR EXISTS (SELECT 1 FROM deployments d WHERE d.id = k.deployment_id AND d.deleted_at IS NULL))`;
 
 /**
  * After a committed change to keys or roles: this process forgets its cached viewers before the
  * caller answers (so its next request is checked afresh), and every other process is told to.
  */
-async function tenancyChanged(ctx: ServiceContext, change: { apiKeyId?: string } = {}): Promise<void> {
-  ctx.viewers.clear();
-  await ctx.events.publish('tenancy.changed', change);
+async function tenancyChanged(deps: Pick<Deps, 'viewers' | 'events'>, change: { apiKeyId?: string } = {}): Promise<void> {
+  deps.viewers.clear();
+  await deps.events.publish('tenancy.changed', change);
 }
 
 /** The API-key viewer of a tenant-scoped call; a local (serve) caller has no tenant: FORBIDDEN. */
@@ -209,7 +241,7 @@ export async function getWorkspaces(ctx: ServiceContext, ids: readonly string[])
 function readableWorkspacesWhere(ctx: ServiceContext, organizationId?: string): Prisma.WorkspaceWhereInput {
   const { viewer } = ctx;
   if (viewer.kind === 'system') return organizationId ? { organizationId } : {};
-  if (viewer.kind === 'local') return { id: { in: [] } };
+  if (viewer.kind === 'local' || viewer.kind === 'trace-writer') return { id: { in: [] } };
   const scope: Prisma.WorkspaceWhereInput = { organizationId: viewer.organizationId };
   if (viewer.keyWorkspaceId) return { ...scope, id: viewer.keyWorkspaceId };
   if (can(viewer, 'workspaces:read')) return scope; // organization admins read every workspace
@@ -293,7 +325,7 @@ export async function createApiKey(ctx: ServiceContext, input: ApiKeyCreateInput
     });
     if (!membership) throw AppError.notFound(`User ${userId} is not a member of organization ${organizationId}.`);
   } else {
-    if (viewer.kind === 'local') throw AppError.forbidden();
+    if (viewer.kind === 'local' || viewer.kind === 'trace-writer') throw AppError.forbidden();
     userId = viewer.userId;
     organizationId = viewer.organizationId;
     if (viewer.keyWorkspaceId) {
@@ -346,11 +378,47 @@ export async function revokeApiKey(ctx: ServiceContext, id: string) {
   return revoked;
 }
 
+// ───────────────────────────── deployments' trace keys ─────────────────────────────
+
+/**
+ * Makes the trace key of one launch of a deployment's agent server: it writes runs into the tracing
+ * project named after the deployment, in its workspace, and is refused everywhere else
+ * (authenticateIngestKey). Like the launch's database password and signing key it is the launch's
+ * own: the secret goes to that agent server's environment only and is stored here as a hash.
+ * Throws NOT_FOUND for a deleted (or unknown) deployment.
+ */
+export async function createDeploymentTraceKey(deps: Pick<Deps, 'db'>, deploymentId: string): Promise<{ id: string; key: string; project: string }> {
+  const secret = generateApiKeySecret();
+  const { rows } = await deps.db.pool.query<{ id: string; trace_project: string }>(
+    `INSERT INTO api_keys (id, organization_id, workspace_id, user_id, deployment_id, trace_project, description, short_key, secret_hash)
+     SELECT $1, w.organization_id, d.tenant_id, NULL, d.id, d.name, 'Writes the traces of deployment ' || d.name, $3, $4
+       FROM deployments d JOIN workspaces w ON w.id = d.tenant_id
+      WHERE d.id = $2 AND d.deleted_at IS NULL
+     RETURNING id, trace_project`,
+    [newId(), deploymentId, secret.shortKey, secret.secretHash],
+  );
+  if (!rows[0]) throw AppError.notFound(`Deployment ${deploymentId} not found.`);
+  return { id: rows[0].id, key: secret.key, project: rows[0].trace_project };
+}
+
+/**
+ * Revokes a deployment's trace keys: one launch's (`keyId`, once its agent server has stopped and
+ * sent its last traces), or all of them (the deployment is deleted). Every process forgets them.
+ */
+export async function revokeDeploymentTraceKeys(deps: Pick<Deps, 'db' | 'viewers' | 'events'>, deploymentId: string, keyId?: string): Promise<void> {
+  const { rowCount } = await deps.db.pool.query(
+    'UPDATE api_keys SET revoked_at = now() WHERE deployment_id = $1 AND ($2::uuid IS NULL OR id = $2::uuid) AND revoked_at IS NULL',
+    [deploymentId, keyId ?? null],
+  );
+  if (rowCount) await tenancyChanged(deps, keyId ? { apiKeyId: keyId } : {});
+}
+
 function apiKeysVisibleTo(ctx: ServiceContext, organizationId?: string): Prisma.ApiKeyWhereInput {
   const { viewer } = ctx;
   if (viewer.kind === 'system') return organizationId ? { organizationId } : {};
-  if (viewer.kind === 'local') return { id: { in: [] } };
-  if (!viewer.keyWorkspaceId && can(viewer, 'organization:manage')) return { organizationId: viewer.organizationId };
+  if (viewer.kind === 'local' || viewer.kind === 'trace-writer') return { id: { in: [] } };
+  // Deployments' trace keys are the platform's, made and deleted with their deployment's runtimes.
+  if (!viewer.keyWorkspaceId && can(viewer, 'organization:manage')) return { organizationId: viewer.organizationId, deploymentId: null };
   return { organizationId: viewer.organizationId, userId: viewer.userId };
 }
 

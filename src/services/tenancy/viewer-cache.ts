@@ -8,13 +8,15 @@
 // LISTEN connection down), a revoked key still works there for at most the TTL
 // (AGENT_PLATFORM_API_KEY_CACHE_SECONDS). Failed lookups are never cached: a new key works at once.
 import type { EventBus } from '../../events.js';
-import type { ApiKeyViewer } from './viewer.js';
+import type { ApiKeyViewer, TraceWriterViewer } from './viewer.js';
+
+type KeyViewer = ApiKeyViewer | TraceWriterViewer;
 
 // Keys beyond this many are evicted oldest first; a process rarely sees more distinct keys per TTL.
 const MAX_ENTRIES = 10_000;
 
 export class ViewerCache {
-  private readonly entries = new Map<string, { viewer: ApiKeyViewer; expiresAt: number }>();
+  private readonly entries = new Map<string, { viewer: KeyViewer; expiresAt: number }>();
   private clears = 0;
 
   constructor(private readonly ttlMs: number) {}
@@ -29,7 +31,7 @@ export class ViewerCache {
   }
 
   /** The viewer cached for a key's hash and requested tenant, while it is fresh. */
-  get(secretHash: string, tenantId: string | undefined): ApiKeyViewer | undefined {
+  get(secretHash: string, tenantId: string | undefined): KeyViewer | undefined {
     const id = entryId(secretHash, tenantId);
     const entry = this.entries.get(id);
     if (!entry) return undefined;
@@ -39,7 +41,7 @@ export class ViewerCache {
   }
 
   /** Caches a viewer read while the cache was at `generation` (see there); dropped if it was cleared since. */
-  set(secretHash: string, tenantId: string | undefined, viewer: ApiKeyViewer, generation: number): void {
+  set(secretHash: string, tenantId: string | undefined, viewer: KeyViewer, generation: number): void {
     if (this.ttlMs <= 0 || generation !== this.clears) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(entryId(secretHash, tenantId), { viewer, expiresAt: Date.now() + this.ttlMs });

@@ -49,7 +49,23 @@ export type SystemViewer = { kind: 'system' };
  */
 export type LocalViewer = { kind: 'local'; deploymentId: string };
 
-export type Viewer = ApiKeyViewer | SystemViewer | LocalViewer;
+/**
+ * A deployment's trace key (made for each launch of its agent server): it writes runs into one
+ * tracing project of the deployment's workspace and holds no permission anywhere. Only the ingest
+ * routes accept it (tenancy.service.ts, authenticateIngestKey); `can` refuses it everything.
+ */
+export type TraceWriterViewer = {
+  kind: 'trace-writer';
+  apiKeyId: string;
+  shortKey: string;
+  organizationId: string;
+  workspaceId: string;
+  deploymentId: string;
+  /** The name of the one tracing project it writes (its deployment's name). */
+  project: string;
+};
+
+export type Viewer = ApiKeyViewer | SystemViewer | LocalViewer | TraceWriterViewer;
 
 /** The unauthenticated caller of `serve` for `deploymentId`. */
 export const localViewer = (deploymentId: string): LocalViewer => ({ kind: 'local', deploymentId });
@@ -59,7 +75,7 @@ export const SYSTEM_VIEWER: SystemViewer = { kind: 'system' };
 /** Whether the viewer holds `permission`, organization-wide or in `workspaceId`. */
 export function can(viewer: Viewer, permission: Permission, workspaceId?: string): boolean {
   if (viewer.kind === 'system') return true;
-  if (viewer.kind === 'local') return false;
+  if (viewer.kind === 'local' || viewer.kind === 'trace-writer') return false;
   if (viewer.keyWorkspaceId && workspaceId && workspaceId !== viewer.keyWorkspaceId) return false;
   const organizationPermissions = ORGANIZATION_ROLE_PERMISSIONS[viewer.organizationRole];
   // A workspace-scoped key never carries organization-wide management rights.
@@ -98,7 +114,7 @@ export function requireWorkspace(viewer: Viewer): string {
 /** The organization the viewer acts in; system callers must name one. */
 export function organizationOf(viewer: Viewer, explicit?: string): string {
   if (viewer.kind === 'api-key') return viewer.organizationId;
-  if (viewer.kind === 'local') throw AppError.forbidden();
+  if (viewer.kind === 'local' || viewer.kind === 'trace-writer') throw AppError.forbidden();
   if (!explicit) throw AppError.badRequest('organizationId is required.');
   return explicit;
 }

@@ -3,10 +3,14 @@
 import type { JsonbValue, Usage } from './derive.js';
 
 
-/** Who ingests: the workspace the runs are stored in, and the key and user stored on every run. */
-export type Ingester = { workspaceId: string; apiKeyId?: string | null; userId?: string | null };
-/** One string per ingester (workspace, key, user): what batches of different requests are grouped by. */
-export const ingesterKey = (who: Ingester): string => `${who.workspaceId}\n${who.apiKeyId ?? ''}\n${who.userId ?? ''}`;
+/**
+ * Who ingests: the workspace the runs are stored in, and the key and user stored on every run.
+ * `project`, for a deployment's trace key: the one project it writes. Its runs that name no project
+ * go there, runs naming another are FORBIDDEN, and its patches touch only runs of that project.
+ */
+export type Ingester = { workspaceId: string; apiKeyId?: string | null; userId?: string | null; project?: string };
+/** One string per ingester (workspace, key, user, project): what batches of different requests are grouped by. */
+export const ingesterKey = (who: Ingester): string => `${who.workspaceId}\n${who.apiKeyId ?? ''}\n${who.userId ?? ''}\n${who.project ?? ''}`;
 /**
  * What a batch stored: posts accepted, posts already stored (`duplicates`), patches applied or kept for
  * later; `rejected`: items left out one by one (OTLP spans that cannot be runs) and why.

@@ -10,6 +10,10 @@
 //   session_name, reference_example_id. A missing id is minted; missing trace_id and dotted_order are
 //   derived (from the parent, in the batch or already stored). Unknown session names create projects;
 //   neither session_id nor session_name means the project "default".
+// - `who.project` (a deployment's trace key): the one project it writes. Its runs that name no project
+//   go there; one naming another is FORBIDDEN before anything is looked up, created or written; its
+//   patches, parents and adoptions reach only runs of that project (a patch kept for a run not stored
+//   yet applies only if that run is stored in that project).
 // - `batch.patch`: run updates (`RunUpdate`: id plus any of end_time, outputs, error, events, extra,
 //   tags, inputs). A patch for a run that is not stored yet is kept and merged when its post arrives,
 //   so posts and patches may come in any order.
@@ -89,6 +93,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
     }
   }
   if (!posts.length && !patches.length && !attachments.length) return { accepted: 0, duplicates: [], patched: 0, deferredPatches: 0 };
+  const onlySessionId = await confineToProject(deps.db.pool, who, posts);
 
   // Repeated ids inside one batch are duplicates too; the first one wins.
   const seen = new Set<string>();
@@ -106,7 +111,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
   // group commit), one statement that stores them with their usage deltas in its own implicit
   // transaction. Project and parent lookups are cached or rare: they take a connection only when they query.
   if (!patches.length && !attachments.length && unique.length <= RUNS_PER_INSERT) {
-    await deriveHierarchy(deps.db.pool, who.workspaceId, unique, batch.parentsMayFollow);
+    await deriveHierarchy(deps.db.pool, who.workspaceId, unique, batch.parentsMayFollow, onlySessionId);
     await resolveProjects(deps.db.pool, who.workspaceId, unique);
     const inserted = await runWriter(deps).write(who, unique).catch((error: unknown) => {
       throw asClientError(error);
@@ -118,7 +123,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
   // Otherwise one connection for the whole request, and one transaction.
   const client = await deps.db.pool.connect();
   try {
-    await deriveHierarchy(client, who.workspaceId, unique, batch.parentsMayFollow);
+    await deriveHierarchy(client, who.workspaceId, unique, batch.parentsMayFollow, onlySessionId);
     await resolveProjects(client, who.workspaceId, unique);
     let inserted: Set<string>;
     let patched = new Set<string>();
@@ -128,9 +133,9 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
       await recordAwaitedParents(client, who.workspaceId, unique);
       inserted = await insertRuns(client, who, unique);
       const merged = mergePatches(patches);
-      patched = await applyPatches(client, who.workspaceId, merged);
+      patched = await applyPatches(client, who.workspaceId, merged, onlySessionId);
       deferred = merged.filter((patch) => !patched.has(patch.id));
-      if (deferred.length) await deferPatches(client, who.workspaceId, deferred);
+      if (deferred.length) await deferPatches(client, who.workspaceId, deferred, onlySessionId);
       if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
       await client.query('COMMIT');
     } catch (error) {
@@ -144,12 +149,35 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
     // sees both, so each sweeps its own ids after commit.
     const sweepIds = [...inserted, ...deferred.map((patch) => patch.id)];
     if (sweepIds.length) await applyPendingPatches(client, who.workspaceId, sweepIds);
-    await adoptAfterInsert(client, who.workspaceId, unique, inserted);
+    await adoptAfterInsert(client, who.workspaceId, unique, inserted, onlySessionId);
 
     return { accepted: inserted.size, duplicates, patched: patched.size, deferredPatches: deferred.length };
   } finally {
     client.release();
   }
+}
+
+/**
+ * A project-bound ingester's runs (see `who.project` at the top): those naming no project get its
+ * project; any naming another is FORBIDDEN, checked before a name is looked up or a project made.
+ * Returns that project's id (made if it was deleted), which confines the rest of the batch; undefined
+ * for any other ingester.
+ */
+async function confineToProject(db: pg.Pool, who: Ingester, runs: NormalizedRun[]): Promise<string | undefined> {
+  const project = who.project;
+  if (project === undefined) return undefined;
+  const refuse = (run: NormalizedRun) =>
+    AppError.forbidden(`This key writes traces into project "${project}" only; run ${run.id} names another project.`);
+  for (const run of runs) {
+    if (run.sessionName !== null && run.sessionName !== project) throw refuse(run);
+    if (!run.sessionId) run.sessionName = project;
+  }
+  const projectId = (await resolveProjectIds(db, who.workspaceId, { ids: [], names: [project] })).byName.get(project)!;
+  for (const run of runs) {
+    if (run.sessionId && run.sessionId !== projectId) throw refuse(run);
+    run.sessionId = projectId;
+  }
+  return projectId;
 }
 
 /** Sets each run's project id (unknown session names create projects). */
@@ -184,7 +212,8 @@ async function insertRunsThenSweep(client: pg.PoolClient, who: Ingester, runs: N
   await recordAwaitedParents(client, who.workspaceId, runs);
   const inserted = await insertRuns(client, who, runs);
   if (inserted.size) await applyPendingPatches(client, who.workspaceId, [...inserted]);
-  await adoptAfterInsert(client, who.workspaceId, runs, inserted);
+  // A project-bound ingester's runs were all put in its project (confineToProject).
+  await adoptAfterInsert(client, who.workspaceId, runs, inserted, who.project === undefined ? undefined : runs[0]?.sessionId ?? undefined);
   return inserted;
 }
 
@@ -205,7 +234,7 @@ async function recordAwaitedParents(client: pg.PoolClient, tenantId: string, run
  * meanwhile (by a concurrent request). The awaited row is committed before the provisional run and
  * each side checks after its own commit, so whichever commits last sees the other.
  */
-async function adoptAfterInsert(client: pg.PoolClient, tenantId: string, runs: NormalizedRun[], inserted: Set<string>): Promise<void> {
+async function adoptAfterInsert(client: pg.PoolClient, tenantId: string, runs: NormalizedRun[], inserted: Set<string>, onlySessionId?: string): Promise<void> {
   const stored: NormalizedRun[] = [];
   const awaited: string[] = [];
   for (const run of runs) {
@@ -220,11 +249,11 @@ async function adoptAfterInsert(client: pg.PoolClient, tenantId: string, runs: N
     if (waitedFor.has(run.id)) adopters.push({ id: run.id, trace_id: run.traceId!, dotted_order: run.dottedOrder!, parent_run_ids: run.parentRunIds });
   }
   if (awaited.length) {
-    for (const row of await findParentRuns(client, tenantId, [...new Set(awaited)])) {
+    for (const row of await findParentRuns(client, tenantId, [...new Set(awaited)], onlySessionId)) {
       adopters.push({ id: row.id, trace_id: row.trace_id, dotted_order: row.dotted_order, parent_run_ids: row.parent_run_ids ?? [] });
     }
   }
-  if (adopters.length) await adoptOrphans(client, tenantId, composeAdopters(adopters));
+  if (adopters.length) await adoptOrphans(client, tenantId, composeAdopters(adopters), onlySessionId);
 }
 
 /**
@@ -390,9 +419,9 @@ function normalizePatch(raw: unknown, loc: (string | number)[], id?: string): No
 /**
  * Fills trace_id, dotted_order and parent_run_ids for runs that came without a dotted order (plain
  * `POST /runs` clients), from their parent in this batch or already stored. NOT_FOUND for an unknown
- * parent.
+ * parent (with `onlySessionId`, a parent in another project is unknown).
  */
-async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, runs: NormalizedRun[], parentsMayFollow = false): Promise<void> {
+async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, runs: NormalizedRun[], parentsMayFollow = false, onlySessionId?: string): Promise<void> {
   const pending = runs.filter((run) => run.dottedOrder === null);
   if (!pending.length) return;
   const known = new Map<string, { traceId: string; dottedOrder: string; parentRunIds: string[] }>();
@@ -400,7 +429,7 @@ async function deriveHierarchy(db: pg.Pool | pg.PoolClient, tenantId: string, ru
   const pendingIds = new Set(pending.map((run) => run.id));
   const missingParents = [...new Set(pending.flatMap((run) => (run.parentRunId && !known.has(run.parentRunId) && !pendingIds.has(run.parentRunId) ? [run.parentRunId] : [])))];
   if (missingParents.length) {
-    for (const row of await findParentRuns(db, tenantId, missingParents)) known.set(row.id, { traceId: row.trace_id, dottedOrder: row.dotted_order, parentRunIds: row.parent_run_ids ?? [] });
+    for (const row of await findParentRuns(db, tenantId, missingParents, onlySessionId)) known.set(row.id, { traceId: row.trace_id, dottedOrder: row.dotted_order, parentRunIds: row.parent_run_ids ?? [] });
   }
   // Parents may follow their children in the batch: resolve in passes.
   let remaining = pending;

@@ -115,26 +115,30 @@ export async function findRun(pool: pg.Pool, tenantId: string, id: string): Prom
 }
 
 /**
- * The statement of findParentRuns ($1 tenant, $2 run ids): each id's start time from trace_run_ids
- * picks the one partition its row is read from (a lookup per id; LIMIT 1 keeps it per id, where a
- * plain join would let the planner scan every partition for the ids).
+ * The statement of findParentRuns ($1 tenant, $2 run ids, and $3 the project when `inProject`): each
+ * id's start time from trace_run_ids picks the one partition its row is read from (a lookup per id;
+ * LIMIT 1 keeps it per id, where a plain join would let the planner scan every partition for the ids).
  */
-export const findParentRunsSql = () =>
+export const findParentRunsSql = (inProject = false) =>
   `SELECT r.id, r.trace_id, r.dotted_order, r.parent_run_ids FROM trace_run_ids i
     CROSS JOIN LATERAL (SELECT r.id, r.trace_id, r.dotted_order, r.parent_run_ids FROM trace_runs r
-                         WHERE r.tenant_id = i.tenant_id AND r.id = i.id AND r.start_time = i.start_time LIMIT 1) r
+                         WHERE r.tenant_id = i.tenant_id AND r.id = i.id AND r.start_time = i.start_time${inProject ? ' AND r.session_id = $3' : ''} LIMIT 1) r
     WHERE i.tenant_id = $1 AND i.id = ANY($2::uuid[])`;
 
-/** Where stored runs sit in their traces (ingest derives a child's dotted order from its parent's). */
+/**
+ * Where stored runs sit in their traces (ingest derives a child's dotted order from its parent's);
+ * with `sessionId`, only runs of that project (a project-bound key sees no other).
+ */
 export async function findParentRuns(
   db: pg.Pool | pg.PoolClient,
   tenantId: string,
   ids: string[],
+  sessionId?: string,
 ): Promise<{ id: string; trace_id: string; dotted_order: string; parent_run_ids: string[] | null }[]> {
   const { rows } = await db.query<{ id: string; trace_id: string; dotted_order: string; parent_run_ids: string[] | null }>({
-    name: 'traces.find_parent_runs',
-    text: findParentRunsSql(),
-    values: [tenantId, ids],
+    name: sessionId ? 'traces.find_parent_runs_in_project' : 'traces.find_parent_runs',
+    text: findParentRunsSql(sessionId !== undefined),
+    values: sessionId ? [tenantId, ids, sessionId] : [tenantId, ids],
   });
   return rows;
 }
@@ -149,9 +153,9 @@ export type Adopter = { id: string; trace_id: string; dotted_order: string; pare
  * The adopters are no longer awaited: their rows in trace_run_awaited_parents go in the same statement
  * (a run stored provisionally after this statement's snapshot finds its parent stored when it checks
  * after its own commit, and adopts itself). One statement; the (tenant_id, trace_id) index finds each
- * adopter's runs.
+ * adopter's runs. With `sessionId`, only runs of that project are adopted (a project-bound key's).
  */
-export async function adoptOrphans(client: pg.PoolClient | pg.Pool, tenantId: string, adopters: Adopter[]): Promise<number> {
+export async function adoptOrphans(client: pg.PoolClient | pg.Pool, tenantId: string, adopters: Adopter[], sessionId?: string): Promise<number> {
   const { rows } = await client.query<{ adopted: number }>({
     name: 'traces.adopt_orphans',
     text: `WITH x AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, trace_id uuid, dotted_order text, parent_run_ids uuid[])),
@@ -163,10 +167,11 @@ export async function adoptOrphans(client: pg.PoolClient | pg.Pool, tenantId: st
            updated_at = now()
          FROM x
          WHERE r.tenant_id = $1 AND r.trace_id = x.id AND r.id <> x.id AND NOT starts_with(r.dotted_order, x.dotted_order || '.')
+           AND ($3::uuid IS NULL OR r.session_id = $3::uuid)
          RETURNING 1),
        awaited AS (DELETE FROM trace_run_awaited_parents a USING x WHERE a.tenant_id = $1 AND a.parent_id = x.id)
      SELECT count(*)::int AS adopted FROM adopted`,
-    values: [tenantId, JSON.stringify(adopters)],
+    values: [tenantId, JSON.stringify(adopters), sessionId ?? null],
   });
   return rows[0]!.adopted;
 }
@@ -1023,16 +1028,17 @@ const PATCH_COLUMNS = [
 
 /**
  * Applies (merged) patches to stored runs in one statement; returns the ids it found. Each run's start
- * time from trace_run_ids prunes its update to one partition (at execution, per joined row).
+ * time from trace_run_ids prunes its update to one partition (at execution, per joined row). With
+ * `sessionId`, only runs of that project are patched (a project-bound key's patches).
  */
-export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[]): Promise<Set<string>> {
+export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[], sessionId?: string): Promise<Set<string>> {
   if (!patches.length) return new Set();
-  const { rows } = await client.query<{ id: string }>(applyPatchesStatement(tenantId, patches));
+  const { rows } = await client.query<{ id: string }>(applyPatchesStatement(tenantId, patches, sessionId));
   return new Set(rows.map((row) => row.id));
 }
 
 /** applyPatches's statement and values. */
-export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch[]): { text: string; values: unknown[] } {
+export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch[], sessionId?: string): { text: string; values: unknown[] } {
   const values = patches.flatMap((p) => [
     p.id,
     p.endTime,
@@ -1074,16 +1080,18 @@ export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch
        updated_at = now()
      FROM (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}) AS p(${PATCH_COLUMNS.map(([name]) => name).join(',')})
        JOIN trace_run_ids i ON i.tenant_id = ${tenantParam}::uuid AND i.id = p.id
-     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id AND t.start_time = i.start_time
+     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id AND t.start_time = i.start_time${sessionId ? ` AND t.session_id = $${values.length + 2}::uuid` : ''}
      RETURNING t.id`,
-    values: [...values, tenantId],
+    values: sessionId ? [...values, tenantId, sessionId] : [...values, tenantId],
   };
 }
 
-export async function deferPatches(client: pg.PoolClient, tenantId: string, patches: NormalizedPatch[]): Promise<void> {
-  const values = patches.map((_, i) => `($1::uuid, $${i * 2 + 2}::uuid, $${i * 2 + 3}::jsonb)`).join(',');
-  await client.query(`INSERT INTO trace_run_pending_patches (tenant_id, run_id, payload) VALUES ${values}`, [
+/** Keeps patches for runs not stored yet; with `sessionId`, each applies only to a run of that project. */
+export async function deferPatches(client: pg.PoolClient, tenantId: string, patches: NormalizedPatch[], sessionId?: string): Promise<void> {
+  const values = patches.map((_, i) => `($1::uuid, $2::uuid, $${i * 2 + 3}::uuid, $${i * 2 + 4}::jsonb)`).join(',');
+  await client.query(`INSERT INTO trace_run_pending_patches (tenant_id, session_id, run_id, payload) VALUES ${values}`, [
     tenantId,
+    sessionId ?? null,
     ...patches.flatMap((patch) => [patch.id, toJsonb(patch.raw)]),
   ]);
 }
@@ -1098,7 +1106,10 @@ export async function hasPendingPatches(client: pg.PoolClient, tenantId: string,
   return !!probe.rowCount;
 }
 
-/** Removes and returns, in arrival order, the kept patches of these runs whose run is now stored. */
+/**
+ * Removes and returns, in arrival order, the kept patches of these runs whose run is now stored (in
+ * the patch's project, for a patch confined to one: another project's run by that id never gets it).
+ */
 export async function takePendingPatchesOfStoredRuns(
   client: pg.PoolClient,
   tenantId: string,
@@ -1107,7 +1118,10 @@ export async function takePendingPatchesOfStoredRuns(
   const { rows } = await client.query<{ id: string; run_id: string; payload: Record<string, unknown> }>(
     `DELETE FROM trace_run_pending_patches AS p
       WHERE p.tenant_id = $1 AND p.run_id = ANY($2::uuid[])
-        AND EXISTS (SELECT 1 FROM trace_run_ids AS t WHERE t.tenant_id = p.tenant_id AND t.id = p.run_id)
+        AND EXISTS (SELECT 1 FROM trace_run_ids AS t WHERE t.tenant_id = p.tenant_id AND t.id = p.run_id
+                      AND (p.session_id IS NULL
+                           OR EXISTS (SELECT 1 FROM trace_runs AS r
+                                       WHERE r.tenant_id = t.tenant_id AND r.id = t.id AND r.start_time = t.start_time AND r.session_id = p.session_id)))
       RETURNING p.id, p.run_id, p.payload`,
     [tenantId, runIds],
   );

@@ -18,6 +18,8 @@ export async function traceWorkspace(ctx: ServiceContext, permission: Permission
   const { viewer } = ctx;
   if (viewer.kind === 'system') throw AppError.badRequest('Name a workspace for trace operations.');
   if (viewer.kind === 'local') throw AppError.forbidden('Traces need an API key.');
+  // It writes its own project through ingestion (ingest-as-viewer.ts) and reads nothing.
+  if (viewer.kind === 'trace-writer') throw AppError.forbidden('This key only writes traces of its deployment.');
   if (viewer.workspaceId) {
     assertCan(viewer, permission, viewer.workspaceId);
     return viewer.workspaceId;
