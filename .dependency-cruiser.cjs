@@ -28,6 +28,14 @@ module.exports = {
       to: { path: '^src/graphql/|^src/rest/(?!agent-server/|middleware/)' },
     },
     {
+      name: 'deployed-agent-server-loads-no-platform-work',
+      comment:
+        "A deployed agent server (runtime-child.ts, in a deployment's sandbox) loads none of the platform's GraphQL, exports, or the worker role's platform jobs (platform-jobs.ts): what runs next to a customer's code is the agent server, not the platform.",
+      severity: 'error',
+      from: { path: '^src/runtime/runtime-child\\.ts$' },
+      to: { reachable: true, path: '^src/(graphql/|services/exports/|workers/(platform-jobs|usage-fold|export-run|traces-|revision|revisions-))' },
+    },
+    {
       name: 'ground-imports-nothing-above',
       comment: 'Ground modules (config, db, errors, events, queues, crypto, …) are imported by all and import no area.',
       severity: 'error',

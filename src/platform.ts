@@ -7,7 +7,7 @@ import { createDeps } from './process.js';
 import type { RunningRuntime } from './runtime/role.js';
 import type { Deps } from './services/context.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
-import { startBoss } from './workers/boss.js';
+import { startPlatformBoss } from './workers/platform-jobs.js';
 
 export type RunningPlatform = {
   deps: Deps;
@@ -25,7 +25,7 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
   const { deps } = wiring;
   try {
     const work = config.roles.includes('worker');
-    const boss = await startBoss(deps, { work, maintain: work || config.roles.includes('runtime') });
+    const boss = await startPlatformBoss(deps, { work, maintain: work || config.roles.includes('runtime') });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
     deps.boss = boss;
     // Registered after the queue's stop, so it runs before it: runtimes end while the database is up.

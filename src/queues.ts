@@ -1,7 +1,7 @@
 // Ground for everything that sends to or reads pg-boss's queues (services, workers, runtimes): its
 // schema, its connection options, the per-deployment run queue's options and the finished-job
-// retention every queue gets. The platform's fixed queues, their handlers and schedules are declared
-// in workers/boss.ts, the worker role's wiring.
+// retention every queue gets. The fixed queues, their handlers and schedules are declared in
+// workers/boss.ts (the agent server's) and workers/platform-jobs.ts (the platform's).
 import type { ConstructorOptions, PgBoss, Queue } from 'pg-boss';
 import { PreparingClient } from './database/prepared-statements.js';
 

@@ -18,7 +18,7 @@ import { bundleGraphUis } from './runtime/ui-bundles.js';
 import { registerLocalDeployment } from './services/deployments/deployments.service.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
-import { startBoss } from './workers/boss.js';
+import { startPlatformBoss } from './workers/platform-jobs.js';
 
 export type AgentServer = {
   url: string;
@@ -41,7 +41,7 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     // The worker role's schedules (event payload pruning, run recovery) run here too unless left out.
     const work = config.roles.includes('worker');
     const runsHere = config.roles.includes('runtime');
-    const boss = await startBoss(deps, { work, maintain: work || runsHere });
+    const boss = await startPlatformBoss(deps, { work, maintain: work || runsHere });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
     // The installation's first start creates its default tenant and key, as `start` does; the

@@ -9,7 +9,7 @@ import type { Deps, ServiceContext } from '../src/services/context.js';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
 import type { Boss } from '../src/queues.js';
-import { startBoss } from '../src/workers/boss.js';
+import { startPlatformBoss } from '../src/workers/platform-jobs.js';
 import { buildTenant } from './factories.js';
 
 /** This test file's own database (test/file-database.ts), copied from the migrated template. */
@@ -66,7 +66,7 @@ export async function startTestPlatform(options: { config?: Record<string, strin
   const wiring = await createDeps(config, logger, { databaseUrl: config.databaseUrl });
   const { deps } = wiring;
   // Agent-server requests enqueue runs on the job queue; `jobs` also works the worker role's jobs.
-  const boss = await startBoss(deps, { work: options.jobs ?? false });
+  const boss = await startPlatformBoss(deps, { work: options.jobs ?? false });
   wiring.onStop(() => boss.stop({ graceful: false, close: true }));
   deps.boss = boss;
   const app = buildApp(deps);

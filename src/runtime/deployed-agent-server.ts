@@ -48,7 +48,7 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
   const wiring = await createDeps(config, logger, { databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server', ingestThreads: false });
   const { deps } = wiring;
   try {
-    const boss = await startBoss(deps, { work: 'agent-server', applicationName: 'agent-server-jobs' });
+    const boss = await startBoss(deps, { work: true, applicationName: 'agent-server-jobs' });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
     await registerOwnDeployment({ ...deps, viewer: SYSTEM_VIEWER }, spec);

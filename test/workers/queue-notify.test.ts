@@ -3,7 +3,8 @@
 // worker. These pin that a job does not wait for that backstop, nor does a failed job's retry.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Boss } from '../../src/queues.js';
-import { QUEUES, startBoss, workNotified } from '../../src/workers/boss.js';
+import { QUEUES, workNotified } from '../../src/workers/boss.js';
+import { startPlatformBoss } from '../../src/workers/platform-jobs.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
 let platform: TestPlatform;
@@ -12,7 +13,7 @@ let worker: Boss;
 beforeAll(async () => {
   platform = await startTestPlatform();
   // A worker role's job queue (LISTEN/NOTIFY on) next to the platform's, which only sends.
-  worker = await startBoss(platform.deps, { work: true });
+  worker = await startPlatformBoss(platform.deps, { work: true });
 });
 afterAll(async () => {
   await worker?.stop({ graceful: false, close: true });

@@ -9,7 +9,7 @@ import { createExport } from '../../../src/services/exports/exports.service.js';
 import type { RunResult } from '../../../src/services/exports/exports.store.js';
 import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
 import type { Boss } from '../../../src/queues.js';
-import { startBoss } from '../../../src/workers/boss.js';
+import { startPlatformBoss } from '../../../src/workers/platform-jobs.js';
 import { buildTenant } from '../../factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../../helpers.js';
 import { spawnPlatform } from '../../processes.js';
@@ -75,7 +75,7 @@ it('finishes a run whose worker was killed after its first file, from its checkp
   expect(checkpoint.rows_written).toBeLessThan(runCount);
 
   // A second worker (this process) takes the run over when the dead worker's lease lapses.
-  boss = await startBoss(platform.deps, { work: true });
+  boss = await startPlatformBoss(platform.deps, { work: true });
   const finished = await waitForExport(platform.deps, created.id);
   expect(finished.status).toBe('Completed');
   const result = (finished.runs[0]!.metadata as { result: RunResult }).result;
