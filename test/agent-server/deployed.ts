@@ -34,9 +34,12 @@ export async function startDeployed(project: string): Promise<{ url: string; cli
   const revision = await waitForRevision(api, created.body.id, created.body.latest_revision_id);
   if (revision.status !== 'DEPLOYED') throw new Error(`the fixture deployment ended ${revision.status}`);
   const gateway = new URL(`${started.url}/deployments/${created.body.id}`);
+  // `serve` answers GraphQL at its root; here that is the platform's /graphql, whose types of the
+  // deployment's resources resolve through its agent server.
+  const upstreamPath = (url = '/') => (/^\/graphql(\/|\?|$)/.test(url) ? url : `${gateway.pathname}${url}`);
   const proxy = createServer((req, res) => {
     const forwarded = request(
-      { host: gateway.hostname, port: gateway.port, method: req.method, path: `${gateway.pathname}${req.url}`, headers: { ...req.headers, host: gateway.host, 'x-api-key': tenant.adminKey } },
+      { host: gateway.hostname, port: gateway.port, method: req.method, path: upstreamPath(req.url), headers: { ...req.headers, host: gateway.host, 'x-api-key': tenant.adminKey } },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -54,7 +57,7 @@ export async function startDeployed(project: string): Promise<{ url: string; cli
     upstream.once('connect', () => {
       const headers = { ...req.headers, host: gateway.host, 'x-api-key': tenant.adminKey };
       const lines = Object.entries(headers).flatMap(([name, value]) => (value === undefined ? [] : (Array.isArray(value) ? value : [value]).map((item) => `${name}: ${item}`)));
-      upstream.write(`GET ${gateway.pathname}${req.url} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
+      upstream.write(`GET ${upstreamPath(req.url)} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
       if (head.length) upstream.write(head);
       upstream.pipe(socket);
       socket.pipe(upstream);
