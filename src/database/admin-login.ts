@@ -179,6 +179,9 @@ export function openAdminLogin(adminUrl: string): AdminLogin {
             // itself (its later migrations alter them), and the template's role keeps no grant there.
             if (template) {
               await inDatabase(name, async (copy) => {
+                // Schemas first: a table changes owner only to a role that may create in its schema.
+                const { rows: schemas } = await copy.query<{ name: string }>('SELECT nspname AS name FROM pg_namespace WHERE nspowner = $1::regrole', [template.role]);
+                for (const schema of schemas) await copy.query(`ALTER SCHEMA ${quoteIdent(schema.name)} OWNER TO ${login}`);
                 await copy.query(`REASSIGN OWNED BY ${quoteIdent(template.role)} TO ${login}`);
                 await copy.query(`DROP OWNED BY ${quoteIdent(template.role)}`);
               });

@@ -139,7 +139,7 @@ describe('the embedded database', () => {
     // It arrives migrated (a copy of the template the admin login migrated once), everything in it
     // its own login's (its later migrations alter those tables), nothing the template's role's.
     expect(await migrateDatabase(runtimeUrl, logger)).toEqual([]);
-    expect(await objectsOwnedBy(runtimeUrl, runtimeLoginRole(deploymentId))).toEqual(expect.arrayContaining(['relation agent_threads', 'relation _prisma_migrations']));
+    expect(await objectsOwnedBy(runtimeUrl, runtimeLoginRole(deploymentId))).toEqual(expect.arrayContaining(['relation agent_threads', 'relation _prisma_migrations', 'schema pgboss', 'relation langgraph.checkpoints']));
     expect(await objectsOwnedBy(runtimeUrl, 'agent_platform_admin')).toEqual([]);
     expect(await query(runtimeUrl, `SELECT 1 FROM pg_roles WHERE rolname = 'agent_deployment_template' AND pg_has_role(current_user, oid, 'USAGE')`)).toEqual([]);
     // The template itself takes no connection, from the platform's login or any other.

@@ -12,10 +12,12 @@
 // the platform's local deployments on theirs.
 import { createHash } from 'node:crypto';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
-import type { PgBoss } from 'pg-boss';
+import pg from 'pg';
+import { PgBoss } from 'pg-boss';
 import type { AdminLogin, DatabaseTemplate } from '../../database/admin-login.js';
 import { migrateDatabase, readMigrations } from '../../database/migrate.js';
 import { type Database, withTransaction } from '../../db.js';
+import { bossConnection } from '../../queues.js';
 import type { Deps } from '../context.js';
 import { recordThreadTtl } from './deployments.store.js';
 import { runQueueFor } from '../runs/run-queue.js';
@@ -118,7 +120,28 @@ export async function deploymentDatabaseExists(deps: Pick<Deps, 'db'>, deploymen
 export type DeploymentDatabase = { url: string; made: boolean };
 
 const TEMPLATE_PREFIX = 'agent_deployment_template_';
+// Named into the template's name with the migrations: a change to what fillTemplate puts in makes a new one.
+const TEMPLATE_CONTENTS = 'migrations, pg-boss, checkpoint tables';
 const templates = new WeakMap<AdminLogin, Promise<DatabaseTemplate | undefined>>();
+
+/**
+ * What every deployment's database holds before its agent server first starts: the migrations,
+ * pg-boss's schema and LangGraph's checkpoint tables (each of which an agent server made on its first
+ * start otherwise, on the deploy's path).
+ */
+async function fillTemplate(url: string, logger: Deps['logger']): Promise<void> {
+  await migrateDatabase(url, logger);
+  const boss = new PgBoss({ ...bossConnection(url), supervise: false, schedule: false, migrate: true });
+  boss.on('error', () => undefined);
+  await boss.start();
+  await boss.stop({ graceful: false, close: true });
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    await new PostgresSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA }).setup();
+  } finally {
+    await pool.end();
+  }
+}
 
 /**
  * The migrated database a new deployment's database is copied from: made once per set of migrations
@@ -131,10 +154,10 @@ function deploymentTemplate(deps: Pick<Deps, 'adminLogin' | 'logger'>): Promise<
   let template = templates.get(deps.adminLogin);
   if (!template) {
     const migrations = readMigrations();
-    const digest = createHash('sha256').update(migrations.map((migration) => `${migration.name}:${migration.checksum}`).join('\n')).digest('hex');
+    const digest = createHash('sha256').update([TEMPLATE_CONTENTS, ...migrations.map((migration) => `${migration.name}:${migration.checksum}`)].join('\n')).digest('hex');
     const spec = { name: `${TEMPLATE_PREFIX}${digest.slice(0, 16)}`, role: 'agent_deployment_template', prefix: TEMPLATE_PREFIX };
     template = deps.adminLogin
-      .ensureTemplate(spec, async (url) => void (await migrateDatabase(url, deps.logger)))
+      .ensureTemplate(spec, (url) => fillTemplate(url, deps.logger))
       .then(() => spec)
       .catch((error: unknown) => {
         deps.logger.warn({ err: error }, "deployment databases are migrated from empty: the template they would be copied from could not be made");
@@ -160,7 +183,15 @@ export async function ensureDeploymentDatabase(deps: Pick<Deps, 'db' | 'adminLog
   let made: boolean;
   try {
     await deps.adminLogin.ensureLogin(role, password);
-    made = await deps.adminLogin.ensureDatabase(name, role, deps.config.deploymentDatabaseConnections, await deploymentTemplate(deps));
+    const template = await deploymentTemplate(deps);
+    const connections = deps.config.deploymentDatabaseConnections;
+    made = await deps.adminLogin.ensureDatabase(name, role, connections, template).catch(async (error: unknown) => {
+      if (!template) throw error;
+      // A copy that failed half way is a database just made: dropped, and made empty instead.
+      deps.logger.warn({ err: error, deploymentId }, "a deployment's database could not be copied from the template; its agent server migrates it from empty");
+      await deps.adminLogin.dropDatabase(name);
+      return deps.adminLogin.ensureDatabase(name, role, connections);
+    });
   } catch (error) {
     throw new Error(
       `could not make the deployment's own database and login (${(error as Error).message}); give the platform an admin login that may create roles and databases (AGENT_PLATFORM_ADMIN_DATABASE_URL)`,
