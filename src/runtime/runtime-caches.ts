@@ -26,8 +26,11 @@ export const deploymentCaches = (files: DeploymentFiles) => ({ tsx: join(files.c
 
 const seeds = new Map<string, Promise<CacheSeed | undefined>>();
 
-/** The seed under the data directory, warmed now when missing or old; undefined when warming failed (logged). */
-function cacheSeed(deps: Pick<Deps, 'config' | 'logger'>): Promise<CacheSeed | undefined> {
+/**
+ * The seed under the data directory, warmed now when missing or old; undefined when warming failed
+ * (logged). The worker role warms it when it starts, so the first deploy finds it.
+ */
+export function warmRuntimeCaches(deps: Pick<Deps, 'config' | 'logger'>): Promise<CacheSeed | undefined> {
   const root = join(deps.config.dataDir, 'runtime-cache');
   let seed = seeds.get(root);
   if (!seed) {
@@ -95,7 +98,7 @@ export async function seedDeploymentCaches(deps: Pick<Deps, 'config' | 'logger'>
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     if (files.uid !== undefined) chownSync(dir, files.uid, files.uid);
   }
-  const seed = await cacheSeed(deps);
+  const seed = await warmRuntimeCaches(deps);
   if (!seed) return;
   const marker = join(files.cache, 'seed');
   try {

@@ -18,7 +18,8 @@ import { activateRevision, findControlDeployment, findRevision, setRevisionBuild
 import { checkoutSource, installDependencies, locateGraphConfig, revisionDirectory, revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
 import { describeSandbox, sandboxFor } from '../services/deployments/sandbox.js';
 import { countOtherRevisionRuntimes, setDeploymentStatus } from '../services/deployments/deployments.store.js';
-import { deploymentDatabaseExists, ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
+import { deploymentDatabaseExists, deploymentTemplate, ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
+import { warmRuntimeCaches } from '../runtime/runtime-caches.js';
 
 type RevisionJob = { revisionId: string };
 
@@ -138,6 +139,10 @@ export async function workRevisionPipeline(deps: Deps, boss: PgBoss): Promise<De
   });
   void wakeOnQueuedBuilds(deps, boss, buildWorker, runtimes.signal);
   void runtimes.superviseActive();
+  // Made once, off any deploy's path (the first deploy waits for them otherwise): the template every
+  // deployment's database is copied from, and the compile caches its runtime starts with.
+  void deploymentTemplate(deps);
+  void warmRuntimeCaches(deps);
   return runtimes;
 }
 

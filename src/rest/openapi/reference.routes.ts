@@ -51,9 +51,11 @@ export const referenceOperations: Operation[] = [
 /** /openapi.json, /docs and its assets for `surface`, at wherever the router is mounted. */
 export function apiReferenceRouter(surface: Surface): Router {
   const router = Router();
-  // Built once: only `servers` differs between mounts (/, /deployments/<id>).
-  const document = openApiDocument(surface, '/');
+  // Built once, when first asked for (not on every agent server's start, ~60 ms): only `servers`
+  // differs between mounts (/, /deployments/<id>).
+  let document: ReturnType<typeof openApiDocument> | undefined;
   router.get('/openapi.json', (req, res) => {
+    document ??= openApiDocument(surface, '/');
     res.json({ ...document, servers: [{ url: mountPath(req) || '/' }] });
   });
   router.get('/docs', (req, res) => {

@@ -148,9 +148,9 @@ async function fillTemplate(url: string, logger: Deps['logger']): Promise<void> 
  * (named by them, so a new version's migrations make a new one), on the first deploy. Copying it is a
  * file copy where migrating an empty database replayed every migration on the first deploy's path.
  * Undefined, and each database migrated from empty by its agent server, where the server cannot make
- * one (said once in the log).
+ * one (said once in the log). The worker role makes it when it starts, so the first deploy finds it.
  */
-function deploymentTemplate(deps: Pick<Deps, 'adminLogin' | 'logger'>): Promise<DatabaseTemplate | undefined> {
+export function deploymentTemplate(deps: Pick<Deps, 'adminLogin' | 'logger'>): Promise<DatabaseTemplate | undefined> {
   let template = templates.get(deps.adminLogin);
   if (!template) {
     const migrations = readMigrations();
