@@ -15,6 +15,7 @@
 //                           reads on: it should get every event once, late
 //   BENCH_SERVER_HEAP_MB=…  caps the server's V8 heap (--max-old-space-size): memory the server holds
 //                           fails the run; garbage it has not collected yet is collected sooner
+//   BENCH_MEMORY_GC_SECONDS=10  how often the server samples its memory after a full GC (bench/memory-probe.mjs)
 //   BENCH_HEAP_SNAPSHOTS=<dir>  the server writes a heap snapshot there after the warm-up run, halfway
 //                           and once the subscribers caught up (before they close), to compare
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -29,6 +30,7 @@ const steps = Number(process.env.BENCH_STEPS ?? 20);
 const burst = Number(process.env.BENCH_BURST ?? 10);
 const pad = Number(process.env.BENCH_PAD_BYTES ?? 0);
 const pauseSeconds = Number(process.env.BENCH_PAUSE_SECONDS ?? 10);
+const gcSeconds = Number(process.env.BENCH_MEMORY_GC_SECONDS ?? 10);
 const CHANNELS = ['values', 'updates', 'custom', 'lifecycle', 'tasks', 'checkpoints'];
 
 type Event = { type: string; event_id: string; seq: number; method: string; params: { namespace: string[]; data: { event?: string } } };
@@ -37,7 +39,7 @@ const here = new URL('.', import.meta.url).pathname;
 const MiB = 1 << 20;
 const mib = (value: number) => `${value.toFixed(0)} MiB`;
 
-type MemorySample = { t: number; pid: number; rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
+type MemorySample = { t: number; pid: number; gc: boolean; rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
 
 /** The server's memory samples so far (one a second, written by bench/memory-probe.mjs inside it). */
 function memorySamples(file: string, pid: number): MemorySample[] {
@@ -129,7 +131,7 @@ async function main() {
     heap ? `--max-old-space-size=${heap}` : undefined,
     snapshots ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshots}` : undefined,
   ].filter(Boolean).join(' ');
-  const server = await startServe(join(here, 'graphs/thread-stream.langgraph.json'), port, { env: { NODE_OPTIONS: nodeOptions, BENCH_MEMORY_FILE: memoryFile } });
+  const server = await startServe(join(here, 'graphs/thread-stream.langgraph.json'), port, { env: { NODE_OPTIONS: nodeOptions, BENCH_MEMORY_FILE: memoryFile, BENCH_MEMORY_GC_SECONDS: String(gcSeconds) } });
   const url = `http://127.0.0.1:${port}`;
   const pid = server.child.pid!;
   const memory = () => memorySamples(memoryFile, pid);
@@ -147,7 +149,9 @@ async function main() {
     const warm = await command(url, threadId, 1, 'run.start', { assistant_id: 'chatty', input: { steps: 2, burst: 1 } });
     await fetch(`${url}/threads/${threadId}/runs/${warm.run_id}/join`);
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    const before = memory().at(-1);
+    // What the server holds before subscribers: the next sample after a full collection.
+    while (gcSeconds > 0 && !memory().some((sample) => sample.gc)) await new Promise((resolve) => setTimeout(resolve, 500));
+    const before = memory().findLast((sample) => sample.gc || gcSeconds <= 0);
     await snapshot();
 
     const started = Date.now();
@@ -218,12 +222,17 @@ async function main() {
     console.log(`lost: ${lost}  duplicated: ${duplicated}  out of order: ${outOfOrder}  not in the stored stream: ${foreign}`);
     const samples = memory().filter((sample) => sample.t >= streamingFrom && sample.t <= streamingTo);
     const windows = Array.from({ length: Math.ceil(samples.length / 10) }, (_, i) => samples.slice(i * 10, i * 10 + 10));
-    const maxOf = (key: keyof MemorySample) => windows.map((window) => (Math.max(...window.map((sample) => sample[key])) / MiB).toFixed(0)).join(', ');
-    console.log(`server memory before subscribers: ${describe(before)}`);
-    console.log(`  while streaming, start: ${describe(samples[0])}`);
-    console.log(`  mid: ${describe(samples[Math.floor(samples.length / 2)])}`);
-    console.log(`  end: ${describe(samples.at(-1))}`);
-    console.log(`  max per 10 s, RSS: ${maxOf('rss')} MiB`);
+    const maxOf = (key: keyof MemorySample) => windows.map((window) => (Math.max(...window.map((sample) => Number(sample[key]))) / MiB).toFixed(0)).join(', ');
+    // Held: samples taken just after a full collection (every 10 s), so garbage not collected yet is not counted.
+    const held = samples.filter((sample) => sample.gc || gcSeconds <= 0);
+    console.log(`server memory held (after a full GC) before subscribers: ${describe(before)}`);
+    console.log(`  while streaming, first: ${describe(held[0])}`);
+    console.log(`  mid: ${describe(held[Math.floor(held.length / 2)])}`);
+    console.log(`  last: ${describe(held.at(-1))}`);
+    console.log(`  every 10 s, RSS: ${held.map((sample) => (sample.rss / MiB).toFixed(0)).join(', ')} MiB`);
+    console.log(`  every 10 s, heap used: ${held.map((sample) => (sample.heapUsed / MiB).toFixed(0)).join(', ')} MiB`);
+    console.log(`  every 10 s, external: ${held.map((sample) => (sample.external / MiB).toFixed(0)).join(', ')} MiB`);
+    console.log(`server memory, max per 10 s (garbage included), RSS: ${maxOf('rss')} MiB`);
     console.log(`  max per 10 s, heap used: ${maxOf('heapUsed')} MiB`);
     console.log(`  max per 10 s, external: ${maxOf('external')} MiB`);
     // Reading again, it learns how the server treated it.
