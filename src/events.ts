@@ -138,24 +138,38 @@ export class EventBus {
     const stop = new AbortController();
     const abort = () => stop.abort();
     this.subscribers.set(name, (this.subscribers.get(name) ?? 0) + 1);
-    stop.signal.addEventListener('abort', () => this.subscribers.set(name, this.subscribers.get(name)! - 1), { once: true });
     this.local.once('close', abort);
     options.signal?.addEventListener('abort', abort, { once: true });
     const iterator = on(this.local, topic(name, options.key), { signal: stop.signal });
-    const cleanup = () => {
-      this.local.off('close', abort);
-      options.signal?.removeEventListener('abort', abort);
-    };
-    return (async function* () {
+    // Unsubscribing is the abort, not the generator's `finally`: a generator never iterated (a reader
+    // that found its run already over) never runs its body, and its listeners (the bus's 'close', the
+    // caller's signal) would keep the `on` iterator and its queue alive for as long as the bus lives.
+    stop.signal.addEventListener(
+      'abort',
+      () => {
+        this.subscribers.set(name, this.subscribers.get(name)! - 1);
+        this.local.off('close', abort);
+        options.signal?.removeEventListener('abort', abort);
+      },
+      { once: true },
+    );
+    if (options.signal?.aborted) stop.abort();
+    const generator = (async function* () {
       try {
         for await (const [payload] of iterator) yield payload as EventMap[N];
       } catch (error) {
         if ((error as Error).name !== 'AbortError') throw error;
       } finally {
-        cleanup();
         stop.abort();
       }
     })();
+    // `return()` on a generator that has not started skips its body (and `finally`): unsubscribe here.
+    const finish = generator.return.bind(generator);
+    generator.return = (value) => {
+      stop.abort();
+      return finish(value);
+    };
+    return generator;
   }
 
   private async deliver(text: string | undefined) {

@@ -332,6 +332,33 @@ describe('a raw protocol client', () => {
     expect(firstRunValues.map((event) => (event.params.data.trail as string[]).length)).toEqual([0, 1, 3, 4, 4, 4]);
   });
 
+  it('gives sockets that subscribe to one thread at different times the same events, each once', async () => {
+    const threadId = crypto.randomUUID();
+    const channels = ['values', 'updates', 'lifecycle', 'tasks', 'custom'];
+    const [early, late] = [await rawSocket(threadId), await rawSocket(threadId)];
+    try {
+      const first = (await early.command('run.start', { assistant_id: 'nested', input: { trail: [] } })) as { result: { run_id: string } };
+      await early.command('subscription.subscribe', { channels });
+      await early.until(() => early.events.some(rootEnd));
+      // Subscribing after the run ended replays it (the thread's latest run), then follows the next.
+      await late.command('subscription.subscribe', { channels });
+      await late.until(() => late.events.some(rootEnd));
+      await early.command('run.start', { assistant_id: 'nested', input: { trail: ['again'] } });
+      const ends = (socket: typeof early) => socket.events.filter(rootEnd).length;
+      await early.until(() => ends(early) === 2);
+      await late.until(() => ends(late) === 2);
+      const stored = await sseEvents(threadId, { channels, since: 0 }, (events) => events.filter(rootEnd).length === 2);
+      const ids = (events: ProtocolEvent[]) => events.map((event) => event.event_id);
+      expect(ids(early.events)).toEqual(ids(stored));
+      expect(ids(late.events)).toEqual(ids(stored));
+      expect(new Set(ids(stored)).size).toBe(stored.length);
+      expect(stored[0]!.event_id.startsWith(first.result.run_id)).toBe(true);
+    } finally {
+      early.close();
+      late.close();
+    }
+  });
+
   it('drops a socket with an oversized frame', async () => {
     const socket = await rawSocket(crypto.randomUUID());
     const closed = new Promise<number>((resolve) => socket.ws.once('close', (code) => resolve(code)));

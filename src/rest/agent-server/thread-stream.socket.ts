@@ -1,8 +1,10 @@
 // The thread streaming protocol over a WebSocket at GET /threads/{thread_id}/stream/events, as the
 // SDK's ThreadStream (WebSocket transport) speaks it: commands in, their answers and the events of
-// the socket's subscriptions out, on one connection. Each subscription follows the thread's stored
-// events on its own (a replay of the current run, then live), so subscriptions on one socket, or on
-// many, never share state; a socket whose reader stops is dropped, and with it its followers.
+// the socket's subscriptions out, on one connection. Subscriptions to a thread share one reader of
+// its stored events (thread-stream.feed.ts: a replay of the current run, then live) while their socket
+// keeps up; one whose socket falls behind, or whose caller custom auth decides about, follows the
+// store on its own, waiting for its writes, and a socket whose reader stops is dropped, and with it
+// its followers.
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
@@ -12,6 +14,7 @@ import { threadNotFound } from '../../services/threads/threads.service.js';
 import type { Deps } from '../../services/context.js';
 import { AuthRefusal, type AuthorizedContext, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
 import { type DeploymentAccess, servedByOwnAgentServer } from '../../services/deployments/deployments.service.js';
+import * as feeds from '../../services/runs/thread-stream.feed.js';
 import * as threadStream from '../../services/runs/thread-stream.service.js';
 import { authenticateCaller, type CallerRequest, withCustomAuth } from './custom-auth.js';
 import { type AgentServerTarget, resolveAgentContext, studioCredentialOf } from './router.js';
@@ -155,6 +158,41 @@ function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, li
     if (stalled) drop(4408, 'The client stopped reading');
   };
 
+  /**
+   * A subscription's events from the thread's shared feed, sent as the feed encoded them, until the
+   * subscription stops or the feed ends (`ended`; a failure is thrown), or until this socket holds
+   * more than its high-water mark unsent: then it leaves the feed, with `since` the last event it took.
+   */
+  const followFeed = (filter: threadStream.EventFilter, signal: AbortSignal) =>
+    new Promise<{ ended: true } | { ended: false; since?: number }>((resolve, reject) => {
+      let done = false;
+      let since: number | undefined;
+      let leave: (() => void) | undefined;
+      const finish = (settle: () => void) => {
+        if (done) return;
+        done = true;
+        leave?.();
+        signal.removeEventListener('abort', onAbort);
+        settle();
+      };
+      const onAbort = () => finish(() => resolve({ ended: true }));
+      leave = feeds.joinThreadFeed(ctx, threadId, {
+        deliver: ({ event, json }) => {
+          if (done) return;
+          if (closed.signal.aborted) return finish(() => resolve({ ended: true }));
+          if (ws.bufferedAmount > limits.highWaterBytes) return finish(() => resolve({ ended: false, since }));
+          since = event.seq;
+          if (threadStream.matchesFilter(filter, event)) ws.send(json, { binary: false });
+        },
+        closed: (error) => finish(() => (error === undefined ? resolve({ ended: true }) : reject(error))),
+      });
+      if (!leave) return finish(() => resolve({ ended: false, since }));
+      // It may have fallen behind while the feed's current run was replayed to it.
+      if (done) return leave();
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) onAbort();
+    });
+
   const subscribe = async (command: threadStream.ProtocolCommand) => {
     const parsed = threadStream.SubscribeParams.safeParse(command.params ?? {});
     if (!parsed.success) {
@@ -178,7 +216,10 @@ function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, li
     // The answer first: the client registers the subscription before its events arrive.
     await send({ type: 'success', id: command.id, result: { subscription_id: subscriptionId }, meta: { thread_id: threadId } });
     try {
-      for await (const event of threadStream.followThreadEvents(ctx, threadId, { signal: stop.signal })) {
+      const left = await followFeed(filter, stop.signal);
+      if (left.ended) return;
+      // Behind the feed (or its run too long to replay from memory): on from the store, from where it left.
+      for await (const event of threadStream.followThreadEvents(ctx, threadId, { since: left.since, signal: stop.signal })) {
         if (stop.signal.aborted || closed.signal.aborted) break;
         if (threadStream.matchesFilter(filter, event)) await send(event);
       }

@@ -125,12 +125,13 @@ const REPLAYED_RUNS = 10;
  * replays its current run) from the start of its oldest run in flight, or its latest run. The caller
  * checks the thread first; a thread created later (by run.start) is followed once it is. Under custom
  * auth the stream ends before a run of a thread the caller does not see (another user's, made after
- * the stream began, or one whose access the caller lost).
+ * the stream began, or one whose access the caller lost). `onRun` is told each run it starts to
+ * follow, before that run's events.
  */
 export async function* followThreadEvents(
   ctx: AuthorizedContext,
   threadId: string,
-  options: { since?: number; signal?: AbortSignal; replay?: 'run' | 'thread' } = {},
+  options: { since?: number; signal?: AbortSignal; replay?: 'run' | 'thread'; onRun?: (runId: string) => void } = {},
 ): AsyncGenerator<ProtocolEvent> {
   const id = threadId.toLowerCase();
   const stop = new AbortController();
@@ -153,6 +154,7 @@ export async function* followThreadEvents(
       for (const run of due) {
         if (stop.signal.aborted || !(await threadVisible(ctx, id))) return;
         followed.add(run.id);
+        options.onRun?.(run.id);
         for await (const event of followRun(ctx, run, stop.signal)) if (event.seq > after) yield event;
         next = run.position + 1;
       }
