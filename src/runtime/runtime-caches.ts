@@ -64,8 +64,18 @@ async function warmSeed(root: string): Promise<CacheSeed | undefined> {
   const id = `${Date.now()}-${process.pid}`;
   const building = join(root, `building-${id}`);
   mkdirSync(join(building, 'tmp'), { recursive: true });
+  // tsx names a cache entry by the tsconfig it applied too: a sandboxed child finds none (the
+  // platform's is not in its sandbox), so neither may the warm-up (an empty one is the same).
+  writeFileSync(join(building, 'tsconfig.json'), '{}');
   const child = spawn(process.execPath, [CHILD_ENTRY], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: join(building, 'tmp'), AGENT_PLATFORM_COMPILE_CACHE: join(building, 'v8'), AGENT_PLATFORM_WARM_UP: '1' },
+    cwd: building,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      TMPDIR: join(building, 'tmp'),
+      TSX_TSCONFIG_PATH: join(building, 'tsconfig.json'),
+      AGENT_PLATFORM_COMPILE_CACHE: join(building, 'v8'),
+      AGENT_PLATFORM_WARM_UP: '1',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let errors = '';
@@ -103,14 +113,21 @@ export async function seedDeploymentCaches(deps: Pick<Deps, 'config' | 'logger'>
   const marker = join(files.cache, 'seed');
   try {
     if (existsSync(marker) && readFileSync(marker, 'utf8') === seed.id) return;
-    for (const [from, to] of [
-      [seed.tsx, caches.tsx],
-      [seed.v8, caches.v8],
-    ] as const) {
-      rmSync(to, { recursive: true, force: true });
-      if (existsSync(from)) cpSync(from, to, { recursive: true });
-      else mkdirSync(to, { recursive: true });
-      if (files.uid !== undefined) chownTree(to, files.uid);
+    // Node names its cache's folder by the Node version and the OS user (`v22.23.3-x64-<hash>-<uid>`):
+    // the seed's, made as the platform's user, is renamed for the deployment's.
+    const uid = files.uid ?? process.getuid?.() ?? 0;
+    const v8Folders = existsSync(seed.v8) ? readdirSync(seed.v8) : [];
+    const copies = [
+      { from: seed.tsx, to: caches.tsx },
+      ...v8Folders.map((name) => ({ from: join(seed.v8, name), to: join(caches.v8, name.replace(/-\d+$/, `-${uid}`)) })),
+    ];
+    rmSync(caches.tsx, { recursive: true, force: true });
+    rmSync(caches.v8, { recursive: true, force: true });
+    mkdirSync(caches.v8, { recursive: true, mode: 0o700 });
+    for (const { from, to } of copies) cpSync(from, to, { recursive: true });
+    if (files.uid !== undefined) {
+      chownTree(caches.tsx, files.uid);
+      chownTree(caches.v8, files.uid);
     }
     writeFileSync(marker, seed.id);
   } catch (error) {
