@@ -293,6 +293,8 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
 
   /** A fresh trace key for a child about to start, when the platform's URL is known (else its runs go untraced, as the deploy log says). */
   const childTraces = async (deploymentId: string, log: ChildOutputLog): Promise<ChildTraces | undefined> => {
+    // AGENT_SERVER_TRACING=false turns the tracing of deployed revisions' runs off too.
+    if (!deps.config.agentServerTracing.enabled) return undefined;
     const url = platformUrl(deps);
     if (!url) {
       log.append('Runs are not traced: set PUBLIC_URL, where deployments reach the platform, on the worker that launches them.\n');
