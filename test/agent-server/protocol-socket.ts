@@ -6,7 +6,13 @@ import WebSocket from 'ws';
 type Json = Record<string, unknown>;
 type ProtocolEvent = { type: 'event'; event_id: string; seq: number; method: string; params: { namespace: string[]; data: Json } };
 export type ProtocolSocket = {
+  ws: WebSocket;
   events: ProtocolEvent[];
+  /** Every answer by command id (null: a frame that could not be read), in the order they came. */
+  answers: Map<number | null, Json[]>;
+  /** Sends a raw frame, as a client that gets the protocol wrong would. */
+  send(frame: string): void;
+  /** Sends a command; resolves with its first answer. */
   command(method: string, params?: Json): Promise<Json>;
   until(condition: () => boolean, ms?: number): Promise<void>;
   close(): void;
@@ -19,12 +25,12 @@ export async function openProtocolSocket(apiUrl: string, threadId: string, heade
   const ws = new WebSocket(socketUrl(apiUrl, threadId), { headers });
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject).once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`))));
   const events: ProtocolEvent[] = [];
-  const answers = new Map<number | null, Json>();
+  const answers = new Map<number | null, Json[]>();
   const waiters: (() => void)[] = [];
   ws.on('message', (data) => {
     const message = JSON.parse(String(data)) as Json;
     if (message.type === 'event') events.push(message as unknown as ProtocolEvent);
-    else answers.set(message.id as number | null, message);
+    else answers.set(message.id as number | null, [...(answers.get(message.id as number | null) ?? []), message]);
     for (const wake of waiters.splice(0)) wake();
   });
   const until = async (condition: () => boolean, ms = 15_000) => {
@@ -39,13 +45,16 @@ export async function openProtocolSocket(apiUrl: string, threadId: string, heade
   };
   let nextId = 1;
   return {
+    ws,
     events,
+    answers,
     until,
+    send: (frame) => ws.send(frame),
     async command(method, params = {}) {
       const id = nextId++;
       ws.send(JSON.stringify({ id, method, params }));
       await until(() => answers.has(id));
-      return answers.get(id)!;
+      return answers.get(id)![0]!;
     },
     close: () => ws.close(),
   };

@@ -6,6 +6,7 @@
 import { Client } from 'langgraph-sdk-thread-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { openProtocolSocket } from './protocol-socket.js';
 import { removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
@@ -93,44 +94,7 @@ async function sseEvents(threadId: string, request: Json, done: (events: Protoco
 }
 
 /** A raw protocol WebSocket: commands with answers, and every event it receives. */
-async function rawSocket(threadId: string) {
-  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/threads/${threadId}/stream/events`);
-  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  const events: ProtocolEvent[] = [];
-  const answers = new Map<number | null, Json[]>();
-  const waiters: (() => void)[] = [];
-  ws.on('message', (data) => {
-    const message = JSON.parse(String(data)) as Json;
-    if (message.type === 'event') events.push(message as unknown as ProtocolEvent);
-    else answers.set(message.id as number | null, [...(answers.get(message.id as number | null) ?? []), message]);
-    for (const wake of waiters.splice(0)) wake();
-  });
-  const until = async (condition: () => boolean, ms = 15_000) => {
-    const deadline = Date.now() + ms;
-    while (!condition()) {
-      if (Date.now() > deadline) throw new Error('timed out waiting on the socket');
-      await new Promise<void>((resolve) => {
-        waiters.push(resolve);
-        setTimeout(resolve, 200);
-      });
-    }
-  };
-  let nextId = 1;
-  return {
-    ws,
-    events,
-    answers,
-    until,
-    send: (frame: string) => ws.send(frame),
-    async command(method: string, params: Json = {}): Promise<Json> {
-      const id = nextId++;
-      ws.send(JSON.stringify({ id, method, params }));
-      await until(() => answers.has(id));
-      return answers.get(id)![0]!;
-    },
-    close: () => ws.close(),
-  };
-}
+const rawSocket = (threadId: string) => openProtocolSocket(server.url, threadId);
 
 describe('the SDK ThreadStream', () => {
   for (const { name, options } of transports) {
