@@ -310,9 +310,16 @@ async function measureGateway(): Promise<Figures> {
   git('add', '-A');
   git('commit', '--quiet', '-m', 'bench');
   const port = await freePort();
+  // Under BENCH_CPU_PROF_DIR the platform's process (the gateway's side) is profiled; the deployment's does not inherit it.
+  const profileDir = process.env.BENCH_CPU_PROF_DIR ? join(process.env.BENCH_CPU_PROF_DIR, 'gateway') : undefined;
   const platform = await startProcess(process.execPath, [join(root, 'bin/agent-platform.mjs'), 'start', '--port', String(port), '--data-dir', join(dataDir, 'data')], {
     cwd: root,
-    env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: 'false' },
+    env: {
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: '',
+      AGENT_SERVER_TRACING: 'false',
+      ...(profileDir ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`.trim() } : {}),
+    },
     ready: /API key: \S+/,
   });
   try {
@@ -338,9 +345,14 @@ async function measureGateway(): Promise<Figures> {
       if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.status)) throw new Error(`the bench deployment ended ${revision.status}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    return await measure('gateway', `${url}/deployments/${created.id}`, undefined, undefined, key);
+    return await measure('gateway', `${url}/deployments/${created.id}`, undefined, profileDir ? { pid: platform.child.pid!, postgresDir: join(dataDir, 'data', 'postgres'), profileDir } : undefined, key);
   } finally {
     await stopProcess(platform.child);
+    const window = profileDir && profileWindows.get(profileDir);
+    if (window) {
+      console.log(`\nCPU profile of the platform's process behind the gateway, throughput row only (${window.runs} runs; profiles in ${profileDir}):`);
+      printSummaries(summarizeProfiles(profileDir!, window), window.runs);
+    }
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(repo, { recursive: true, force: true });
   }

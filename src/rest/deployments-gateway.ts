@@ -10,7 +10,6 @@
 import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
 import { connect } from 'node:net';
 import { type Duplex, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { type Request, type RequestHandler, Router } from 'express';
 import { AppError } from '../errors.js';
 import type { Deps } from '../services/context.js';
@@ -90,10 +89,16 @@ export function deploymentsGateway(deps: Deps): Router {
     Object.assign(headers, route.headers);
     const body = boundedBody(req, deps.config.bodyLimitBytes);
 
-    const aborted = new AbortController();
-    res.once('close', () => aborted.abort());
+    // A caller that goes away ends the upstream request (a plain flag and destroy: an AbortSignal made
+    // a DOMException for every request that simply finished, ~3% of the gateway's CPU).
+    let callerGone = false;
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      const outgoing = httpRequest(new URL(path, route.url), { method: req.method, headers, signal: aborted.signal });
+      const outgoing = httpRequest(new URL(path, route.url), { method: req.method, headers });
+      res.once('close', () => {
+        if (res.writableFinished) return;
+        callerGone = true;
+        outgoing.destroy();
+      });
       outgoing.once('response', resolve);
       outgoing.once('error', reject);
       if (!body) return void outgoing.end();
@@ -107,7 +112,7 @@ export function deploymentsGateway(deps: Deps): Router {
       body.pipe(outgoing);
     }).catch((error: unknown) => {
       if (error instanceof AppError) throw error;
-      if (aborted.signal.aborted) return undefined;
+      if (callerGone) return undefined;
       // Read the deployment's servers again on the next request: this one may be gone.
       void agentServerAddresses(deps, deploymentId, { fresh: true }).catch(() => undefined);
       deps.logger.warn({ err: error, deploymentId }, "a deployment's agent server did not answer");
@@ -117,8 +122,16 @@ export function deploymentsGateway(deps: Deps): Router {
     for (const [name, value] of Object.entries(response.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) res.setHeader(name, value);
     res.setHeader('content-security-policy', DEPLOYMENT_CONTENT_POLICY);
     res.status(response.statusCode ?? 502);
-    res.flushHeaders();
-    await pipeline(response, res).catch(() => res.destroy());
+    // A stream's headers go at once (the client learns it is connected); a plain response's go with its body, in one write.
+    if (String(response.headers['content-type']).startsWith('text/event-stream')) res.flushHeaders();
+    // pipe(), not stream/promises' pipeline(): that one aborts an AbortController of its own at every
+    // end, a DOMException per request (~2.5% of the gateway's CPU). A caller that goes away destroys
+    // the upstream request (above); an upstream that fails ends the caller's response.
+    await new Promise<void>((resolve) => {
+      response.once('error', () => res.destroy());
+      res.once('close', resolve);
+      response.pipe(res);
+    });
   };
   router.use(forward);
   router.use(errorHandler('plain', deps.logger));
