@@ -16,7 +16,7 @@ import { consoleRouter } from './rest/console.routes.js';
 import { graphqlContentType } from './rest/middleware/graphql-content-type.js';
 import { jsonBody } from './rest/middleware/json-body.js';
 import { restRouter } from './rest/router.js';
-import { forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
+import { deploymentsGateway, forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from './services/context.js';
 import { threadStreamUpgrade, type UpgradeHandler } from './rest/agent-server/thread-stream.socket.js';
 import type { Viewer } from './services/tenancy/viewer.js';
@@ -58,6 +58,10 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   app.disable('x-powered-by');
   app.set('trust proxy', true);
   const logsSuccesses = deps.logger.isLevelEnabled('debug');
+  // The gateway first: a request it forwards is the deployment's agent server's to log and route
+  // (its X-Request-Id comes back from there); passing the platform's request logger, console and
+  // routers first was ~10% of the gateway's CPU per run. What it does not forward goes on below.
+  if (!options.routers) app.use('/deployments/:deploymentId', deploymentsGateway(deps));
   app.use(
     pinoHttp({
       logger: deps.logger,

@@ -7,6 +7,7 @@
 // key, signed as coming through the gateway, and authenticates them itself (routeGatewayRequest).
 // Local deployments (an operator's graph config) are answered by the router after this one, in this
 // process.
+import { randomUUID } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
 import { connect } from 'node:net';
 import { type Duplex, Transform } from 'node:stream';
@@ -86,6 +87,11 @@ export function deploymentsGateway(deps: Deps): Router {
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value;
     headers[RUNTIME_DEPLOYMENT_URL_HEADER] = `${deps.config.publicUrl ?? `${req.protocol}://${req.get('host')}`}${req.baseUrl}`;
+    // The request's id, as the platform's other routes give one (the caller's when it sent a sound one).
+    const incomingId = req.headers['x-request-id'];
+    const requestId = typeof incomingId === 'string' && /^[\w.-]{1,128}$/.test(incomingId) ? incomingId : randomUUID();
+    headers['x-request-id'] = requestId;
+    res.setHeader('X-Request-Id', requestId);
     Object.assign(headers, route.headers);
     const body = boundedBody(req, deps.config.bodyLimitBytes);
 

@@ -5,7 +5,6 @@ import { bulkExportsRouter } from './bulk-exports.routes.js';
 import { authIntegrationsListenersRouter } from './control-plane/auth-integrations-listeners.routes.js';
 import { deploymentsRouter } from './deployments.routes.js';
 import { agentServerRouter } from './agent-server/router.js';
-import { deploymentsGateway } from './deployments-gateway.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { healthCheck } from './health.js';
 import { platformSurface } from './openapi/platform.operations.js';
@@ -22,8 +21,9 @@ export function restRouter(deps: Deps): Router {
   // The platform's own reference (/openapi.json, /docs), public like the page a browser opens.
   router.use(apiReferenceRouter(platformSurface));
 
-  // Each deployment's agent server (plain-text errors), for keys of the deployment's organization.
-  router.use('/deployments/:deploymentId', deploymentsGateway(deps), agentServerRouter(deps, { fromPath: 'deploymentId' }));
+  // A local deployment's agent server (plain-text errors), for keys of the deployment's organization;
+  // the others' are forwarded by the gateway, mounted ahead of everything in app.ts.
+  router.use('/deployments/:deploymentId', agentServerRouter(deps, { fromPath: 'deploymentId' }));
 
   // Control plane OAuth providers, integrations and listeners (FastAPI dialect) at the root and, for
   // self-hosted clients, under /api-host.
