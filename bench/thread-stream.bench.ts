@@ -22,6 +22,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
+import { protocolSseEvents } from '../test/agent-server/protocol-socket.js';
 import { freePort, startServe } from './processes.js';
 
 const subscribers = Number(process.env.BENCH_SUBSCRIBERS ?? 200);
@@ -87,35 +88,12 @@ async function subscriber(url: string, threadId: string) {
 
 /** The thread's whole stream as the store holds it, through SSE from since 0, up to `lastRunId`'s end. */
 async function truth(url: string, threadId: string, lastRunId: string): Promise<string[]> {
-  const abort = new AbortController();
-  const response = await fetch(`${url}/threads/${threadId}/stream/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ channels: CHANNELS, since: 0 }),
-    signal: abort.signal,
-  });
   const ids: string[] = [];
-  const decoder = new TextDecoder();
-  let buffer = '';
-  let ended = false;
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  while (!ended) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) !== -1) {
-      const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '));
-      buffer = buffer.slice(end + 2);
-      if (!data) continue;
-      const event = JSON.parse(data.slice(6)) as Event;
-      ids.push(event.event_id);
-      const terminal = event.method === 'lifecycle' && !event.params.namespace.length && event.params.data.event !== 'running';
-      if (terminal && event.event_id.startsWith(lastRunId)) ended = true;
-    }
+  for await (const { event } of protocolSseEvents<Event>(url, threadId, { channels: CHANNELS, since: 0 })) {
+    ids.push(event.event_id);
+    const terminal = event.method === 'lifecycle' && !event.params.namespace.length && event.params.data.event !== 'running';
+    if (terminal && event.event_id.startsWith(lastRunId)) break;
   }
-  await reader.cancel().catch(() => undefined);
-  abort.abort();
   return ids;
 }
 

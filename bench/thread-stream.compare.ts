@@ -11,6 +11,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
+import { protocolSseEvents } from '../test/agent-server/protocol-socket.js';
 import { freePort, startProcess, startServe, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -64,35 +65,15 @@ const isRootEnd = (event: Event, count = 1) => event.method === 'lifecycle' && !
 
 /** A thread's events over SSE until `ends` root terminal lifecycles have arrived (or 20 s pass). */
 async function sseEvents(server: Server, threadId: string, ends: number): Promise<Event[]> {
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), 20_000);
   const events: Event[] = [];
+  let seen = 0;
   try {
-    const response = await fetch(`${server.url}/threads/${threadId}/stream/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ channels: CHANNELS }), signal: abort.signal });
-    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-    const decoder = new TextDecoder();
-    let buffer = '';
-    let seen = 0;
-    while (seen < ends) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      let end;
-      while ((end = buffer.indexOf('\n\n')) !== -1) {
-        const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '));
-        buffer = buffer.slice(end + 2);
-        if (!data) continue;
-        const event = JSON.parse(data.slice(6)) as Event;
-        events.push(event);
-        if (isRootEnd(event)) seen++;
-      }
+    for await (const { event } of protocolSseEvents<Event>(server.url, threadId, { channels: CHANNELS }, { signal: AbortSignal.timeout(20_000) })) {
+      events.push(event);
+      if (isRootEnd(event) && ++seen >= ends) break;
     }
-    await reader.cancel().catch(() => undefined);
   } catch {
     // timed out: what arrived is compared
-  } finally {
-    clearTimeout(timer);
-    abort.abort();
   }
   return events;
 }

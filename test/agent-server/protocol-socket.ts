@@ -77,3 +77,41 @@ export async function refusedUpgrade(apiUrl: string, threadId: string, headers: 
     ws.once('error', (error) => reject(error));
   });
 }
+
+/**
+ * The protocol's SSE stream of a thread (POST …/stream/events with `request`): each event as it
+ * comes, with the `id:` line of its frame. Ends with the stream, or when the caller stops iterating
+ * (the request is aborted then); throws when the stream is refused.
+ */
+export async function* protocolSseEvents<E = ProtocolEvent>(
+  apiUrl: string,
+  threadId: string,
+  request: Json,
+  options: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+): AsyncGenerator<{ id: string | undefined; event: E }> {
+  const abort = new AbortController();
+  const signal = options.signal ? AbortSignal.any([abort.signal, options.signal]) : abort.signal;
+  try {
+    const response = await fetch(`${apiUrl}/threads/${threadId}/stream/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...options.headers },
+      body: JSON.stringify(request),
+      signal,
+    });
+    if (response.status !== 200) throw new Error(`the event stream answered ${response.status}: ${await response.text()}`);
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end;
+      while ((end = buffer.indexOf('\n\n')) !== -1) {
+        const lines = buffer.slice(0, end).split('\n');
+        buffer = buffer.slice(end + 2);
+        const data = lines.find((line) => line.startsWith('data: '));
+        if (data) yield { id: lines.find((line) => line.startsWith('id: '))?.slice(4), event: JSON.parse(data.slice(6)) as E };
+      }
+    }
+  } finally {
+    abort.abort();
+  }
+}

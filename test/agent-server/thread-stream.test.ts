@@ -6,7 +6,7 @@
 import { Client } from 'langgraph-sdk-thread-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { openProtocolSocket } from './protocol-socket.js';
+import { openProtocolSocket, protocolSseEvents } from './protocol-socket.js';
 import { removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
@@ -58,37 +58,13 @@ async function command(threadId: string, body: unknown): Promise<{ status: numbe
   return { status: response.status, body: (await response.json()) as Json };
 }
 
-/** Reads an SSE event stream of the protocol until `done`. */
+/** Reads an SSE event stream of the protocol until `done`; each frame's id is its event's. */
 async function sseEvents(threadId: string, request: Json, done: (events: ProtocolEvent[]) => boolean): Promise<ProtocolEvent[]> {
-  const abort = new AbortController();
-  const response = await fetch(`${server.url}/threads/${threadId}/stream/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: JSON.stringify(request),
-    signal: abort.signal,
-  });
-  expect(response.status).toBe(200);
   const events: ProtocolEvent[] = [];
-  const decoder = new TextDecoder();
-  let buffer = '';
-  try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end;
-      while ((end = buffer.indexOf('\n\n')) !== -1) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = frame.split('\n').find((line) => line.startsWith('data: '));
-        const id = frame.split('\n').find((line) => line.startsWith('id: '));
-        if (!data) continue;
-        const event = JSON.parse(data.slice(6)) as ProtocolEvent;
-        expect(id?.slice(4)).toBe(event.event_id);
-        events.push(event);
-      }
-      if (done(events)) break;
-    }
-  } finally {
-    abort.abort();
+  for await (const { id, event } of protocolSseEvents<ProtocolEvent>(server.url, threadId, request)) {
+    expect(id).toBe(event.event_id);
+    events.push(event);
+    if (done(events)) break;
   }
   return events;
 }
