@@ -26,3 +26,27 @@ export function useGql<T>(session: Session, query: string | null, variables: Rec
   }, [key, generation]);
   return { ...state, reload };
 }
+
+export type Submission = { busy: boolean; error: ApiError | null; submit: (event: Event) => Promise<void> };
+
+/**
+ * A form's submission: `busy` while `action` runs, `error` what it threw last (as an ApiError; the
+ * action may throw one worded for its form), cleared at the next submit.
+ */
+export function useSubmit(action: () => Promise<void>): Submission {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (caught) {
+      setError(caught instanceof ApiError ? caught : new ApiError(String(caught), undefined));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, submit };
+}

@@ -2,6 +2,7 @@
 import { type JSX, render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, gql } from './api.js';
+import { useSubmit } from './hooks.js';
 import { ErrorNote, Loading } from './components.js';
 import { ProjectsPage } from './pages/projects.js';
 import { RunsPage } from './pages/runs.js';
@@ -55,22 +56,13 @@ function preloadPage(hash: string): void {
 
 function SignIn({ onSignedIn }: { onSignedIn: (session: Session, viewer: Viewer) => void }) {
   const [key, setKey] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const session: Session = { apiKey: key.trim(), workspaceId: null };
-      const { viewer } = await gql<{ viewer: Viewer }>(session, VIEWER);
-      onSignedIn({ ...session, workspaceId: viewer.workspace?.id ?? viewer.workspaces[0]?.id ?? null }, viewer);
-    } catch (caught) {
-      setError(caught instanceof ApiError && caught.code === 'UNAUTHENTICATED' ? new ApiError('That API key was not accepted.', caught.code) : (caught as ApiError));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useSubmit(async () => {
+    const session: Session = { apiKey: key.trim(), workspaceId: null };
+    const { viewer } = await gql<{ viewer: Viewer }>(session, VIEWER).catch((caught: unknown) => {
+      throw caught instanceof ApiError && caught.code === 'UNAUTHENTICATED' ? new ApiError('That API key was not accepted.', caught.code) : caught;
+    });
+    onSignedIn({ ...session, workspaceId: viewer.workspace?.id ?? viewer.workspaces[0]?.id ?? null }, viewer);
+  });
   return (
     <main class="sign-in">
       <h1>Agent Platform</h1>

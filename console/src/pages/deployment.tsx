@@ -4,7 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, gql } from '../api.js';
 import { ErrorNote, Loading, PageHeader, StatusBadge, TableHead } from '../components.js';
 import { formatTime } from '../format.js';
-import { useGql } from '../hooks.js';
+import { useGql, useSubmit } from '../hooks.js';
 import { useSubscription } from '../live.js';
 import { href } from '../router.js';
 import type { Session } from '../session.js';
@@ -138,21 +138,10 @@ function WatchRevision({ session, revisionId, onStatus }: { session: Session; re
 
 function DeployRefForm({ session, deployment, onDone }: { session: Session; deployment: Deployment; onDone: (revisionId: string) => void }) {
   const [ref, setRef] = useState(deployment.sourceRevisionConfig.repo_ref ?? '');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const { updateDeployment } = await gql<{ updateDeployment: { latestRevisionId: string } }>(session, UPDATE, { id: deployment.id, input: { repoRef: ref.trim() } });
-      onDone(updateDeployment.latestRevisionId);
-    } catch (caught) {
-      setError(caught as ApiError);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useSubmit(async () => {
+    const { updateDeployment } = await gql<{ updateDeployment: { latestRevisionId: string } }>(session, UPDATE, { id: deployment.id, input: { repoRef: ref.trim() } });
+    onDone(updateDeployment.latestRevisionId);
+  });
   return (
     <form class="inline-form" onSubmit={submit}>
       <label for="deploy-ref">Deploy ref</label>

@@ -1,10 +1,10 @@
 // The workspace's deployments with their latest revision's status (live), and a form that creates one
 // from a git URL and ref.
 import { useState } from 'preact/hooks';
-import { ApiError, gql } from '../api.js';
+import { gql } from '../api.js';
 import { ErrorNote, Loading, PageHeader, StatusBadge, TableHead } from '../components.js';
 import { formatTime } from '../format.js';
-import { useGql } from '../hooks.js';
+import { useGql, useSubmit } from '../hooks.js';
 import { useSubscription } from '../live.js';
 import { href, navigate } from '../router.js';
 import type { Session } from '../session.js';
@@ -30,28 +30,19 @@ function CreateDeploymentForm({ session, onCancel }: { session: Session; onCance
   const [repoRef, setRepoRef] = useState('main');
   const [configPath, setConfigPath] = useState('langgraph.json');
   const [secrets, setSecrets] = useState<SecretRow[]>([]);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
   const setSecret = (index: number, change: Partial<SecretRow>) => setSecrets(secrets.map((row, at) => (at === index ? { ...row, ...change } : row)));
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const input = {
-        name: name.trim(),
-        repoUrl: repoUrl.trim(),
-        repoRef: repoRef.trim(),
-        graphConfigPath: configPath.trim(),
-        secrets: secrets.filter((row) => row.name.trim()).map((row) => ({ name: row.name.trim(), value: row.value })),
-      };
-      const { createDeployment } = await gql<{ createDeployment: { id: string } }>(session, CREATE, { input });
-      navigate(href(['deployments', createDeployment.id]));
-    } catch (caught) {
-      setError(caught instanceof ApiError ? caught : new ApiError(String(caught), undefined));
-      setBusy(false);
-    }
-  };
+  // On success the page moves to the new deployment.
+  const { busy, error, submit } = useSubmit(async () => {
+    const input = {
+      name: name.trim(),
+      repoUrl: repoUrl.trim(),
+      repoRef: repoRef.trim(),
+      graphConfigPath: configPath.trim(),
+      secrets: secrets.filter((row) => row.name.trim()).map((row) => ({ name: row.name.trim(), value: row.value })),
+    };
+    const { createDeployment } = await gql<{ createDeployment: { id: string } }>(session, CREATE, { input });
+    navigate(href(['deployments', createDeployment.id]));
+  });
   return (
     <form class="panel form-grid" onSubmit={submit} aria-labelledby="new-deployment">
       <h2 id="new-deployment">New deployment</h2>

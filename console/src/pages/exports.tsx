@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, gql } from '../api.js';
 import { ErrorNote, Loading, PageHeader, StatusBadge, TableHead } from '../components.js';
 import { formatNumber, formatTime } from '../format.js';
-import { useGql } from '../hooks.js';
+import { useGql, useSubmit } from '../hooks.js';
 import { useSubscription } from '../live.js';
 import { href, navigate } from '../router.js';
 import type { Session } from '../session.js';
@@ -68,23 +68,12 @@ function CreateExportForm({ session, destinations, projects, onCreated }: { sess
   const [from, setFrom] = useState(day(7));
   const [to, setTo] = useState(day(-1));
   const [filter, setFilter] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const input = { destinationId, sessionId, startTime: `${from}T00:00:00Z`, endTime: `${to}T00:00:00Z`, filter: filter.trim() || null };
-      const { createBulkExport } = await gql<{ createBulkExport: { data?: { id: string }; code?: string; message?: string } }>(session, CREATE, { input });
-      if (!createBulkExport.data) throw new ApiError(createBulkExport.message ?? 'The export was refused.', createBulkExport.code);
-      onCreated(createBulkExport.data.id);
-    } catch (caught) {
-      setError(caught instanceof ApiError ? caught : new ApiError(String(caught), undefined));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useSubmit(async () => {
+    const input = { destinationId, sessionId, startTime: `${from}T00:00:00Z`, endTime: `${to}T00:00:00Z`, filter: filter.trim() || null };
+    const { createBulkExport } = await gql<{ createBulkExport: { data?: { id: string }; code?: string; message?: string } }>(session, CREATE, { input });
+    if (!createBulkExport.data) throw new ApiError(createBulkExport.message ?? 'The export was refused.', createBulkExport.code);
+    onCreated(createBulkExport.data.id);
+  });
   return (
     <form class="panel controls" onSubmit={submit} aria-label="New export">
       <label>
