@@ -1,5 +1,4 @@
 // buildApp(): Express + graphql-yoga + graphql-ws on one http.Server, with graceful stop.
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +14,7 @@ import { errorHandler, graphqlBodyErrorHandler } from './rest/middleware/errors.
 import { consoleRouter } from './rest/console.routes.js';
 import { graphqlContentType } from './rest/middleware/graphql-content-type.js';
 import { jsonBody } from './rest/middleware/json-body.js';
+import { requestIdOf } from './rest/middleware/request-id.js';
 import { restRouter } from './rest/router.js';
 import { deploymentsGateway, forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from './services/context.js';
@@ -66,8 +66,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
     pinoHttp({
       logger: deps.logger,
       genReqId: (req, res) => {
-        const incoming = req.headers['x-request-id'];
-        const id = typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+        const id = requestIdOf(req);
         res.setHeader('X-Request-Id', id);
         return id;
       },

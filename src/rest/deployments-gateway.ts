@@ -7,7 +7,6 @@
 // key, signed as coming through the gateway, and authenticates them itself (routeGatewayRequest).
 // Local deployments (an operator's graph config) are answered by the router after this one, in this
 // process.
-import { randomUUID } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
 import { connect } from 'node:net';
 import { type Duplex, Transform } from 'node:stream';
@@ -24,6 +23,7 @@ import {
 } from '../services/deployments/runtime-protocol.js';
 import { requestAccess } from './agent-server/access.js';
 import { errorHandler, httpStatus } from './middleware/errors.js';
+import { requestIdOf } from './middleware/request-id.js';
 
 // Hop-by-hop headers (RFC 9110 §7.6.1), the caller's platform key, and what the gateway sets itself.
 const NOT_FORWARDED = new Set([
@@ -87,9 +87,8 @@ export function deploymentsGateway(deps: Deps): Router {
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value;
     headers[RUNTIME_DEPLOYMENT_URL_HEADER] = `${deps.config.publicUrl ?? `${req.protocol}://${req.get('host')}`}${req.baseUrl}`;
-    // The request's id, as the platform's other routes give one (the caller's when it sent a sound one).
-    const incomingId = req.headers['x-request-id'];
-    const requestId = typeof incomingId === 'string' && /^[\w.-]{1,128}$/.test(incomingId) ? incomingId : randomUUID();
+    // The request's id, as the platform's other routes give one; the agent server gets it too.
+    const requestId = requestIdOf(req);
     headers['x-request-id'] = requestId;
     res.setHeader('X-Request-Id', requestId);
     Object.assign(headers, route.headers);

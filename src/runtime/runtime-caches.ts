@@ -37,8 +37,8 @@ export function warmRuntimeCaches(deps: Pick<Deps, 'config' | 'logger'>): Promis
     seed = findSeed(root)
       .then((found) => found ?? warmSeed(root))
       .catch((error: unknown) => {
+        // Not tried again by this process: every launch would wait for a warm-up that fails.
         deps.logger.warn({ err: error }, 'deployment runtimes start with cold compile caches: warming them failed');
-        seeds.delete(root);
         return undefined;
       });
     seeds.set(root, seed);

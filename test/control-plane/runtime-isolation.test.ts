@@ -356,6 +356,10 @@ describe("a deployed project's http.app", () => {
 
     // The agent server's own routes are still its own.
     expect((await call('/ok')).status).toBe(200);
+
+    // Each answer names its request, as the platform's other routes do: the caller's id when it sent a sound one.
+    expect((await call('/ok', { headers: { 'x-request-id': 'support-42' } })).headers.get('x-request-id')).toBe('support-42');
+    expect((await call('/ok', { headers: { 'x-request-id': 'not an id' } })).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('serves the `ui` bundled in the runtime, its links at the deployment url', async () => {
