@@ -9,7 +9,21 @@ import { join } from 'node:path';
 
 export const CPU_PARTS = ['api thread (HTTP, api + worker roles)', 'runtime thread', 'ingest threads', 'V8 / libuv helper threads', 'PostgreSQL (all backends)'] as const;
 export type CpuPart = (typeof CPU_PARTS)[number];
-export type ProcessSample = { cpuSeconds: Record<CpuPart, number>; readBytes: number; writtenBytes: number };
+// Processes the serve process started other than its PostgreSQL: a deployed revision's agent server
+// (the sandbox's bubblewrap and the runtime child under it), split by thread like the serve process.
+export const CHILD_PARTS = ['deployed agent server: main thread', 'deployed agent server: runtime thread', 'deployed agent server: other threads'] as const;
+export type ChildPart = (typeof CHILD_PARTS)[number];
+// Time a thread was runnable but waited for a core (/proc schedstat): where a process is starved
+// (its cgroup's CPU share, the machine's other load) rather than busy.
+export const WAIT_PARTS = ['api thread', 'runtime thread', 'deployed agent server: main thread'] as const;
+export type WaitPart = (typeof WAIT_PARTS)[number];
+export type ProcessSample = {
+  cpuSeconds: Record<CpuPart, number>;
+  childCpuSeconds: Record<ChildPart, number>;
+  waitSeconds: Record<WaitPart, number>;
+  readBytes: number;
+  writtenBytes: number;
+};
 
 const ticksPerSecond = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
@@ -21,6 +35,15 @@ function cpuSecondsOf(statPath: string): number {
     return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
   } catch {
     return 0; // the thread or process ended meanwhile
+  }
+}
+
+/** Seconds the thread waited on a run queue (the second field of schedstat, in ns). */
+function waitSecondsOf(schedstatPath: string): number {
+  try {
+    return Number(readFileSync(schedstatPath, 'utf8').split(' ')[1]) / 1e9;
+  } catch {
+    return 0;
   }
 }
 
@@ -39,6 +62,7 @@ function parentOf(pid: string): number | undefined {
  */
 export function sampleProcesses(pid: number, postgresDir: string): ProcessSample {
   const cpuSeconds = Object.fromEntries(CPU_PARTS.map((part) => [part, 0])) as Record<CpuPart, number>;
+  const waitSeconds = Object.fromEntries(WAIT_PARTS.map((part) => [part, 0])) as Record<WaitPart, number>;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let name = '';
     try {
@@ -49,23 +73,59 @@ export function sampleProcesses(pid: number, postgresDir: string): ProcessSample
     const part: CpuPart =
       Number(tid) === pid ? CPU_PARTS[0] : name.startsWith('ap-runtime') ? CPU_PARTS[1] : name.startsWith('ap-ingest') ? CPU_PARTS[2] : CPU_PARTS[3];
     cpuSeconds[part] += cpuSecondsOf(`/proc/${pid}/task/${tid}/stat`);
+    if (part === CPU_PARTS[0] || part === CPU_PARTS[1]) waitSeconds[part === CPU_PARTS[0] ? WAIT_PARTS[0] : WAIT_PARTS[1]] += waitSecondsOf(`/proc/${pid}/task/${tid}/schedstat`);
   }
   const postmaster = Number(readFileSync(join(postgresDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   cpuSeconds[CPU_PARTS[4]] += cpuSecondsOf(`/proc/${postmaster}/stat`);
+  const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
-    if (/^\d+$/.test(entry) && parentOf(entry) === postmaster) cpuSeconds[CPU_PARTS[4]] += cpuSecondsOf(`/proc/${entry}/stat`);
+    if (!/^\d+$/.test(entry)) continue;
+    const parent = parentOf(entry);
+    if (parent === postmaster) cpuSeconds[CPU_PARTS[4]] += cpuSecondsOf(`/proc/${entry}/stat`);
+    else if (parent !== undefined) children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+  }
+  const childCpuSeconds = Object.fromEntries(CHILD_PARTS.map((part) => [part, 0])) as Record<ChildPart, number>;
+  const descendants = [...(children.get(pid) ?? [])].filter((child) => child !== postmaster);
+  for (let child = descendants.pop(); child !== undefined; child = descendants.pop()) {
+    descendants.push(...(children.get(child) ?? []));
+    for (const tid of safeReaddir(`/proc/${child}/task`)) {
+      let name = '';
+      try {
+        name = readFileSync(`/proc/${child}/task/${tid}/comm`, 'utf8').trim();
+      } catch {
+        continue;
+      }
+      const part: ChildPart = Number(tid) === child ? CHILD_PARTS[0] : name.startsWith('ap-runtime') ? CHILD_PARTS[1] : CHILD_PARTS[2];
+      childCpuSeconds[part] += cpuSecondsOf(`/proc/${child}/task/${tid}/stat`);
+      // The agent server's main thread: the node process's (bubblewrap's own processes sleep).
+      if (part === CHILD_PARTS[0] && name.startsWith('node')) waitSeconds[WAIT_PARTS[2]] += waitSecondsOf(`/proc/${child}/task/${tid}/schedstat`);
+    }
   }
   // rchar/wchar: every read and write system call of the process (sockets: HTTP and the PostgreSQL
   // wire; pipes; files), whether or not it reached a disk.
   const io = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((line) => line.split(': ') as [string, string]));
-  return { cpuSeconds, readBytes: Number(io.rchar), writtenBytes: Number(io.wchar) };
+  return { cpuSeconds, childCpuSeconds, waitSeconds, readBytes: Number(io.rchar), writtenBytes: Number(io.wchar) };
+}
+
+function safeReaddir(path: string): string[] {
+  try {
+    return readdirSync(path);
+  } catch {
+    return []; // the process ended meanwhile
+  }
 }
 
 /** Per run between two readings: CPU µs by part, and bytes the serve process read and wrote. */
 export function perRun(before: ProcessSample, after: ProcessSample, runs: number) {
   const cpuMicroseconds = Object.fromEntries(CPU_PARTS.map((part) => [part, ((after.cpuSeconds[part] - before.cpuSeconds[part]) * 1e6) / runs])) as Record<CpuPart, number>;
+  const childCpuMicroseconds = Object.fromEntries(
+    CHILD_PARTS.map((part) => [part, ((after.childCpuSeconds[part] - before.childCpuSeconds[part]) * 1e6) / runs]),
+  ) as Record<ChildPart, number>;
+  const waitMicroseconds = Object.fromEntries(WAIT_PARTS.map((part) => [part, ((after.waitSeconds[part] - before.waitSeconds[part]) * 1e6) / runs])) as Record<WaitPart, number>;
   return {
     cpuMicroseconds,
+    childCpuMicroseconds,
+    waitMicroseconds,
     serveReadBytes: (after.readBytes - before.readBytes) / runs,
     serveWrittenBytes: (after.writtenBytes - before.writtenBytes) / runs,
   };

@@ -23,7 +23,10 @@
 // persistence; the client's time outside that span: HTTP parse and response), and the bytes stored.
 // During the throughput row it reads /proc for CPU µs per run of each part (the serve process's api
 // thread, runtime thread and helper threads; PostgreSQL's backends) and the bytes the serve process read
-// and wrote per run (HTTP and PostgreSQL wire).
+// and wrote per run (HTTP and PostgreSQL wire). In the gateway's column the "serve process" is the
+// platform's (the gateway, api and worker roles), and the deployment's agent server, its child
+// process, is read by thread too. The main threads' time runnable but waiting for a core (schedstat)
+// tells a starved process (the machine's other load, a deployment's cgroup CPU share) from a busy one.
 //
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
@@ -35,7 +38,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { printSummaries, summarizeProfiles } from './cpu-profile-summary.js';
 import { graph } from './graphs/two-node.js';
-import { CPU_PARTS, type PerRun, perRun, sampleProcesses } from './process-cpu.js';
+import { CHILD_PARTS, CPU_PARTS, type PerRun, perRun, sampleProcesses, WAIT_PARTS } from './process-cpu.js';
 import { freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -345,7 +348,8 @@ async function measureGateway(): Promise<Figures> {
       if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.status)) throw new Error(`the bench deployment ended ${revision.status}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    return await measure('gateway', `${url}/deployments/${created.id}`, undefined, profileDir ? { pid: platform.child.pid!, postgresDir: join(dataDir, 'data', 'postgres'), profileDir } : undefined, key);
+    // The platform's process (the gateway), the deployment's agent server (its child) and PostgreSQL (both databases) are read from /proc.
+    return await measure('gateway', `${url}/deployments/${created.id}`, undefined, { pid: platform.child.pid!, postgresDir: join(dataDir, 'data', 'postgres'), profileDir }, key);
   } finally {
     await stopProcess(platform.child);
     const window = profileDir && profileWindows.get(profileDir);
@@ -429,7 +433,14 @@ async function main() {
   for (const kind of kinds('thread')) console.log(row(`  ${kind}`, '', (f) => f.breakdown?.statements.thread.byKind[kind] ?? (f.breakdown ? 0 : undefined), 2));
   console.log(row('background statements per second while idle (pollers, timers)', '/s', (f) => f.breakdown ? (f.breakdown.statements.stateless.idlePerSecond + f.breakdown.statements.thread.idlePerSecond) / 2 : undefined, 2));
   for (const part of CPU_PARTS) console.log(row(`CPU per run under load: ${part}`, 'µs', (f) => f.perRun?.cpuMicroseconds[part], 0));
-  console.log(row('CPU per run under load: all', 'µs', (f) => (f.perRun ? Object.values(f.perRun.cpuMicroseconds).reduce((sum, value) => sum + value, 0) : undefined), 0));
+  // A deployed revision's agent server: the gateway column's child process (none in serve's).
+  const deployedColumn = columns.some((column) => Object.values(column.figures?.perRun?.childCpuMicroseconds ?? {}).some((value) => value > 0));
+  if (deployedColumn) for (const part of CHILD_PARTS) console.log(row(`CPU per run under load: ${part}`, 'µs', (f) => f.perRun?.childCpuMicroseconds[part], 0));
+  const sum = (values: Record<string, number>) => Object.values(values).reduce((total, value) => total + value, 0);
+  console.log(row('CPU per run under load: all', 'µs', (f) => (f.perRun ? sum(f.perRun.cpuMicroseconds) + sum(f.perRun.childCpuMicroseconds) : undefined), 0));
+  for (const part of WAIT_PARTS) {
+    if (part !== WAIT_PARTS[2] || deployedColumn) console.log(row(`waiting for a core per run under load: ${part}`, 'µs', (f) => f.perRun?.waitMicroseconds[part], 0));
+  }
   console.log(row('bytes read per run by the serve process (HTTP, PostgreSQL wire)', 'B', (f) => f.perRun?.serveReadBytes, 0));
   console.log(row('bytes written per run by the serve process (HTTP, PostgreSQL wire)', 'B', (f) => f.perRun?.serveWrittenBytes, 0));
   console.log(row('bytes stored per stateless run (events, output)', 'B', (f) => f.breakdown?.bytes.stateless, 0));
