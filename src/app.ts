@@ -16,7 +16,7 @@ import { graphqlContentType } from './rest/middleware/graphql-content-type.js';
 import { jsonBody } from './rest/middleware/json-body.js';
 import { requestIdOf } from './rest/middleware/request-id.js';
 import { restRouter } from './rest/router.js';
-import { deploymentsGateway, forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
+import { deploymentsGateway, deploymentsGatewayFirst, forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from './services/context.js';
 import { threadStreamUpgrade, type UpgradeHandler } from './rest/agent-server/thread-stream.socket.js';
 import type { Viewer } from './services/tenancy/viewer.js';
@@ -90,7 +90,8 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   });
   app.use(errorHandler('fastapi', deps.logger));
 
-  const server = createServer(app);
+  // A deployment's url in its common shape is forwarded before Express (deploymentsGatewayFirst).
+  const server = createServer(options.routers ? app : deploymentsGatewayFirst(deps, app));
   // Node answers a request line or headers over its 16 KiB limit (e.g. a usage query naming
   // thousands of workspaces) with a bare 431; say why, in the platform API's error shape.
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {

@@ -6,7 +6,8 @@
 // forged. Each attempt is shown to be made, and each fails or reaches only the deployment itself. The
 // project's `http.app` and `ui` are served by that agent server, through the deployment's url.
 import { randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
+import { createServer } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -390,6 +391,33 @@ describe("a deployed project's http.app", () => {
     // A body over the limit is refused, not streamed on without end.
     const huge = await call('/custom/text', { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(platform.deps.config.bodyLimitBytes + 1) });
     expect(huge.status).toBe(413);
+    // A chunked body (no declared length) is counted as it streams: cut at the limit, whole below it.
+    const chunked = (bytes: number) =>
+      call('/custom/text', {
+        method: 'PUT',
+        headers: { 'content-type': 'text/plain' },
+        body: new Blob(['x'.repeat(bytes)]).stream(),
+        duplex: 'half',
+      } as RequestInit);
+    expect((await chunked(platform.deps.config.bodyLimitBytes + 1)).status).toBe(413);
+    const fits = await chunked(70_000);
+    expect([fits.status, await fits.text()]).toEqual([202, 'got 70000 bytes']);
+  });
+
+  it("forwards a path that reads as another host's (//host/…) to the deployment's own agent server, nowhere else", async () => {
+    let reached = 0;
+    const elsewhere = createServer((_req, res) => {
+      reached++;
+      res.end('elsewhere');
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    try {
+      const answer = await call(`//127.0.0.1:${(elsewhere.address() as AddressInfo).port}/probe`);
+      expect([answer.status, await answer.text()]).toEqual([404, 'Not found: GET //127.0.0.1:' + (elsewhere.address() as AddressInfo).port + '/probe']);
+      expect(reached).toBe(0);
+    } finally {
+      elsewhere.close();
+    }
   });
 });
 

@@ -31,7 +31,7 @@ function jsonRpcReads(protocol: 'mcp' | 'a2a', body: unknown): boolean {
 }
 
 /** Whether `req` (its path relative to the deployment's url, its body parsed) reads or writes. */
-export function requestAccess(req: Request): DeploymentAccess {
+export function requestAccess(req: Pick<Request, 'method' | 'path' | 'body'>): DeploymentAccess {
   if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return 'read';
   if (req.method !== 'POST') return 'write';
   if (READING_POSTS.some((pattern) => pattern.test(req.path))) return 'read';
