@@ -21,6 +21,8 @@ export type ProcessSample = {
   cpuSeconds: Record<CpuPart, number>;
   childCpuSeconds: Record<ChildPart, number>;
   waitSeconds: Record<WaitPart, number>;
+  /** Of PostgreSQL's CPU, what the backends of deployments' databases (agent_deployment_<id>) used. */
+  deploymentDatabaseSeconds: number;
   readBytes: number;
   writtenBytes: number;
 };
@@ -77,11 +79,16 @@ export function sampleProcesses(pid: number, postgresDir: string): ProcessSample
   }
   const postmaster = Number(readFileSync(join(postgresDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   cpuSeconds[CPU_PARTS[4]] += cpuSecondsOf(`/proc/${postmaster}/stat`);
+  let deploymentDatabaseSeconds = 0;
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const parent = parentOf(entry);
-    if (parent === postmaster) cpuSeconds[CPU_PARTS[4]] += cpuSecondsOf(`/proc/${entry}/stat`);
+    if (parent === postmaster) {
+      const seconds = cpuSecondsOf(`/proc/${entry}/stat`);
+      cpuSeconds[CPU_PARTS[4]] += seconds;
+      if (backendDatabase(entry)?.startsWith('agent_deployment_')) deploymentDatabaseSeconds += seconds;
+    }
     else if (parent !== undefined) children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
   }
   const childCpuSeconds = Object.fromEntries(CHILD_PARTS.map((part) => [part, 0])) as Record<ChildPart, number>;
@@ -104,7 +111,17 @@ export function sampleProcesses(pid: number, postgresDir: string): ProcessSample
   // rchar/wchar: every read and write system call of the process (sockets: HTTP and the PostgreSQL
   // wire; pipes; files), whether or not it reached a disk.
   const io = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((line) => line.split(': ') as [string, string]));
-  return { cpuSeconds, childCpuSeconds, waitSeconds, readBytes: Number(io.rchar), writtenBytes: Number(io.wchar) };
+  return { cpuSeconds, childCpuSeconds, waitSeconds, deploymentDatabaseSeconds, readBytes: Number(io.rchar), writtenBytes: Number(io.wchar) };
+}
+
+/** A PostgreSQL backend's database, from its title (`postgres: <user> <database> <client> <state>`). */
+function backendDatabase(pid: string): string | undefined {
+  try {
+    const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return title.startsWith('postgres: ') ? title.split(' ')[2] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function safeReaddir(path: string): string[] {
@@ -126,6 +143,7 @@ export function perRun(before: ProcessSample, after: ProcessSample, runs: number
     cpuMicroseconds,
     childCpuMicroseconds,
     waitMicroseconds,
+    deploymentDatabaseMicroseconds: ((after.deploymentDatabaseSeconds - before.deploymentDatabaseSeconds) * 1e6) / runs,
     serveReadBytes: (after.readBytes - before.readBytes) / runs,
     serveWrittenBytes: (after.writtenBytes - before.writtenBytes) / runs,
   };

@@ -435,6 +435,7 @@ async function main() {
   for (const part of CPU_PARTS) console.log(row(`CPU per run under load: ${part}`, 'µs', (f) => f.perRun?.cpuMicroseconds[part], 0));
   // A deployed revision's agent server: the gateway column's child process (none in serve's).
   const deployedColumn = columns.some((column) => Object.values(column.figures?.perRun?.childCpuMicroseconds ?? {}).some((value) => value > 0));
+  if (deployedColumn) console.log(row(`  of which the deployment's database`, 'µs', (f) => f.perRun?.deploymentDatabaseMicroseconds, 0));
   if (deployedColumn) for (const part of CHILD_PARTS) console.log(row(`CPU per run under load: ${part}`, 'µs', (f) => f.perRun?.childCpuMicroseconds[part], 0));
   const sum = (values: Record<string, number>) => Object.values(values).reduce((total, value) => total + value, 0);
   console.log(row('CPU per run under load: all', 'µs', (f) => (f.perRun ? sum(f.perRun.cpuMicroseconds) + sum(f.perRun.childCpuMicroseconds) : undefined), 0));
