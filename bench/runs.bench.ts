@@ -9,6 +9,10 @@
 //   BENCH_SKIP_TRACING=1          skip the second platform column (tracing on)
 //   BENCH_SKIP_GATEWAY=1          skip the deployed column (the same graph deployed through the control
 //                                 plane, called at /deployments/<id> through the gateway, tracing off)
+//   BENCH_PAIRS (8), BENCH_PAIR_SECONDS (2)   the paired comparison of the gateway with serve: both
+//                                 running, runs.wait samples interleaved and throughput windows alternating,
+//                                 so the machine's other load hits both alike (the columns are measured a
+//                                 minute apart, and their ratio moves with that load)
 //   BENCH_BEFORE_ROOT=<checkout>  also measure another checkout's platform (e.g. main), side by side
 //   BENCH_STATEMENT_RUNS (50)     runs counted per kind for the statements-per-run rows
 //   BENCH_SHOW_STATEMENTS=1       print each counted statement with its calls per run
@@ -47,6 +51,8 @@ const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = 32;
 const STATEMENT_RUNS = Number(process.env.BENCH_STATEMENT_RUNS ?? 50);
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 8);
+const PAIR_SECONDS = Number(process.env.BENCH_PAIR_SECONDS ?? 2);
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
 const jsonFlag = process.argv.indexOf('--json');
 const JSON_FILE = jsonFlag >= 0 ? process.argv[jsonFlag + 1] : undefined;
@@ -199,11 +205,26 @@ async function measure(name: string, url: string, db?: pg.Client, watched?: Watc
     }
   }
 
-  let completed = 0;
-  let failed = 0;
-  const deadline = performance.now() + SECONDS * 1000;
   const before = watched && sampleProcesses(watched.pid, watched.postgresDir);
   const fromMicros = Number(process.hrtime.bigint() / 1000n);
+  const { completed, failed, elapsed } = await throughput(client, SECONDS);
+  const toMicros = Number(process.hrtime.bigint() / 1000n);
+  const usage = watched && perRun(before!, sampleProcesses(watched.pid, watched.postgresDir), completed);
+  if (watched?.profileDir) profileWindows.set(watched.profileDir, { fromMicros, toMicros, runs: completed });
+  if (failed) console.error(`${name}: ${failed} runs failed under load`);
+  const figures = { waitP50: percentile(waits, 50), waitP99: percentile(waits, 99), firstEventP50: percentile(firstEvents, 50), runsPerSecond: completed / elapsed, perRun: usage };
+  const meanWait = waits.reduce((sum, value) => sum + value, 0) / waits.length;
+  const breakdown = db ? await measureBreakdown(url, db, meanWait, { from, to }) : undefined;
+  console.error(`${name}: ${JSON.stringify({ ...figures, breakdown })}`);
+  return { ...figures, breakdown };
+}
+
+/** CONCURRENCY clients calling runs.wait back to back for `seconds` (the runs in flight then are waited for and counted). */
+async function throughput(client: Client, seconds: number): Promise<{ completed: number; failed: number; elapsed: number }> {
+  const input = { steps: [] };
+  let completed = 0;
+  let failed = 0;
+  const deadline = performance.now() + seconds * 1000;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -217,16 +238,50 @@ async function measure(name: string, url: string, db?: pg.Client, watched?: Watc
       }
     }),
   );
-  const elapsed = (performance.now() - started) / 1000;
-  const toMicros = Number(process.hrtime.bigint() / 1000n);
-  const usage = watched && perRun(before!, sampleProcesses(watched.pid, watched.postgresDir), completed);
-  if (watched?.profileDir) profileWindows.set(watched.profileDir, { fromMicros, toMicros, runs: completed });
-  if (failed) console.error(`${name}: ${failed} runs failed under load`);
-  const figures = { waitP50: percentile(waits, 50), waitP99: percentile(waits, 99), firstEventP50: percentile(firstEvents, 50), runsPerSecond: completed / elapsed, perRun: usage };
-  const meanWait = waits.reduce((sum, value) => sum + value, 0) / waits.length;
-  const breakdown = db ? await measureBreakdown(url, db, meanWait, { from, to }) : undefined;
-  console.error(`${name}: ${JSON.stringify({ ...figures, breakdown })}`);
-  return { ...figures, breakdown };
+  return { completed, failed, elapsed: (performance.now() - started) / 1000 };
+}
+
+type Paired = { serveP50: number; gatewayP50: number; serveRunsPerSecond: number; gatewayRunsPerSecond: number; ratios: number[] };
+
+/**
+ * serve and the gateway measured in turn while both run, so the machine's drift (its other load)
+ * hits both alike: SAMPLES runs.wait of each, interleaved one by one, and PAIRS throughput windows
+ * of PAIR_SECONDS each, alternating which goes first. The ratio is per pair of windows.
+ */
+async function measurePaired(serveUrl: string, gatewayUrl: string, apiKey: string): Promise<Paired> {
+  const serve = new Client({ apiUrl: serveUrl, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
+  const gateway = new Client({ apiUrl: gatewayUrl, apiKey, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
+  const input = { steps: [] };
+  const waits = { serve: [] as number[], gateway: [] as number[] };
+  const timed = async (which: 'serve' | 'gateway') => {
+    const started = performance.now();
+    await (which === 'serve' ? serve : gateway).runs.wait(null, 'two_node', { input });
+    waits[which].push(performance.now() - started);
+  };
+  for (let i = 0; i < SAMPLES; i++) {
+    for (const which of i % 2 ? (['gateway', 'serve'] as const) : (['serve', 'gateway'] as const)) await timed(which);
+  }
+  const rates = { serve: [] as number[], gateway: [] as number[] };
+  const ratios: number[] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    const rate: Record<'serve' | 'gateway', number> = { serve: 0, gateway: 0 };
+    for (const which of i % 2 ? (['gateway', 'serve'] as const) : (['serve', 'gateway'] as const)) {
+      const { completed, failed, elapsed } = await throughput(which === 'serve' ? serve : gateway, PAIR_SECONDS);
+      if (failed) console.error(`paired ${which}: ${failed} runs failed under load`);
+      rate[which] = completed / elapsed;
+      rates[which].push(rate[which]);
+    }
+    ratios.push(rate.gateway / rate.serve);
+  }
+  const paired = {
+    serveP50: percentile(waits.serve, 50),
+    gatewayP50: percentile(waits.gateway, 50),
+    serveRunsPerSecond: percentile(rates.serve, 50),
+    gatewayRunsPerSecond: percentile(rates.gateway, 50),
+    ratios,
+  };
+  console.error(`paired: ${JSON.stringify({ ...paired, rates })}`);
+  return paired;
 }
 
 /** Profile folders of the columns measured under --cpu-prof, with their throughput window. */
@@ -246,7 +301,7 @@ async function inProcessRate(): Promise<{ msPerRun: number; runsPerSecond: numbe
  * queue). It is started once to create the database, which is then told to preload
  * pg_stat_statements, and started again for the measurement.
  */
-async function measurePlatform(name: string, checkout: string, tracing: boolean): Promise<Figures & { breakdown?: Breakdown }> {
+async function measurePlatform(name: string, checkout: string, tracing: boolean, then?: (url: string) => Promise<void>): Promise<Figures & { breakdown?: Breakdown }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-runs-'));
   chmodSync(dataDir, 0o711);
   const dataPath = join(dataDir, 'data');
@@ -279,7 +334,10 @@ async function measurePlatform(name: string, checkout: string, tracing: boolean)
     const db = await connectEmbedded(dataPath);
     try {
       await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-      return await measure(name, `http://127.0.0.1:${platform.port}`, db, { pid: platform.child.pid!, postgresDir: join(dataPath, 'postgres'), profileDir });
+      const figures = await measure(name, `http://127.0.0.1:${platform.port}`, db, { pid: platform.child.pid!, postgresDir: join(dataPath, 'postgres'), profileDir });
+      // Still running (idle: its pollers only) while `then` measures something else, and against it.
+      await then?.(`http://127.0.0.1:${platform.port}`);
+      return figures;
     } finally {
       await db.end().catch(() => undefined);
       await stopProcess(platform.child);
@@ -301,7 +359,7 @@ async function measurePlatform(name: string, checkout: string, tracing: boolean)
  * at /deployments/<id> with the first start's API key. Every request passes the gateway (key, role,
  * signed identity) to the deployment's own agent server in its sandbox, on its own database.
  */
-async function measureGateway(): Promise<Figures> {
+async function measureGateway(then?: (url: string, apiKey: string) => Promise<void>): Promise<Figures> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
   chmodSync(dataDir, 0o711);
   const repo = mkdtempSync(join(tmpdir(), 'bench-gateway-repo-'));
@@ -349,7 +407,9 @@ async function measureGateway(): Promise<Figures> {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // The platform's process (the gateway), the deployment's agent server (its child) and PostgreSQL (both databases) are read from /proc.
-    return await measure('gateway', `${url}/deployments/${created.id}`, undefined, { pid: platform.child.pid!, postgresDir: join(dataDir, 'data', 'postgres'), profileDir }, key);
+    const figures = await measure('gateway', `${url}/deployments/${created.id}`, undefined, { pid: platform.child.pid!, postgresDir: join(dataDir, 'data', 'postgres'), profileDir }, key);
+    await then?.(`${url}/deployments/${created.id}`, key);
+    return figures;
   } finally {
     await stopProcess(platform.child);
     const window = profileDir && profileWindows.get(profileDir);
@@ -367,19 +427,27 @@ type Column = { key: string; title: string; figures?: Figures & { breakdown?: Br
 async function main() {
   const columns: Column[] = [];
   const cleanups: (() => Promise<void>)[] = [];
+  let paired: Paired | undefined;
   const loadBefore = loadavg();
   try {
     const checkouts: [label: string, key: string, root: string][] = BEFORE_ROOT ? [['before', 'before.', BEFORE_ROOT], ['after', '', root]] : [['', '', root]];
     // Paired: each tracing setting is measured before and after in turn, so drift hits both alike.
+    // The gateway's column is measured while this checkout's serve (tracing off) still runs, idle, and
+    // then the two in turn (measurePaired).
+    let gateway: Column | undefined;
     for (const tracing of process.env.BENCH_SKIP_TRACING ? [false] : [false, true]) {
       for (const [label, key, checkout] of checkouts) {
         const title = `platform${label ? ` ${label}` : ''}, tracing ${tracing ? 'on' : 'off'}`;
-        columns.push({ key: `${key}${tracing ? 'tracing_on' : 'tracing_off'}`, title, figures: await measurePlatform(title, checkout, tracing) });
+        const withGateway = !process.env.BENCH_SKIP_GATEWAY && !tracing && checkout === root;
+        const then = withGateway
+          ? async (serveUrl: string) => {
+              const figures = await measureGateway(async (gatewayUrl, apiKey) => void (paired = await measurePaired(serveUrl, gatewayUrl, apiKey)));
+              gateway = { key: 'gateway', title: 'deployed, through the gateway, tracing off', figures };
+            }
+          : undefined;
+        columns.push({ key: `${key}${tracing ? 'tracing_on' : 'tracing_off'}`, title, figures: await measurePlatform(title, checkout, tracing, then) });
+        if (gateway && !columns.includes(gateway)) columns.push(gateway);
       }
-    }
-
-    if (!process.env.BENCH_SKIP_GATEWAY) {
-      columns.push({ key: 'gateway', title: 'deployed, through the gateway, tracing off', figures: await measureGateway() });
     }
 
     if (!process.env.BENCH_SKIP_REFERENCE) {
@@ -453,6 +521,13 @@ async function main() {
       `| through the gateway vs serve (tracing off) | runs.wait p50 ${(gateway.waitP50 - serveOff.waitP50 >= 0 ? '+' : '')}${(gateway.waitP50 - serveOff.waitP50).toFixed(2)} ms, runs/s ×${(gateway.runsPerSecond / serveOff.runsPerSecond).toFixed(2)} |${columns.slice(1).map(() => ' |').join('')}`,
     );
   }
+  if (paired) {
+    const ratios = [...paired.ratios].sort((a, b) => a - b);
+    const delta = paired.gatewayP50 - paired.serveP50;
+    console.log(
+      `| through the gateway vs serve, paired (both running: ${SAMPLES} interleaved runs.wait each, ${PAIRS} alternating ${PAIR_SECONDS}s windows each) | runs.wait p50 ${paired.serveP50.toFixed(1)} vs ${paired.gatewayP50.toFixed(1)} ms (${delta >= 0 ? '+' : ''}${delta.toFixed(2)} ms), runs/s ${paired.serveRunsPerSecond.toFixed(1)} vs ${paired.gatewayRunsPerSecond.toFixed(1)} (median window), ×${percentile(ratios, 50).toFixed(2)} (median of pairs; ${ratios[0]!.toFixed(2)}–${ratios.at(-1)!.toFixed(2)}) |${columns.slice(1).map(() => ' |').join('')}`,
+    );
+  }
   console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s |${columns.slice(1).map(() => ' |').join('')}`);
   console.log('');
 
@@ -489,6 +564,10 @@ async function main() {
     }
     const tracingOn = out['runs.tracing_on.runs_per_second'];
     if (tracingOn && out['runs.tracing_off.runs_per_second']) tracingOn.reference = out['runs.tracing_off.runs_per_second'].value;
+    if (paired) {
+      out['runs.paired.wait_p50_delta'] = { value: paired.gatewayP50 - paired.serveP50, unit: 'ms' };
+      out['runs.paired.runs_per_second_ratio'] = { value: percentile(paired.ratios, 50), unit: 'ratio' };
+    }
     out['runs.load_average_1m'] = { value: (loadBefore[0]! + loadAfter[0]!) / 2, unit: 'load' };
     writeFileSync(JSON_FILE, `${JSON.stringify(out, null, 2)}\n`);
     console.log(`figures written to ${JSON_FILE}`);
