@@ -61,6 +61,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   // The gateway first: a request it forwards is the deployment's agent server's to log and route
   // (its X-Request-Id comes back from there); passing the platform's request logger, console and
   // routers first was ~10% of the gateway's CPU per run. What it does not forward goes on below.
+  // (A deployment's url in its common shape does not even reach Express: deploymentsGatewayFirst.)
   if (!options.routers) app.use('/deployments/:deploymentId', deploymentsGateway(deps));
   app.use(
     pinoHttp({
