@@ -42,7 +42,11 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
   // Its graphs run on this process's thread: a runtime worker thread (as `serve` has) cost ~3 s of
   // start (create -> DEPLOYED p50 8.4 s against 5.6 s) and gave no throughput through the gateway
   // (runs/s x0.80 of serve's against x0.84; bench:deploy, bench:runs). The process is the deployment's own.
-  const config: Config = { ...configured, runtimeThread: false, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
+  // Run data rides on its event bus as on `serve` (config.runDataOnEventBus: a waited run's output on
+  // its final signal, a stream's events on their notifications), which saves a read of the run row per
+  // runs/wait and of the events per stream batch: the bus is its own database's, where the only login
+  // is the deployment's own, which reads every row of it anyway.
+  const config: Config = { ...configured, runtimeThread: false, runDataOnEventBus: true, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
   // Migrated already (runtime-child.ts, while the graphs loaded): the agent server owns its database.
   const databaseUrl = config.databaseUrl!;
   const wiring = await createDeps(config, logger, { databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server', ingestThreads: false });
