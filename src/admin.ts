@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import type { ServiceContext } from './services/context.js';
-import { registerLocalDeployment } from './services/deployments/deployments.service.js';
+import { registerLocalDeployment } from './services/agent-server/served-deployment.js';
 import * as tenancy from './services/tenancy/tenancy.service.js';
 import { rebuildUsageRollups } from './services/usage/usage.service.js';
 import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';

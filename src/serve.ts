@@ -15,7 +15,7 @@ import { loadCustomAuth } from './runtime/custom-auth.js';
 import { readGraphConfig } from './graph-config.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
-import { registerLocalDeployment } from './services/deployments/deployments.service.js';
+import { registerLocalDeployment } from './services/agent-server/served-deployment.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
 import { startPlatformBoss } from './workers/platform-jobs.js';

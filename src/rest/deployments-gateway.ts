@@ -15,13 +15,8 @@ import { AppError } from '../errors.js';
 import type { Deps } from '../services/context.js';
 import { routeGatewayRequest } from '../services/deployments/agent-operations.js';
 import { servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
-import { agentServerAddresses } from '../services/deployments/runtime-client.js';
-import {
-  GATEWAY_IDENTITY_HEADER,
-  GATEWAY_SIGNATURE_HEADER,
-  RUNTIME_DEPLOYMENT_URL_HEADER,
-} from '../services/deployments/runtime-protocol.js';
-import { requestAccess } from './agent-server/access.js';
+import { agentServerAddresses } from '../services/deployments/agent-server-addresses.js';
+import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../gateway-protocol.js';
 import { errorHandler, httpStatus } from './middleware/errors.js';
 import { requestIdOf } from './middleware/request-id.js';
 

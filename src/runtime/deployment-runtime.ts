@@ -4,7 +4,7 @@
 // for as long as it runs, so any api process can find it.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
-import { deleteDeploymentRuntime, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
+import { deleteRuntime, insertRuntime } from '../services/agent-server/agent-server.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
 import { TraceBatcher } from '../services/traces/trace-batcher.js';
@@ -13,7 +13,7 @@ import { applyGraphConfigEnv, readGraphConfig } from '../graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 import { IngestApiTraceSink } from './ingest-api-traces.js';
 import { openPersistence } from './persistence.js';
-import { setUpDeploymentDatabase } from '../services/deployments/deployment-database.js';
+import { setUpDeploymentDatabase } from '../services/agent-server/database-setup.js';
 import { loadStoreEmbedder } from './store-embedder.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
@@ -34,10 +34,6 @@ export type RuntimeSpec = {
    * their `runs.queued` NOTIFY.
    */
   queueOrigin?: string;
-  /** The control-plane revision it runs, recorded with it. */
-  revisionId?: string;
-  /** Names the signing key derived for this runtime, when it does not hold the installation's key. */
-  keyId?: string;
 };
 
 export type RuntimeTracing = { workspaceId: string; project: string; ingest?: { url: string; apiKey: string } };
@@ -91,8 +87,8 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     if (customApp) ctx.deployment.loopback = async (path, init) => customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
     const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
     steps.push(() => server.stop());
-    await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
-    steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));
+    await insertRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url });
+    steps.push(() => deleteRuntime(deps.db, runtime.workerId));
     // First at stop: it fetches no more runs and finishes its own before it leaves deployment_runtimes,
     // so a deploy that waits for the previous revision's row to go knows it takes no new run.
     steps.push(stopRuntime);

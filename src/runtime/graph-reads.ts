@@ -6,7 +6,7 @@ import type { StateSnapshot } from '@langchain/langgraph';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
 import { AppError } from '../errors.js';
-import type { GraphRequest, ThreadState } from '../services/deployments/runtime-protocol.js';
+import type { GraphRequest, ThreadState } from '../services/agent-server/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { asGraphRequest } from './graph-errors.js';

@@ -5,6 +5,9 @@ import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
 import { runQueueFor } from '../services/runs/run-queue.js';
 import { runDeployment, type RuntimeSpec } from './deployment-runtime.js';
+
+/** What a launcher is asked to run: a runtime, and the control-plane revision it is of (recorded with it). */
+export type LaunchSpec = Omit<RuntimeSpec, 'queueOrigin'> & { revisionId?: string };
 import { startRuntimeThread } from './runtime-thread.js';
 
 export type LaunchedRuntime = {
@@ -28,13 +31,13 @@ export type PreparedRuntime = {
 };
 
 export interface RuntimeLauncher {
-  launch(spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<LaunchedRuntime>;
+  launch(spec: LaunchSpec): Promise<LaunchedRuntime>;
   /**
    * Loads the graphs and stops there (rejects with the loader's error): a build's import check whose
    * process the deploy takes over, so a deploy starts one cold process, not two. Launchers that
    * cannot split the two leave it out.
    */
-  prepare?(spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<PreparedRuntime>;
+  prepare?(spec: LaunchSpec): Promise<PreparedRuntime>;
 }
 
 /**

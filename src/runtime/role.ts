@@ -2,7 +2,7 @@
 // (`start --role runtime --deployment <id>`, or `serve`'s one), each through the launcher.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
-import { localDeploymentConfig } from '../services/deployments/deployments.service.js';
+import { localDeploymentConfig } from '../services/agent-server/served-deployment.js';
 import type { RuntimeTracing } from './deployment-runtime.js';
 import { inProcessLauncher, type LaunchedRuntime, type RuntimeLauncher, threadLauncher } from './launcher.js';
 

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isAppError } from '../errors.js';
-import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from '../services/deployments/runtime-protocol.js';
+import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from '../services/agent-server/runtime-protocol.js';
 import { answerGraphRequest } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
 

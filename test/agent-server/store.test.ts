@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepStoreJob } from '../../src/workers/store-sweep.job.js';
 import { connectDatabase } from '../../src/db.js';
-import type { AgentServerContext } from '../../src/services/deployments/deployment-scope.js';
+import type { AgentServerContext } from '../../src/services/agent-server/deployment-scope.js';
 import * as store from '../../src/services/store/store.service.js';
 import { databaseUrl, testConfig } from '../helpers.js';
 import { removeDir, startServe, storedExpiry, type ServeProcess } from './serve.js';

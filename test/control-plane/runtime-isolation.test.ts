@@ -10,12 +10,7 @@ import { connect } from 'node:net';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  deploymentDatabaseName,
-  dropDeploymentDatabase,
-  ensureDeploymentDatabase,
-  runtimeLoginRole,
-} from '../../src/services/deployments/deployment-database.js';
+import { deploymentDatabaseName, dropDeploymentDatabase, ensureDeploymentDatabase, runtimeLoginRole } from '../../src/services/deployments/deployment-database.js';
 import { buildTenant } from '../factories.js';
 import { createClient } from 'graphql-ws';
 import { WebSocket } from 'ws';

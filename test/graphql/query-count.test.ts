@@ -8,7 +8,7 @@ import { buildApp, type App } from '../../src/app.js';
 import { PreparingClient } from '../../src/database/prepared-statements.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { newId } from '../../src/ids.js';
-import { registerLocalDeployment } from '../../src/services/deployments/deployments.service.js';
+import { registerLocalDeployment } from '../../src/services/agent-server/served-deployment.js';
 import { ViewerCache } from '../../src/services/tenancy/viewer-cache.js';
 import { ingestRunBatch } from '../../src/services/traces/ingest.service.js';
 import { fixtureConfig } from '../agent-server/serve.js';

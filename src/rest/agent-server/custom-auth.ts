@@ -5,13 +5,11 @@
 // (services/custom-auth).
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Deps } from '../../services/context.js';
-import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
+import type { AgentServerContext } from '../../services/agent-server/deployment-scope.js';
 import { type AuthIdentity, type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
-import { agentContext, type DeploymentAccess } from '../../services/deployments/deployments.service.js';
-import type { GatewayIdentity } from '../../services/deployments/runtime-protocol.js';
-import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js';
+import { agentContext } from '../../services/agent-server/served-deployment.js';
+import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, requestAccess } from '../../gateway-protocol.js';
 import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
-import { requestAccess } from './access.js';
 import { verifiedGatewayIdentity } from './gateway-identity.js';
 
 declare global {

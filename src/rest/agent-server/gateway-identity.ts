@@ -8,12 +8,7 @@ import { AppError, isAppError } from '../../errors.js';
 import { answerPlatformCall } from '../../services/deployments/agent-operations.js';
 import { httpStatus } from '../middleware/errors.js';
 import type { Deps } from '../../services/context.js';
-import {
-  GATEWAY_IDENTITY_HEADER,
-  GATEWAY_SIGNATURE_HEADER,
-  type GatewayIdentity,
-  signedGatewayRequest,
-} from '../../services/deployments/runtime-protocol.js';
+import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, type GatewayIdentity, signedGatewayRequest } from '../../gateway-protocol.js';
 
 /** The caller the gateway signed for; UNAUTHENTICATED when the signature is missing, wrong or expired. */
 export function verifiedGatewayIdentity(deps: Pick<Deps, 'secrets'>, runtimeId: string, req: Pick<Request, 'get' | 'method' | 'originalUrl'>): GatewayIdentity {

@@ -13,7 +13,8 @@ import { isUuid, newId } from '../../ids.js';
 import { threadNotFound } from '../../services/threads/threads.service.js';
 import type { Deps } from '../../services/context.js';
 import { AuthRefusal, type AuthorizedContext, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
-import { type DeploymentAccess, servedByOwnAgentServer } from '../../services/deployments/deployments.service.js';
+import { servedByOwnAgentServer } from '../../services/deployments/deployments.service.js';
+import { commandWrites, type DeploymentAccess } from '../../gateway-protocol.js';
 import * as feeds from '../../services/runs/thread-stream.feed.js';
 import * as threadStream from '../../services/runs/thread-stream.service.js';
 import { authenticateCaller, type CallerRequest, withCustomAuth } from './custom-auth.js';
@@ -249,7 +250,7 @@ function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, li
         return send({ type: 'success', id: command.id, result: {}, meta: { thread_id: threadId } });
       }
       default:
-        if (callerAccess === 'read' && threadStream.commandWrites(command.method)) {
+        if (callerAccess === 'read' && commandWrites(command.method)) {
           return send(threadStream.protocolError(command.id, 'permission_denied', 'This API key may only read this deployment.'));
         }
         return send(await threadStream.handleThreadCommand(ctx, threadId, command));

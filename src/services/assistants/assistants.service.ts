@@ -6,9 +6,9 @@ import { isUuid } from '../../ids.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
 import { type SearchPage, searchPage } from '../search-page.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { type AuthFilter, type AuthorizedContext, authorize, filterDocument, matchesFilter } from '../custom-auth/custom-auth.js';
-import { askRuntime } from '../deployments/runtime-client.js';
+import { askRuntime } from '../agent-server/runtime-client.js';
 import { defaultAssistantId } from './default-assistant-id.js';
 import {
   AssistantCountRequest,

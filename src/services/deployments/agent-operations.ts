@@ -10,11 +10,12 @@ import { countCrons, createCron, deleteCron, getCron, searchCrons, updateCron } 
 import { getRun, listRunsOfThreads, startRun, streamRun } from '../runs/runs.service.js';
 import { deleteItem, getItem, listNamespaces, putItem, searchItems } from '../store/store.service.js';
 import { getThread, getThreadState, listThreads, startThread } from '../threads/threads.service.js';
-import type { AgentServerContext } from './deployment-scope.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { authenticateApiKey } from '../tenancy/tenancy.service.js';
-import { agentContext, authorizeDeploymentCaller, declaresCustomAuth, type DeploymentAccess, servedByOwnAgentServer } from './deployments.service.js';
-import { agentServerAddresses } from './runtime-client.js';
-import { type GatewayIdentity, gatewayIdentityHeaders } from './runtime-protocol.js';
+import { authorizeDeploymentCaller, declaresCustomAuth, servedByOwnAgentServer } from './deployments.service.js';
+import { agentContext } from '../agent-server/served-deployment.js';
+import { agentServerAddresses } from './agent-server-addresses.js';
+import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, gatewayIdentityHeaders } from '../../gateway-protocol.js';
 
 /** Each operation and the access it needs (a viewer of the deployment's workspace may only read). */
 const AGENT_OPERATIONS = {
@@ -45,8 +46,6 @@ export type AgentOperation = keyof typeof AGENT_OPERATIONS;
 type Operation<K extends AgentOperation> = (typeof AGENT_OPERATIONS)[K]['run'];
 type OperationArgs<K extends AgentOperation> = Parameters<Operation<K>> extends [AgentServerContext, ...infer Rest] ? Rest : never;
 
-/** Where a deployment's agent server answers the platform's calls (POST, JSON `{op, args}`). */
-export const AGENT_CALL_PATH = '/internal/platform-calls';
 
 /** An ISO-8601 timestamp as JSON writes a Date: read back as a Date (the services' values hold Dates). */
 const JSON_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;

@@ -7,7 +7,7 @@ import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { literalTargetProblem } from '../../limits/outbound-url.js';
 import { parseInput } from '../validate.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { type AuthFilter, type AuthorizedContext, authConfigurable, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { threadNotFound } from '../threads/threads.service.js';

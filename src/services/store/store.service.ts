@@ -4,8 +4,8 @@
 // embedded by the deployment's runtime (the API never loads deployment code) and `query` ranks by
 // vector similarity.
 import { AppError } from '../../errors.js';
-import { askRuntime } from '../deployments/runtime-client.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { askRuntime } from '../agent-server/runtime-client.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { type AuthFilter, type AuthorizedContext, AuthRefusal, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
 import { parseInput } from '../validate.js';
 import { StoreItemDelete, StoreItemGetQuery, StoreItemPut, StoreNamespacesRequest, StoreSearchRequest } from './store.schemas.js';

@@ -11,8 +11,8 @@
 //                                          _queued (gauge), _flushed_total, _backpressure_waits_total,
 //                                          _failed_total (counters, trace operations since it started)
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
-import { askRuntime } from '../deployments/runtime-client.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
+import { askRuntime } from '../agent-server/runtime-client.js';
 import type { TraceBatcherStats } from '../traces/trace-batcher.js';
 import { RUN_STATUSES } from '../runs/runs.schemas.js';
 import { countIngestedTraces, countRunsByStatus, runsEndedAfter } from './metrics.store.js';

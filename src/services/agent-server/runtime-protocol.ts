@@ -1,5 +1,5 @@
-// What crosses between an agent server's API and the process its graphs run in, and between the
-// platform's gateway and a deployment's own agent server.
+// What crosses between an agent server's API and the process its graphs run in (the platform's
+// gateway speaks ../../gateway-protocol.ts instead).
 //
 // Graph requests: the reads and writes that need the deployment's graphs, asked by the agent-server
 // API of its runtime (a worker thread, or the same process) over HTTP (runtime/runtime-server.ts),
@@ -7,10 +7,6 @@
 // bus because a reply (a thread's history with subgraph states) can be far larger than a NOTIFY
 // payload, and HTTP gives each request a deadline and an error of its own when the runtime is gone.
 // Requests carry a MAC made with the process's secret key.
-//
-// The gateway (below): who the platform let through, signed with the key derived for the deployed
-// runtime the request is forwarded to.
-import type { SecretBox } from '../../crypto.js';
 import type { ErrorCode, ValidationIssue } from '../../errors.js';
 
 type Json = Record<string, unknown>;
@@ -78,55 +74,3 @@ export const RUNTIME_SIGNATURE_HEADER = 'x-runtime-signature';
 
 /** What a request's MAC covers: the runtime it is meant for and the exact body. */
 export const signedMessage = (runtimeId: string, body: string) => `${runtimeId}\n${body}`;
-
-/**
- * Set by the gateway on every forwarded request (a caller's own value is replaced): the deployment's
- * url as the caller reached it, which the generative UI's HTML links the bundle's files at.
- */
-export const RUNTIME_DEPLOYMENT_URL_HEADER = 'x-agent-platform-deployment-url';
-
-// ─── The gateway: the platform's /deployments/<id>/… in front of a deployment's own agent server ───
-
-/** Who the platform's gateway let through, as the deployment's agent server receives it (signed). */
-export type GatewayIdentity = {
-  /**
-   * The platform user whose key made the request, and the key; both null for an end user of a
-   * deployment that declares custom auth (no platform key), whom the deployment's own `authenticate`
-   * handler identifies. The signature still says the request came through the gateway.
-   */
-  userId: string | null;
-  apiKeyId: string | null;
-  /** What the caller's role in the deployment's workspace allows: `write` includes reading (an end user: what custom auth allows). */
-  access: 'read' | 'write';
-  /** Until when (epoch ms) the signature holds: long enough to arrive, too short to replay. */
-  expires: number;
-};
-
-/** The caller's identity (base64url JSON of a GatewayIdentity), set by the gateway on every forwarded request. */
-export const GATEWAY_IDENTITY_HEADER = 'x-agent-platform-identity';
-/** The MAC of signedGatewayRequest, with the key derived for the runtime the request is forwarded to. */
-export const GATEWAY_SIGNATURE_HEADER = 'x-agent-platform-signature';
-
-/**
- * What the gateway's MAC covers: the runtime it is meant for, method, path (with its query) and the
- * identity. Not the body, which streams; a deployment that forges a signature with its own key only
- * ever reaches itself.
- */
-export const signedGatewayRequest = (runtimeId: string, method: string, path: string, identity: string) => `${runtimeId}\ngateway\n${method}\n${path}\n${identity}`;
-
-// Long enough to reach the runtime, too short to replay.
-const IDENTITY_TTL_MS = 60_000;
-
-/** The identity headers of a request the gateway forwards to runtime `runtimeId` (`path`: as forwarded, with its query). */
-export function gatewayIdentityHeaders(
-  signer: SecretBox,
-  runtimeId: string,
-  request: { method: string; path: string },
-  caller: Omit<GatewayIdentity, 'expires'>,
-): Record<string, string> {
-  const identity = Buffer.from(JSON.stringify({ ...caller, expires: Date.now() + IDENTITY_TTL_MS } satisfies GatewayIdentity)).toString('base64url');
-  return {
-    [GATEWAY_IDENTITY_HEADER]: identity,
-    [GATEWAY_SIGNATURE_HEADER]: signer.sign(signedGatewayRequest(runtimeId, request.method, request.path, identity)),
-  };
-}
