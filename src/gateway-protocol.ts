@@ -13,6 +13,36 @@ export type DeploymentAccess = 'read' | 'write';
 /** Where a deployment's agent server answers the platform's calls (POST, JSON `{op, args}`). */
 export const AGENT_CALL_PATH = '/internal/platform-calls';
 
+/**
+ * The platform's calls (its GraphQL types of a deployment's resources) and the access each needs: a
+ * viewer of the deployment's workspace makes only the reads. `streamRun` (a run's events) reads too.
+ */
+export const PLATFORM_CALL_ACCESS = {
+  getAssistant: 'read',
+  listAssistants: 'read',
+  listAssistantVersions: 'read',
+  getThread: 'read',
+  getThreadState: 'read',
+  listThreads: 'read',
+  startThread: 'write',
+  getRun: 'read',
+  listRunsOfThreads: 'read',
+  startRun: 'write',
+  getCron: 'read',
+  searchCrons: 'read',
+  countCrons: 'read',
+  createCron: 'write',
+  updateCron: 'write',
+  deleteCron: 'write',
+  getItem: 'read',
+  searchItems: 'read',
+  listNamespaces: 'read',
+  putItem: 'write',
+  deleteItem: 'write',
+} as const satisfies Record<string, DeploymentAccess>;
+
+export type PlatformCall = keyof typeof PLATFORM_CALL_ACCESS;
+
 // ─── Which requests only read, as the platform's roles see them: a workspace viewer may make these and no other ───
 
 /** Thread-stream commands that change the thread (start a run): a viewer may send every other one. */

@@ -16,9 +16,9 @@ import { readGraphConfig } from './graph-config.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
 import { registerLocalDeployment } from './services/agent-server/served-deployment.js';
-import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
+import { LOCAL_AGENT_CALLS, startPlatformBoss } from './platform.js';
+import { authenticateApiKey, bootstrapInstallation } from './services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './services/tenancy/viewer.js';
-import { startPlatformBoss } from './workers/platform-jobs.js';
 
 export type AgentServer = {
   url: string;
@@ -44,6 +44,8 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     const boss = await startPlatformBoss(deps, { work, maintain: work || runsHere });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
+    // The platform's GraphQL (at /graphql) answers for this deployment in this process.
+    deps.localAgentCalls = LOCAL_AGENT_CALLS;
     // The installation's first start creates its default tenant and key, as `start` does; the
     // deployment belongs to that workspace (or AGENT_SERVER_TRACE_WORKSPACE_ID), which receives its traces.
     const bootstrap = await bootstrapInstallation(deps);
@@ -64,7 +66,8 @@ export async function startAgentServer(config: Config, logger: Logger, options: 
     const ui = await bundleGraphUis(graphConfig, logger);
     // The project's custom auth (langgraph.json `auth`) is deployment code too: its handlers run here.
     const auth = await loadCustomAuth(graphConfig, logger);
-    const target = { deploymentId, anonymous: true, dev: options.dev } as const;
+    // A platform key is checked only for the studio's scheme under custom auth.
+    const target = { deploymentId, anonymous: true, dev: options.dev, platformKeys: (apiKey: string | undefined) => authenticateApiKey(deps, apiKey, undefined) } as const;
     const app = buildApp(deps, {
       routers: [agentServerRouter(deps, target, { customApp, ui, auth })],
       upgrades: [threadStreamUpgrade(deps, target, { auth })],

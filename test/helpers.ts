@@ -9,7 +9,7 @@ import type { Deps, ServiceContext } from '../src/services/context.js';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
 import type { Boss } from '../src/queues.js';
-import { startPlatformBoss } from '../src/workers/platform-jobs.js';
+import { LOCAL_AGENT_CALLS, localDeploymentRoutes, startPlatformBoss } from '../src/platform.js';
 import { buildTenant } from './factories.js';
 
 /** This test file's own database (test/file-database.ts), copied from the migrated template. */
@@ -69,7 +69,8 @@ export async function startTestPlatform(options: { config?: Record<string, strin
   const boss = await startPlatformBoss(deps, { work: options.jobs ?? false });
   wiring.onStop(() => boss.stop({ graceful: false, close: true }));
   deps.boss = boss;
-  const app = buildApp(deps);
+  deps.localAgentCalls = LOCAL_AGENT_CALLS;
+  const app = buildApp(deps, { localDeployments: localDeploymentRoutes(deps) });
   wiring.onStop(() => app.stop());
   const url = await app.start(0, '127.0.0.1');
   return { deps, url, boss, system: { ...deps, viewer: SYSTEM_VIEWER }, stop: wiring.stop };

@@ -3,6 +3,7 @@
 // works its run queue, answers the API's graph requests, and records itself in deployment_runtimes
 // for as long as it runs, so any api process can find it.
 import type { PgBoss } from 'pg-boss';
+import type { LaunchSpec } from '../launcher-protocol.js';
 import type { Deps } from '../services/context.js';
 import { deleteRuntime, insertRuntime } from '../services/agent-server/agent-server.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
@@ -19,15 +20,7 @@ import type { RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
 import { startRuntimeServer } from './runtime-server.js';
 
-export type RuntimeSpec = {
-  deploymentId: string;
-  configPath: string;
-  /**
-   * Where its runs are traced, unless tracing is off: a project of a workspace, written straight into
-   * the trace tables, or, with `ingest`, sent to the platform's public ingest API with that key (a
-   * deployed revision's agent server, which cannot reach those tables; the key names the project).
-   */
-  tracing: RuntimeTracing | undefined;
+export type RuntimeSpec = Omit<LaunchSpec, 'revisionId'> & {
   /**
    * The origin of the queue object an api role in the launching process enqueues through, when this
    * runtime runs in a thread of that process: runs created there wake it by message, so it skips
@@ -35,8 +28,6 @@ export type RuntimeSpec = {
    */
   queueOrigin?: string;
 };
-
-export type RuntimeTracing = { workspaceId: string; project: string; ingest?: { url: string; apiKey: string } };
 
 export type RunningDeployment = {
   runtimeId: string;

@@ -1,6 +1,6 @@
 // The runtime's answers to the reads and writes that need a deployment's graphs (state with
 // subgraphs, history, `as_node` updates, drawings and schemas), asked by API processes over the
-// request/reply channel (services/deployments/runtime-protocol.ts). Each read is one function here,
+// request/reply channel (services/agent-server/runtime-protocol.ts). Each read is one function here,
 // and answerGraphRequest dispatches to them. Results are plain JSON.
 import type { StateSnapshot } from '@langchain/langgraph';
 import type { RunnableConfig } from '@langchain/core/runnables';

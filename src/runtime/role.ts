@@ -3,8 +3,8 @@
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
 import { localDeploymentConfig } from '../services/agent-server/served-deployment.js';
-import type { RuntimeTracing } from './deployment-runtime.js';
-import { inProcessLauncher, type LaunchedRuntime, type RuntimeLauncher, threadLauncher } from './launcher.js';
+import type { LaunchedRuntime, RuntimeLauncher, RuntimeTracing } from '../launcher-protocol.js';
+import { inProcessLauncher, threadLauncher } from './launcher.js';
 
 export type RunningRuntime = LaunchedRuntime & { deploymentId: string; tracing: RuntimeTracing | undefined };
 export type RunningRuntimes = { runtimes: RunningRuntime[]; stop(): Promise<void> };

@@ -1,6 +1,6 @@
 // What the runtime of one deployment holds: the deployment's graphs, LangGraph's checkpointer and
 // store, and the queue it works. Only a runtime (its thread or process) ever has these; the API side
-// of a deployment is services/deployments/deployment-scope.ts.
+// of a deployment is services/agent-server/deployment-scope.ts.
 import type { Deps } from '../services/context.js';
 import type { RunQueue } from '../services/runs/run-queue.js';
 import type { TraceBatcher } from '../services/traces/trace-batcher.js';

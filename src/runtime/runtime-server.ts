@@ -1,4 +1,4 @@
-// The runtime's end of the graph-request channel (services/deployments/runtime-protocol.ts): a small
+// The runtime's end of the graph-request channel (services/agent-server/runtime-protocol.ts): a small
 // HTTP server that answers the agent-server API's graph requests for the deployment it runs. Only
 // requests signed with this process's secret key for this runtime are answered.
 import { createServer, type IncomingMessage } from 'node:http';

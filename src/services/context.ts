@@ -32,6 +32,17 @@ export type Deps = {
   boss?: PgBoss;
   /** The control-plane runtimes this process launched (worker role); stopped before the job queue. */
   deployedRuntimes?: LaunchedRuntimes;
+  /**
+   * The platform's calls on the resources of the local deployments this process hosts (platform.ts,
+   * hostLocalDeployments), answered here as a deployment's own agent server answers them.
+   */
+  localAgentCalls?: LocalAgentCalls;
+};
+
+/** The platform's calls (services/agent-server/platform-calls.ts) on a local deployment, in this process. */
+export type LocalAgentCalls = {
+  call(ctx: ServiceContext, deploymentId: string, op: string, args: unknown[]): Promise<unknown>;
+  streamRun(ctx: ServiceContext, deploymentId: string, runId: string, options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal }): AsyncIterable<unknown>;
 };
 
 /**

@@ -30,14 +30,13 @@ import { type ControlDeploymentRow, findControlDeployment } from '../services/de
 import { type PreparedSandbox, sandboxFor } from '../services/deployments/sandbox.js';
 import { revisionDirectory } from '../services/deployments/source-checkout.js';
 import { ChildOutputLog } from './child-output.js';
-import type { LaunchedRuntime, LaunchSpec, PreparedRuntime, RuntimeLauncher } from './launcher.js';
-import type { ChildCommand, ChildReport } from './child-protocol.js';
+import { type LaunchedRuntime, type LaunchSpec, type PreparedRuntime, type RuntimeLauncher, runtimeLockKey } from '../launcher-protocol.js';
+import type { ChildCommand, ChildReport } from '../launcher-protocol.js';
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/tenancy.service.js';
-import { runtimeLockKey } from './recovery.js';
 import { deploymentCaches, seedDeploymentCaches } from './runtime-caches.js';
 
-const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
+const CHILD_ENTRY = new URL('../runtime/child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
 const RESTART_DELAY_MS = [500, 1000, 2000, 5000, 10_000, 30_000];
 
