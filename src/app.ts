@@ -18,7 +18,7 @@ import { restRouter } from './rest/router.js';
 import { deploymentsGateway, forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from './services/context.js';
 import type { UpgradeEndpoint, UpgradeForward } from './rest/middleware/upgrade.js';
-import type { Viewer } from './services/tenancy/viewer.js';
+import type { Viewer } from './viewer.js';
 
 type EnvelopedRoot = ReturnType<ReturnType<typeof createGraphQLServer>['getEnveloped']>;
 

@@ -7,8 +7,7 @@ import type { LaunchSpec } from '../launcher-protocol.js';
 import type { Deps } from '../services/context.js';
 import { deleteRuntime, insertRuntime } from '../services/agent-server/agent-server.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
-import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
-import { TraceBatcher } from '../services/traces/trace-batcher.js';
+import { createAgentRunTracer } from './agent-run-tracer.js';
 import { loadCustomApp } from './custom-app.js';
 import { applyGraphConfigEnv, readGraphConfig } from '../graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
@@ -60,13 +59,10 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after
     // the runtime stopped, once its last run ended.
-    const traces =
-      spec.tracing && !spec.tracing.ingest
-        ? new TraceBatcher(deps, { capacity: deps.config.agentServerTracing.queueCapacity, flushIntervalMs: deps.config.agentServerTracing.flushIntervalMs })
-        : undefined;
-    const sink = spec.tracing?.ingest ? new IngestApiTraceSink(spec.tracing.ingest, deps.logger) : traces;
+    const sink = spec.tracing?.ingest ? new IngestApiTraceSink(spec.tracing.ingest, deps.logger) : spec.tracing ? deps.directTraceSink?.() : undefined;
+    if (spec.tracing && !sink) deps.logger.warn({ deploymentId: spec.deploymentId }, 'tracing is on but this process has nowhere to send traces: runs are not traced');
     if (sink) steps.push(() => sink.close());
-    const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces } };
+    const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces: sink } };
     const tracer = spec.tracing && sink ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, sink) : undefined;
     const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer });
     let runtimeStopped: Promise<void> | undefined;

@@ -230,6 +230,6 @@ export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): 
     case 'store-embed':
       return embedForStore(ctx, request);
     case 'runtime-metrics':
-      return Promise.resolve({ traceBatcher: ctx.deployment.traces?.stats() ?? null });
+      return Promise.resolve({ traceBatcher: ctx.deployment.traces?.stats?.() ?? null });
   }
 }

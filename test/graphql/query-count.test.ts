@@ -9,7 +9,7 @@ import { PreparingClient } from '../../src/database/prepared-statements.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { newId } from '../../src/ids.js';
 import { registerLocalDeployment } from '../../src/services/agent-server/served-deployment.js';
-import { ViewerCache } from '../../src/services/tenancy/viewer-cache.js';
+import { ViewerCache } from '../../src/viewer-cache.js';
 import { ingestRunBatch } from '../../src/services/traces/ingest.service.js';
 import { fixtureConfig } from '../agent-server/serve.js';
 import { buildApiKey, buildTenant, buildWorkspace } from '../factories.js';

@@ -5,7 +5,7 @@
 // (services/custom-auth).
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Deps } from '../../services/context.js';
-import type { Viewer } from '../../services/tenancy/viewer.js';
+import type { Viewer } from '../../viewer.js';
 import type { AgentServerContext } from '../../services/agent-server/deployment-scope.js';
 import { type AuthIdentity, type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
 import { agentContext } from '../../services/agent-server/served-deployment.js';

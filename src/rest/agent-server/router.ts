@@ -6,10 +6,10 @@ import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import { type CustomAuth, platformCaller } from '../../services/custom-auth/custom-auth.js';
 import type { AgentServerContext } from '../../services/agent-server/deployment-scope.js';
-import { agentContext, deploymentExists } from '../../services/agent-server/served-deployment.js';
+import { agentContext } from '../../services/agent-server/served-deployment.js';
 import { AGENT_CALL_PATH, type DeploymentAccess, requestAccess } from '../../gateway-protocol.js';
 import { truncateDeployment } from '../../services/agent-server/truncate.js';
-import { localViewer } from '../../services/tenancy/viewer.js';
+import { localViewer } from '../../viewer.js';
 import { deploymentMetrics } from '../../services/system/metrics.service.js';
 import type { CustomApp, UiBundles } from '../../services/agent-server/runtime-protocol.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
@@ -46,12 +46,13 @@ declare global {
  * its local deployments); a deployed revision's own agent server serves its deployment to the
  * platform's gateway, whose signed identity headers it checks (`runtimeId`: whom they must be signed for).
  * `platformKeys` checks a platform API key where the platform's keys are in reach (`serve`, which
- * needs it only for the studio's scheme under custom auth, and the platform's own mount): the agent
- * server's code never reads the platform's key tables itself.
+ * needs it only for the studio's scheme under custom auth, and the platform's own mount), and
+ * `exists` whether the platform knows the deployment: the agent server's code never reads the
+ * platform's tables itself.
  */
 export type AgentServerTarget =
   | { deploymentId: string; anonymous: true; dev: boolean; platformKeys?: PlatformKeyCheck }
-  | { fromPath: 'deploymentId'; platformKeys: PlatformKeyCheck }
+  | { fromPath: 'deploymentId'; platformKeys: PlatformKeyCheck; exists(deploymentId: string): Promise<boolean> }
   | { deploymentId: string; behindGateway: { runtimeId(): string } };
 
 /**
@@ -108,7 +109,7 @@ export function agentServerRouter(
   if ('fromPath' in target) {
     // Even the public pages (the reference) answer only at the url of a deployment that exists.
     router.use(async (req, _res, next) => {
-      next((await deploymentExists(deps, String(req.params[target.fromPath]))) ? undefined : AppError.notFound('Deployment not found'));
+      next((await target.exists(String(req.params[target.fromPath]))) ? undefined : AppError.notFound('Deployment not found'));
     });
   }
   // Custom auth (langgraph.json `auth`, loaded where the project's code runs) decides who the caller

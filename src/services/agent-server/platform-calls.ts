@@ -14,7 +14,7 @@ import type { AgentServerContext } from './deployment-scope.js';
 import { agentContext } from './served-deployment.js';
 
 /** Each platform call's service function (its access: PLATFORM_CALL_ACCESS, the gateway's contract). */
-export const AGENT_OPERATIONS = {
+const AGENT_OPERATIONS = {
   getAssistant,
   listAssistants,
   listAssistantVersions,

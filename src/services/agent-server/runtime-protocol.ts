@@ -9,23 +9,11 @@
 // Requests carry a MAC made with the process's secret key.
 import type { ErrorCode, ValidationIssue } from '../../errors.js';
 
+import type { Checkpoint, ThreadState } from '../../agent-server-api.js';
+
+export type { Checkpoint, ThreadState };
+
 type Json = Record<string, unknown>;
-
-/** A checkpoint as the API presents it (null id when it names no checkpoint yet). */
-export type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: Record<string, unknown> | null };
-
-/** A thread's state as the API presents it: the runtime's answer to `thread-state` and `thread-history`. */
-export type ThreadState = {
-  values: unknown;
-  next: string[];
-  tasks: unknown[];
-  metadata: unknown;
-  created_at: string | null;
-  checkpoint: Checkpoint | null;
-  parent_checkpoint: Checkpoint | null;
-  /** Absent from a subgraph's state inside a task, as the reference sends it. */
-  interrupts?: unknown[];
-};
 
 /** A project's `http.app` as the agent server serves it: fetch-style; Hono's also says what happens when none of its routes matches. */
 export type CustomApp = {

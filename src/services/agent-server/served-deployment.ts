@@ -10,7 +10,7 @@ import { readGraphConfig } from '../../graph-config.js';
 import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
-import { deploymentAccessOf } from '../tenancy/viewer.js';
+import { deploymentAccessOf } from '../../viewer.js';
 import { findServedDeployment, type ServedDeploymentRow, upsertServedDeployment } from './agent-server.store.js';
 import { type AgentServerContext, type DeploymentScope, serveDeploymentId } from './deployment-scope.js';
 
@@ -29,11 +29,6 @@ async function deploymentRow(deps: Deps, deploymentId: string): Promise<ServedDe
   if (row) recentRows.set(deploymentId, { row, readAt: Date.now() });
   else recentRows.delete(deploymentId);
   return row;
-}
-
-/** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
-export async function deploymentExists(deps: Deps, deploymentId: string): Promise<boolean> {
-  return (await deploymentRow(deps, deploymentId)) !== undefined;
 }
 
 /**

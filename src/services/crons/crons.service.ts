@@ -16,26 +16,12 @@ import { assertSchedule, CRON_FIRE_QUEUE, nextOccurrence, syncSchedule } from '.
 import { CronCount, CronCreate, CronPatch, CronSearch } from './crons.schemas.js';
 import * as store from './crons.store.js';
 import type { CronRow } from './crons.store.js';
+import type { Cron } from '../../agent-server-api.js';
+
+export type { Cron };
 
 type Json = Record<string, unknown>;
 
-export type Cron = {
-  cronId: string;
-  assistantId: string;
-  threadId: string | null;
-  schedule: string;
-  timezone: string;
-  endTime: Date | null;
-  enabled: boolean;
-  onRunCompleted: 'delete' | 'keep';
-  /** The run body each firing creates a run with. */
-  payload: Json;
-  metadata: Json;
-  userId: string | null;
-  nextRunDate: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-};
 
 const toCron = (row: CronRow): Cron => ({
   cronId: row.id,

@@ -127,6 +127,15 @@ export async function callAgentServer<K extends PlatformCall>(
 }
 
 /**
+ * The deployment of a run named by id alone (GraphQL `run(id)`): one of the local deployments this
+ * process hosts. A deployed deployment's runs are in its own database, which the platform does not
+ * search: they are named with their `deploymentId` (NOT_FOUND otherwise).
+ */
+export function deploymentOfRun(ctx: ServiceContext, runId: string): Promise<string> {
+  return localCalls(ctx).deploymentOfRun(ctx, runId);
+}
+
+/**
  * A run's stream events, as streamRun yields them, wherever the deployment's data is: the agent
  * server answers `streamRun` with one JSON event per line, live until the run ends.
  */

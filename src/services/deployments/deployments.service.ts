@@ -7,7 +7,7 @@ import { dropDeploymentDatabase } from './deployment-database.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { integrationAccessToken } from '../integrations/integrations.service.js';
 import { revokeDeploymentTraceKeys } from '../tenancy/tenancy.service.js';
-import { deploymentAccessOf, SYSTEM_VIEWER } from '../tenancy/viewer.js';
+import { deploymentAccessOf, SYSTEM_VIEWER } from '../../viewer.js';
 import type { DeploymentAccess } from '../../gateway-protocol.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
@@ -55,6 +55,11 @@ export async function authorizeDeploymentCaller(ctx: ServiceContext, deploymentI
 export async function servedByOwnAgentServer(deps: Deps, deploymentId: string): Promise<boolean> {
   const row = await deploymentRow(deps, deploymentId);
   return row !== undefined && row.source !== 'local';
+}
+
+/** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
+export async function deploymentExists(deps: Deps, deploymentId: string): Promise<boolean> {
+  return (await deploymentRow(deps, deploymentId)) !== undefined;
 }
 
 /**

@@ -25,22 +25,12 @@ import {
 } from './runs.schemas.js';
 import * as store from './runs.store.js';
 import type { RunRow } from './runs.store.js';
+import type { Run } from '../../agent-server-api.js';
+
+export type { Run };
 
 type Json = Record<string, unknown>;
 
-export type Run = {
-  runId: string;
-  threadId: string;
-  assistantId: string;
-  status: RunStatus;
-  metadata: Json;
-  kwargs: RunKwargs;
-  multitaskStrategy: MultitaskStrategy;
-  output: unknown;
-  attempt: number;
-  createdAt: Date;
-  updatedAt: Date;
-};
 
 const toRun = (row: RunRow): Run => ({
   runId: row.id,

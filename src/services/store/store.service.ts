@@ -11,16 +11,10 @@ import { parseInput } from '../validate.js';
 import { StoreItemDelete, StoreItemGetQuery, StoreItemPut, StoreNamespacesRequest, StoreSearchRequest } from './store.schemas.js';
 import * as sql from './store-items.store.js';
 import { type Embedder, getStoreItem, putStoreItem, searchStoreItems, type StoreScope } from './store-operations.js';
+import type { StoreItem } from '../../agent-server-api.js';
 
-export type StoreItem = {
-  namespace: string[];
-  key: string;
-  value: Record<string, unknown>;
-  createdAt: Date;
-  updatedAt: Date;
-  /** Search relevance, when searched with a query. */
-  score?: number;
-};
+export type { StoreItem };
+
 
 const toItem = (row: sql.StoreItemRow): StoreItem => ({
   namespace: sql.namespaceOf(row),

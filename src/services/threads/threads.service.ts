@@ -24,20 +24,12 @@ import {
   ThreadStateUpdate,
   type ThreadStatus,
 } from './threads.schemas.js';
+import type { Thread } from '../../agent-server-api.js';
+
+export type { Thread };
 
 type Json = Record<string, unknown>;
 
-export type Thread = {
-  threadId: string;
-  createdAt: Date;
-  updatedAt: Date;
-  metadata: Json;
-  status: ThreadStatus;
-  config: Json;
-  values: Json | null;
-  interrupts: Json;
-  error: Json | null;
-};
 
 const toThread = (row: ThreadRow): Thread => ({
   threadId: row.id,
