@@ -21,6 +21,7 @@ import {
   GATEWAY_SIGNATURE_HEADER,
   RUNTIME_DEPLOYMENT_URL_HEADER,
 } from '../services/deployments/runtime-protocol.js';
+import { jsonRpcErrorHandler } from './agent-server/a2a.routes.js';
 import { requestAccess } from './agent-server/access.js';
 import { errorHandler, httpStatus } from './middleware/errors.js';
 import { requestIdOf } from './middleware/request-id.js';
@@ -139,6 +140,8 @@ export function deploymentsGateway(deps: Deps): Router {
     });
   };
   router.use(forward);
+  // A2A and MCP speak JSON-RPC: what the gateway refuses there (no key, no such deployment, a body too large) answers in its shape, as at the agent server.
+  router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);
   router.use(errorHandler('plain', deps.logger));
   return router;
 }

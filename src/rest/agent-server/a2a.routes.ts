@@ -144,8 +144,9 @@ export const jsonRpcErrorHandler: ErrorRequestHandler = (error, _req, res, next)
   if (res.headersSent) return next(error);
   const { type, status } = (error ?? {}) as { type?: string; status?: number };
   if (type === 'entity.parse.failed') return sendRpcError(res, null, new RpcError(PARSE_ERROR, 'Parse error: the body is not valid JSON.', 400));
-  if (type === 'entity.too.large' || status === 413) return afterRefusedBody(res, () => sendRpcError(res, null, new RpcError(INVALID_REQUEST, 'Request body is too large.', 413)));
-  const rpc = toRpcError(error);
-  if (rpc) return sendRpcError(res, null, rpc);
-  next(error);
+  const rpc = type === 'entity.too.large' || status === 413 ? new RpcError(INVALID_REQUEST, 'Request body is too large.', 413) : toRpcError(error);
+  if (!rpc) return next(error);
+  // A refused body (the parser's, or the gateway's PAYLOAD_TOO_LARGE) is answered once the client has sent it.
+  if (rpc.status === 413) return afterRefusedBody(res, () => sendRpcError(res, null, rpc));
+  sendRpcError(res, null, rpc);
 };
