@@ -24,16 +24,18 @@ import { type DeploymentRow, findDeployment, upsertLocalDeployment } from './dep
 const NOT_FOUND = 'Deployment not found';
 
 // Every agent-server request needs its deployment's row; a row read in the last second is reused,
-// so a busy deployment costs one lookup per second per process rather than one per request.
+// so a busy deployment costs one lookup per second per process rather than one per request. Reused
+// only on the database it was read from: the platform's row of a deployed revision and the one in
+// that revision's own database (source `local`) are not the same row.
 const ROW_TTL_MS = 1000;
-const recentRows = new Map<string, { row: DeploymentRow; readAt: number }>();
+const recentRows = new Map<string, { row: DeploymentRow; readAt: number; database: string }>();
 
 async function deploymentRow(deps: Deps, deploymentId: string): Promise<DeploymentRow | undefined> {
   const cached = recentRows.get(deploymentId);
-  if (cached && Date.now() - cached.readAt < ROW_TTL_MS) return cached.row;
+  if (cached && cached.database === deps.db.url && Date.now() - cached.readAt < ROW_TTL_MS) return cached.row;
   if (!/^[0-9a-f-]{36}$/i.test(deploymentId)) return undefined;
   const row = await findDeployment(deps.db, deploymentId.toLowerCase());
-  if (row) recentRows.set(deploymentId, { row, readAt: Date.now() });
+  if (row) recentRows.set(deploymentId, { row, readAt: Date.now(), database: deps.db.url });
   else recentRows.delete(deploymentId);
   return row;
 }
