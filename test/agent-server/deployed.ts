@@ -173,6 +173,8 @@ async function deploy(configPath: string, env: Record<string, string>): Promise<
     async stop() {
       proxy.closeAllConnections();
       proxy.close();
+      // What the deployed agent server logged (at TEST_LOG_LEVEL), when asked for.
+      if (process.env.TEST_SHOW_REVISION_LOGS) console.error('deploy log', JSON.stringify((await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=deploy`)).body));
       await api('DELETE', `/v2/deployments/${deploymentId}`);
       await release();
     },
