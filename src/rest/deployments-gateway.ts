@@ -17,6 +17,7 @@ import { routeGatewayRequest } from '../services/deployments/agent-operations.js
 import { servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
 import { agentServerAddresses } from '../services/deployments/agent-server-addresses.js';
 import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../gateway-protocol.js';
+import { jsonRpcErrorHandler } from './middleware/json-rpc-errors.js';
 import { errorHandler, httpStatus } from './middleware/errors.js';
 import { requestIdOf } from './middleware/request-id.js';
 
@@ -134,6 +135,8 @@ export function deploymentsGateway(deps: Deps): Router {
     });
   };
   router.use(forward);
+  // A2A and MCP speak JSON-RPC: what the gateway refuses there (no key, no such deployment, a body too large) answers in its shape, as at the agent server.
+  router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);
   router.use(errorHandler('plain', deps.logger));
   return router;
 }

@@ -17,16 +17,18 @@ import { type AgentServerContext, type DeploymentScope, serveDeploymentId } from
 const NOT_FOUND = 'Deployment not found';
 
 // Every request needs the deployment's row; a row read in the last second is reused, so a busy
-// deployment costs one lookup per second per process rather than one per request.
+// deployment costs one lookup per second per process rather than one per request. Reused only on the
+// database it was read from: a process may hold two (a platform hosting a local deployment, and a
+// test's worker on a deployed revision's own database, where the same id is recorded too).
 const ROW_TTL_MS = 1000;
-const recentRows = new Map<string, { row: ServedDeploymentRow; readAt: number }>();
+const recentRows = new Map<string, { row: ServedDeploymentRow; readAt: number; database: string }>();
 
 async function deploymentRow(deps: Deps, deploymentId: string): Promise<ServedDeploymentRow | undefined> {
   const cached = recentRows.get(deploymentId);
-  if (cached && Date.now() - cached.readAt < ROW_TTL_MS) return cached.row;
+  if (cached && cached.database === deps.db.url && Date.now() - cached.readAt < ROW_TTL_MS) return cached.row;
   if (!/^[0-9a-f-]{36}$/i.test(deploymentId)) return undefined;
   const row = await findServedDeployment(deps.db, deploymentId.toLowerCase());
-  if (row) recentRows.set(deploymentId, { row, readAt: Date.now() });
+  if (row) recentRows.set(deploymentId, { row, readAt: Date.now(), database: deps.db.url });
   else recentRows.delete(deploymentId);
   return row;
 }
