@@ -330,7 +330,7 @@ function backendCpuMs(pid: number): number {
 async function profileInThread(options: ProfileOptions): Promise<Breakdown> {
   const { pino } = await import('pino');
   const { configInThread, createDeps } = await import('../src/process.js');
-  const { deps, stop } = await createDeps(configInThread(options.config), pino({ level: 'warn' }), { databaseUrl: options.databaseUrl, listen: false, ingestThreads: false });
+  const { deps, stop } = await createDeps(configInThread(options.config), pino({ level: 'warn' }), { databaseUrl: options.databaseUrl, listen: false });
   try {
     return await profileStages(deps, options.who, options.session, options.requests);
   } finally {

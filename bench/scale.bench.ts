@@ -27,7 +27,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createDeps } from '../src/process.js';
 import { openPersistence } from '../src/runtime/persistence.js';
-import { setUpDeploymentDatabase } from '../src/services/deployments/deployment-database.js';
+import { setUpDeploymentDatabase } from '../src/services/agent-server/database-setup.js';
 import type { Database } from '../src/db.js';
 import type { ServiceContext } from '../src/services/context.js';
 import * as tenancy from '../src/services/tenancy/tenancy.service.js';

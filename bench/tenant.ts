@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../src/services/context.js';
 import * as tenancy from '../src/services/tenancy/tenancy.service.js';
-import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
+import { SYSTEM_VIEWER } from '../src/viewer.js';
 
 export async function createBenchTenant(deps: Deps) {
   const system = { ...deps, viewer: SYSTEM_VIEWER };

@@ -56,7 +56,7 @@ async function main() {
   const start = end - DAYS * DAY_MS;
 
   const tenancy = await import('../src/services/tenancy/tenancy.service.js');
-  const { SYSTEM_VIEWER } = await import('../src/services/tenancy/viewer.js');
+  const { SYSTEM_VIEWER } = await import('../src/viewer.js');
   const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
   const { rebuildUsageRollups } = await import('../src/services/usage/usage.service.js');
 

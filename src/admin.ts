@@ -6,17 +6,17 @@ import type { Command } from 'commander';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import type { ServiceContext } from './services/context.js';
-import { registerLocalDeployment } from './services/deployments/deployments.service.js';
+import { registerLocalDeployment } from './services/agent-server/served-deployment.js';
 import * as tenancy from './services/tenancy/tenancy.service.js';
 import { rebuildUsageRollups } from './services/usage/usage.service.js';
-import { SYSTEM_VIEWER } from './services/tenancy/viewer.js';
+import { SYSTEM_VIEWER } from './viewer.js';
 
 type Common = { json?: boolean; dataDir?: string };
 
 async function withSystem<T>(config: Config, work: (ctx: ServiceContext) => Promise<T>): Promise<T> {
   // Admin output goes to stdout; logs only to stderr and only when something is wrong.
   const logger = pino({ level: 'warn' }, pino.destination(2));
-  const { deps, stop } = await createDeps(config, logger, { listen: false, ingestThreads: false });
+  const { deps, stop } = await createDeps(config, logger, { listen: false });
   try {
     return await work({ ...deps, viewer: SYSTEM_VIEWER });
   } finally {

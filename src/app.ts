@@ -1,6 +1,5 @@
 // buildApp(): Express + graphql-yoga + graphql-ws on one http.Server, with graceful stop.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Router } from 'express';
 import { GraphQLError } from 'graphql';
@@ -18,8 +17,8 @@ import { requestIdOf } from './rest/middleware/request-id.js';
 import { restRouter } from './rest/router.js';
 import { deploymentsGateway, deploymentsGatewayFirst, forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from './services/context.js';
-import { threadStreamUpgrade, type UpgradeHandler } from './rest/agent-server/thread-stream.socket.js';
-import type { Viewer } from './services/tenancy/viewer.js';
+import type { UpgradeEndpoint, UpgradeForward } from './rest/middleware/upgrade.js';
+import type { Viewer } from './viewer.js';
 
 type EnvelopedRoot = ReturnType<ReturnType<typeof createGraphQLServer>['getEnveloped']>;
 
@@ -46,7 +45,13 @@ export type AppOptions = {
    * WebSocket endpoints besides /graphql (the agent server's thread stream): each answers the upgrades
    * it owns; /graphql keeps every other one.
    */
-  upgrades?: { handle: UpgradeHandler; close(): void }[];
+  upgrades?: UpgradeEndpoint[];
+  /**
+   * The local deployments this process hosts (platform.ts, hostLocalDeployments): their agent servers'
+   * routes at /deployments/<id> and the thread stream's WebSocket there (given the gateway's `forward`
+   * for the deployments it declines). Without it, /deployments/<id> is only the gateway's.
+   */
+  localDeployments?: { router: Router; threadStream(forward: UpgradeForward): UpgradeEndpoint };
 };
 
 // How long stop() lets open requests (streams, long polls) finish before closing their connections.
@@ -85,7 +90,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   app.all(GRAPHQL_PATH, graphqlContentType, ...jsonBody(deps.config), (req, res) => yoga(req, res));
   app.use(GRAPHQL_PATH, graphqlBodyErrorHandler);
   // The platform's default surfaces: the web console at `/` and the REST APIs.
-  for (const router of options.routers ?? [consoleRouter(), restRouter(deps)]) app.use(router);
+  for (const router of options.routers ?? [consoleRouter(), restRouter(deps, options.localDeployments?.router)]) app.use(router);
   app.use((req, res) => {
     res.status(404).json({ detail: 'Not Found' });
   });
@@ -110,10 +115,10 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   // here rather than by attaching ws to the server, so a listen error (a busy port) stays the
   // server's own, reported by start(), instead of reaching graphql-ws as a crash with a stack.
   const wsServer = new WebSocketServer({ noServer: true, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
-  const forward = (request: IncomingMessage, socket: Duplex, head: Buffer) => void forwardDeploymentUpgrade(deps, request, socket, head);
+  const forward: UpgradeForward = (request, socket, head) => void forwardDeploymentUpgrade(deps, request, socket, head);
   // The platform's default: the thread stream of the deployments its own router serves at
   // /deployments/<id>; those with an agent server of their own are the gateway's.
-  const upgrades = options.upgrades ?? (options.routers ? [] : [threadStreamUpgrade(deps, { fromPath: 'deploymentId' }, { forward })]);
+  const upgrades = options.upgrades ?? (options.localDeployments ? [options.localDeployments.threadStream(forward)] : []);
   server.on('upgrade', (request, socket, head) => {
     if (upgrades.some((upgrade) => upgrade.handle(request, socket, head))) return;
     // A WebSocket at a deployment's url is its own agent server's (the gateway forwards it).

@@ -84,7 +84,7 @@ program
   .action(async (options: ProcessOptions) => {
     const config = configFrom(options);
     // createDeps applies pending migrations before it returns.
-    const { stop } = await createDeps(config, createLogger({ ...config, logLevel: 'info', logPretty: false }), { listen: false, ingestThreads: false });
+    const { stop } = await createDeps(config, createLogger({ ...config, logLevel: 'info', logPretty: false }), { listen: false });
     await stop();
   });
 

@@ -1,13 +1,26 @@
 // Start-up and shutdown of one platform process: its dependencies (process.ts), the job queue,
-// first-start bootstrap and, for the roles this process runs, the HTTP server.
+// first-start bootstrap and, for the roles this process runs, the HTTP server. Where the platform's
+// tree and the agent server's meet: the agent server's jobs, routes and calls of the local
+// deployments a platform process hosts (an operator's graph config, `admin deployments create`) are
+// composed with the platform's here, and nowhere in either tree.
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
+import { type AppOptions, buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps } from './process.js';
 import type { RunningRuntime } from './runtime/role.js';
+import type { PgBoss } from 'pg-boss';
 import type { Deps } from './services/context.js';
+import { platformTraceSink } from './services/traces/trace-batcher.js';
 import { bootstrapInstallation } from './services/tenancy/tenancy.service.js';
-import { startPlatformBoss } from './workers/platform-jobs.js';
+import { callLocally, streamRunLocally } from './services/agent-server/platform-calls.js';
+import { runDeploymentId } from './services/runs/runs.service.js';
+import { deploymentExists, servedByOwnAgentServer } from './services/deployments/deployments.service.js';
+import { authenticateApiKey } from './services/tenancy/tenancy.service.js';
+import { agentServerRouter } from './rest/agent-server/router.js';
+import { threadStreamUpgrade } from './rest/agent-server/thread-stream.socket.js';
+import { startBoss } from './workers/boss.js';
+import { startIngestThreads } from './workers/ingest-threads.js';
+import { workPlatformJobs } from './workers/platform-jobs.js';
 
 export type RunningPlatform = {
   deps: Deps;
@@ -23,9 +36,11 @@ export type RunningPlatform = {
 export async function startPlatform(config: Config, logger: Logger): Promise<RunningPlatform> {
   const wiring = await createDeps(config, logger);
   const { deps } = wiring;
+  startIngestThreads(wiring);
   try {
     const work = config.roles.includes('worker');
     const boss = await startPlatformBoss(deps, { work, maintain: work || config.roles.includes('runtime') });
+    const localDeployments = hostLocalDeployments(deps);
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
     deps.boss = boss;
     // Registered after the queue's stop, so it runs before it: runtimes end while the database is up.
@@ -38,7 +53,7 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
     if (runtimes) wiring.onStop(() => runtimes.stop());
     let url: string | undefined;
     if (config.roles.includes('api')) {
-      const app = buildApp(deps);
+      const app = buildApp(deps, { localDeployments });
       // Stopped first: no new requests while jobs and the bus wind down.
       wiring.onStop(() => app.stop());
       url = await app.start(config.port, config.host);
@@ -49,4 +64,37 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
     await wiring.stop();
     throw error;
   }
+}
+
+/**
+ * A platform process's job queue: the agent server's queues and jobs (for the local deployments it
+ * hosts: their runs, crons and sweeps) and the platform's own. `work`: the worker role works them.
+ */
+export async function startPlatformBoss(deps: Deps, options: Parameters<typeof startBoss>[1]): Promise<PgBoss> {
+  const boss = await startBoss(deps, options);
+  await workPlatformJobs(deps, boss, options);
+  return boss;
+}
+
+/**
+ * Makes this platform process the host of local deployments (an operator's graph config, or `serve`'s):
+ * the platform's GraphQL calls on their resources are answered here, their runtimes trace straight
+ * into the platform's tables, and the returned routes (buildApp's `localDeployments`) answer their
+ * agent servers at /deployments/<id>, for keys of the deployment's organization with a role in its
+ * workspace, as at the gateway. Deployments with an agent server of their own are the gateway's,
+ * their WebSockets included.
+ */
+export function hostLocalDeployments(deps: Deps): NonNullable<AppOptions['localDeployments']> {
+  deps.localAgentCalls = { call: callLocally, streamRun: streamRunLocally, deploymentOfRun: runDeploymentId };
+  deps.directTraceSink = () => platformTraceSink(deps);
+  const target = {
+    fromPath: 'deploymentId',
+    platformKeys: (apiKey: string | undefined) => authenticateApiKey(deps, apiKey, undefined),
+    // Even the public pages (the reference) answer only at the url of a deployment that exists.
+    exists: (deploymentId: string) => deploymentExists(deps, deploymentId),
+  } as const;
+  return {
+    router: agentServerRouter(deps, target),
+    threadStream: (forward) => threadStreamUpgrade(deps, target, { forward, servedElsewhere: (deploymentId) => servedByOwnAgentServer(deps, deploymentId) }),
+  };
 }

@@ -10,8 +10,7 @@ import { migrateDatabase } from './database/migrate.js';
 import { connectDatabase } from './db.js';
 import { EventBus } from './events.js';
 import type { Deps } from './services/context.js';
-import { ViewerCache } from './services/tenancy/viewer-cache.js';
-import { IngestThreads } from './workers/ingest-threads.js';
+import { ViewerCache } from './viewer-cache.js';
 
 export type CreateDepsOptions = {
   /**
@@ -25,8 +24,6 @@ export type CreateDepsOptions = {
   applicationName?: string;
   /** Open the event bus's LISTEN connection (default true; an ingest thread only writes). */
   listen?: boolean;
-  /** Hand trace ingestion to worker threads (default: when this process runs the api role and config asks for threads). */
-  ingestThreads?: boolean;
 };
 
 export type ProcessDeps = {
@@ -60,7 +57,7 @@ async function openDatabase(config: Config, logger: Logger): Promise<OpenedDatab
   }
 }
 
-/** Builds a process's dependencies: database pool, secrets, event bus and (api role) ingest threads. */
+/** Builds a process's dependencies: database pool, secrets, event bus, the admin login and the key cache. */
 export async function createDeps(config: Config, logger: Logger, options: CreateDepsOptions = {}): Promise<ProcessDeps> {
   const { url, adminUrl, embedded }: OpenedDatabase = options.databaseUrl
     ? { url: options.databaseUrl, adminUrl: config.adminDatabaseUrl ?? options.databaseUrl, embedded: undefined }
@@ -75,16 +72,13 @@ export async function createDeps(config: Config, logger: Logger, options: Create
   }
   const db = connectDatabase(url, { poolSize: options.poolSize ?? config.dbPoolSize, applicationName: options.applicationName });
   const events = new EventBus(db.pool, db.url, logger);
-  const threaded = options.ingestThreads ?? (config.roles.includes('api') && config.ingestThreads > 0);
-  const ingestThreads = threaded && config.ingestThreads > 0 ? new IngestThreads({ config, databaseUrl: db.url }, config.ingestThreads, logger) : undefined;
   const viewers = new ViewerCache(config.apiKeyCacheSeconds * 1000);
   const adminLogin = openAdminLogin(adminUrl);
-  const deps: Deps = { config, db, events, secrets, logger, viewers, ingestThreads, adminLogin };
+  const deps: Deps = { config, db, events, secrets, logger, viewers, adminLogin };
 
   const steps: (() => Promise<unknown>)[] = [];
   const stop = async () => {
     for (const step of steps.splice(0).reverse()) await step().catch((error: unknown) => logger.error({ err: error }, 'shutdown step failed'));
-    await ingestThreads?.stop();
     // Let requests whose clients hung up finish their queries rather than cut them off.
     await db.drain(5_000);
     await events.stop();

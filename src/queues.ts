@@ -1,8 +1,9 @@
 // Ground for everything that sends to or reads pg-boss's queues (services, workers, runtimes): its
 // schema, its connection options, the per-deployment run queue's options and the finished-job
-// retention every queue gets. The fixed queues, their handlers and schedules are declared in
-// workers/boss.ts (the agent server's) and workers/platform-jobs.ts (the platform's).
-import type { ConstructorOptions, PgBoss, Queue } from 'pg-boss';
+// retention every queue gets, and how a fixed queue is declared and worked. The fixed queues, their
+// handlers and schedules are declared in workers/boss.ts (the agent server's) and
+// workers/platform-jobs.ts (the platform's).
+import type { ConstructorOptions, Job, PgBoss, Queue } from 'pg-boss';
 import { PreparingClient } from './database/prepared-statements.js';
 
 /** The PostgreSQL schema pg-boss keeps its tables in (stores that delete jobs with their rows name it). */
@@ -47,3 +48,36 @@ export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
   retryLimit: 0,
   expireInSeconds: 24 * 3600,
 };
+
+export type QueueDefinition = Omit<Queue, 'name'> & { name: string };
+
+/** Creates (or brings to their options) queues: what sends to them fails on a queue that does not exist. */
+export async function declareQueues(boss: PgBoss, queues: QueueDefinition[]): Promise<void> {
+  for (const { name, ...queueOptions } of queues) {
+    await boss.createQueue(name, { ...queueOptions, ...finishedJobRetention(boss) });
+    // createQueue leaves an existing queue as it was: a changed setting is applied here.
+    await boss.updateQueue(name, { ...finishedJobRetention(boss), notify: queueOptions.notify ?? false });
+  }
+}
+
+// A little after the retry is due, so the fetch finds it (the delay counts from pg-boss's write of
+// the failure, just after the handler throws).
+const RETRY_WAKE_MARGIN_MS = 500;
+
+/**
+ * Works a `notify` queue (see workers/boss.ts QUEUES): NOTIFY wakes its worker for new jobs; a job whose handler
+ * throws and that the queue retries wakes it again once the queue's retry delay is over, as its
+ * polling did before.
+ */
+export async function workNotified<T extends object>(boss: PgBoss, queue: QueueDefinition, handler: (jobs: Job<T>[]) => Promise<unknown>): Promise<string> {
+  let workerId = '';
+  workerId = await boss.work<T>(queue.name, async (jobs) => {
+    try {
+      return await handler(jobs);
+    } catch (error) {
+      if (queue.retryLimit) setTimeout(() => boss.notifyWorker(workerId), (queue.retryDelay ?? 0) * 1000 + RETRY_WAKE_MARGIN_MS).unref();
+      throw error;
+    }
+  });
+  return workerId;
+}

@@ -7,9 +7,10 @@ import { type Config, loadConfig } from '../src/config.js';
 import { createDeps } from '../src/process.js';
 import type { Deps, ServiceContext } from '../src/services/context.js';
 import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
-import { SYSTEM_VIEWER } from '../src/services/tenancy/viewer.js';
+import { SYSTEM_VIEWER } from '../src/viewer.js';
 import type { Boss } from '../src/queues.js';
-import { startPlatformBoss } from '../src/workers/platform-jobs.js';
+import { hostLocalDeployments, startPlatformBoss } from '../src/platform.js';
+import { startIngestThreads } from '../src/workers/ingest-threads.js';
 import { buildTenant } from './factories.js';
 
 /** This test file's own database (test/file-database.ts), copied from the migrated template. */
@@ -64,12 +65,13 @@ export async function startTestPlatform(options: { config?: Record<string, strin
   const logger = pino({ level: config.logLevel });
   // The file's database is a copy of the migrated template.
   const wiring = await createDeps(config, logger, { databaseUrl: config.databaseUrl });
+  startIngestThreads(wiring);
   const { deps } = wiring;
   // Agent-server requests enqueue runs on the job queue; `jobs` also works the worker role's jobs.
   const boss = await startPlatformBoss(deps, { work: options.jobs ?? false });
   wiring.onStop(() => boss.stop({ graceful: false, close: true }));
   deps.boss = boss;
-  const app = buildApp(deps);
+  const app = buildApp(deps, { localDeployments: hostLocalDeployments(deps) });
   wiring.onStop(() => app.stop());
   const url = await app.start(0, '127.0.0.1');
   return { deps, url, boss, system: { ...deps, viewer: SYSTEM_VIEWER }, stop: wiring.stop };

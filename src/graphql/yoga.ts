@@ -10,7 +10,7 @@ import { boundForLog } from '../logger.js';
 import { unstorableTextFromDatabase } from '../limits/json.js';
 import type { Deps } from '../services/context.js';
 import { FilterError } from '../services/traces/filter.js';
-import type { Viewer } from '../services/tenancy/viewer.js';
+import type { Viewer } from '../viewer.js';
 import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
 import type { GraphQLContext } from './builder.js';
 import { schema } from './schema.js';

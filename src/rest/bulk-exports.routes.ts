@@ -3,7 +3,7 @@ import { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import * as destinations from '../services/exports/destinations.service.js';
 import * as exportsService from '../services/exports/exports.service.js';
-import { authenticate } from './middleware/auth.js';
+import { authenticate } from './auth.js';
 import { presentDestination, presentExport, presentExportRun } from './bulk-exports.presenters.js';
 
 export function bulkExportsRouter(deps: Deps): Router {

@@ -4,7 +4,7 @@ import type { Deps } from '../services/context.js';
 import * as deployments from '../services/deployments/deployments.service.js';
 import * as revisions from '../services/deployments/revisions.service.js';
 import { presentDeployment, presentRevision, presentRevisionLog } from './deployments.presenters.js';
-import { authenticate } from './middleware/auth.js';
+import { authenticate } from './auth.js';
 
 export function deploymentsRouter(deps: Deps): Router {
   const router = Router();

@@ -4,26 +4,25 @@ import type { Deps } from '../services/context.js';
 import { bulkExportsRouter } from './bulk-exports.routes.js';
 import { authIntegrationsListenersRouter } from './control-plane/auth-integrations-listeners.routes.js';
 import { deploymentsRouter } from './deployments.routes.js';
-import { agentServerRouter } from './agent-server/router.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
-import { healthCheck } from './health.js';
-import { platformSurface } from './openapi/platform.operations.js';
+import { healthCheck } from './middleware/health.js';
+import { platformSurface } from './platform.operations.js';
 import { apiReferenceRouter } from './openapi/reference.routes.js';
 import { jsonBody } from './middleware/json-body.js';
 import { tenancyRouter } from './tenancy.routes.js';
 import { tracesRouter } from './traces.routes.js';
 import { usageRouter } from './usage.routes.js';
 
-export function restRouter(deps: Deps): Router {
+export function restRouter(deps: Deps, localDeployments?: Router): Router {
   const router = Router();
 
   router.get('/ok', healthCheck(deps));
   // The platform's own reference (/openapi.json, /docs), public like the page a browser opens.
   router.use(apiReferenceRouter(platformSurface));
 
-  // A local deployment's agent server (plain-text errors), for keys of the deployment's organization;
-  // the others' are forwarded by the gateway, mounted ahead of everything in app.ts.
-  router.use('/deployments/:deploymentId', agentServerRouter(deps, { fromPath: 'deploymentId' }));
+  // The agent servers of the local deployments this process hosts (plain-text errors), for keys of the
+  // deployment's organization; the others' are forwarded by the gateway, mounted ahead of everything in app.ts.
+  if (localDeployments) router.use('/deployments/:deploymentId', localDeployments);
 
   // Control plane OAuth providers, integrations and listeners (FastAPI dialect) at the root and, for
   // self-hosted clients, under /api-host.

@@ -3,7 +3,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { Deps } from '../services/context.js';
 import * as tenancy from '../services/tenancy/tenancy.service.js';
-import { authenticate } from './middleware/auth.js';
+import { authenticate } from './auth.js';
 import { parseBody } from './middleware/validate.js';
 import { presentApiKey, presentOrganization, presentWorkspace } from './tenancy.presenters.js';
 

@@ -16,7 +16,7 @@ import * as projects from '../services/traces/projects.service.js';
 import { getRun, queryRuns, validateRunFilters } from '../services/traces/queries.service.js';
 import type { ProjectCreateInput } from '../services/traces/traces.schemas.js';
 import { traceWorkspace } from '../services/traces/workspace.js';
-import { authenticate, authenticateIngest } from './middleware/auth.js';
+import { authenticate, authenticateIngest } from './auth.js';
 import { afterRefusedBody, errorHandler, httpStatus } from './middleware/errors.js';
 import { parseQuery } from './middleware/validate.js';
 import { asObject, type IngestRequest, ingestEncoded, multipartBoundary, parseJsonBody, readBody, readRawBody } from './ingest-wire.js';

@@ -7,7 +7,7 @@ import type { Deps } from '../services/context.js';
 import { UsageGroupBy, UsageInstant, UsageWorkspaceIds } from '../services/usage/usage.schemas.js';
 import { getGranularUsage, streamGranularUsage } from '../services/usage/usage.service.js';
 import { parseInput } from '../services/validate.js';
-import { authenticate } from './middleware/auth.js';
+import { authenticate } from './auth.js';
 import { csvLine, presentUsageReport, USAGE_CSV_HEADER, usageCsvLine } from './usage.presenters.js';
 
 export const GranularUsageQuery = z.object({

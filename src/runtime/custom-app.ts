@@ -3,7 +3,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import type { CustomApp } from '../services/deployments/runtime-protocol.js';
+import type { CustomApp } from '../services/agent-server/runtime-protocol.js';
 import type { GraphConfig } from '../graph-config.js';
 import { registerSdkLogger } from './sdk-logger.js';
 

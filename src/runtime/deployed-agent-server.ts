@@ -11,12 +11,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { readGraphConfig } from '../graph-config.js';
 import { createDeps } from '../process.js';
-import { gatewayIdentityHeaders } from '../services/deployments/runtime-protocol.js';
+import { gatewayIdentityHeaders, RUNTIME_DEPLOYMENT_URL_HEADER } from '../gateway-protocol.js';
 import { agentServerRouter } from '../rest/agent-server/router.js';
 import { threadStreamUpgrade } from '../rest/agent-server/thread-stream.socket.js';
-import { registerOwnDeployment } from '../services/deployments/deployments.service.js';
-import { RUNTIME_DEPLOYMENT_URL_HEADER } from '../services/deployments/runtime-protocol.js';
-import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
+import { registerOwnDeployment } from '../services/agent-server/served-deployment.js';
+import { SYSTEM_VIEWER } from '../viewer.js';
 import { startBoss } from '../workers/boss.js';
 import { bindSdkClientsToServer, loadCustomApp } from './custom-app.js';
 import { loadCustomAuth } from './custom-auth.js';
@@ -49,7 +48,7 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
   const config: Config = { ...configured, runtimeThread: false, runDataOnEventBus: true, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
   // Migrated already (runtime-child.ts, while the graphs loaded): the agent server owns its database.
   const databaseUrl = config.databaseUrl!;
-  const wiring = await createDeps(config, logger, { databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server', ingestThreads: false });
+  const wiring = await createDeps(config, logger, { databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server' });
   const { deps } = wiring;
   try {
     const boss = await startBoss(deps, { work: true, applicationName: 'agent-server-jobs' });

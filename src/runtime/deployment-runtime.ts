@@ -3,44 +3,30 @@
 // works its run queue, answers the API's graph requests, and records itself in deployment_runtimes
 // for as long as it runs, so any api process can find it.
 import type { PgBoss } from 'pg-boss';
+import type { LaunchSpec } from '../launcher-protocol.js';
 import type { Deps } from '../services/context.js';
-import { deleteDeploymentRuntime, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
+import { deleteRuntime, insertRuntime } from '../services/agent-server/agent-server.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
-import { createAgentRunTracer } from '../services/traces/agent-run-tracer.js';
-import { TraceBatcher } from '../services/traces/trace-batcher.js';
+import { createAgentRunTracer } from './agent-run-tracer.js';
 import { loadCustomApp } from './custom-app.js';
 import { applyGraphConfigEnv, readGraphConfig } from '../graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
 import { IngestApiTraceSink } from './ingest-api-traces.js';
 import { openPersistence } from './persistence.js';
-import { setUpDeploymentDatabase } from '../services/deployments/deployment-database.js';
+import { setUpDeploymentDatabase } from '../services/agent-server/database-setup.js';
 import { loadStoreEmbedder } from './store-embedder.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
 import { startRuntimeServer } from './runtime-server.js';
 
-export type RuntimeSpec = {
-  deploymentId: string;
-  configPath: string;
-  /**
-   * Where its runs are traced, unless tracing is off: a project of a workspace, written straight into
-   * the trace tables, or, with `ingest`, sent to the platform's public ingest API with that key (a
-   * deployed revision's agent server, which cannot reach those tables; the key names the project).
-   */
-  tracing: RuntimeTracing | undefined;
+export type RuntimeSpec = Omit<LaunchSpec, 'revisionId'> & {
   /**
    * The origin of the queue object an api role in the launching process enqueues through, when this
    * runtime runs in a thread of that process: runs created there wake it by message, so it skips
    * their `runs.queued` NOTIFY.
    */
   queueOrigin?: string;
-  /** The control-plane revision it runs, recorded with it. */
-  revisionId?: string;
-  /** Names the signing key derived for this runtime, when it does not hold the installation's key. */
-  keyId?: string;
 };
-
-export type RuntimeTracing = { workspaceId: string; project: string; ingest?: { url: string; apiKey: string } };
 
 export type RunningDeployment = {
   runtimeId: string;
@@ -73,13 +59,10 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after
     // the runtime stopped, once its last run ended.
-    const traces =
-      spec.tracing && !spec.tracing.ingest
-        ? new TraceBatcher(deps, { capacity: deps.config.agentServerTracing.queueCapacity, flushIntervalMs: deps.config.agentServerTracing.flushIntervalMs })
-        : undefined;
-    const sink = spec.tracing?.ingest ? new IngestApiTraceSink(spec.tracing.ingest, deps.logger) : traces;
+    const sink = spec.tracing?.ingest ? new IngestApiTraceSink(spec.tracing.ingest, deps.logger) : spec.tracing ? deps.directTraceSink?.() : undefined;
+    if (spec.tracing && !sink) deps.logger.warn({ deploymentId: spec.deploymentId }, 'tracing is on but this process has nowhere to send traces: runs are not traced');
     if (sink) steps.push(() => sink.close());
-    const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces } };
+    const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces: sink } };
     const tracer = spec.tracing && sink ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, sink) : undefined;
     const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer });
     let runtimeStopped: Promise<void> | undefined;
@@ -91,8 +74,8 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     if (customApp) ctx.deployment.loopback = async (path, init) => customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
     const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
     steps.push(() => server.stop());
-    await insertDeploymentRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url, revisionId: spec.revisionId, keyId: spec.keyId });
-    steps.push(() => deleteDeploymentRuntime(deps.db, runtime.workerId));
+    await insertRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url });
+    steps.push(() => deleteRuntime(deps.db, runtime.workerId));
     // First at stop: it fetches no more runs and finishes its own before it leaves deployment_runtimes,
     // so a deploy that waits for the previous revision's row to go knows it takes no new run.
     steps.push(stopRuntime);

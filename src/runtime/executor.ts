@@ -7,7 +7,7 @@ import type { Job } from 'pg-boss';
 import type { RunJob } from '../services/runs/run-queue.js';
 import { RunEventWriter } from '../services/runs/run-stream.js';
 import type { RunKwargs, RunStatus } from '../services/runs/runs.schemas.js';
-import type { RunTracer } from '../services/traces/agent-run-tracer.js';
+import type { RunTracer } from './agent-run-tracer.js';
 
 export type { RunTracer };
 import * as store from '../services/runs/runs.store.js';

@@ -1,12 +1,12 @@
 // The runtime's answers to the reads and writes that need a deployment's graphs (state with
 // subgraphs, history, `as_node` updates, drawings and schemas), asked by API processes over the
-// request/reply channel (services/deployments/runtime-protocol.ts). Each read is one function here,
+// request/reply channel (services/agent-server/runtime-protocol.ts). Each read is one function here,
 // and answerGraphRequest dispatches to them. Results are plain JSON.
 import type { StateSnapshot } from '@langchain/langgraph';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
 import { AppError } from '../errors.js';
-import type { GraphRequest, ThreadState } from '../services/deployments/runtime-protocol.js';
+import type { GraphRequest, ThreadState } from '../services/agent-server/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { asGraphRequest } from './graph-errors.js';
@@ -230,6 +230,6 @@ export function answerGraphRequest(ctx: RuntimeContext, request: GraphRequest): 
     case 'store-embed':
       return embedForStore(ctx, request);
     case 'runtime-metrics':
-      return Promise.resolve({ traceBatcher: ctx.deployment.traces?.stats() ?? null });
+      return Promise.resolve({ traceBatcher: ctx.deployment.traces?.stats?.() ?? null });
   }
 }

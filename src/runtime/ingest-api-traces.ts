@@ -7,10 +7,9 @@
 // run ended, which sends everything still queued before the process exits.
 import { Client } from 'langsmith';
 import type { Logger } from 'pino';
-import type { Ingester, RunBatch } from '../services/traces/ingest.service.js';
-import type { TraceBatcher } from '../services/traces/trace-batcher.js';
+import type { Ingester, RunBatch, TraceSink } from '../trace-wire.js';
 
-export class IngestApiTraceSink implements Pick<TraceBatcher, 'add' | 'close'> {
+export class IngestApiTraceSink implements TraceSink {
   private readonly client: Client;
 
   constructor(

@@ -1,41 +1,13 @@
-// How the runtime role starts a deployment's runtime. One small interface, so the control plane can
-// add its own (a child process with a restricted environment, a container, a Kubernetes Deployment)
-// without the role or the API changing: whatever runs the runtime, it records itself in the database.
+// The agent server's own launchers of its runtime (graphs, run queue): a worker thread, or its own
+// thread. The platform's launcher of a deployment's whole agent server (a sandboxed child process) is
+// ../launcher/child-launcher.ts; both implement ../launcher-protocol.ts.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
 import { runQueueFor } from '../services/runs/run-queue.js';
-import { runDeployment, type RuntimeSpec } from './deployment-runtime.js';
+import { runDeployment } from './deployment-runtime.js';
+
 import { startRuntimeThread } from './runtime-thread.js';
-
-export type LaunchedRuntime = {
-  /** Where it answers graph requests. */
-  url: string;
-  graphIds: string[];
-  /** Where its graphs execute, for people reading the logs. */
-  where: 'worker thread' | 'server thread' | 'child process';
-  /** Its OS process, when it has one of its own (child process launcher). */
-  pid?(): number | undefined;
-  stop(): Promise<void>;
-};
-
-/** A runtime whose graphs are loaded but that does not serve yet (see RuntimeLauncher.prepare). */
-export type PreparedRuntime = {
-  graphIds: string[];
-  /** Starts serving: the same process, now connected to the database and working the run queue. */
-  launch(): Promise<LaunchedRuntime>;
-  /** Ends it unlaunched. */
-  discard(): Promise<void>;
-};
-
-export interface RuntimeLauncher {
-  launch(spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<LaunchedRuntime>;
-  /**
-   * Loads the graphs and stops there (rejects with the loader's error): a build's import check whose
-   * process the deploy takes over, so a deploy starts one cold process, not two. Launchers that
-   * cannot split the two leave it out.
-   */
-  prepare?(spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<PreparedRuntime>;
-}
+import type { RuntimeLauncher } from '../launcher-protocol.js';
 
 /**
  * Runs each runtime in a worker thread of this process: graph execution no longer shares an event

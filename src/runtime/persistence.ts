@@ -7,7 +7,7 @@ import pg from 'pg';
 import { PreparingClient } from '../database/prepared-statements.js';
 import { readStoreSettings } from '../services/store/store-items.store.js';
 import type { Embedder } from '../services/store/store-operations.js';
-import { CHECKPOINT_SCHEMA } from '../services/threads/checkpoints.store.js';
+import { CHECKPOINT_SCHEMA } from '../database/checkpoint-schema.js';
 import type { Persistence } from './graph-registry.js';
 import { PlatformStore } from './platform-store.js';
 import { RunMetadataSaver } from './run-checkpointer.js';

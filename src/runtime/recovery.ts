@@ -4,12 +4,10 @@
 // next run can start). Both sweeps are pg-boss schedules (workers/boss.ts); a runtime also recovers
 // its deployment's runs once when it starts, so a restarted `serve` picks up where it died.
 import type { PgBoss } from 'pg-boss';
+import { runtimeLockKey } from '../launcher-protocol.js';
 import type { Deps } from '../services/context.js';
 import { runQueueName } from '../services/runs/run-queue-name.js';
 import * as store from '../services/runs/runs.store.js';
-
-/** The advisory lock a runtime holds while it lives. */
-export const runtimeLockKey = (workerId: string) => `agent-platform:runtime:${workerId}`;
 
 /**
  * Ends as `error` every running run (of one deployment, or all) whose runtime's liveness lock is free,

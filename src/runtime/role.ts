@@ -2,9 +2,9 @@
 // (`start --role runtime --deployment <id>`, or `serve`'s one), each through the launcher.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
-import { localDeploymentConfig } from '../services/deployments/deployments.service.js';
-import type { RuntimeTracing } from './deployment-runtime.js';
-import { inProcessLauncher, type LaunchedRuntime, type RuntimeLauncher, threadLauncher } from './launcher.js';
+import { localDeploymentConfig } from '../services/agent-server/served-deployment.js';
+import type { LaunchedRuntime, RuntimeLauncher, RuntimeTracing } from '../launcher-protocol.js';
+import { inProcessLauncher, threadLauncher } from './launcher.js';
 
 export type RunningRuntime = LaunchedRuntime & { deploymentId: string; tracing: RuntimeTracing | undefined };
 export type RunningRuntimes = { runtimes: RunningRuntime[]; stop(): Promise<void> };

@@ -13,7 +13,7 @@ import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { applyGraphConfigEnv, readGraphConfig } from '../graph-config.js';
 import { loadCustomApp } from './custom-app.js';
-import type { ChildCommand, ChildReport } from './child-protocol.js';
+import type { ChildCommand, ChildReport } from '../launcher-protocol.js';
 import { GraphRegistry } from './graph-registry.js';
 
 

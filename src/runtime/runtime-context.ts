@@ -1,9 +1,9 @@
 // What the runtime of one deployment holds: the deployment's graphs, LangGraph's checkpointer and
 // store, and the queue it works. Only a runtime (its thread or process) ever has these; the API side
-// of a deployment is services/deployments/deployment-scope.ts.
+// of a deployment is services/agent-server/deployment-scope.ts.
 import type { Deps } from '../services/context.js';
 import type { RunQueue } from '../services/runs/run-queue.js';
-import type { TraceBatcher } from '../services/traces/trace-batcher.js';
+import type { TraceSink } from '../trace-wire.js';
 import type { GraphRegistry } from './graph-registry.js';
 import type { RuntimePersistence } from './persistence.js';
 
@@ -13,8 +13,8 @@ type RuntimeDeployment = {
   graphs: GraphRegistry;
   persistence: RuntimePersistence;
   queue: RunQueue;
-  /** Where its runs' traces wait to be stored, when tracing is on. */
-  traces?: TraceBatcher;
+  /** Where its runs' traces go (queued off the run's path), when tracing is on. */
+  traces?: TraceSink;
   /** Delivers a request to the project's `http.app` in this runtime (webhooks given as a path), once loaded. */
   loopback?: (path: string, init: RequestInit) => Promise<Response>;
 };

@@ -1,10 +1,10 @@
-// The runtime's end of the graph-request channel (services/deployments/runtime-protocol.ts): a small
+// The runtime's end of the graph-request channel (services/agent-server/runtime-protocol.ts): a small
 // HTTP server that answers the agent-server API's graph requests for the deployment it runs. Only
 // requests signed with this process's secret key for this runtime are answered.
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isAppError } from '../errors.js';
-import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from '../services/deployments/runtime-protocol.js';
+import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from '../services/agent-server/runtime-protocol.js';
 import { answerGraphRequest } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
 

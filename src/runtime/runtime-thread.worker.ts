@@ -1,8 +1,11 @@
 // The body of a runtime thread (see runtime-thread.ts): wires the thread like any process, runs the
-// deployment's runtime until the main thread says stop.
+// deployment's runtime until the main thread says stop. An entry point, so it composes: its runs'
+// traces go into the platform's trace tables (the thread is a platform process's or serve's), unless
+// its spec names an ingest API.
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../logger.js';
 import { configInThread } from '../process.js';
+import { platformTraceSink } from '../services/traces/trace-batcher.js';
 import { startStandaloneRuntime } from './standalone-runtime.js';
 import type { RuntimeThreadCommand, RuntimeThreadData, RuntimeThreadReport } from './runtime-thread.js';
 
@@ -19,7 +22,7 @@ const stop = async () => {
 
 try {
   // The main thread's PgBoss maintains the queues; this one only fetches and completes jobs.
-  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec);
+  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec, platformTraceSink);
   stopProcess = stopRuntime;
 
   port.on('message', (command: RuntimeThreadCommand) => {

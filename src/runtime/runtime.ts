@@ -8,7 +8,8 @@ import { type RunJob, wakeWhenDue } from '../services/runs/run-queue.js';
 import { failUnendedRun } from '../services/runs/runs.store.js';
 import { latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
-import { pruneDeadRuntimes, recoverOrphanedRuns, runtimeLockKey, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
+import { runtimeLockKey } from '../launcher-protocol.js';
+import { pruneDeadRuntimes, recoverOrphanedRuns, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
 import type { RuntimeContext } from './runtime-context.js';
 
 export type Runtime = { workerId: string; stop(): Promise<void> };

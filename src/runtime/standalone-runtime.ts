@@ -3,6 +3,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { createDeps } from '../process.js';
+import type { Deps } from '../services/context.js';
+import type { TraceSink } from '../trace-wire.js';
 import { startBoss } from '../workers/boss.js';
 import { runDeployment, type RunningDeployment, type RuntimeSpec } from './deployment-runtime.js';
 
@@ -12,13 +14,15 @@ export async function startStandaloneRuntime(
   logger: Logger,
   databaseUrl: string | undefined,
   spec: RuntimeSpec,
+  /** Where its traces go when it sends them to no ingest API (a platform's thread: its trace tables). */
+  directTraceSink?: (deps: Deps) => TraceSink,
 ): Promise<{ running: RunningDeployment; stop: () => Promise<void> }> {
   const wiring = await createDeps(config, logger, {
     databaseUrl,
     poolSize: config.runtimeDbPoolSize,
     applicationName: 'agent-platform-runtime',
-    ingestThreads: false,
   });
+  if (directTraceSink) wiring.deps.directTraceSink = () => directTraceSink(wiring.deps);
   try {
     const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));

@@ -8,7 +8,7 @@ import type { StreamMode } from '../services/runs/runs.schemas.js';
 import type { RunnableGraph } from './graph-registry.js';
 
 /** A checkpoint's address, as the agent server's API names it. */
-import type { Checkpoint } from '../services/deployments/runtime-protocol.js';
+import type { Checkpoint } from '../services/agent-server/runtime-protocol.js';
 
 export type { Checkpoint };
 

@@ -3,7 +3,7 @@
 // Tailwind CSS), rebuilt when their files change, and kept in memory for `/ui/{graph_id}`.
 import { basename, dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { UiBundles, UiFile } from '../services/deployments/runtime-protocol.js';
+import type { UiBundles, UiFile } from '../services/agent-server/runtime-protocol.js';
 import type { GraphConfig } from '../graph-config.js';
 
 

@@ -4,7 +4,7 @@
 // (usage, exports, traces, the control plane's pipeline) in platform-jobs.ts, which a deployed agent
 // server never loads. Queues are created at start-up, and a process that works them runs the cron
 // clock. Job payloads carry ids only; the rows they point at hold the state.
-import { type Job, PgBoss, type Queue } from 'pg-boss';
+import { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
 import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
@@ -12,10 +12,7 @@ import { sweepStoreJob } from './store-sweep.job.js';
 import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
 import { fireCronJob } from './cron-fire.job.js';
 import { sweepExpiredThreads } from './threads-sweep.job.js';
-
-import { bossConnection, finishedJobRetention, rememberJobRetention } from '../queues.js';
-
-export type QueueDefinition = Omit<Queue, 'name'> & { name: string };
+import { bossConnection, declareQueues, type QueueDefinition, rememberJobRetention, workNotified } from '../queues.js';
 
 /**
  * The agent server's fixed-name queues, with their options.
@@ -94,15 +91,6 @@ const SCHEDULES: { queue: string; cron: string }[] = [
   { queue: QUEUES.threadsSweep.name, cron: '* * * * *' },
 ];
 
-/** Creates (or brings to their options) queues: what sends to them fails on a queue that does not exist. */
-export async function declareQueues(boss: PgBoss, queues: QueueDefinition[]): Promise<void> {
-  for (const { name, ...queueOptions } of queues) {
-    await boss.createQueue(name, { ...queueOptions, ...finishedJobRetention(boss) });
-    // createQueue leaves an existing queue as it was: a changed setting is applied here.
-    await boss.updateQueue(name, { ...finishedJobRetention(boss), notify: queueOptions.notify ?? false });
-  }
-}
-
 /**
  * Starts this process's pg-boss and creates the agent server's queues. `work`: work them (handlers,
  * schedules, cron clock). `maintain`: queue maintenance (expiry, deletion), done by a worker or a
@@ -150,26 +138,4 @@ export async function startBoss(
     for (const { queue, cron } of SCHEDULES) await boss.schedule(queue, cron);
   }
   return boss;
-}
-
-// A little after the retry is due, so the fetch finds it (the delay counts from pg-boss's write of
-// the failure, just after the handler throws).
-const RETRY_WAKE_MARGIN_MS = 500;
-
-/**
- * Works a `notify` queue (see QUEUES): NOTIFY wakes its worker for new jobs; a job whose handler
- * throws and that the queue retries wakes it again once the queue's retry delay is over, as its
- * polling did before.
- */
-export async function workNotified<T extends object>(boss: PgBoss, queue: QueueDefinition, handler: (jobs: Job<T>[]) => Promise<unknown>): Promise<string> {
-  let workerId = '';
-  workerId = await boss.work<T>(queue.name, async (jobs) => {
-    try {
-      return await handler(jobs);
-    } catch (error) {
-      if (queue.retryLimit) setTimeout(() => boss.notifyWorker(workerId), (queue.retryDelay ?? 0) * 1000 + RETRY_WAKE_MARGIN_MS).unref();
-      throw error;
-    }
-  });
-  return workerId;
 }

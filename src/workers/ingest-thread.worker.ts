@@ -16,7 +16,6 @@ const { deps } = await createDeps(config, logger, {
   databaseUrl: data.databaseUrl,
   applicationName: 'agent-platform-ingest',
   listen: false,
-  ingestThreads: false,
 });
 
 port.on('message', (job: IngestJob) => {

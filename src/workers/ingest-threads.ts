@@ -6,6 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import type { ProcessDeps } from '../process.js';
 import { type AppError as AppErrorType, AppError } from '../errors.js';
 import type { IngestRequest, Ingester, IngestResult } from '../services/traces/ingest-types.js';
 
@@ -19,7 +20,7 @@ export type IngestReply =
 type Pending = { resolve: (result: IngestResult) => void; reject: (error: unknown) => void };
 type Thread = { worker: Worker; pending: Map<number, Pending> };
 
-export class IngestThreads {
+class IngestThreads {
   private readonly threads: Thread[] = [];
   private nextId = 1;
   private stopping = false;
@@ -80,4 +81,16 @@ export class IngestThreads {
     });
     return thread;
   }
+}
+
+/**
+ * Hands a platform process's trace ingestion to worker threads when it runs the api role and the
+ * configuration asks for threads (AGENT_PLATFORM_INGEST_THREADS); they stop with the process.
+ */
+export function startIngestThreads(wiring: ProcessDeps): void {
+  const { deps } = wiring;
+  if (!deps.config.roles.includes('api') || deps.config.ingestThreads <= 0) return;
+  const threads = new IngestThreads({ config: deps.config, databaseUrl: deps.db.url }, deps.config.ingestThreads, deps.logger);
+  deps.ingestThreads = threads;
+  wiring.onStop(() => threads.stop());
 }

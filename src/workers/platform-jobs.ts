@@ -1,10 +1,11 @@
 // The platform's own queues and their work (usage folds, exports, trace retention and partitions,
-// the control plane's pipeline and ref watch), on top of the agent server's (boss.ts): what the
-// platform's processes start, and what a deployed agent server never loads.
+// the control plane's pipeline and ref watch): what the platform's processes start beside the agent
+// server's (boss.ts, for the local deployments they host; see platform.ts), and what a deployed agent
+// server never loads.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../services/context.js';
 import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
-import { declareQueues, type QueueDefinition, startBoss, workNotified } from './boss.js';
+import { declareQueues, type QueueDefinition, workNotified } from '../queues.js';
 import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 import { workRevisionPipeline } from './revision-pipeline.job.js';
 import { watchPushedRefs } from './revisions-watch.job.js';
@@ -91,13 +92,12 @@ const PLATFORM_SCHEDULES: { queue: string; cron: string }[] = [
 ];
 
 /**
- * Starts a platform process's pg-boss (startBoss) with the platform's queues too; `work` (the worker
- * role) works them all, the agent server's upkeep of local deployments included.
+ * Declares the platform's queues on a process's started pg-boss and, with `work` (the worker role),
+ * works them and runs their schedules.
  */
-export async function startPlatformBoss(deps: Deps, options: Parameters<typeof startBoss>[1]): Promise<PgBoss> {
-  const boss = await startBoss(deps, options);
+export async function workPlatformJobs(deps: Deps, boss: PgBoss, options: { work: boolean; install?: boolean }): Promise<void> {
   if (options.install ?? true) await declareQueues(boss, Object.values(PLATFORM_QUEUES));
-  if (!options.work) return boss;
+  if (!options.work) return;
   await workNotified(boss, PLATFORM_QUEUES.usageFold, async () => foldUsage(deps));
   await workExports(deps, boss);
   await workNotified(boss, PLATFORM_QUEUES.tracesRetention, async () => deleteExpiredTraceRuns(deps));
@@ -112,5 +112,4 @@ export async function startPlatformBoss(deps: Deps, options: Parameters<typeof s
   for (const { queue, cron } of PLATFORM_SCHEDULES) await boss.schedule(queue, cron);
   // A platform that was down longer than the partitions made ahead catches up now, not at the next tick.
   await boss.send(PLATFORM_QUEUES.tracesPartitions.name, {});
-  return boss;
 }

@@ -10,7 +10,7 @@
 // Every move is conditional on the status it leaves, so a revision SKIPPED by a newer one or
 // INTERRUPTED by a DELETE meanwhile stops at the next step (and a runtime it started is stopped).
 import type { PgBoss } from 'pg-boss';
-import { DeployedRuntimes } from '../runtime/deployed-runtimes.js';
+import { DeployedRuntimes } from '../launcher/deployed-runtimes.js';
 import type { Deps } from '../services/context.js';
 import { deploymentGitCredentials, forgetDeploymentRow } from '../services/deployments/deployments.service.js';
 import { logRevision, moveRevision, REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
@@ -19,7 +19,7 @@ import { checkoutSource, installDependencies, locateGraphConfig, revisionDirecto
 import { describeSandbox, sandboxFor } from '../services/deployments/sandbox.js';
 import { countOtherRevisionRuntimes, setDeploymentStatus } from '../services/deployments/deployments.store.js';
 import { deploymentDatabaseExists, deploymentTemplate, ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
-import { warmRuntimeCaches } from '../runtime/runtime-caches.js';
+import { warmRuntimeCaches } from '../launcher/runtime-caches.js';
 
 type RevisionJob = { revisionId: string };
 

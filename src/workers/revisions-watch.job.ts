@@ -7,7 +7,7 @@ import { createRevision } from '../services/deployments/revisions.service.js';
 import { findControlDeployment, listBuildOnPush } from '../services/deployments/revisions.store.js';
 import { sandboxFor } from '../services/deployments/sandbox.js';
 import { remoteRefCommit } from '../services/deployments/source-checkout.js';
-import { SYSTEM_VIEWER } from '../services/tenancy/viewer.js';
+import { SYSTEM_VIEWER } from '../viewer.js';
 
 /** Returns the ids of the deployments that got a new revision. */
 export async function watchPushedRefs(deps: Deps): Promise<string[]> {

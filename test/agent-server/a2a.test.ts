@@ -20,9 +20,10 @@ afterAll(async () => {
 // which is the protocol the reference server and this one serve.
 const legacyCompat = { enabled: true };
 const agentFor = (assistantId: string): Promise<Client> =>
+  // The card's path relative to the server's url, which is a deployment's path at a deployed revision.
   new ClientFactory({ transports: [new JsonRpcTransportFactory({ legacyCompat })], cardResolver: new DefaultAgentCardResolver({ legacyCompat }) }).createFromUrl(
-    server.url,
-    `/.well-known/agent-card.json?assistant_id=${assistantId}`,
+    `${server.url}/`,
+    `.well-known/agent-card.json?assistant_id=${assistantId}`,
   );
 
 const text = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' });

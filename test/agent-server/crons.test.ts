@@ -1,27 +1,27 @@
 // Crons through the official SDK's `client.crons` against a real `serve` process. pg-boss ticks once a
 // minute, so firing is driven with a test clock through fireCron, the service function each cron's
-// pg-boss schedule calls; two platforms with their own pools and job queues stand for two workers.
+// pg-boss schedule calls; two more workers of the deployment (startWorker), with their own pools and job queues on its database.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fireCron } from '../../src/services/crons/crons.service.js';
-import { databaseUrl, startTestPlatform, type TestPlatform } from '../helpers.js';
-import { removeDir, startServe, type ServeProcess } from './serve.js';
+import { removeDir, startServe, startWorker, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
-let workerA: TestPlatform;
-let workerB: TestPlatform;
+let workerA: Awaited<ReturnType<typeof startWorker>>;
+let workerB: Awaited<ReturnType<typeof startWorker>>;
 let pool: pg.Pool;
 beforeAll(async () => {
   // Room for a loaded machine: serve loads the runtime and the fixture graphs before it answers.
   server = await startServe({ readyTimeoutMs: 170_000 });
-  [workerA, workerB] = await Promise.all([startTestPlatform(), startTestPlatform()]);
-  pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  [workerA, workerB] = await Promise.all([startWorker(server), startWorker(server)]);
+  pool = new pg.Pool({ connectionString: server.databaseUrl, max: 2 });
 }, 240_000);
+// Connections to the server's database end first: a deployed revision's goes with it.
 afterAll(async () => {
-  await server?.stop();
-  removeDir(server?.dir);
   await Promise.all([workerA?.stop(), workerB?.stop()]);
   await pool?.end();
+  await server?.stop();
+  removeDir(server?.dir);
 });
 
 // Once a year: the serve process's own pg-boss clock never fires these during the test.
@@ -153,7 +153,7 @@ describe('crons on pg-boss’s own clock', () => {
   // AGENT_PLATFORM_CRON_CLOCK_SECONDS) sends the tick, and two worker processes (the serve process and
   // a second one here) both work the crons.fire queue.
   it('fires a `* * * * *` cron on its thread, one run per tick with two workers', async () => {
-    const secondWorker = await startTestPlatform({ jobs: true });
+    const secondWorker = await startWorker(server, { jobs: true });
     try {
       const thread = await server.client.threads.create();
       const cron = await server.client.crons.createForThread(thread.thread_id, 'nested', { schedule: '* * * * *', input: {} });

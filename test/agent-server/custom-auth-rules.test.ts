@@ -15,7 +15,7 @@ import { GraphRegistry } from '../../src/runtime/graph-registry.js';
 import { createAssistant, searchAssistants } from '../../src/services/assistants/assistants.service.js';
 import { searchCrons } from '../../src/services/crons/crons.service.js';
 import { type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../src/services/custom-auth/custom-auth.js';
-import { agentContext, registerLocalDeployment } from '../../src/services/deployments/deployments.service.js';
+import { agentContext, registerLocalDeployment } from '../../src/services/agent-server/served-deployment.js';
 import { countThreads, createThread, deleteThread, getThread, searchThreads, updateThread } from '../../src/services/threads/threads.service.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';

@@ -68,8 +68,10 @@ describe('GraphQL on the agent server', () => {
     ).createRun.data;
     expect(run).toMatchObject({ status: 'pending', streamModes: ['updates', 'custom', 'values'] });
 
+    // A deployed revision's runs are in its own database, not the platform's: run and runEvents name the deployment there.
+    const inDeployment: { deploymentId?: string } = server.deployed ? { deploymentId: server.deploymentId } : {};
     const [viaWs, viaSse] = await Promise.all([
-      subscribe(`subscription($runId: ID!) { runEvents(runId: $runId) { seq event mode data } }`, { runId: run.runId }),
+      subscribe(`subscription($runId: ID!, $deploymentId: ID) { runEvents(runId: $runId, deploymentId: $deploymentId) { seq event mode data } }`, { runId: run.runId, ...inDeployment }),
       collect(server.client.runs.joinStream(thread.threadId, run.runId)),
     ]);
     expect(viaWs.map((m) => ({ event: m.runEvents.event, data: m.runEvents.data, id: String(m.runEvents.seq - 1) }))).toEqual(
@@ -81,18 +83,19 @@ describe('GraphQL on the agent server', () => {
     expect(names.filter((name) => name === 'custom')).toHaveLength(3);
     expect(viaWs.at(-1).runEvents).toMatchObject({ event: 'values', data: { log: ['g:first', 'g:second', 'g:third'] } });
 
-    const onlyUpdates = await subscribe(`subscription($runId: ID!) { runEvents(runId: $runId, streamModes: ["updates"], afterSeq: 1) { event } }`, {
+    const onlyUpdates = await subscribe(`subscription($runId: ID!, $deploymentId: ID) { runEvents(runId: $runId, deploymentId: $deploymentId, streamModes: ["updates"], afterSeq: 1) { event } }`, {
       runId: run.runId,
+      ...inDeployment,
     });
     expect(onlyUpdates.map((m) => m.runEvents.event)).toEqual(['updates', 'updates', 'updates']);
 
     const read = await gql(
-      `query($d: ID!, $t: ID!, $r: ID!) {
+      `query($d: ID!, $t: ID!, $r: ID!, $runDeployment: ID) {
         thread(deploymentId: $d, id: $t) { ... on QueryThreadSuccess { data { status metadata values state { next values } runs { runId status } } } }
-        run(id: $r) { ... on QueryRunSuccess { data { status assistantId } } }
+        run(id: $r, deploymentId: $runDeployment) { ... on QueryRunSuccess { data { status assistantId } } }
         assistants(deploymentId: $d, graphId: "slow") { name version versions { version } }
       }`,
-      { d: server.deploymentId, t: thread.threadId, r: run.runId },
+      { d: server.deploymentId, t: thread.threadId, r: run.runId, runDeployment: inDeployment.deploymentId },
     );
     expect(read.thread.data).toMatchObject({
       status: 'idle',

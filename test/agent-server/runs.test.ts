@@ -4,8 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseUrl } from '../helpers.js';
-import { collect, removeDir, startServe, type ServeProcess } from './serve.js';
+import { atDeployed, collect, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
 beforeAll(async () => {
@@ -187,7 +186,8 @@ describe('background runs', () => {
     expect((await server.client.threads.get(threadId)).values).toEqual({ trail: ['parent', 'child', 'grandchild'] });
   });
 
-  it('posts the finished run to its webhook', async () => {
+  // Its receiver is on loopback, which serve allows here (AGENT_PLATFORM_WEBHOOK_ALLOW_PRIVATE); a deployed revision takes no such setting and refuses it (422).
+  it.skipIf(atDeployed)('posts the finished run to its webhook', async () => {
     const received: any[] = [];
     const hook = createServer((req, res) => {
       let body = '';
@@ -231,7 +231,7 @@ describe('stateless runs', () => {
     const kept = await server.client.runs.create(thread.thread_id, 'nested', { input: {} });
     for (const run of stateless) await collect(server.client.runs.joinStream(null, run.run_id));
     await server.client.runs.join(thread.thread_id, kept.run_id);
-    const db = new pg.Client({ connectionString: databaseUrl() });
+    const db = new pg.Client({ connectionString: server.databaseUrl });
     await db.connect();
     try {
       // pg-boss stamps completed_on with the transaction's now(), as the outcome does ended_at: equal

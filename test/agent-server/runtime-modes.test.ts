@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeDir, type ServeProcess, startServe } from './serve.js';
+import { atDeployed, removeDir, type ServeProcess, startServe } from './serve.js';
 
 const FIXTURES = new URL('../fixtures/graphs/', import.meta.url).pathname;
 
@@ -22,7 +22,8 @@ let byDefault: ServeProcess;
 beforeAll(async () => {
   [inThread, byDefault] = await Promise.all([
     startServe({ ...whereaboutsConfig(), env: { AGENT_PLATFORM_RUNTIME_THREAD: 'false' } }),
-    startServe(whereaboutsConfig()),
+    // Only the tests of serve's default use it.
+    atDeployed ? (undefined as unknown as ServeProcess) : startServe(whereaboutsConfig()),
   ]);
 }, 120_000);
 afterAll(async () => {
@@ -35,13 +36,14 @@ afterAll(async () => {
 type Whereabouts = { pid: number; main_thread: boolean };
 
 describe('where serve runs graphs', () => {
-  it('runs them in a worker thread of the server process by default', async () => {
+  // Serve's settings; a deployed revision's graphs always run on its agent server's thread, in its sandbox's own PID namespace.
+  it.skipIf(atDeployed)('runs them in a worker thread of the server process by default', async () => {
     const where = (await byDefault.client.runs.wait(null, 'where', { input: {} })) as Whereabouts;
     expect(where).toEqual({ pid: byDefault.child.pid, main_thread: false });
     expect(byDefault.output()).toContain('Graphs run in a worker thread');
   });
 
-  it('runs them on the server’s own thread when asked', async () => {
+  it.skipIf(atDeployed)('runs them on the server’s own thread when asked', async () => {
     const thread = await inThread.client.threads.create();
     const where = (await inThread.client.runs.wait(thread.thread_id, 'where', { input: {} })) as Whereabouts;
     expect(where).toEqual({ pid: inThread.child.pid, main_thread: true });

@@ -9,13 +9,27 @@ import { Client } from '@langchain/langgraph-sdk';
 import type pg from 'pg';
 import { inject } from 'vitest';
 import { pathOf, storeSchema } from '../../src/services/store/store-items.store.js';
-import { databaseUrl } from '../helpers.js';
+import { databaseUrl, startTestPlatform } from '../helpers.js';
+import type { Deps } from '../../src/services/context.js';
 import { spawnPlatform, type PlatformProcess } from '../processes.js';
-import { startDeployed } from './deployed.js';
+import { startDeployed, startDeploymentWorker } from './deployed.js';
 
 const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 
-export type ServeProcess = PlatformProcess & { client: Client; configPath: string; dir: string; deploymentId: string; restart(): Promise<ServeProcess> };
+export type ServeProcess = PlatformProcess & {
+  client: Client;
+  configPath: string;
+  dir: string;
+  deploymentId: string;
+  /** The database its agent server keeps its data in: the test file's at serve, the deployment's own (and its login) when deployed. */
+  databaseUrl: string;
+  /** Whether it is a deployed revision (TEST_AGENT_SERVER=deployed) rather than `serve`. */
+  deployed: boolean;
+  restart(): Promise<ServeProcess>;
+};
+
+/** Whether the agent-server tests run at a deployed revision's url (deployed.ts) instead of `serve`. */
+export const atDeployed = process.env.TEST_AGENT_SERVER === 'deployed';
 
 /**
  * Writes a fixture project's langgraph.json (`test/fixtures/<project>/`) naming its graphs, `ui`
@@ -43,29 +57,37 @@ const secretKey = randomBytes(32).toString('base64');
 
 /** Spawns `serve --config … --port 0 --dev` and returns an SDK client for it. */
 export async function startServe(options: { configPath?: string; dir?: string; project?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<ServeProcess> {
+  const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig(options.project);
   // The same tests at a deployed revision's url, through the gateway (deployed.ts).
-  if (process.env.TEST_AGENT_SERVER === 'deployed' && !options.configPath) {
-    const deployed = await startDeployed(options.project ?? 'graphs');
+  if (atDeployed) {
+    const deployed = await startDeployed(configPath, options.env);
     const unavailable = () => {
       throw new Error('not at a deployed revision');
     };
-    return {
-      child: undefined as never,
+    const server: ServeProcess = {
+      child: deployed.child,
       url: deployed.url,
+      // Serve's log: a deployed revision's goes to its deploy log, at the platform's log level.
       output: () => '',
       stopGroup: unavailable,
       client: deployed.client,
-      configPath: '',
-      dir: '',
+      configPath,
+      dir,
       deploymentId: deployed.deploymentId,
+      databaseUrl: deployed.databaseUrl,
+      deployed: true,
       async stop() {
         await deployed.stop();
         return 0;
       },
-      restart: unavailable,
+      // A killed agent server is started again by its launcher: the same deployment, at the same url.
+      restart: async () => {
+        await deployed.restarted();
+        return { ...server };
+      },
     };
+    return server;
   }
-  const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig(options.project);
   const child = await spawnPlatform(['serve', '--config', configPath, '--port', '0', '--dev'], {
     DATABASE_URL: databaseUrl(),
     AGENT_PLATFORM_SECRET_KEY: secretKey,
@@ -85,6 +107,8 @@ export async function startServe(options: { configPath?: string; dir?: string; p
     configPath,
     dir,
     deploymentId,
+    databaseUrl: databaseUrl(),
+    deployed: false,
     async stop(signal) {
       const code = await child.stop(signal);
       return code;
@@ -92,6 +116,15 @@ export async function startServe(options: { configPath?: string; dir?: string; p
     restart: () => startServe({ configPath, dir, env: options.env }),
   };
   return serve;
+}
+
+/**
+ * Another worker of the server's deployment, with its own pool and job queue on the server's
+ * database (working the job queues when `jobs`): a platform process on serve's, a second worker on
+ * a deployed revision's.
+ */
+export async function startWorker(server: ServeProcess, options: { jobs?: boolean } = {}): Promise<{ deps: Deps; stop(): Promise<void> }> {
+  return server.deployed ? startDeploymentWorker(server.databaseUrl, options) : startTestPlatform(options);
 }
 
 export function removeDir(dir: string) {

@@ -7,7 +7,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeSchema } from '../../src/services/store/store-items.store.js';
 import { sweepStoreJob } from '../../src/workers/store-sweep.job.js';
-import { databaseUrl } from '../helpers.js';
 import { fixtureConfig, removeDir, startServe, storedExpiry, type ServeProcess } from './serve.js';
 
 const FIXTURES = new URL('../fixtures/graphs/', import.meta.url).pathname;
@@ -26,12 +25,13 @@ beforeAll(async () => {
   };
   writeFileSync(configPath, JSON.stringify(config));
   server = await startServe({ configPath, dir, readyTimeoutMs: 170_000 });
-  pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  pool = new pg.Pool({ connectionString: server.databaseUrl, max: 2 });
 }, 240_000);
+// The pool ends first: a deployed revision's database goes with it.
 afterAll(async () => {
+  await pool?.end();
   await server?.stop();
   removeDir(server?.dir);
-  await pool?.end();
 });
 
 const expiresAt = (namespace: string[], key: string) => storedExpiry(pool, server.deploymentId, namespace, key);

@@ -4,9 +4,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepStoreJob } from '../../src/workers/store-sweep.job.js';
 import { connectDatabase } from '../../src/db.js';
-import type { AgentServerContext } from '../../src/services/deployments/deployment-scope.js';
+import type { AgentServerContext } from '../../src/services/agent-server/deployment-scope.js';
 import * as store from '../../src/services/store/store.service.js';
-import { databaseUrl, testConfig } from '../helpers.js';
+import { testConfig } from '../helpers.js';
 import { removeDir, startServe, storedExpiry, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
@@ -14,12 +14,13 @@ let pool: pg.Pool;
 beforeAll(async () => {
   // Room for a loaded machine: serve loads the runtime and the fixture graphs before it answers.
   server = await startServe({ readyTimeoutMs: 170_000 });
-  pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  pool = new pg.Pool({ connectionString: server.databaseUrl, max: 2 });
 }, 240_000);
+// The pool ends first: a deployed revision's database goes with it.
 afterAll(async () => {
+  await pool?.end();
   await server?.stop();
   removeDir(server?.dir);
-  await pool?.end();
 });
 
 const expiresAt = (namespace: string[], key: string) => storedExpiry(pool, server.deploymentId, namespace, key);
@@ -156,7 +157,7 @@ describe('store items', () => {
     const user = crypto.randomUUID();
     await server.client.store.putItem(['private', user], 'secret', { v: 1 });
     // Another deployment, through the same service the REST routes call (a second `serve` is slow to start on a loaded machine).
-    const db = connectDatabase(databaseUrl(), { poolSize: 2 });
+    const db = connectDatabase(server.databaseUrl, { poolSize: 2 });
     try {
       const other = { db, config: testConfig(), deployment: { deploymentId: crypto.randomUUID() } } as unknown as AgentServerContext;
       expect(await store.getItem(other, { namespace: `private.${user}`, key: 'secret' })).toBeNull();

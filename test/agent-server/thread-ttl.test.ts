@@ -8,13 +8,14 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteExpiredThreads } from '../../src/services/threads/threads.store.js';
 import { sweepExpiredThreads } from '../../src/workers/threads-sweep.job.js';
-import { databaseUrl } from '../helpers.js';
-import { fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
+import { atDeployed, fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;
 /** Its langgraph.json: `checkpointer.ttl` of 10 minutes, swept every 5; finished jobs kept 2 minutes. */
 let configured: ServeProcess;
+/** On `server`'s database, and on `configured`'s (the same one at serve; each deployed revision has its own). */
 let pool: pg.Pool;
+let configuredPool: pg.Pool;
 beforeAll(async () => {
   const project = fixtureConfig();
   const config = JSON.parse(readFileSync(project.configPath, 'utf8')) as Record<string, unknown>;
@@ -24,18 +25,19 @@ beforeAll(async () => {
     startServe({ readyTimeoutMs: 170_000 }),
     startServe({ ...project, env: { AGENT_PLATFORM_JOB_RETENTION_SECONDS: '120' }, readyTimeoutMs: 170_000 }),
   ]);
-  pool = new pg.Pool({ connectionString: databaseUrl(), max: 3 });
+  pool = new pg.Pool({ connectionString: server.databaseUrl, max: 3 });
+  configuredPool = new pg.Pool({ connectionString: configured.databaseUrl, max: 3 });
 }, 190_000);
 afterAll(async () => {
-  await pool?.end();
+  await Promise.all([pool?.end(), configuredPool?.end()]);
   await Promise.all([server?.stop(), configured?.stop()]);
   removeDir(server?.dir);
   removeDir(configured?.dir);
 });
 
 /** Rows each table holds for a thread (runs, their events and jobs, checkpoints). */
-async function owned(threadId: string) {
-  const { rows } = await pool.query<Record<string, number>>(
+async function owned(threadId: string, on = pool) {
+  const { rows } = await on.query<Record<string, number>>(
     `WITH runs AS (SELECT id, job_id FROM agent_runs WHERE thread_id = $1)
      SELECT (SELECT count(*) FROM agent_threads WHERE id = $1)::int AS threads,
             (SELECT count(*) FROM runs)::int AS runs,
@@ -49,8 +51,8 @@ async function owned(threadId: string) {
   return rows[0]!;
 }
 
-const age = (threadId: string, minutes: number) =>
-  pool.query(`UPDATE agent_threads SET updated_at = now() - make_interval(mins => $2) WHERE id = $1`, [threadId, minutes]);
+const age = (threadId: string, minutes: number, on = pool) =>
+  on.query(`UPDATE agent_threads SET updated_at = now() - make_interval(mins => $2) WHERE id = $1`, [threadId, minutes]);
 
 /** Sweeps until nothing more is due (other tests' threads may be due too). */
 async function sweep() {
@@ -116,7 +118,7 @@ describe('thread TTL', () => {
   });
 
   it('applies langgraph.json checkpointer.ttl: its default to threads without a TTL, swept at its interval', async () => {
-    expect((await pool.query('SELECT thread_default_ttl_minutes, thread_sweep_interval_minutes FROM deployments WHERE id = $1', [configured.deploymentId])).rows[0]).toEqual({
+    expect((await configuredPool.query('SELECT thread_default_ttl_minutes, thread_sweep_interval_minutes FROM deployments WHERE id = $1', [configured.deploymentId])).rows[0]).toEqual({
       thread_default_ttl_minutes: 10,
       thread_sweep_interval_minutes: 5,
     });
@@ -125,32 +127,37 @@ describe('thread TTL', () => {
     const young = await configured.client.threads.create();
     const elsewhere = await server.client.threads.create();
     await configured.client.runs.wait(defaulted.thread_id, 'interrupt', { input: { topic: 'tea' } });
-    for (const thread of [defaulted, ownTtl, elsewhere]) await age(thread.thread_id, 11);
-    await age(young.thread_id, 9);
+    for (const thread of [defaulted, ownTtl]) await age(thread.thread_id, 11, configuredPool);
+    await age(elsewhere.thread_id, 11);
+    await age(young.thread_id, 9, configuredPool);
     const sweptAgo = (minutes: number) =>
-      pool.query('UPDATE deployments SET threads_swept_at = now() - make_interval(mins => $2) WHERE id = $1', [configured.deploymentId, minutes]);
-    const sweepJob = () => sweepExpiredThreads({ db: { pool } } as never);
+      configuredPool.query('UPDATE deployments SET threads_swept_at = now() - make_interval(mins => $2) WHERE id = $1', [configured.deploymentId, minutes]);
+    // Each database's sweep (one database at serve).
+    const sweepJob = async () => {
+      for (const on of server.databaseUrl === configured.databaseUrl ? [configuredPool] : [configuredPool, pool]) await sweepExpiredThreads({ db: { pool: on } } as never);
+    };
 
     // Swept 2 minutes ago, with an interval of 5: not yet.
     await sweptAgo(2);
     await sweepJob();
-    expect(await owned(defaulted.thread_id)).toMatchObject({ threads: 1, runs: 1 });
+    expect(await owned(defaulted.thread_id, configuredPool)).toMatchObject({ threads: 1, runs: 1 });
 
     await sweptAgo(5);
     await sweepJob();
-    expect(await owned(defaulted.thread_id)).toEqual({ threads: 0, runs: 0, events: 0, jobs: 0, checkpoints: 0, blobs: 0, writes: 0 });
+    expect(await owned(defaulted.thread_id, configuredPool)).toEqual({ threads: 0, runs: 0, events: 0, jobs: 0, checkpoints: 0, blobs: 0, writes: 0 });
     // Its own TTL wins over the default; younger than the default stays; another deployment's default (none) is its own.
     for (const thread of [ownTtl, young]) expect((await configured.client.threads.get(thread.thread_id)).thread_id).toBe(thread.thread_id);
     expect((await server.client.threads.get(elsewhere.thread_id)).thread_id).toBe(elsewhere.thread_id);
     // The sweep recorded its visit, so the next one waits the interval again.
-    const { rows } = await pool.query(`SELECT threads_swept_at > now() - interval '1 minute' AS recent FROM deployments WHERE id = $1`, [configured.deploymentId]);
+    const { rows } = await configuredPool.query(`SELECT threads_swept_at > now() - interval '1 minute' AS recent FROM deployments WHERE id = $1`, [configured.deploymentId]);
     expect(rows[0].recent).toBe(true);
   });
 
-  it('keeps finished queue jobs for AGENT_PLATFORM_JOB_RETENTION_SECONDS', async () => {
+  // A setting of serve's process: a deployed agent server keeps the default (a deployment's environment takes no AGENT_PLATFORM_*).
+  it.skipIf(atDeployed)('keeps finished queue jobs for AGENT_PLATFORM_JOB_RETENTION_SECONDS', async () => {
     const thread = await configured.client.threads.create();
     await configured.client.runs.wait(thread.thread_id, 'interrupt', { input: { topic: 'tea' } });
-    const { rows } = await pool.query<{ deletion_seconds: number; queue_deletion_seconds: number }>(
+    const { rows } = await configuredPool.query<{ deletion_seconds: number; queue_deletion_seconds: number }>(
       `SELECT j.deletion_seconds, q.deletion_seconds AS queue_deletion_seconds
          FROM agent_runs r JOIN pgboss.job j ON j.id::text = r.job_id JOIN pgboss.queue q ON q.name = j.name
         WHERE r.thread_id = $1`,

@@ -6,13 +6,18 @@ import { Client as LangSmith } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
-import { removeDir, startServe, type ServeProcess } from './serve.js';
+import { atDeployed, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let platform: TestPlatform;
 let server: ServeProcess;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
 
+// Serve's tracing settings (AGENT_SERVER_TRACE_*), its log and its SIGTERM: a deployed revision traces
+// into its deployment's project with a trace key of its launcher's (test/control-plane/deployed-traces.test.ts).
+const serveOnly = describe.skipIf(atDeployed);
+
 beforeAll(async () => {
+  if (atDeployed) return;
   platform = await startTestPlatform();
   tenant = await buildTenant(platform.system);
   server = await startServe({
@@ -25,7 +30,7 @@ afterAll(async () => {
   await platform?.stop();
 });
 
-describe('agent runs traced', () => {
+serveOnly('agent runs traced', () => {
   it('records a run as a trace tree (graph, nodes, LLM calls, tool) in the deployment’s project', async () => {
     const thread = await server.client.threads.create();
     const run = await server.client.runs.create(thread.thread_id, 'agent', { input: { messages: [{ role: 'user', content: 'Weather in Paris?' }] } });
@@ -67,7 +72,7 @@ describe('agent runs traced', () => {
   }, 60_000);
 });
 
-describe('agent-run traces at shutdown', () => {
+serveOnly('agent-run traces at shutdown', () => {
   it('stores, after a SIGTERM under load, exactly one trace for every run that completed', async () => {
     // The batcher never writes on its interval here and holds far more than the runs make before the
     // signal: their traces are stored by the shutdown alone.

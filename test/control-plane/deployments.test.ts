@@ -3,7 +3,7 @@
 // deployment's url used with the official SDK.
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DeployedRuntimes } from '../../src/runtime/deployed-runtimes.js';
+import { DeployedRuntimes } from '../../src/launcher/deployed-runtimes.js';
 import { findRevision } from '../../src/services/deployments/revisions.store.js';
 import { buildTenant } from '../factories.js';
 import { databaseUrl, type TestPlatform } from '../helpers.js';

@@ -11,12 +11,7 @@ import { type AddressInfo, connect } from 'node:net';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  deploymentDatabaseName,
-  dropDeploymentDatabase,
-  ensureDeploymentDatabase,
-  runtimeLoginRole,
-} from '../../src/services/deployments/deployment-database.js';
+import { deploymentDatabaseName, dropDeploymentDatabase, ensureDeploymentDatabase, runtimeLoginRole } from '../../src/services/deployments/deployment-database.js';
 import { buildTenant } from '../factories.js';
 import { createClient } from 'graphql-ws';
 import { WebSocket } from 'ws';
@@ -418,6 +413,27 @@ describe("a deployed project's http.app", () => {
     } finally {
       elsewhere.close();
     }
+  });
+});
+
+describe('JSON-RPC routes (A2A, MCP) at the deployment url', () => {
+  const rpc = (path: string, body: BodyInit, key: string | null = tenant.adminKey) =>
+    fetch(`${deploymentUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(key ? { 'x-api-key': key } : {}) }, body });
+
+  it("answer what the gateway refuses in JSON-RPC's shape, as the agent server answers its own errors there", async () => {
+    const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: randomUUID() } });
+    const anonymous = await rpc('/a2a/agent', call, null);
+    expect([anonymous.status, await anonymous.json()]).toEqual([401, { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(/API key/) } }]);
+    const foreign = await rpc('/mcp', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), (await buildTenant(platform.system)).adminKey);
+    expect([foreign.status, await foreign.json()]).toEqual([404, { jsonrpc: '2.0', id: null, error: { code: -32602, message: 'Deployment not found' } }]);
+    // Cut at the body limit by the gateway, before the agent server parses it.
+    for (const path of ['/a2a/agent', '/mcp']) {
+      const huge = await rpc(path, new Uint8Array(platform.deps.config.bodyLimitBytes + 1).fill(32));
+      expect([huge.status, await huge.json()]).toEqual([413, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'The request body is too large.' } }]);
+    }
+    // The agent server's own JSON-RPC errors pass through as they are.
+    const unknown = await rpc('/a2a/nobody', call);
+    expect([unknown.status, ((await unknown.json()) as { error: { message: string } }).error.message]).toEqual([404, expect.stringMatching(/Assistant not found/)]);
   });
 });
 

@@ -18,14 +18,9 @@ import { migrateDatabase } from '../../src/database/migrate.js';
 import { connectDatabase } from '../../src/db.js';
 import { createDeps } from '../../src/process.js';
 import { createSecretBox } from '../../src/crypto.js';
-import {
-  deploymentDatabaseName,
-  dropDeploymentDatabase,
-  ensureDeploymentDatabase,
-  runtimeLoginRole,
-  setUpDeploymentDatabase,
-} from '../../src/services/deployments/deployment-database.js';
-import { CHECKPOINT_SCHEMA } from '../../src/services/threads/checkpoints.store.js';
+import { deploymentDatabaseName, dropDeploymentDatabase, ensureDeploymentDatabase, runtimeLoginRole } from '../../src/services/deployments/deployment-database.js';
+import { setUpDeploymentDatabase } from '../../src/services/agent-server/database-setup.js';
+import { CHECKPOINT_SCHEMA } from '../../src/database/checkpoint-schema.js';
 import { bossConnection } from '../../src/queues.js';
 import { adminLoginUrl, databaseUrl } from '../helpers.js';
 

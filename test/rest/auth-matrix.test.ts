@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeps } from '../../src/process.js';
 import { revokeApiKey } from '../../src/services/tenancy/tenancy.service.js';
-import { SYSTEM_VIEWER } from '../../src/services/tenancy/viewer.js';
+import { SYSTEM_VIEWER } from '../../src/viewer.js';
 import { buildApiKey, buildTenant } from '../factories.js';
 import { graphql, startTestPlatform, type TestPlatform, testConfig } from '../helpers.js';
 
@@ -163,7 +163,7 @@ describe('revoking a key that this process has cached', () => {
     expect((await rest('/api/v1/workspaces', { key: created.key })).status).toBe(200);
     // Another process: its own pool and no LISTEN connection, like the admin CLI.
     const config = testConfig();
-    const other = await createDeps(config, pino({ level: 'silent' }), { databaseUrl: config.databaseUrl, listen: false, ingestThreads: false });
+    const other = await createDeps(config, pino({ level: 'silent' }), { databaseUrl: config.databaseUrl, listen: false });
     try {
       await revokeApiKey({ ...other.deps, viewer: SYSTEM_VIEWER }, created.id);
     } finally {

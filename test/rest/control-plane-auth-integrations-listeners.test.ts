@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { REDACTED_PATHS } from '../../src/logger.js';
 import { integrationAccessToken } from '../../src/services/integrations/integrations.service.js';
-import { SYSTEM_VIEWER } from '../../src/services/tenancy/viewer.js';
+import { SYSTEM_VIEWER } from '../../src/viewer.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upsertLocalDeployment } from '../../src/services/deployments/deployments.store.js';
+import { upsertServedDeployment } from '../../src/services/agent-server/agent-server.store.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
@@ -28,7 +28,7 @@ describe('/docs in headless Chromium', () => {
     if (chromiumMissing) return;
     platform = await startTestPlatform();
     const tenant = await buildTenant(platform.system);
-    await upsertLocalDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'docs', configPath: '/nowhere/langgraph.json', graphIds: [] });
+    await upsertServedDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'docs', configPath: '/nowhere/langgraph.json', graphIds: [] });
     browser = await chromium.launch({
       executablePath: CHROMIUM_PATH,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

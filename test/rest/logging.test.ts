@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { connectDatabase } from '../../src/db.js';
 import { REDACTED_PATHS } from '../../src/logger.js';
-import { ViewerCache } from '../../src/services/tenancy/viewer-cache.js';
+import { ViewerCache } from '../../src/viewer-cache.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 

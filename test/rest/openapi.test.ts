@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentServerRouter } from '../../src/rest/agent-server/router.js';
 import { openApiPaths } from '../../src/rest/openapi/document.js';
 import { restRouter } from '../../src/rest/router.js';
-import { upsertLocalDeployment } from '../../src/services/deployments/deployments.store.js';
+import { upsertServedDeployment } from '../../src/services/agent-server/agent-server.store.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
@@ -73,7 +73,7 @@ describe('OpenAPI documents', () => {
     // Served at the url of a deployment that exists (an unknown one answers 404).
     const deploymentId = randomUUID();
     const tenant = await buildTenant(platform.system);
-    await upsertLocalDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'openapi', configPath: '/nowhere/langgraph.json', graphIds: [] });
+    await upsertServedDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'openapi', configPath: '/nowhere/langgraph.json', graphIds: [] });
     const document = await fetchDocument(`/deployments/${deploymentId}/openapi.json`);
     expect(document.servers).toEqual([{ url: `/deployments/${deploymentId}` }]);
     const result = await validate(structuredClone(document) as never);

@@ -8,7 +8,7 @@ import { Client } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import { deleteDeployment } from '../../src/services/deployments/deployments.service.js';
-import { upsertLocalDeployment } from '../../src/services/deployments/deployments.store.js';
+import { upsertServedDeployment } from '../../src/services/agent-server/agent-server.store.js';
 import { authenticateApiKey, createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../../src/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
@@ -22,7 +22,7 @@ beforeAll(async () => {
   platform = await startTestPlatform();
   tenant = await buildTenant(platform.system);
   deploymentId = newId();
-  await upsertLocalDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: `weather-${deploymentId.slice(-6)}`, configPath: '/nowhere/langgraph.json', graphIds: [] });
+  await upsertServedDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: `weather-${deploymentId.slice(-6)}`, configPath: '/nowhere/langgraph.json', graphIds: [] });
   traceKey = await createDeploymentTraceKey(platform.deps, deploymentId);
 });
 afterAll(() => platform?.stop());

@@ -1,8 +1,8 @@
 // The per-process cache of resolved API keys (services/tenancy/viewer-cache.ts): what it may keep, and
 // that a clear (a revocation, a role change) is never undone by a lookup that was under way during it.
 import { describe, expect, it } from 'vitest';
-import { ViewerCache } from '../../src/services/tenancy/viewer-cache.js';
-import type { ApiKeyViewer } from '../../src/services/tenancy/viewer.js';
+import { ViewerCache } from '../../src/viewer-cache.js';
+import type { ApiKeyViewer } from '../../src/viewer.js';
 
 const viewer = { kind: 'api-key', apiKeyId: 'k1' } as ApiKeyViewer;
 

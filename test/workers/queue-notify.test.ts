@@ -3,8 +3,9 @@
 // worker. These pin that a job does not wait for that backstop, nor does a failed job's retry.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Boss } from '../../src/queues.js';
-import { QUEUES, workNotified } from '../../src/workers/boss.js';
-import { startPlatformBoss } from '../../src/workers/platform-jobs.js';
+import { startPlatformBoss } from '../../src/platform.js';
+import { workNotified } from '../../src/queues.js';
+import { QUEUES } from '../../src/workers/boss.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
 let platform: TestPlatform;

@@ -1,6 +1,6 @@
 // Agent-server assistants in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
-import { type Assistant, type AssistantVersion } from '../../services/assistants/assistants.service.js';
+import type { Assistant, AssistantVersion } from '../../agent-server-api.js';
 import { callAgentServer } from '../../services/deployments/agent-operations.js';
 
 const AssistantVersionRef = builder.objectRef<AssistantVersion & { deploymentId: string }>('AssistantVersion').implement({

@@ -1,6 +1,6 @@
 // Agent-server crons in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
-import { type Cron } from '../../services/crons/crons.service.js';
+import type { Cron } from '../../agent-server-api.js';
 import { callAgentServer } from '../../services/deployments/agent-operations.js';
 
 type CronWithDeployment = Cron & { deploymentId: string };

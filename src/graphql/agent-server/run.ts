@@ -1,10 +1,8 @@
 // Agent-server runs in GraphQL, and `runEvents`: the same event stream the REST SSE endpoints send
 // (the runs service's iterable over run_events + NOTIFY), over graphql-ws or GraphQL SSE.
 import { builder } from '../builder.js';
-import { runDeploymentId, type Run } from '../../services/runs/runs.service.js';
-import { MULTITASK_STRATEGIES, RUN_STATUSES } from '../../services/runs/runs.schemas.js';
-import { eventMode, type RunEvent } from '../../services/runs/run-stream.js';
-import { callAgentServer, streamRunOf } from '../../services/deployments/agent-operations.js';
+import { eventMode, MULTITASK_STRATEGIES, type Run, type RunEvent, RUN_STATUSES } from '../../agent-server-api.js';
+import { callAgentServer, deploymentOfRun, streamRunOf } from '../../services/deployments/agent-operations.js';
 
 const RunStatusEnum = builder.enumType('RunStatus', {
   description: 'Lifecycle of a run: pending → running → success | error | timeout | interrupted.',
@@ -56,7 +54,7 @@ builder.queryField('run', (t) =>
       deploymentId: t.arg.id({ required: false, description: 'Deployment ID: needed for a deployment with its own agent server (a deployed revision).' }),
     },
     resolve: async (_root, args, ctx) => {
-      const deploymentId = args.deploymentId ? String(args.deploymentId) : await runDeploymentId(ctx, String(args.id));
+      const deploymentId = args.deploymentId ? String(args.deploymentId) : await deploymentOfRun(ctx, String(args.id));
       return { ...(await callAgentServer(ctx, deploymentId, 'getRun', null, String(args.id))), deploymentId };
     },
   }),
@@ -115,7 +113,7 @@ builder.subscriptionField('runEvents', (t) =>
     },
     subscribe: async function* (_root, args, ctx) {
       const runId = String(args.runId);
-      const deploymentId = args.deploymentId ? String(args.deploymentId) : await runDeploymentId(ctx, runId);
+      const deploymentId = args.deploymentId ? String(args.deploymentId) : await deploymentOfRun(ctx, runId);
       yield* streamRunOf(ctx, deploymentId, runId, { afterSeq: args.afterSeq ?? undefined, modes: args.streamModes ?? undefined });
     },
     resolve: (event) => event,

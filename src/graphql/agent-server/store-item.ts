@@ -1,7 +1,7 @@
 // The agent server's long-term store in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
 import { callAgentServer } from '../../services/deployments/agent-operations.js';
-import { type StoreItem } from '../../services/store/store.service.js';
+import type { StoreItem } from '../../agent-server-api.js';
 
 type StoreItemWithDeployment = StoreItem & { deploymentId: string };
 

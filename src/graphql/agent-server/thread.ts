@@ -1,8 +1,6 @@
 // Agent-server threads in GraphQL: the same service functions as the REST surface.
 import { builder } from '../builder.js';
-import { getThreadState, type Thread } from '../../services/threads/threads.service.js';
-import { THREAD_STATUSES } from '../../services/threads/threads.schemas.js';
-import { type Run } from '../../services/runs/runs.service.js';
+import { type Run, type Thread, type ThreadState, THREAD_STATUSES } from '../../agent-server-api.js';
 import { callAgentServer } from '../../services/deployments/agent-operations.js';
 import { RunRef } from './run.js';
 
@@ -11,7 +9,7 @@ const ThreadStatusEnum = builder.enumType('ThreadStatus', {
   values: THREAD_STATUSES,
 });
 
-const ThreadStateRef = builder.objectRef<Awaited<ReturnType<typeof getThreadState>>>('ThreadState').implement({
+const ThreadStateRef = builder.objectRef<ThreadState>('ThreadState').implement({
   description: 'The state of a thread at its latest checkpoint.',
   fields: (t) => ({
     values: t.field({ type: 'JSON', description: 'State values (messages as plain objects).', resolve: (s) => s.values }),

@@ -1,5 +1,5 @@
 import { builder } from '../builder.js';
-import { can, PERMISSIONS, type Viewer, workspacePermissions } from '../../services/tenancy/viewer.js';
+import { can, PERMISSIONS, type Viewer, workspacePermissions } from '../../viewer.js';
 import { getOrganization, getViewerUser, getWorkspace, listWorkspaces } from '../../services/tenancy/tenancy.service.js';
 
 const ViewerRef = builder.objectRef<Viewer>('Viewer').implement({

@@ -2,60 +2,23 @@
 // GET /.well-known/agent-card.json?assistant_id=…. Errors are JSON-RPC error objects with a 4xx
 // status (a client that reads only the status still sees the failure), including bodies that are
 // not JSON or not JSON-RPC.
-import { type ErrorRequestHandler, type Request, type Response, Router } from 'express';
+import { type Request, Router } from 'express';
 import { AppError, isAppError } from '../../errors.js';
 import { JsonRpcRequest } from '../../services/a2a/a2a.schemas.js';
 import { agentCard, cancelTask, getTask, sendMessage, streamMessage, TASK_NOT_CANCELABLE, TASK_NOT_FOUND } from '../../services/a2a/a2a.service.js';
 import { openSse } from './sse.js';
-import { afterRefusedBody } from '../middleware/errors.js';
+import { INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError, sendRpcError, toRpcError } from '../middleware/json-rpc-errors.js';
 
-type RpcId = string | number | null;
-
-// JSON-RPC's codes, and A2A's own for tasks.
-const PARSE_ERROR = -32700;
-const INVALID_REQUEST = -32600;
-const METHOD_NOT_FOUND = -32601;
-const INVALID_PARAMS = -32602;
-const INTERNAL_ERROR = -32603;
+// A2A's own codes for tasks.
 const TASK_NOT_FOUND_CODE = -32001;
 const TASK_NOT_CANCELABLE_CODE = -32002;
 
-/** A JSON-RPC error with the HTTP status it is sent with. */
-class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly status: number,
-    readonly data?: unknown,
-  ) {
-    super(message);
-  }
+/** An error of an A2A method as JSON-RPC's: A2A's task errors have codes of their own. */
+function toA2aError(error: unknown): RpcError | undefined {
+  if (isAppError(error) && error.code === 'NOT_FOUND' && error.message === TASK_NOT_FOUND) return new RpcError(TASK_NOT_FOUND_CODE, error.message, 404);
+  if (isAppError(error) && error.code === 'CONFLICT' && error.message === TASK_NOT_CANCELABLE) return new RpcError(TASK_NOT_CANCELABLE_CODE, error.message, 409);
+  return toRpcError(error);
 }
-
-function toRpcError(error: unknown): RpcError | undefined {
-  if (error instanceof RpcError) return error;
-  if (!isAppError(error)) return undefined;
-  switch (error.code) {
-    case 'VALIDATION_FAILED':
-    case 'BAD_REQUEST':
-      return new RpcError(INVALID_PARAMS, error.message, 400, error.details);
-    case 'NOT_FOUND':
-      return error.message === TASK_NOT_FOUND ? new RpcError(TASK_NOT_FOUND_CODE, error.message, 404) : new RpcError(INVALID_PARAMS, error.message, 404);
-    case 'CONFLICT':
-      return new RpcError(error.message === TASK_NOT_CANCELABLE ? TASK_NOT_CANCELABLE_CODE : INVALID_REQUEST, error.message, 409);
-    case 'PAYLOAD_TOO_LARGE':
-      return new RpcError(INVALID_REQUEST, error.message, 413);
-    case 'UNAUTHENTICATED':
-      return new RpcError(INVALID_REQUEST, error.message, 401);
-    case 'FORBIDDEN':
-      return new RpcError(INVALID_REQUEST, error.message, 403);
-    default:
-      return new RpcError(INTERNAL_ERROR, error.message, 503);
-  }
-}
-
-const sendRpcError = (res: Response, id: RpcId, error: RpcError) =>
-  res.status(error.status).json({ jsonrpc: '2.0', id, error: { code: error.code, message: error.message, ...(error.data ? { data: error.data } : {}) } });
 
 /**
  * The agent server's url as the client reached it (the card names absolute urls): `urlOf` says it
@@ -126,7 +89,7 @@ export function a2aRouter(options: { urlOf?: (req: Request) => string | undefine
           throw new RpcError(METHOD_NOT_FOUND, `Method not found: ${method} (this agent answers message/send, message/stream, tasks/get and tasks/cancel)`, 404);
       }
     } catch (error) {
-      const rpc = toRpcError(error);
+      const rpc = toA2aError(error);
       if (!rpc || res.headersSent) throw error;
       sendRpcError(res, id, rpc);
     }
@@ -134,18 +97,3 @@ export function a2aRouter(options: { urlOf?: (req: Request) => string | undefine
 
   return router;
 }
-
-/**
- * Errors of JSON-RPC requests (A2A, MCP) that never reached their route (a body that is not JSON,
- * too large or too deep, a missing key) in JSON-RPC's shape; the rest go on to the agent server's
- * plain-text handler.
- */
-export const jsonRpcErrorHandler: ErrorRequestHandler = (error, _req, res, next) => {
-  if (res.headersSent) return next(error);
-  const { type, status } = (error ?? {}) as { type?: string; status?: number };
-  if (type === 'entity.parse.failed') return sendRpcError(res, null, new RpcError(PARSE_ERROR, 'Parse error: the body is not valid JSON.', 400));
-  if (type === 'entity.too.large' || status === 413) return afterRefusedBody(res, () => sendRpcError(res, null, new RpcError(INVALID_REQUEST, 'Request body is too large.', 413)));
-  const rpc = toRpcError(error);
-  if (rpc) return sendRpcError(res, null, rpc);
-  next(error);
-};

@@ -5,13 +5,11 @@
 // (services/custom-auth).
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Deps } from '../../services/context.js';
-import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
+import type { Viewer } from '../../viewer.js';
+import type { AgentServerContext } from '../../services/agent-server/deployment-scope.js';
 import { type AuthIdentity, type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
-import { agentContext, type DeploymentAccess } from '../../services/deployments/deployments.service.js';
-import type { GatewayIdentity } from '../../services/deployments/runtime-protocol.js';
-import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js';
-import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
-import { requestAccess } from './access.js';
+import { agentContext } from '../../services/agent-server/served-deployment.js';
+import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, requestAccess } from '../../gateway-protocol.js';
 import { verifiedGatewayIdentity } from './gateway-identity.js';
 
 declare global {
@@ -53,7 +51,10 @@ function fetchRequest(req: CallerRequest): globalThis.Request {
  * platform's own mount), a key of the workspace of the deployment the request is for; in a deployed
  * agent server, behind the gateway, the caller the gateway signed for (it checked their key and role).
  */
-export type StudioCredential = { deploymentIdOf(req: CallerRequest): string } | { gatewayRuntimeId(): string };
+export type StudioCredential = { deploymentIdOf(req: CallerRequest): string; platformKeys: PlatformKeyCheck | undefined } | { gatewayRuntimeId(): string };
+
+/** The viewer of a platform API key (UNAUTHENTICATED without a valid one), given where the platform's keys are in reach. */
+export type PlatformKeyCheck = (apiKey: string | undefined) => Promise<Viewer>;
 
 const NO_STUDIO_KEY = 'Studio access needs a valid API key of the deployment’s workspace (X-Api-Key).';
 
@@ -69,7 +70,8 @@ async function checkStudioCredential(deps: Deps, studio: StudioCredential, req: 
     if (identity.userId === null) throw new AuthRefusal(401, NO_STUDIO_KEY);
     return;
   }
-  const viewer = await authenticateApiKey(deps, req.get('x-api-key'), undefined).catch(() => {
+  if (!studio.platformKeys) throw new AuthRefusal(401, NO_STUDIO_KEY);
+  const viewer = await studio.platformKeys(req.get('x-api-key')).catch(() => {
     throw new AuthRefusal(401, NO_STUDIO_KEY);
   });
   // As at the deployment's url: a workspace viewer's key reads.

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
 import type { Config } from '../../config.js';
-import type { CustomApp } from '../../services/deployments/runtime-protocol.js';
+import type { CustomApp } from '../../services/agent-server/runtime-protocol.js';
 import { setJsonBody } from '../middleware/json-body.js';
 
 const FALL_THROUGH = 'x-agent-platform-fall-through';

@@ -5,15 +5,10 @@
 import { once } from 'node:events';
 import type { Request, RequestHandler } from 'express';
 import { AppError, isAppError } from '../../errors.js';
-import { answerPlatformCall } from '../../services/deployments/agent-operations.js';
+import { answerPlatformCall } from '../../services/agent-server/platform-calls.js';
 import { httpStatus } from '../middleware/errors.js';
 import type { Deps } from '../../services/context.js';
-import {
-  GATEWAY_IDENTITY_HEADER,
-  GATEWAY_SIGNATURE_HEADER,
-  type GatewayIdentity,
-  signedGatewayRequest,
-} from '../../services/deployments/runtime-protocol.js';
+import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, type GatewayIdentity, signedGatewayRequest } from '../../gateway-protocol.js';
 
 /** The caller the gateway signed for; UNAUTHENTICATED when the signature is missing, wrong or expired. */
 export function verifiedGatewayIdentity(deps: Pick<Deps, 'secrets'>, runtimeId: string, req: Pick<Request, 'get' | 'method' | 'originalUrl'>): GatewayIdentity {

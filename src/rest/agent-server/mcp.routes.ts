@@ -6,7 +6,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { type Request, type Response, Router } from 'express';
 import { isAppError } from '../../errors.js';
-import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
+import type { AgentServerContext } from '../../services/agent-server/deployment-scope.js';
 import { callAgentTool, listAgentTools } from '../../services/mcp/mcp.service.js';
 import { serializeJson } from '../../serialize.js';
 

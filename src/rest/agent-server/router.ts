@@ -5,26 +5,24 @@ import { type Request, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import { type CustomAuth, platformCaller } from '../../services/custom-auth/custom-auth.js';
-import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
-import { agentContext, type DeploymentAccess, deploymentExists } from '../../services/deployments/deployments.service.js';
-import { truncateDeployment } from '../../services/deployments/truncate.js';
-import { authenticateApiKey } from '../../services/tenancy/tenancy.service.js';
-import { localViewer } from '../../services/tenancy/viewer.js';
+import type { AgentServerContext } from '../../services/agent-server/deployment-scope.js';
+import { agentContext } from '../../services/agent-server/served-deployment.js';
+import { AGENT_CALL_PATH, type DeploymentAccess, requestAccess } from '../../gateway-protocol.js';
+import { truncateDeployment } from '../../services/agent-server/truncate.js';
+import { localViewer } from '../../viewer.js';
 import { deploymentMetrics } from '../../services/system/metrics.service.js';
-import type { CustomApp } from '../../services/deployments/runtime-protocol.js';
-import type { UiBundles } from '../../services/deployments/runtime-protocol.js';
+import type { CustomApp, UiBundles } from '../../services/agent-server/runtime-protocol.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
-import { agentServerSurface } from '../openapi/agent-server.operations.js';
+import { agentServerSurface } from './openapi.operations.js';
 import { apiReferenceRouter } from '../openapi/reference.routes.js';
-import { healthCheck } from '../health.js';
+import { healthCheck } from '../middleware/health.js';
 import { jsonBody } from '../middleware/json-body.js';
-import { jsonRpcErrorHandler, a2aRouter } from './a2a.routes.js';
-import { requestAccess } from './access.js';
+import { a2aRouter } from './a2a.routes.js';
+import { jsonRpcErrorHandler } from '../middleware/json-rpc-errors.js';
 import { platformCallRoute, verifiedGatewayIdentity } from './gateway-identity.js';
-import { AGENT_CALL_PATH } from '../../services/deployments/agent-operations.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
-import { attachCustomAuth, customAuthentication, customAuthErrors, type StudioCredential } from './custom-auth.js';
+import { attachCustomAuth, customAuthentication, customAuthErrors, type PlatformKeyCheck, type StudioCredential } from './custom-auth.js';
 import { customRoutes } from './custom-routes.js';
 import { mcpRouter } from './mcp.routes.js';
 import { runsRouter } from './runs.routes.js';
@@ -48,10 +46,14 @@ declare global {
  * dev`); the platform takes it from the path (/deployments/:deploymentId, keys of its organization:
  * its local deployments); a deployed revision's own agent server serves its deployment to the
  * platform's gateway, whose signed identity headers it checks (`runtimeId`: whom they must be signed for).
+ * `platformKeys` checks a platform API key where the platform's keys are in reach (`serve`, which
+ * needs it only for the studio's scheme under custom auth, and the platform's own mount), and
+ * `exists` whether the platform knows the deployment: the agent server's code never reads the
+ * platform's tables itself.
  */
 export type AgentServerTarget =
-  | { deploymentId: string; anonymous: true; dev: boolean }
-  | { fromPath: 'deploymentId' }
+  | { deploymentId: string; anonymous: true; dev: boolean; platformKeys?: PlatformKeyCheck }
+  | { fromPath: 'deploymentId'; platformKeys: PlatformKeyCheck; exists(deploymentId: string): Promise<boolean> }
   | { deploymentId: string; behindGateway: { runtimeId(): string } };
 
 /**
@@ -80,7 +82,7 @@ export async function resolveAgentContext(
     const ctx = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId);
     return { ctx, callerAccess: identity.access, callerUserId: identity.userId ?? undefined };
   }
-  const viewer = await authenticateApiKey(deps, request.request.get('x-api-key'), undefined);
+  const viewer = await target.platformKeys(request.request.get('x-api-key'));
   // agentContext answers NOT_FOUND to a key with no role in the deployment's workspace (it learns
   // nothing about the deployment) and FORBIDDEN to a viewer's write.
   return { ctx: await agentContext({ ...deps, viewer }, String(request.deploymentId), { access: request.access }) };
@@ -89,8 +91,8 @@ export async function resolveAgentContext(
 /** The studio's credential at a target: behind the gateway, the platform user it signed for; elsewhere a platform key. */
 export function studioCredentialOf(target: AgentServerTarget): StudioCredential {
   if ('behindGateway' in target) return { gatewayRuntimeId: target.behindGateway.runtimeId };
-  if ('anonymous' in target) return { deploymentIdOf: () => target.deploymentId };
-  return { deploymentIdOf: (req) => String((req as Request).params[target.fromPath]) };
+  if ('anonymous' in target) return { deploymentIdOf: () => target.deploymentId, platformKeys: target.platformKeys };
+  return { deploymentIdOf: (req) => String((req as Request).params[target.fromPath]), platformKeys: target.platformKeys };
 }
 
 /**
@@ -108,7 +110,7 @@ export function agentServerRouter(
   if ('fromPath' in target) {
     // Even the public pages (the reference) answer only at the url of a deployment that exists.
     router.use(async (req, _res, next) => {
-      next((await deploymentExists(deps, String(req.params[target.fromPath]))) ? undefined : AppError.notFound('Deployment not found'));
+      next((await target.exists(String(req.params[target.fromPath]))) ? undefined : AppError.notFound('Deployment not found'));
     });
   }
   // Custom auth (langgraph.json `auth`, loaded where the project's code runs) decides who the caller

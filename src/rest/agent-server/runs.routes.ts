@@ -2,7 +2,7 @@
 // service's event iterable; create responses carry Content-Location (the SDK reads the run id from it)
 // and Location (where the SDK reconnects, with Last-Event-ID, if the stream breaks).
 import { type Request, type Response, Router } from 'express';
-import type { AgentServerContext } from '../../services/deployments/deployment-scope.js';
+import type { AgentServerContext } from '../../services/agent-server/deployment-scope.js';
 import * as runs from '../../services/runs/runs.service.js';
 import { presentRun, sendJson } from './presenters.js';
 import { queryFlag, queryStreamModes } from './query.js';

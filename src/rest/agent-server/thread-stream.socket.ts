@@ -7,13 +7,14 @@
 // its followers.
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { UpgradeEndpoint, UpgradeForward, UpgradeHandler } from '../middleware/upgrade.js';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { threadNotFound } from '../../services/threads/threads.service.js';
 import type { Deps } from '../../services/context.js';
 import { AuthRefusal, type AuthorizedContext, type CustomAuth } from '../../services/custom-auth/custom-auth.js';
-import { type DeploymentAccess, servedByOwnAgentServer } from '../../services/deployments/deployments.service.js';
+import { commandWrites, type DeploymentAccess } from '../../gateway-protocol.js';
 import * as feeds from '../../services/runs/thread-stream.feed.js';
 import * as threadStream from '../../services/runs/thread-stream.service.js';
 import { authenticateCaller, type CallerRequest, withCustomAuth } from './custom-auth.js';
@@ -24,8 +25,6 @@ export type SocketLimits = { maxFrameBytes: number; maxSubscriptions: number; hi
 
 const DEFAULT_LIMITS: SocketLimits = { maxFrameBytes: 1 << 20, maxSubscriptions: 64, highWaterBytes: 256 << 10, stallMs: 30_000, pingMs: 30_000 };
 
-/** Answers an upgrade it owns (true), or leaves it to the server's other handlers (false). */
-export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 
 // Where a thread's event stream is, under the agent server's url (serve's and a deployed revision's
 // own server: the root; the platform, for its local deployments: /deployments/<id>).
@@ -57,11 +56,13 @@ export function threadStreamUpgrade(
   target: AgentServerTarget,
   options: {
     limits?: Partial<SocketLimits>;
-    forward?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+    /** At the platform's mount: whether a deployment has an agent server of its own, which `forward` (the gateway) reaches. */
+    servedElsewhere?: (deploymentId: string) => Promise<boolean>;
+    forward?: UpgradeForward;
     /** The project's custom auth (langgraph.json `auth`), where its code runs. */
     auth?: CustomAuth;
   } = {},
-): { handle: UpgradeHandler; close(): void } {
+): UpgradeEndpoint {
   const bounds = { ...DEFAULT_LIMITS, ...options.limits };
   const wss = new WebSocketServer({ noServer: true, maxPayload: bounds.maxFrameBytes });
   const handle: UpgradeHandler = (request, socket, head) => {
@@ -74,7 +75,7 @@ export function threadStreamUpgrade(
       let callerAccess: DeploymentAccess | undefined;
       try {
         // A deployment with an agent server of its own is answered there: `forward` (the gateway) takes it.
-        if (deploymentId !== undefined && (await servedByOwnAgentServer(deps, deploymentId))) {
+        if (deploymentId !== undefined && (await options.servedElsewhere?.(deploymentId))) {
           if (options.forward) return options.forward(request, socket, head);
           return refuse(socket, 502, 'Bad Gateway', 'This deployment’s WebSocket is answered by its own agent server.');
         }
@@ -249,7 +250,7 @@ function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, li
         return send({ type: 'success', id: command.id, result: {}, meta: { thread_id: threadId } });
       }
       default:
-        if (callerAccess === 'read' && threadStream.commandWrites(command.method)) {
+        if (callerAccess === 'read' && commandWrites(command.method)) {
           return send(threadStream.protocolError(command.id, 'permission_denied', 'This API key may only read this deployment.'));
         }
         return send(await threadStream.handleThreadCommand(ctx, threadId, command));

@@ -6,7 +6,7 @@ import { extname } from 'node:path';
 import { type Request, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
-import type { UiBundles } from '../../services/deployments/runtime-protocol.js';
+import type { UiBundles } from '../../services/agent-server/runtime-protocol.js';
 import { parseInput } from '../../services/validate.js';
 
 const UiComponentRequest = z.object({ name: z.string() });

@@ -7,7 +7,7 @@ import type { Deps } from '../../services/context.js';
 import * as integrations from '../../services/integrations/integrations.service.js';
 import * as listeners from '../../services/listeners/listeners.service.js';
 import * as providers from '../../services/oauth-providers/oauth-providers.service.js';
-import { authenticate } from '../middleware/auth.js';
+import { authenticate } from '../auth.js';
 import { errorHandler, notFoundHandler } from '../middleware/errors.js';
 import { jsonBody } from '../middleware/json-body.js';
 import { presentIntegration, presentListener, presentOAuthProvider } from './auth-integrations-listeners.presenters.js';

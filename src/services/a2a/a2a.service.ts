@@ -6,7 +6,7 @@
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { getAssistant, type Assistant } from '../assistants/assistants.service.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { isTerminalStatus } from '../runs/run-stream.js';
 import { cancelRunIds, createRun, createRunAndWait, getRun, runResult, streamRun, waitForRun, type Run } from '../runs/runs.service.js';
 import { parseInput } from '../validate.js';

@@ -6,9 +6,9 @@ import { isUuid } from '../../ids.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
 import { type SearchPage, searchPage } from '../search-page.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { type AuthFilter, type AuthorizedContext, authorize, filterDocument, matchesFilter } from '../custom-auth/custom-auth.js';
-import { askRuntime } from '../deployments/runtime-client.js';
+import { askRuntime } from '../agent-server/runtime-client.js';
 import { defaultAssistantId } from './default-assistant-id.js';
 import {
   AssistantCountRequest,
@@ -18,21 +18,12 @@ import {
   AssistantSearchRequest,
   AssistantVersionsRequest,
 } from './assistants.schemas.js';
+import type { Assistant, AssistantVersion } from '../../agent-server-api.js';
+
+export type { Assistant, AssistantVersion };
 
 type Json = Record<string, unknown>;
 
-export type Assistant = {
-  assistantId: string;
-  graphId: string;
-  name: string;
-  description: string | null;
-  config: Json;
-  context: Json;
-  metadata: Json;
-  version: number;
-  createdAt: Date;
-  updatedAt: Date;
-};
 
 type AssistantRow = {
   id: string;
@@ -284,7 +275,6 @@ export async function setLatestAssistantVersion(ctx: AuthorizedContext, idOrGrap
   return toAssistant(rows[0]);
 }
 
-export type AssistantVersion = Omit<Assistant, 'updatedAt'>;
 
 /** Every version of an assistant, newest first. */
 export async function listAssistantVersions(ctx: AuthorizedContext, idOrGraph: string, input: unknown): Promise<AssistantVersion[]> {

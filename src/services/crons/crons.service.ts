@@ -6,9 +6,9 @@ import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import type { Deps } from '../context.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { type AuthorizedContext, authConfigurable, authorize, filterDocument, matchesFilter } from '../custom-auth/custom-auth.js';
-import { agentContext } from '../deployments/deployments.service.js';
+import { agentContext } from '../agent-server/served-deployment.js';
 import { assertWebhookAllowed, createRun, type Run } from '../runs/runs.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
 import { parseInput } from '../validate.js';
@@ -16,26 +16,12 @@ import { assertSchedule, CRON_FIRE_QUEUE, nextOccurrence, syncSchedule } from '.
 import { CronCount, CronCreate, CronPatch, CronSearch } from './crons.schemas.js';
 import * as store from './crons.store.js';
 import type { CronRow } from './crons.store.js';
+import type { Cron } from '../../agent-server-api.js';
+
+export type { Cron };
 
 type Json = Record<string, unknown>;
 
-export type Cron = {
-  cronId: string;
-  assistantId: string;
-  threadId: string | null;
-  schedule: string;
-  timezone: string;
-  endTime: Date | null;
-  enabled: boolean;
-  onRunCompleted: 'delete' | 'keep';
-  /** The run body each firing creates a run with. */
-  payload: Json;
-  metadata: Json;
-  userId: string | null;
-  nextRunDate: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-};
 
 const toCron = (row: CronRow): Cron => ({
   cronId: row.id,

@@ -3,7 +3,7 @@
 // the services only hold this interface), and the filters those handlers return, applied to the
 // metadata of threads, assistants, crons and runs so that another user's resource is never seen.
 import { AppError, type ErrorCode } from '../../errors.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 
 type Json = Record<string, unknown>;
 

@@ -1,52 +1,16 @@
 // The agent-server operations the platform's GraphQL schema exposes on a deployment's resources
-// (assistants, threads, runs, crons, store items), called where the deployment's data is: in this
-// process for a local deployment (its rows are in the platform's database), and through the
-// deployment's own agent server otherwise, signed by the gateway as the caller, which runs the same
-// service function on its own database. One service function per operation either way.
+// (assistants, threads, runs, crons, store items), called where the deployment's data is: through the
+// deployment's own agent server, signed by the gateway as the caller, which runs the service function
+// on its own database (services/agent-server/platform-calls.ts); for a local deployment, by the
+// agent server this process hosts for it (Deps.localAgentCalls). One service function per operation.
 import { AppError, type ErrorCode } from '../../errors.js';
-import { getAssistant, listAssistants, listAssistantVersions } from '../assistants/assistants.service.js';
-import type { Deps, ServiceContext } from '../context.js';
-import { countCrons, createCron, deleteCron, getCron, searchCrons, updateCron } from '../crons/crons.service.js';
-import { getRun, listRunsOfThreads, startRun, streamRun } from '../runs/runs.service.js';
-import { deleteItem, getItem, listNamespaces, putItem, searchItems } from '../store/store.service.js';
-import { getThread, getThreadState, listThreads, startThread } from '../threads/threads.service.js';
-import type { AgentServerContext } from './deployment-scope.js';
+import type { Deps, LocalAgentCalls, ServiceContext } from '../context.js';
+// Types only: what each call takes and returns is the agent server's (its API's resources).
+import type { Operation, OperationArgs, RunStreamEvent } from '../agent-server/platform-calls.js';
 import { authenticateApiKey } from '../tenancy/tenancy.service.js';
-import { agentContext, authorizeDeploymentCaller, declaresCustomAuth, type DeploymentAccess, servedByOwnAgentServer } from './deployments.service.js';
-import { agentServerAddresses } from './runtime-client.js';
-import { type GatewayIdentity, gatewayIdentityHeaders } from './runtime-protocol.js';
-
-/** Each operation and the access it needs (a viewer of the deployment's workspace may only read). */
-const AGENT_OPERATIONS = {
-  getAssistant: { access: 'read', run: getAssistant },
-  listAssistants: { access: 'read', run: listAssistants },
-  listAssistantVersions: { access: 'read', run: listAssistantVersions },
-  getThread: { access: 'read', run: getThread },
-  getThreadState: { access: 'read', run: getThreadState },
-  listThreads: { access: 'read', run: listThreads },
-  startThread: { access: 'write', run: startThread },
-  getRun: { access: 'read', run: getRun },
-  listRunsOfThreads: { access: 'read', run: listRunsOfThreads },
-  startRun: { access: 'write', run: startRun },
-  getCron: { access: 'read', run: getCron },
-  searchCrons: { access: 'read', run: searchCrons },
-  countCrons: { access: 'read', run: countCrons },
-  createCron: { access: 'write', run: createCron },
-  updateCron: { access: 'write', run: updateCron },
-  deleteCron: { access: 'write', run: deleteCron },
-  getItem: { access: 'read', run: getItem },
-  searchItems: { access: 'read', run: searchItems },
-  listNamespaces: { access: 'read', run: listNamespaces },
-  putItem: { access: 'write', run: putItem },
-  deleteItem: { access: 'write', run: deleteItem },
-} as const satisfies Record<string, { access: DeploymentAccess; run: (ctx: AgentServerContext, ...args: never[]) => Promise<unknown> }>;
-
-export type AgentOperation = keyof typeof AGENT_OPERATIONS;
-type Operation<K extends AgentOperation> = (typeof AGENT_OPERATIONS)[K]['run'];
-type OperationArgs<K extends AgentOperation> = Parameters<Operation<K>> extends [AgentServerContext, ...infer Rest] ? Rest : never;
-
-/** Where a deployment's agent server answers the platform's calls (POST, JSON `{op, args}`). */
-export const AGENT_CALL_PATH = '/internal/platform-calls';
+import { authorizeDeploymentCaller, declaresCustomAuth, servedByOwnAgentServer } from './deployments.service.js';
+import { agentServerAddresses } from './agent-server-addresses.js';
+import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, gatewayIdentityHeaders, PLATFORM_CALL_ACCESS, type PlatformCall } from '../../gateway-protocol.js';
 
 /** An ISO-8601 timestamp as JSON writes a Date: read back as a Date (the services' values hold Dates). */
 const JSON_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
@@ -143,18 +107,32 @@ async function postCall(ctx: ServiceContext, deploymentId: string, access: Deplo
   throw new AppError('UNAVAILABLE', `The deployment's agent server answered ${response.status}.`);
 }
 
+/** The calls on local deployments this process hosts (UNAVAILABLE where it hosts none). */
+function localCalls(deps: Deps): LocalAgentCalls {
+  if (!deps.localAgentCalls) throw new AppError('UNAVAILABLE', 'This process serves no local deployments.');
+  return deps.localAgentCalls;
+}
+
 /** Runs `op` on the deployment's resources as `ctx.viewer`, wherever they are (see the top of this file). */
-export async function callAgentServer<K extends AgentOperation>(
+export async function callAgentServer<K extends PlatformCall>(
   ctx: ServiceContext,
   deploymentId: string,
   op: K,
   ...args: OperationArgs<K>
 ): Promise<Awaited<ReturnType<Operation<K>>>> {
-  const { access, run } = AGENT_OPERATIONS[op];
-  const call = run as unknown as (ctx: AgentServerContext, ...args: OperationArgs<K>) => Promise<Awaited<ReturnType<Operation<K>>>>;
-  if (!(await servedByOwnAgentServer(ctx, deploymentId))) return call(await agentContext(ctx, deploymentId, { access }), ...args);
-  const response = await postCall(ctx, deploymentId, access, { op, args });
+  type Result = Awaited<ReturnType<Operation<K>>>;
+  if (!(await servedByOwnAgentServer(ctx, deploymentId))) return (await localCalls(ctx).call(ctx, deploymentId, op, args)) as Result;
+  const response = await postCall(ctx, deploymentId, PLATFORM_CALL_ACCESS[op], { op, args });
   return JSON.parse(await response.text(), reviveDates).result;
+}
+
+/**
+ * The deployment of a run named by id alone (GraphQL `run(id)`): one of the local deployments this
+ * process hosts. A deployed deployment's runs are in its own database, which the platform does not
+ * search: they are named with their `deploymentId` (NOT_FOUND otherwise).
+ */
+export function deploymentOfRun(ctx: ServiceContext, runId: string): Promise<string> {
+  return localCalls(ctx).deploymentOfRun(ctx, runId);
 }
 
 /**
@@ -166,9 +144,9 @@ export async function* streamRunOf(
   deploymentId: string,
   runId: string,
   options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal },
-): AsyncGenerator<Awaited<ReturnType<typeof streamRun>> extends AsyncIterable<infer E> ? E : never> {
+): AsyncGenerator<RunStreamEvent> {
   if (!(await servedByOwnAgentServer(ctx, deploymentId))) {
-    yield* streamRun(await agentContext(ctx, deploymentId), runId, options);
+    yield* localCalls(ctx).streamRun(ctx, deploymentId, runId, options) as AsyncIterable<RunStreamEvent>;
     return;
   }
   const response = await postCall(ctx, deploymentId, 'read', { op: 'streamRun', args: [runId, { afterSeq: options.afterSeq, modes: options.modes }] }, options.signal);
@@ -182,27 +160,4 @@ export async function* streamRunOf(
       if (line) yield JSON.parse(line);
     }
   }
-}
-
-/**
- * The agent server's end: runs a platform call on its own context, for a caller whose access the
- * gateway signed. Streams `streamRun` as one JSON event per line.
- */
-export async function answerPlatformCall(
-  ctx: AgentServerContext,
-  callerAccess: DeploymentAccess,
-  body: unknown,
-  write: { json(value: unknown): void; line(text: string): boolean | Promise<void>; end(): void; signal: AbortSignal },
-): Promise<void> {
-  const { op, args } = (body ?? {}) as { op?: unknown; args?: unknown };
-  if (!Array.isArray(args)) throw AppError.badRequest('A platform call needs `op` and `args`.');
-  if (op === 'streamRun') {
-    const [runId, options] = args as [string, { afterSeq?: number; modes?: string[] }];
-    for await (const event of streamRun(ctx, String(runId), { ...options, signal: write.signal })) await write.line(JSON.stringify(event));
-    return write.end();
-  }
-  if (typeof op !== 'string' || !Object.hasOwn(AGENT_OPERATIONS, op)) throw AppError.notFound(`No platform call ${String(op)}`);
-  const { access, run } = AGENT_OPERATIONS[op as AgentOperation];
-  if (access === 'write' && callerAccess !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
-  write.json({ result: (await (run as (ctx: AgentServerContext, ...args: unknown[]) => Promise<unknown>)(ctx, ...args)) ?? null });
 }

@@ -3,7 +3,7 @@
 import { AppError } from '../../errors.js';
 import { isUuid } from '../../ids.js';
 import type { ServiceContext } from '../context.js';
-import { assertCan, type Permission, requireWorkspace } from '../tenancy/viewer.js';
+import { assertCan, type Permission, requireWorkspace } from '../../viewer.js';
 import { type ControlDeploymentRow, findControlDeployment } from './revisions.store.js';
 
 const deploymentNotFound = (id: string) => AppError.notFound(`Deployment ID ${id} not found.`);

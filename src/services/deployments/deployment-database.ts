@@ -7,78 +7,24 @@
 // of the platform's or of another deployment's in reach: not by grants to remember, but because it is
 // never connected where they are. The agent server migrates its database itself, as its owner.
 //
-// setUpDeploymentDatabase is the DDL a runtime needs in whatever database it runs on (checkpoint
-// tables, store schema, run queue): a deployed agent server runs it on its own database, `serve` and
-// the platform's local deployments on theirs.
+// The DDL an agent server itself needs (checkpoint tables, store schema, run queue) is its own
+// (services/agent-server/database-setup.ts); the template below holds what every one needs.
 import { createHash } from 'node:crypto';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import type { AdminLogin, DatabaseTemplate } from '../../database/admin-login.js';
 import { migrateDatabase, readMigrations } from '../../database/migrate.js';
-import { type Database, withTransaction } from '../../db.js';
+import { withTransaction } from '../../db.js';
 import { bossConnection } from '../../queues.js';
 import type { Deps } from '../context.js';
-import { recordThreadTtl } from './deployments.store.js';
-import { runQueueFor } from '../runs/run-queue.js';
-import { ensureStoreTables, type StoreSettings, writeStoreSettings } from '../store/store-items.store.js';
-import { CHECKPOINT_SCHEMA } from '../threads/checkpoints.store.js';
-import type { GraphConfig } from '../../graph-config.js';
-
-const SETUP_LOCK = 'agent-platform:langgraph-setup';
+import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';
 
 /** The database login of a deployment's agent server: one per deployment, made by the admin login. */
 export const runtimeLoginRole = (deploymentId: string) => `agent_runtime_${deploymentId.replace(/-/g, '')}`;
 
 /** The database of a deployment's agent server. */
 export const deploymentDatabaseName = (deploymentId: string) => `agent_deployment_${deploymentId.replace(/-/g, '')}`;
-
-let checkpointTables: Promise<void> | undefined;
-
-/** LangGraph's checkpoint tables (schema `langgraph`), created once per process under the set-up lock. */
-function ensureCheckpointTables(db: Pick<Database, 'pool'>): Promise<void> {
-  checkpointTables ??= (async () => {
-    const client = await db.pool.connect();
-    try {
-      // Concurrent first starts race on CREATE SCHEMA/TABLE; the advisory lock serialises them.
-      await client.query('SELECT pg_advisory_lock(hashtext($1))', [SETUP_LOCK]);
-      await new PostgresSaver(db.pool, undefined, { schema: CHECKPOINT_SCHEMA }).setup();
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SETUP_LOCK]).catch(() => undefined);
-      client.release();
-    }
-  })().catch((error: unknown) => {
-    checkpointTables = undefined;
-    throw error;
-  });
-  return checkpointTables;
-}
-
-/**
- * Everything of a deployment's persistence that needs DDL, from its graph config (read as JSON; no
- * deployment code runs here): the checkpoint tables, its store schema, the store's settings (the
- * embeddings table shaped to `store.index.dims`), the threads' default TTL (on the deployment's row,
- * where the sweep reads it) and, when the job queue is given, its run queue. Idempotent. Returns the
- * store's settings as recorded.
- */
-export async function setUpDeploymentDatabase(
-  db: Database,
-  deploymentId: string,
-  config: Pick<GraphConfig, 'store' | 'threadTtl'>,
-  boss?: PgBoss,
-): Promise<StoreSettings> {
-  await ensureCheckpointTables(db);
-  await ensureStoreTables(db, deploymentId);
-  const { index, ttl } = config.store ?? {};
-  const settings = await writeStoreSettings(db, deploymentId, {
-    // The runtime loads the embedding function `index.embed` names, and fails to start without it.
-    index: index ? { dims: index.dims, fields: index.fields ?? ['$'] } : null,
-    ttl: ttl ? { defaultTtlMinutes: ttl.default_ttl ?? null, refreshOnRead: ttl.refresh_on_read ?? null, sweepIntervalMinutes: ttl.sweep_interval_minutes ?? null } : null,
-  });
-  await recordThreadTtl(db, deploymentId, config.threadTtl);
-  if (boss) await runQueueFor(boss, deploymentId).ensure();
-  return settings;
-}
 
 /** Platform databases closed by this process, by URL. */
 const platformDatabasesClosed = new Map<string, Promise<void>>();

@@ -1,15 +1,14 @@
-// Deployments as the API sees them: looked up in the database by id (never in an in-process
-// registry), so any api process can serve any deployment whose runtime runs elsewhere.
-import { basename, dirname } from 'node:path';
+// Deployments as the platform sees them: the control plane (/v2/deployments) and what its gateway
+// asks of a deployment's row (who may call it, whether it authenticates its own callers), looked up in
+// the platform's database by id, so any api process can serve any deployment. What an agent server
+// knows of the deployment it serves is its own (agent-server/served-deployment.ts).
 import { AppError } from '../../errors.js';
-import { readGraphConfig } from '../../graph-config.js';
 import { dropDeploymentDatabase } from './deployment-database.js';
-import { ensureSystemAssistants } from '../assistants/assistants.service.js';
 import type { Deps, ServiceContext } from '../context.js';
-import { runQueueFor } from '../runs/run-queue.js';
 import { integrationAccessToken } from '../integrations/integrations.service.js';
 import { revokeDeploymentTraceKeys } from '../tenancy/tenancy.service.js';
-import { can, SYSTEM_VIEWER, type Viewer } from '../tenancy/viewer.js';
+import { deploymentAccessOf, SYSTEM_VIEWER } from '../../viewer.js';
+import type { DeploymentAccess } from '../../gateway-protocol.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
 import { DeploymentCreate, DeploymentListQuery, DeploymentPatch } from './deployments.schemas.js';
@@ -18,12 +17,11 @@ import { moveRevisionsOf, queueRevision, UNFINISHED } from './revisions.service.
 import * as revisionsStore from './revisions.store.js';
 import type { GitCredentials } from './source-checkout.js';
 import type { ControlDeploymentRow } from './revisions.store.js';
-import { type AgentServerContext, type DeploymentScope, serveDeploymentId } from './deployment-scope.js';
-import { type DeploymentRow, findDeployment, upsertLocalDeployment } from './deployments.store.js';
+import { type DeploymentRow, findDeployment } from './deployments.store.js';
 
 const NOT_FOUND = 'Deployment not found';
 
-// Every agent-server request needs its deployment's row; a row read in the last second is reused,
+// Every request through the gateway needs its deployment's row; a row read in the last second is reused,
 // so a busy deployment costs one lookup per second per process rather than one per request.
 const ROW_TTL_MS = 1000;
 const recentRows = new Map<string, { row: DeploymentRow; readAt: number }>();
@@ -39,36 +37,13 @@ async function deploymentRow(deps: Deps, deploymentId: string): Promise<Deployme
 }
 
 /**
- * What a caller does at a deployment's agent server: `read` (GET routes, searches, counts, history,
- * joining or streaming an existing run) or `write` (everything else).
- */
-export type DeploymentAccess = 'read' | 'write';
-
-/**
- * Whether the viewer may reach the deployment at all: the system, serve's local caller of this
- * deployment, or a key of its organization with a role in its workspace (workspaces:read there).
- */
-function mayUse(viewer: Viewer, row: DeploymentRow): boolean {
-  if (viewer.kind === 'system') return true;
-  if (viewer.kind === 'local') return viewer.deploymentId === row.id;
-  return viewer.organizationId === row.organization_id && can(viewer, 'workspaces:read', row.tenant_id);
-}
-
-/** Whether a viewer who may use the deployment may also change it (workspaces:write in its workspace). */
-function mayWrite(viewer: Viewer, row: DeploymentRow): boolean {
-  return viewer.kind !== 'api-key' || can(viewer, 'workspaces:write', row.tenant_id);
-}
-
-/**
  * Which access a caller of a deployment's agent server holds there, checked for `access` as
- * agentContext checks it (NOT_FOUND, FORBIDDEN): what the gateway passes on to the deployment.
+ * deploymentAccessOf checks it (NOT_FOUND, FORBIDDEN): what the gateway passes on to the deployment.
  */
 export async function authorizeDeploymentCaller(ctx: ServiceContext, deploymentId: string, access: DeploymentAccess): Promise<DeploymentAccess> {
   const row = await deploymentRow(ctx, deploymentId);
-  if (!row || !mayUse(ctx.viewer, row)) throw AppError.notFound(NOT_FOUND);
-  const writes = mayWrite(ctx.viewer, row);
-  if (access === 'write' && !writes) throw AppError.forbidden(`This API key lacks the workspaces:write permission in workspace ${row.tenant_id}.`);
-  return writes ? 'write' : 'read';
+  if (!row) throw AppError.notFound(NOT_FOUND);
+  return deploymentAccessOf(ctx.viewer, row, access);
 }
 
 /**
@@ -82,6 +57,11 @@ export async function servedByOwnAgentServer(deps: Deps, deploymentId: string): 
   return row !== undefined && row.source !== 'local';
 }
 
+/** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
+export async function deploymentExists(deps: Deps, deploymentId: string): Promise<boolean> {
+  return (await deploymentRow(deps, deploymentId)) !== undefined;
+}
+
 /**
  * Whether the deployment's own agent server authenticates its callers itself: its active revision
  * declares custom auth (langgraph.json `auth`, as its build read it). The gateway then lets its end
@@ -92,115 +72,6 @@ export async function declaresCustomAuth(deps: Deps, deploymentId: string): Prom
   return row !== undefined && row.source !== 'local' && row.custom_auth;
 }
 
-/** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
-export async function deploymentExists(deps: Deps, deploymentId: string): Promise<boolean> {
-  return (await deploymentRow(deps, deploymentId)) !== undefined;
-}
-
-/**
- * The agent-server context for a deployment, if the viewer may use it (see mayUse) for `access`.
- * NOT_FOUND when it may not reach it (another organization's key, or a key with no role in the
- * deployment's workspace, learns nothing about the deployment); FORBIDDEN for a write by a viewer
- * who may only read. `dev` enables the test-harness endpoints (serve --dev).
- */
-export async function agentContext(ctx: ServiceContext, deploymentId: string, options: { dev?: boolean; access?: DeploymentAccess } = {}): Promise<AgentServerContext> {
-  const row = await deploymentRow(ctx, deploymentId);
-  if (!row || !mayUse(ctx.viewer, row)) throw AppError.notFound(NOT_FOUND);
-  if ((options.access ?? 'read') === 'write' && !mayWrite(ctx.viewer, row)) {
-    throw AppError.forbidden(`This API key lacks the workspaces:write permission in workspace ${row.tenant_id}.`);
-  }
-  const { boss } = ctx;
-  const deployment: DeploymentScope = {
-    deploymentId: row.id,
-    tenantId: row.tenant_id,
-    organizationId: row.organization_id,
-    graphIds: row.graph_ids,
-    // Only runs need the job queue (the admin CLI, which has none, never creates one).
-    get queue() {
-      if (!boss) throw new Error('Enqueuing a run needs the process job queue (Deps.boss)');
-      return runQueueFor(boss, row.id);
-    },
-    dev: options.dev ?? false,
-  };
-  return { ...ctx, deployment };
-}
-
-export type LocalDeployment = { deploymentId: string; tenantId: string; name: string; configPath: string; graphIds: string[] };
-
-/**
- * Records a deployment of a graph config on this machine (what `serve` runs, and what `start --role
- * runtime --deployment <id>` can run): its graphs are read from the config's names, never imported.
- * The id is stable per config path unless given; the tenant is `workspaceId` or the installation's
- * first workspace. Each graph's default assistant is created (LANGGRAPH_CONFIG gives their config).
- * NOT_FOUND for an unknown workspace; BAD_REQUEST for an unreadable config.
- */
-export async function registerLocalDeployment(
-  ctx: ServiceContext,
-  input: { configPath: string; workspaceId?: string; name?: string; deploymentId?: string },
-): Promise<LocalDeployment> {
-  if (ctx.viewer.kind !== 'system') throw AppError.forbidden();
-  const graphConfig = readGraphConfig(input.configPath);
-  const workspace = input.workspaceId
-    ? await ctx.db.prisma.workspace.findUnique({ where: { id: input.workspaceId } })
-    : await ctx.db.prisma.workspace.findFirst({ orderBy: [{ organization: { createdAt: 'asc' } }, { createdAt: 'asc' }] });
-  if (!workspace) throw AppError.notFound(input.workspaceId ? `Workspace ${input.workspaceId} not found.` : 'No workspace yet: start the platform once first.');
-  const deployment: LocalDeployment = {
-    deploymentId: input.deploymentId ?? serveDeploymentId(graphConfig.path),
-    tenantId: workspace.id,
-    name: input.name ?? basename(dirname(graphConfig.path)),
-    configPath: graphConfig.path,
-    graphIds: graphConfig.graphs.map((graph) => graph.graphId),
-  };
-  await upsertLocalDeployment(ctx.db, { id: deployment.deploymentId, ...deployment });
-  recentRows.delete(deployment.deploymentId);
-  await ensureSystemAssistants(await agentContext(ctx, deployment.deploymentId), ctx.config.langgraphConfig);
-  return deployment;
-}
-
-/**
- * A deployed revision's agent server, on its own database: the deployment's workspace (and
- * organization) are recorded there as its one tenant, then the deployment as `serve` records its own
- * (with its default assistants). Idempotent: every start of the deployment's agent servers runs it.
- */
-export async function registerOwnDeployment(
-  ctx: ServiceContext,
-  input: { deploymentId: string; name: string; workspaceId: string; organizationId: string; configPath: string },
-): Promise<LocalDeployment> {
-  const { prisma } = ctx.db;
-  await prisma.organization.upsert({ where: { id: input.organizationId }, create: { id: input.organizationId, name: 'Deployment organization' }, update: {} });
-  await prisma.workspace.upsert({
-    where: { id: input.workspaceId },
-    create: { id: input.workspaceId, organizationId: input.organizationId, name: 'Deployment workspace' },
-    update: {},
-  });
-  return registerLocalDeployment(ctx, { configPath: input.configPath, workspaceId: input.workspaceId, deploymentId: input.deploymentId, name: input.name });
-}
-
-/** A local deployment's graph config path, for the runtime that runs it. NOT_FOUND otherwise. */
-export async function localDeploymentConfig(deps: Deps, deploymentId: string): Promise<{ configPath: string; tenantId: string; name: string }> {
-  const row = await findDeployment(deps.db, deploymentId);
-  const configPath = row?.source === 'local' ? row.source_config.config_path : undefined;
-  if (!row || typeof configPath !== 'string') throw AppError.notFound(`Deployment ${deploymentId} not found (or not a local graph config).`);
-  return { configPath, tenantId: row.tenant_id, name: row.name };
-}
-
-/**
- * The graph config's description of each graph (`"graphs": {"id": {"path", "description"}}`), for a
- * local deployment whose config this machine can read; empty otherwise. Read from the file, never by
- * loading graph code.
- */
-export async function graphDescriptions(deps: Deps, deploymentId: string): Promise<Record<string, string>> {
-  const row = await deploymentRow(deps, deploymentId);
-  const configPath = row?.source === 'local' ? row.source_config.config_path : undefined;
-  if (typeof configPath !== 'string') return {};
-  try {
-    const config = readGraphConfig(configPath);
-    return Object.fromEntries(config.graphs.flatMap((graph) => (graph.description ? [[graph.graphId, graph.description]] : [])));
-  } catch {
-    // The file moved or broke after the deployment was recorded: tools fall back to generic descriptions.
-    return {};
-  }
-}
 // ───────────────────────────── control plane (/v2/deployments) ─────────────────────────────
 
 export type Deployment = ControlDeploymentRow & { secret_names: string[] };

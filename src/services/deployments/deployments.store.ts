@@ -1,4 +1,5 @@
-// SQL of the deployments and deployment_runtimes tables.
+// SQL of the platform's deployments and deployment_runtimes tables (where its launchers record the
+// agent servers they run, and the gateway finds them).
 import type { Database } from '../../db.js';
 
 export type DeploymentRow = {
@@ -23,21 +24,7 @@ export async function findDeployment(db: Database, deploymentId: string): Promis
   return rows[0];
 }
 
-/** Creates or updates a local deployment (a graph config on this machine). */
-export async function upsertLocalDeployment(
-  db: Database,
-  values: { id: string; tenantId: string; name: string; configPath: string; graphIds: string[] },
-): Promise<void> {
-  await db.pool.query(
-    `INSERT INTO deployments (id, tenant_id, name, source, source_config, graph_ids, updated_at)
-     VALUES ($1, $2, $3, 'local', $4, $5, now())
-     ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id, name = excluded.name, source_config = excluded.source_config,
-       graph_ids = excluded.graph_ids, updated_at = now()`,
-    [values.id, values.tenantId, values.name, { config_path: values.configPath }, values.graphIds],
-  );
-}
-
-/** The deployment's runtimes that recorded themselves, newest first. */
+/** The deployment's agent servers that its launchers recorded, the active revision's first, newest first. */
 export async function listDeploymentRuntimes(db: Database, deploymentId: string): Promise<{ id: string; url: string; key_id: string | null }[]> {
   // The active revision's runtime first: during a deploy the next revision's runtime is already up.
   const { rows } = await db.pool.query<{ id: string; url: string; key_id: string | null }>(
@@ -59,15 +46,6 @@ export async function insertDeploymentRuntime(
     values.url,
     values.revisionId ?? null,
     values.keyId ?? null,
-  ]);
-}
-
-/** Records the deployment's `checkpointer.ttl` (from the graph config its runtime loaded), which the thread TTL sweep applies. */
-export async function recordThreadTtl(db: Database, deploymentId: string, ttl: { defaultMinutes?: number; sweepIntervalMinutes?: number }): Promise<void> {
-  await db.pool.query('UPDATE deployments SET thread_default_ttl_minutes = $2, thread_sweep_interval_minutes = $3 WHERE id = $1', [
-    deploymentId,
-    ttl.defaultMinutes ?? null,
-    ttl.sweepIntervalMinutes ?? null,
   ]);
 }
 

@@ -2,7 +2,7 @@
 // in an organization on the Plus or Enterprise plan.
 import { AppError } from '../../errors.js';
 import type { ServiceContext } from '../context.js';
-import { assertCan, type Permission, requireWorkspace } from '../tenancy/viewer.js';
+import { assertCan, type Permission, requireWorkspace } from '../../viewer.js';
 
 const EXPORT_PLANS = ['plus', 'enterprise'];
 

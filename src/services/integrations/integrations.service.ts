@@ -5,7 +5,7 @@ import { AppError } from '../../errors.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { isUuid } from '../../ids.js';
 import type { ServiceContext } from '../context.js';
-import { assertCan, requireWorkspace } from '../tenancy/viewer.js';
+import { assertCan, requireWorkspace } from '../../viewer.js';
 import { parseInput } from '../validate.js';
 import { IntegrationCreate, type IntegrationCreateInput } from './integrations.schemas.js';
 import * as store from './integrations.store.js';

@@ -4,7 +4,7 @@ import { AppError } from '../../errors.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { isUuid } from '../../ids.js';
 import type { ServiceContext } from '../context.js';
-import { assertCan, requireWorkspace } from '../tenancy/viewer.js';
+import { assertCan, requireWorkspace } from '../../viewer.js';
 import { parseInput } from '../validate.js';
 import { ListenerCreate, type ListenerCreateInput, ListenerUpdate, type ListenerUpdateInput, PageQuery, type PageQueryInput } from './listeners.schemas.js';
 import * as store from './listeners.store.js';

@@ -4,8 +4,8 @@
 // protocol through the official SDK and calls these.
 import { AppError } from '../../errors.js';
 import { getAssistantSchemas, searchAssistants, type Assistant } from '../assistants/assistants.service.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
-import { graphDescriptions } from '../deployments/deployments.service.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
+import { graphDescriptions } from '../agent-server/served-deployment.js';
 import { createRunAndWait, runResult } from '../runs/runs.service.js';
 
 export type AgentTool = {

@@ -4,7 +4,7 @@
 import { AppError } from '../../errors.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { ServiceContext } from '../context.js';
-import { assertCan, organizationOf } from '../tenancy/viewer.js';
+import { assertCan, organizationOf } from '../../viewer.js';
 import { parseInput } from '../validate.js';
 import { OAuthProviderCreate, ProviderId, type OAuthProviderCreateInput, OAuthProviderUpdate, type OAuthProviderUpdateInput } from './oauth-providers.schemas.js';
 import * as store from './oauth-providers.store.js';

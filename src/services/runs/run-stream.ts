@@ -7,15 +7,10 @@ import { Coalescer } from '../../database/coalescer.js';
 import type { Deps } from '../context.js';
 import type { RunStreamSignal } from '../../events.js';
 import { type JobCompletion, selectEventsAfter, writeStreamBatch } from './runs.store.js';
+import { eventMode, type RunEvent } from '../../agent-server-api.js';
 
-export type RunEvent = {
-  /** Position in the run's stream, from 1; the SSE `id`. */
-  seq: number;
-  /** SSE event name: a stream mode (`values`, `updates|child:1`…), `metadata` or `error`. */
-  event: string;
-  /** The event's data as JSON text. */
-  data: string;
-};
+export type { RunEvent };
+
 
 const TERMINAL_RUN_STATUSES = ['success', 'error', 'timeout', 'interrupted'] as const;
 export const isTerminalStatus = (status: string) => (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
@@ -26,8 +21,6 @@ export type { RunStreamSignal };
 // Signals stay well under the NOTIFY limit so the event bus never has to store them by reference.
 const INLINE_SIGNAL_BYTES = 6000;
 
-/** The stream mode an event belongs to (`updates|sub:1` → `updates`, `messages/partial` → `messages`). */
-export const eventMode = (event: string): string => event.split('|')[0]!.split('/')[0]!;
 
 /**
  * A run's events after `afterSeq` (0: from the start), live until the run ends or `signal` aborts.

@@ -1,16 +1,15 @@
 // Input schemas of the runs area, named after the API nouns.
 import { z } from 'zod';
+import { MULTITASK_STRATEGIES, RUN_STATUSES } from '../../agent-server-api.js';
+
+export { RUN_STATUSES };
+export type { MultitaskStrategy, RunKwargs, RunStatus } from '../../agent-server-api.js';
 
 /** The stream modes a run may ask for (the runtime translates each, runtime/stream-modes.ts). */
 export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'events', 'debug', 'custom', 'tasks', 'checkpoints'] as const;
 export type StreamMode = (typeof STREAM_MODES)[number];
 
 const JsonObject = z.record(z.string(), z.unknown());
-export const RUN_STATUSES = ['pending', 'running', 'success', 'error', 'timeout', 'interrupted'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
-export const MULTITASK_STRATEGIES = ['reject', 'interrupt', 'rollback', 'enqueue'] as const;
-export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
-
 const StreamModeList = z
   .union([z.enum(STREAM_MODES), z.array(z.enum(STREAM_MODES))])
   .nullish()
@@ -76,28 +75,3 @@ export const RunsCancelRequest = z.object({
   status: z.enum(['pending', 'running', 'all']).nullish(),
 });
 
-/** What the runtime needs to execute a run, stored on the run row. */
-export type RunKwargs = {
-  input?: unknown;
-  command?: { resume?: unknown; update?: unknown; goto?: unknown } | null;
-  config: { configurable?: Record<string, unknown>; tags?: string[]; recursion_limit?: number; [key: string]: unknown };
-  context?: Record<string, unknown> | null;
-  stream_mode: string[];
-  interrupt_before?: '*' | string[] | null;
-  interrupt_after?: '*' | string[] | null;
-  webhook?: string | null;
-  subgraphs: boolean;
-  resumable: boolean;
-  durability?: 'sync' | 'async' | 'exit' | null;
-  /** Stateless run whose thread is thrown away afterwards: no thread row, no checkpoints. */
-  temporary: boolean;
-  /**
-   * Nobody can read the run's stream (a temporary run created by runs/wait, whose caller only waits
-   * for the outcome): its events are neither stored nor signalled, only its status and output.
-   */
-  outcome_only?: boolean;
-  /** Started through the thread streaming protocol: its stream is the protocol's events (runtime/stream-modes.ts). */
-  protocol?: boolean;
-  /** Latest root checkpoint before the run started, for rollback. */
-  start_checkpoint_id?: string | null;
-};

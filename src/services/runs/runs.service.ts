@@ -7,7 +7,7 @@ import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import { literalTargetProblem } from '../../limits/outbound-url.js';
 import { parseInput } from '../validate.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { type AuthFilter, type AuthorizedContext, authConfigurable, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
@@ -25,22 +25,12 @@ import {
 } from './runs.schemas.js';
 import * as store from './runs.store.js';
 import type { RunRow } from './runs.store.js';
+import type { Run } from '../../agent-server-api.js';
+
+export type { Run };
 
 type Json = Record<string, unknown>;
 
-export type Run = {
-  runId: string;
-  threadId: string;
-  assistantId: string;
-  status: RunStatus;
-  metadata: Json;
-  kwargs: RunKwargs;
-  multitaskStrategy: MultitaskStrategy;
-  output: unknown;
-  attempt: number;
-  createdAt: Date;
-  updatedAt: Date;
-};
 
 const toRun = (row: RunRow): Run => ({
   runId: row.id,

@@ -6,8 +6,9 @@ import { z } from 'zod';
 import { AppError } from '../../errors.js';
 import { isUuid } from '../../ids.js';
 import type { AuthorizedContext } from '../custom-auth/custom-auth.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
-import { agentContext } from '../deployments/deployments.service.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
+import { commandWrites } from '../../gateway-protocol.js';
+import { agentContext } from '../agent-server/served-deployment.js';
 import { getThread, getThreadState, threadNotFound } from '../threads/threads.service.js';
 import { selectThreadMetadata } from '../threads/threads.store.js';
 import { isTerminalStatus } from './run-stream.js';
@@ -199,10 +200,6 @@ function errorCode(error: AppError): ErrorCode {
 }
 
 const isRecord = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-const WRITES = new Set(['run.start', 'input.respond']);
-
-/** Whether a command changes the thread (starts a run): a viewer may send every other one. */
-export const commandWrites = (method: unknown): boolean => typeof method === 'string' && WRITES.has(method);
 
 /**
  * Answers a command on a thread: `run.start` (a new run; a resume when the thread waits on

@@ -4,23 +4,17 @@
 // embedded by the deployment's runtime (the API never loads deployment code) and `query` ranks by
 // vector similarity.
 import { AppError } from '../../errors.js';
-import { askRuntime } from '../deployments/runtime-client.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import { askRuntime } from '../agent-server/runtime-client.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { type AuthFilter, type AuthorizedContext, AuthRefusal, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
 import { parseInput } from '../validate.js';
 import { StoreItemDelete, StoreItemGetQuery, StoreItemPut, StoreNamespacesRequest, StoreSearchRequest } from './store.schemas.js';
 import * as sql from './store-items.store.js';
 import { type Embedder, getStoreItem, putStoreItem, searchStoreItems, type StoreScope } from './store-operations.js';
+import type { StoreItem } from '../../agent-server-api.js';
 
-export type StoreItem = {
-  namespace: string[];
-  key: string;
-  value: Record<string, unknown>;
-  createdAt: Date;
-  updatedAt: Date;
-  /** Search relevance, when searched with a query. */
-  score?: number;
-};
+export type { StoreItem };
+
 
 const toItem = (row: sql.StoreItemRow): StoreItem => ({
   namespace: sql.namespaceOf(row),

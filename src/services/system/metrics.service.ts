@@ -11,9 +11,9 @@
 //                                          _queued (gauge), _flushed_total, _backpressure_waits_total,
 //                                          _failed_total (counters, trace operations since it started)
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
-import { askRuntime } from '../deployments/runtime-client.js';
-import type { TraceBatcherStats } from '../traces/trace-batcher.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
+import { askRuntime } from '../agent-server/runtime-client.js';
+import type { TraceSinkStats } from '../../trace-wire.js';
 import { RUN_STATUSES } from '../runs/runs.schemas.js';
 import { countIngestedTraces, countRunsByStatus, runsEndedAfter } from './metrics.store.js';
 
@@ -49,7 +49,7 @@ export async function deploymentMetrics(ctx: AgentServerContext): Promise<{ cont
     countIngestedTraces(ctx.db, ctx.deployment.tenantId),
     durationHistogram(ctx),
     // A scrape never fails for want of a runtime: its figures are left out.
-    (askRuntime(ctx, { kind: 'runtime-metrics' }) as Promise<{ traceBatcher: TraceBatcherStats | null }>).catch(() => undefined),
+    (askRuntime(ctx, { kind: 'runtime-metrics' }) as Promise<{ traceBatcher: TraceSinkStats | null }>).catch(() => undefined),
   ]);
 
   const runs = new Gauge({ name: 'agent_server_runs', help: "The deployment's runs by status.", labelNames: ['status'], registers: [registry] });

@@ -16,7 +16,7 @@ import {
   WorkspaceCreate,
   type WorkspaceCreateInput,
 } from './tenancy.schemas.js';
-import { type ApiKeyViewer, assertCan, can, organizationOf, type TraceWriterViewer } from './viewer.js';
+import { type ApiKeyViewer, assertCan, can, organizationOf, type TraceWriterViewer } from '../../viewer.js';
 
 // last_used_at is informational; writing it on every request would make every read a write.
 const LAST_USED_RESOLUTION_MS = 60_000;

@@ -2,8 +2,7 @@
 // thread id, which is unique across deployments). Used by the threads service (delete, copy) and by
 // the runtime (rollback, a run's starting point), on whichever pool the caller holds.
 import type pg from 'pg';
-
-export const CHECKPOINT_SCHEMA = 'langgraph';
+import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';
 
 /** Deletes every checkpoint of the threads (all namespaces). */
 export async function deleteThreadCheckpoints(pool: pg.Pool, threadIds: string[]): Promise<void> {

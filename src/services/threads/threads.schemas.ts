@@ -1,10 +1,10 @@
 // Input schemas of the threads area, named after the API nouns.
 import { z } from 'zod';
+import { THREAD_STATUSES } from '../../agent-server-api.js';
+
+export type { ThreadStatus } from '../../agent-server-api.js';
 
 const JsonObject = z.record(z.string(), z.unknown());
-export const THREAD_STATUSES = ['idle', 'busy', 'interrupted', 'error'] as const;
-export type ThreadStatus = (typeof THREAD_STATUSES)[number];
-
 const CheckpointRef = z.object({
   thread_id: z.string().nullish(),
   checkpoint_ns: z.string().nullish(),

@@ -3,12 +3,12 @@
 // checkpoints through the thread's graph, so they are asked of the deployment's runtime.
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
-import type { Checkpoint, ThreadState } from '../deployments/runtime-protocol.js';
-import type { AgentServerContext } from '../deployments/deployment-scope.js';
+import type { Checkpoint, ThreadState } from '../agent-server/runtime-protocol.js';
+import type { AgentServerContext } from '../agent-server/deployment-scope.js';
 import { type AuthFilter, type AuthorizedContext, authorize, filterDocument, matchesFilter } from '../custom-auth/custom-auth.js';
 import { CRON_FIRE_QUEUE } from '../crons/cron-schedule.js';
 import { deleteThreadCrons } from '../crons/crons.store.js';
-import { askRuntime } from '../deployments/runtime-client.js';
+import { askRuntime } from '../agent-server/runtime-client.js';
 import { parseInput } from '../validate.js';
 import { type SearchPage, searchPage } from '../search-page.js';
 import { deleteRunsEvents, deleteThreadsRuns, threadHasRunInFlight } from '../runs/runs.store.js';
@@ -24,20 +24,12 @@ import {
   ThreadStateUpdate,
   type ThreadStatus,
 } from './threads.schemas.js';
+import type { Thread } from '../../agent-server-api.js';
+
+export type { Thread };
 
 type Json = Record<string, unknown>;
 
-export type Thread = {
-  threadId: string;
-  createdAt: Date;
-  updatedAt: Date;
-  metadata: Json;
-  status: ThreadStatus;
-  config: Json;
-  values: Json | null;
-  interrupts: Json;
-  error: Json | null;
-};
 
 const toThread = (row: ThreadRow): Thread => ({
   threadId: row.id,

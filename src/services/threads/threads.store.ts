@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { type Database, withTransaction } from '../../db.js';
 import { BOSS_SCHEMA } from '../../queues.js';
-import { CHECKPOINT_SCHEMA } from './checkpoints.store.js';
+import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';
 import type { ThreadStatus } from './threads.schemas.js';
 
 type Json = Record<string, unknown>;

@@ -5,7 +5,7 @@ import { AppError } from '../../errors.js';
 import type { Prisma, TracingProject } from '../../generated/prisma/client.js';
 import { isUuid, newId } from '../../ids.js';
 import type { Deps, ServiceContext } from '../context.js';
-import { assertCan } from '../tenancy/viewer.js';
+import { assertCan } from '../../viewer.js';
 import { parseInput } from '../validate.js';
 import {
   ProjectCreate,

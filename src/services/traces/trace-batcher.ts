@@ -7,6 +7,7 @@
 import type { Deps } from '../context.js';
 import { type Ingester, ingestRunBatch, type RunBatch } from './ingest.service.js';
 import { ingesterKey } from './ingest-types.js';
+import type { TraceSink, TraceSinkStats } from '../../trace-wire.js';
 
 export type TraceBatcherOptions = {
   /** Trace operations (run posts and patches) queued at most; a run beyond that waits for room. */
@@ -17,24 +18,12 @@ export type TraceBatcherOptions = {
   maxBatch?: number;
 };
 
-export type TraceBatcherStats = {
-  /** Operations waiting to be written. */
-  queued: number;
-  /** Operations written (stored, or refused by ingest and logged). */
-  flushed: number;
-  /** Times a run had to wait for room. */
-  backpressureWaits: number;
-  /** Operations ingest refused or could not store. */
-  failed: number;
-  /** Batches written (ingest calls): flushed ÷ writes is the mean batch size. */
-  writes: number;
-};
 
 type Entry = { who: Ingester; key: string; batch: RunBatch; size: number };
 
 const sizeOf = (batch: RunBatch) => (batch.post?.length ?? 0) + (batch.patch?.length ?? 0);
 
-export class TraceBatcher {
+export class TraceBatcher implements TraceSink {
   // Operations not yet taken by a write, in arrival order.
   private queue: Entry[] = [];
   private waiting = 0;
@@ -79,7 +68,7 @@ export class TraceBatcher {
     else this.timer ??= setTimeout(() => void this.flush(), this.options.flushIntervalMs);
   }
 
-  stats(): TraceBatcherStats {
+  stats(): TraceSinkStats {
     return { queued: this.queued, flushed: this.flushed, backpressureWaits: this.backpressureWaits, failed: this.failed, writes: this.writes };
   }
 
@@ -175,3 +164,7 @@ function foldPatches(posts: NonNullable<RunBatch['post']>, patches: NonNullable<
   });
   return { post: posts, patch: standalone };
 }
+
+/** The sink of a runtime hosted by a platform process: this batcher, on the configured bounds (AGENT_SERVER_TRACE_*). */
+export const platformTraceSink = (deps: Pick<Deps, 'db' | 'config' | 'logger'>): TraceBatcher =>
+  new TraceBatcher(deps, { capacity: deps.config.agentServerTracing.queueCapacity, flushIntervalMs: deps.config.agentServerTracing.flushIntervalMs });

@@ -1,7 +1,7 @@
 // Which workspace (tenant) a trace operation acts in.
 import { AppError } from '../../errors.js';
 import type { ServiceContext } from '../context.js';
-import { assertCan, can, type Permission } from '../tenancy/viewer.js';
+import { assertCan, can, type Permission } from '../../viewer.js';
 
 /**
  * The workspace a trace request acts in, after checking `permission` there.

@@ -3,7 +3,7 @@
 // folds them; reads add the deltas not folded yet, so answers are exact at any moment).
 import { AppError } from '../../errors.js';
 import type { Deps, ServiceContext } from '../context.js';
-import { assertCan, can } from '../tenancy/viewer.js';
+import { assertCan, can } from '../../viewer.js';
 import { parseInput } from '../validate.js';
 import { type UsageDimension, UsageQuery, type UsageQueryInput } from './usage.schemas.js';
 import {

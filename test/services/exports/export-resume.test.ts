@@ -9,7 +9,7 @@ import { createExport } from '../../../src/services/exports/exports.service.js';
 import type { RunResult } from '../../../src/services/exports/exports.store.js';
 import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
 import type { Boss } from '../../../src/queues.js';
-import { startPlatformBoss } from '../../../src/workers/platform-jobs.js';
+import { startPlatformBoss } from '../../../src/platform.js';
 import { buildTenant } from '../../factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../../helpers.js';
 import { spawnPlatform } from '../../processes.js';

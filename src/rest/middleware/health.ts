@@ -1,8 +1,8 @@
 // GET /ok on every surface: 200 while the process and its database answer, 503 otherwise, so a load
 // balancer takes an instance whose database went away out of rotation until it is back.
 import type { RequestHandler } from 'express';
-import type { Deps } from '../services/context.js';
-import { databaseReachable } from '../services/system/health.service.js';
+import type { Deps } from '../../services/context.js';
+import { databaseReachable } from '../../services/system/health.service.js';
 
 export function healthCheck(deps: Pick<Deps, 'db'>): RequestHandler {
   return async (_req, res) => {

@@ -23,8 +23,8 @@ import {
   ThreadStateUpdate,
 } from '../../services/threads/threads.schemas.js';
 import { StoreItemDelete, StoreItemGetQuery, StoreItemPut, StoreNamespacesRequest, StoreSearchRequest } from '../../services/store/store.schemas.js';
-import type { Operation, Surface } from './document.js';
-import { referenceOperations } from './reference.routes.js';
+import type { Operation, Surface } from '../openapi/document.js';
+import { referenceOperations } from '../openapi/reference.routes.js';
 
 const sse = { kind: 'sse', description: 'Server-sent events: one event per stream part, then the end.' } as const;
 const empty = { status: 204, kind: 'empty', description: 'Done.' } as const;

@@ -1,8 +1,8 @@
 // One authentication for every REST surface: X-Api-Key (any case) and X-Tenant-Id, resolved by the
 // tenancy service to the viewer that services receive.
 import type { NextFunction, Request, Response } from 'express';
-import type { Deps, ServiceContext } from '../../services/context.js';
-import { authenticateApiKey, authenticateIngestKey } from '../../services/tenancy/tenancy.service.js';
+import type { Deps, ServiceContext } from '../services/context.js';
+import { authenticateApiKey, authenticateIngestKey } from '../services/tenancy/tenancy.service.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

@@ -13,7 +13,7 @@ import type { Deps } from '../services/context.js';
 import { revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
 import { findRevision, listActiveRevisions } from '../services/deployments/revisions.store.js';
 import { childProcessLauncher } from './child-launcher.js';
-import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launcher.js';
+import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../launcher-protocol.js';
 
 type Entry = { deploymentId: string; revisionId: string; runtime: LaunchedRuntime };
 type Prepared = { deploymentId: string; runtime: PreparedRuntime; timer: NodeJS.Timeout };

@@ -7,7 +7,7 @@
 // a `tenancy.changed` notification and clears its cache too; if that notification were lost (the
 // LISTEN connection down), a revoked key still works there for at most the TTL
 // (AGENT_PLATFORM_API_KEY_CACHE_SECONDS). Failed lookups are never cached: a new key works at once.
-import type { EventBus } from '../../events.js';
+import type { EventBus } from './events.js';
 import type { ApiKeyViewer, TraceWriterViewer } from './viewer.js';
 
 type KeyViewer = ApiKeyViewer | TraceWriterViewer;

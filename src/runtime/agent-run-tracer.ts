@@ -9,10 +9,9 @@
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import { BaseTracer, type Run } from '@langchain/core/tracers/base';
 import { getRuntimeEnvironment } from '@langchain/core/utils/env';
-import type { RunStatus } from '../runs/runs.schemas.js';
-import type { Deps } from '../context.js';
-import type { Ingester, RunCreate } from './ingest.service.js';
-import type { TraceBatcher } from './trace-batcher.js';
+import type { RunStatus } from '../services/runs/runs.schemas.js';
+import type { Deps } from '../services/context.js';
+import type { Ingester, RunCreate, TraceSink } from '../trace-wire.js';
 
 /**
  * The tracing seam: a runtime may be given a tracer per run (trace ingestion, issue 4, supplies one
@@ -29,7 +28,7 @@ export type RunTracer = (run: { runId: string; threadId: string; assistantId: st
  * the trace right after `runs.wait` may have to wait for it (the batcher's flush interval), as with
  * LangSmith.
  */
-export function createAgentRunTracer(deps: Pick<Deps, 'logger'>, who: Ingester, projectName: string, batcher: Pick<TraceBatcher, 'add'>): RunTracer {
+export function createAgentRunTracer(deps: Pick<Deps, 'logger'>, who: Ingester, projectName: string, batcher: Pick<TraceSink, 'add'>): RunTracer {
   return () => {
     const collector = new TraceCollector((posts) => batcher.add(who, { post: posts }), projectName);
     return {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Deps } from '../services/context.js';
 import type { DeploymentFiles } from '../services/deployments/sandbox.js';
 
-const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
+const CHILD_ENTRY = new URL('../runtime/child-entry.mjs', import.meta.url).pathname;
 const SEED_MAX_AGE_MS = 3 * 24 * 3600_000;
 const WARM_UP_TIMEOUT_MS = 120_000;
 

@@ -30,15 +30,13 @@ import { type ControlDeploymentRow, findControlDeployment } from '../services/de
 import { type PreparedSandbox, sandboxFor } from '../services/deployments/sandbox.js';
 import { revisionDirectory } from '../services/deployments/source-checkout.js';
 import { ChildOutputLog } from './child-output.js';
-import type { RuntimeSpec } from './deployment-runtime.js';
-import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from './launcher.js';
-import type { ChildCommand, ChildReport } from './child-protocol.js';
+import { type LaunchedRuntime, type LaunchSpec, type PreparedRuntime, type RuntimeLauncher, runtimeLockKey } from '../launcher-protocol.js';
+import type { ChildCommand, ChildReport } from '../launcher-protocol.js';
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/tenancy.service.js';
-import { runtimeLockKey } from './recovery.js';
 import { deploymentCaches, seedDeploymentCaches } from './runtime-caches.js';
 
-const CHILD_ENTRY = new URL('./child-entry.mjs', import.meta.url).pathname;
+const CHILD_ENTRY = new URL('../runtime/child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
 const RESTART_DELAY_MS = [500, 1000, 2000, 5000, 10_000, 30_000];
 
@@ -199,7 +197,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pick<RuntimeLauncher, 'prepare'>> {
   // Each child gets a fresh login password and signing key: a restarted child does not reuse its predecessor's.
   // Its log never shows the values that the environment holds for it alone.
-  const childEnvironment = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing, traces: ChildTraces | undefined) => {
+  const childEnvironment = async (spec: LaunchSpec, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing, traces: ChildTraces | undefined) => {
     const secrets = deploymentSecrets(deps, row);
     const cwd = dirname(spec.configPath);
     const keyId = `${spec.deploymentId}:${randomBytes(16).toString('hex')}`;
@@ -234,7 +232,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
   };
 
   /** Serves a loaded child, and keeps a runtime up: one that dies unasked is started again. */
-  const launchLoaded = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, loaded: Child & { keyId: string }, sandbox: Sandboxing): Promise<LaunchedRuntime> => {
+  const launchLoaded = async (spec: LaunchSpec, row: DeploymentOfChild, loaded: Child & { keyId: string }, sandbox: Sandboxing): Promise<LaunchedRuntime> => {
     const { log } = loaded;
     const startChild = async (child?: Child & { keyId: string }) => {
       // A prepared child that died while it waited is replaced by a fresh one.
@@ -304,7 +302,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
     return { url, key: key.key, keyId: key.id, project: key.project };
   };
 
-  const spawnLoadedWithKey = async (spec: Omit<RuntimeSpec, 'queueOrigin'>, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing) => {
+  const spawnLoadedWithKey = async (spec: LaunchSpec, row: DeploymentOfChild, log: ChildOutputLog, sandbox: Sandboxing) => {
     const traces = await childTraces(spec.deploymentId, log);
     // Once the child has exited (its last traces sent), its key writes nothing more.
     const revokeTraceKey = () =>
@@ -324,7 +322,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
     }
   };
 
-  const prepare = async (spec: Omit<RuntimeSpec, 'queueOrigin'>): Promise<PreparedRuntime> => {
+  const prepare = async (spec: LaunchSpec): Promise<PreparedRuntime> => {
     const row = await findControlDeployment(deps.db, spec.deploymentId);
     const home = await findDeployment(deps.db, spec.deploymentId);
     if (!row || !home) throw new Error(`Deployment ${spec.deploymentId} not found`);

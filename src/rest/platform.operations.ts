@@ -3,17 +3,17 @@
 // document at /deployments/<id>/openapi.json. A new platform routes file (the control plane under /v2,
 // …) exports its operations and joins OPERATIONS below in one line; the OpenAPI test fails for a
 // mounted route missing here.
-import { BulkExportCreate, BulkExportUpdate, DestinationCreate, DestinationUpdate } from '../../services/exports/exports.schemas.js';
-import { ProjectCreate, ProjectUpdate, RunQuery } from '../../services/traces/traces.schemas.js';
-import { ApiKeyCreateBody, WorkspaceCreateBody } from '../tenancy.routes.js';
-import { ProjectListQuery } from '../traces.routes.js';
-import { GranularUsageQuery } from '../usage.routes.js';
-import { DeploymentCreate, DeploymentListQuery, DeploymentPatch, PageQuery as RevisionPageQuery, RevisionLogsQuery } from '../../services/deployments/deployments.schemas.js';
-import { IntegrationCreate } from '../../services/integrations/integrations.schemas.js';
-import { ListenerCreate, ListenerUpdate, PageQuery } from '../../services/listeners/listeners.schemas.js';
-import { OAuthProviderCreate, OAuthProviderUpdate } from '../../services/oauth-providers/oauth-providers.schemas.js';
-import type { Operation, Surface } from './document.js';
-import { referenceOperations } from './reference.routes.js';
+import { BulkExportCreate, BulkExportUpdate, DestinationCreate, DestinationUpdate } from '../services/exports/exports.schemas.js';
+import { ProjectCreate, ProjectUpdate, RunQuery } from '../services/traces/traces.schemas.js';
+import { ApiKeyCreateBody, WorkspaceCreateBody } from './tenancy.routes.js';
+import { ProjectListQuery } from './traces.routes.js';
+import { GranularUsageQuery } from './usage.routes.js';
+import { DeploymentCreate, DeploymentListQuery, DeploymentPatch, PageQuery as RevisionPageQuery, RevisionLogsQuery } from '../services/deployments/deployments.schemas.js';
+import { IntegrationCreate } from '../services/integrations/integrations.schemas.js';
+import { ListenerCreate, ListenerUpdate, PageQuery } from '../services/listeners/listeners.schemas.js';
+import { OAuthProviderCreate, OAuthProviderUpdate } from '../services/oauth-providers/oauth-providers.schemas.js';
+import type { Operation, Surface } from './openapi/document.js';
+import { referenceOperations } from './openapi/reference.routes.js';
 
 const accepted = { status: 202, description: 'Accepted: stored, or queued to be.' } as const;
 const empty = { status: 204, kind: 'empty', description: 'Done.' } as const;

@@ -1,7 +1,8 @@
 // Who is asking, and what they may do. Permissions come from roles: the organization role grants
 // organization-wide permissions; workspace roles grant permissions inside one workspace.
-import { AppError } from '../../errors.js';
-import type { OrganizationRole, WorkspaceRole } from '../../generated/prisma/enums.js';
+import { AppError } from './errors.js';
+import type { DeploymentAccess } from './gateway-protocol.js';
+import type { OrganizationRole, WorkspaceRole } from './generated/prisma/enums.js';
 
 export const PERMISSIONS = [
   'organization:read',
@@ -117,4 +118,26 @@ export function organizationOf(viewer: Viewer, explicit?: string): string {
   if (viewer.kind === 'local' || viewer.kind === 'trace-writer') throw AppError.forbidden();
   if (!explicit) throw AppError.badRequest('organizationId is required.');
   return explicit;
+}
+
+/**
+ * What the viewer may do at a deployment's agent server (DECISIONS, "Who may call a deployment's
+ * agent server"), checked for `access`: the system and serve's local caller of that deployment write;
+ * a key of its organization with a role in its workspace reads, and writes with workspaces:write there.
+ * NOT_FOUND for anyone else (another organization's key, or a key without a role in the workspace,
+ * learns nothing about the deployment); FORBIDDEN for a write by a viewer who may only read.
+ */
+export function deploymentAccessOf(
+  viewer: Viewer,
+  deployment: { id: string; tenant_id: string; organization_id: string },
+  access: DeploymentAccess,
+): DeploymentAccess {
+  const mayUse =
+    viewer.kind === 'system' ||
+    (viewer.kind === 'local' && viewer.deploymentId === deployment.id) ||
+    (viewer.kind === 'api-key' && viewer.organizationId === deployment.organization_id && can(viewer, 'workspaces:read', deployment.tenant_id));
+  if (!mayUse) throw AppError.notFound('Deployment not found');
+  const writes = viewer.kind !== 'api-key' || can(viewer, 'workspaces:write', deployment.tenant_id);
+  if (access === 'write' && !writes) throw AppError.forbidden(`This API key lacks the workspaces:write permission in workspace ${deployment.tenant_id}.`);
+  return writes ? 'write' : 'read';
 }
