@@ -84,6 +84,9 @@ export function openAdminLogin(adminUrl: string): AdminLogin {
     const url = new URL(adminUrl);
     url.pathname = `/${database}`;
     const client = new pg.Client({ connectionString: url.toString(), application_name: 'agent-platform-admin' });
+    // Its session ended from outside (the database dropped meanwhile: a deployment deleted while its
+    // build still worked there) fails the work's query; without a listener it also crashed the process.
+    client.on('error', () => undefined);
     await client.connect();
     try {
       return await work(client);
