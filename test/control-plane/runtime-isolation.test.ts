@@ -63,6 +63,7 @@ app.get('/custom/stream', (c) =>
 );
 `,
   'agent.ts': `
+import { readdirSync } from 'node:fs';
 import pg from 'pg';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 
@@ -85,6 +86,15 @@ async function connectTo(database: string): Promise<string> {
   return client.connect().then(async () => { await client.end(); return 'connected'; }, (error) => String(error.code));
 }
 
+/** Logs in to its own database as another user, with a password it guesses. */
+async function connectAs(user: string, password: string): Promise<string> {
+  const url = new URL(process.env.DATABASE_URL!);
+  url.username = user;
+  url.password = password;
+  const client = new pg.Client({ connectionString: url.toString() });
+  return client.connect().then(async () => { await client.end(); return 'connected'; }, (error) => String(error.code));
+}
+
 async function probe(targets: { platformDatabase: string; otherDatabase: string; platformUrl: string }): Promise<Record<string, string>> {
   await held?.end();
   held = new pg.Client({ connectionString: process.env.DATABASE_URL });
@@ -96,6 +106,11 @@ async function probe(targets: { platformDatabase: string; otherDatabase: string;
     answers[name] = await client.query(sql).then((result) => 'ok ' + result.rowCount, (error) => String(error.code));
   }
   answers.login = (await client.query('SELECT current_user AS name')).rows[0].name;
+  // How it reaches the server: the socket's folder, when its URL names one, and what that folder holds.
+  answers.unix_socket = String((await client.query('SELECT inet_client_addr() IS NULL AS unix')).rows[0].unix);
+  const socketDir = new URL(process.env.DATABASE_URL!).searchParams.get('host');
+  answers.socket_folder = socketDir ? readdirSync(socketDir).map((name) => name.replace(/\\d+/, 'N')).sort().join(' ') : 'none';
+  answers.superuser = await connectAs('postgres', 'guessed');
   answers.platform_database = await connectTo(targets.platformDatabase);
   answers.other_database = await connectTo(targets.otherDatabase);
   // The platform's API from inside: no key, and the gateway's identity headers forged, at its own
@@ -170,6 +185,11 @@ describe("a deployed agent server's database", () => {
     const { probes } = values.at(-1);
     expect(probes).toEqual({
       login: runtimeLoginRole(deployment.id),
+      // Through the server's Unix socket, whose folder its sandbox sees read-only and which holds nothing else.
+      unix_socket: 'true',
+      socket_folder: '.s.PGSQL.N .s.PGSQL.N.lock',
+      // 28P01: the socket asks for a password as TCP does (no peer or trust login for anyone).
+      superuser: '28P01',
       own_database: 'ok 1',
       // Its own database's copies of the platform's tables: no key (the platform has several), one deployment.
       api_keys: 'ok 0',
