@@ -5,7 +5,8 @@
 // deployment's process (environment, signals) and checkout (read, write), the platform's process,
 // and becoming root.
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeSandbox } from '../../src/services/deployments/sandbox.js';
@@ -241,10 +242,14 @@ describe.skipIf(!limitsEnforced)('resource limits', () => {
       if (process.env.TEST_SHOW_MEMORY) console.error('peak memory of the deployment cgroup', readFileSync(join('/sys/fs/cgroup/memory', memory, 'memory.max_usage_in_bytes'), 'utf8').trim(), readFileSync(join('/sys/fs/cgroup/memory', memory, 'memory.stat'), 'utf8').split('\n').filter((line) => /^(total_)?(rss|cache) /.test(line)).join(', '));
       const cpu = [...groups].find(([controllers]) => controllers.split(',').includes('cpu'))![1];
       expect(readFileSync(join('/sys/fs/cgroup/cpu', cpu, 'cpu.cfs_quota_us'), 'utf8').trim()).toBe('50000');
+      // All deployments together weigh as many cores as the machine has against the platform's threads
+      // and the database's backends (one core's weight each), not one core's.
+      expect(readFileSync(join('/sys/fs/cgroup/cpu', dirname(cpu), 'cpu.shares'), 'utf8').trim()).toBe(String(availableParallelism() * 1024));
     } else {
       const unified = groups.get('')!;
       expect(unified.endsWith(`/agent-platform/${victim.id}`)).toBe(true);
       expect(readFileSync(join('/sys/fs/cgroup', unified, 'memory.max'), 'utf8').trim()).toBe(String(1024 * 1024 * 1024));
+      expect(readFileSync(join('/sys/fs/cgroup', dirname(unified), 'cpu.weight'), 'utf8').trim()).toBe(String(Math.min(10_000, availableParallelism() * 100)));
     }
   });
 });

@@ -12,6 +12,7 @@
 // with a delegated subtree); elsewhere the limits are reported as not enforced.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxConfig } from '../../config.js';
@@ -213,6 +214,14 @@ function nodeInstallation(): string {
 const JOIN_CGROUPS = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
 const CGROUP_ROOT = '/sys/fs/cgroup';
 const CPU_PERIOD_US = 100_000;
+/**
+ * The weight of all deployments together (their parent group) against the platform's own threads and
+ * the database's backends, each of which weighs one core: the machine's cores. At the default weight,
+ * every deployment of the machine together weighed one thread of the platform's: a deployment's agent
+ * server, one thread serving its API and running its graphs, waited for a core behind the platform's
+ * gateway and its own database's backends. Each deployment's share divides this among deployments.
+ */
+const DEPLOYMENTS_CPUS = availableParallelism();
 
 /**
  * A deployment's bounds: a memory limit; a CPU share (cores' worth of weight when cores are contended,
@@ -292,6 +301,7 @@ function deploymentCgroup(deploymentId: string, limits: Limits, uid: number | un
     const cpu = join(parents.cpu, deploymentId);
     mkdirSync(memory, { recursive: true });
     mkdirSync(cpu, { recursive: true });
+    writeFileSync(join(parents.cpu, 'cpu.shares'), String(DEPLOYMENTS_CPUS * 1024));
     writeFileSync(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
     writeFileSync(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
     writeFileSync(join(cpu, 'cpu.cfs_quota_us'), limits.capCpus === undefined ? '-1' : String(Math.max(1000, Math.round(limits.capCpus * CPU_PERIOD_US))));
@@ -304,6 +314,7 @@ function deploymentCgroup(deploymentId: string, limits: Limits, uid: number | un
   mkdirSync(parents.memory, { recursive: true });
   const enabled = readFileSync(join(parents.memory, 'cgroup.subtree_control'), 'utf8');
   if (!/\bmemory\b/.test(enabled) || !/\bcpu\b/.test(enabled)) writeFileSync(join(parents.memory, 'cgroup.subtree_control'), '+memory +cpu');
+  writeFileSync(join(parents.memory, 'cpu.weight'), String(Math.min(10_000, DEPLOYMENTS_CPUS * 100)));
   const dir = join(parents.memory, deploymentId);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'memory.max'), String(limits.memoryBytes));
