@@ -16,26 +16,17 @@ import type { Deps } from '../services/context.js';
 import { routeGatewayRequest } from '../services/deployments/agent-operations.js';
 import { servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
 import { agentServerAddresses } from '../services/deployments/agent-server-addresses.js';
-import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../gateway-protocol.js';
+import { type DeploymentAccess, GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../gateway-protocol.js';
 import { jsonRpcErrorHandler } from './middleware/json-rpc-errors.js';
 import { errorHandler, httpStatus } from './middleware/errors.js';
 import { requestIdOf } from './middleware/request-id.js';
 
-// Hop-by-hop headers (RFC 9110 §7.6.1), the caller's platform key, and what the gateway sets itself.
-const NOT_FORWARDED = new Set([
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'upgrade',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'host',
-  'x-api-key',
-  GATEWAY_IDENTITY_HEADER,
-  GATEWAY_SIGNATURE_HEADER,
-  RUNTIME_DEPLOYMENT_URL_HEADER,
-]);
+// What of a caller's request never reaches a deployment: its platform key, and what the gateway sets
+// itself (the signed identity, the deployment's url, the host).
+const CALLER_ONLY = new Set(['host', 'x-api-key', GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, RUNTIME_DEPLOYMENT_URL_HEADER]);
+// What an HTTP request or answer does not pass on: the above, and the hop-by-hop headers (RFC 9110
+// §7.6.1; a WebSocket upgrade keeps those, forwardDeploymentUpgrade).
+const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', ...CALLER_ONLY]);
 
 // What the gateway sets on a deployment's answers itself.
 const SET_BY_GATEWAY = new Set(['x-request-id', 'content-security-policy']);
@@ -92,16 +83,36 @@ function sendBody(req: IncomingMessage, outgoing: ClientRequest, limit: number, 
   req.pipe(body).pipe(outgoing);
 }
 
-/** An agent server's url as http.request takes it, parsed once per url. */
+/** An agent server's url as http.request takes it, parsed once per url (a restarted server has a new one: the oldest go). */
 const upstreams = new Map<string, { hostname: string; port: number; host: string }>();
+const UPSTREAMS_KEPT = 1000;
 function upstreamOf(url: string) {
   let upstream = upstreams.get(url);
   if (!upstream) {
     const parsed = new URL(url);
     upstream = { hostname: parsed.hostname.replace(/^\[|\]$/g, ''), port: Number(parsed.port || 80), host: parsed.host };
+    if (upstreams.size >= UPSTREAMS_KEPT) upstreams.delete(upstreams.keys().next().value!);
     upstreams.set(url, upstream);
   }
   return upstream;
+}
+
+/** The scheme the caller used: the proxy's in front of the platform (trusted, as the app's `trust proxy`), else this socket's. */
+function protocolOf(req: IncomingMessage): string {
+  const forwarded = req.headers['x-forwarded-proto'];
+  if (typeof forwarded === 'string' && forwarded) return forwarded.split(',')[0]!.trim();
+  return (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+}
+
+/** The deployment's url as its callers reach it (`mount` is /deployments/<id> as they wrote it): the agent server's links and A2A cards use it. */
+function deploymentUrlOf(deps: Deps, req: IncomingMessage, mount: string): string {
+  return `${deps.config.publicUrl ?? `${protocolOf(req)}://${req.headers.host ?? ''}`}${mount}`;
+}
+
+/** The caller of a request as the gateway authorises it (routeGatewayRequest): its key, its auth scheme, what it asks for. */
+function callerOf(req: IncomingMessage, access: DeploymentAccess, path: string) {
+  const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
+  return { apiKey: header('x-api-key'), authScheme: header('x-auth-scheme'), access, method: req.method ?? 'GET', path };
 }
 
 /** What of a request the gateway reads besides the request itself: where it was mounted and what Express parsed. */
@@ -113,7 +124,6 @@ type GatewayRequest = {
   pathname: string;
   /** /deployments/<id> as the caller wrote it. */
   mount: string;
-  protocol: string;
 };
 
 /**
@@ -128,9 +138,7 @@ async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerRespo
   if (PUBLIC_PAGES.test(path) || !(await servedByOwnAgentServer(deps, deploymentId))) return false;
   // A JSON-RPC call's access depends on its method: the agent server checks it against the caller's.
   const access = JSON_RPC.test(path) ? 'read' : requestAccess({ method: req.method!, path: at.pathname, body: undefined });
-  const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
-  const caller = { apiKey: header('x-api-key'), authScheme: header('x-auth-scheme'), access, method: req.method!, path };
-  const route = await routeGatewayRequest(deps, deploymentId, caller, () => res.closed);
+  const route = await routeGatewayRequest(deps, deploymentId, callerOf(req, access, path), () => res.closed);
   if (!route) return true;
 
   // The request's id, as the platform's other routes give one; the agent server gets it too, and its
@@ -146,7 +154,7 @@ async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerRespo
     if (typeof value === 'string') headers.push(name, value);
     else for (const item of value) headers.push(name, item);
   }
-  headers.push(RUNTIME_DEPLOYMENT_URL_HEADER, `${deps.config.publicUrl ?? `${at.protocol}://${header('host') ?? ''}`}${at.mount}`, 'x-request-id', requestId);
+  headers.push(RUNTIME_DEPLOYMENT_URL_HEADER, deploymentUrlOf(deps, req, at.mount), 'x-request-id', requestId);
   for (const name in route.headers) headers.push(name, route.headers[name]!);
 
   if (Number(req.headers['content-length']) > deps.config.bodyLimitBytes) {
@@ -202,7 +210,7 @@ async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerRespo
 export function deploymentsGateway(deps: Deps): Router {
   const router = Router({ mergeParams: true });
   const forward: RequestHandler = async (req, res, next) => {
-    const at = { deploymentId: String(req.params.deploymentId), path: req.url, pathname: req.path, mount: req.baseUrl, protocol: req.protocol };
+    const at = { deploymentId: String(req.params.deploymentId), path: req.url, pathname: req.path, mount: req.baseUrl };
     if (!(await forwardRequest(deps, req, res, at))) next();
   };
   router.use(forward);
@@ -235,9 +243,7 @@ export function deploymentsGatewayFirst(deps: Deps, app: (req: IncomingMessage, 
     const match = FORWARDED_PATH.exec(req.url ?? '');
     if (!match) return app(req, res);
     const [, mount = '', deploymentId = '', pathname = '/', query = ''] = match;
-    const forwarded = req.headers['x-forwarded-proto'];
-    const protocol = typeof forwarded === 'string' && forwarded ? forwarded.split(',')[0]!.trim() : (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
-    forwardRequest(deps, req, res, { deploymentId, path: `${pathname}${query}`, pathname, mount, protocol }).then(
+    forwardRequest(deps, req, res, { deploymentId, path: `${pathname}${query}`, pathname, mount }).then(
       (forwarded) => {
         if (!forwarded) app(req, res);
       },
@@ -271,22 +277,19 @@ export async function forwardDeploymentUpgrade(deps: Deps, req: IncomingMessage,
   try {
     const [, deploymentId = '', rest = '/', query = ''] = UPGRADE_PATH.exec(req.url ?? '') ?? [];
     if (!(await servedByOwnAgentServer(deps, deploymentId))) throw AppError.notFound(`Not found: GET ${req.url}`);
-    const header = (name: string) => (typeof req.headers[name] === 'string' ? req.headers[name] : undefined);
     const path = `${rest}${query}`;
-    const caller = { apiKey: header('x-api-key'), authScheme: header('x-auth-scheme'), access: 'read' as const, method: 'GET', path };
-    const route = await routeGatewayRequest(deps, deploymentId, caller, () => socket.closed);
+    const route = await routeGatewayRequest(deps, deploymentId, callerOf(req, 'read', path), () => socket.closed);
     if (!route) return;
-    const headers: [string, string][] = [];
+    const target = upstreamOf(route.url);
+    const headers: [string, string][] = [['host', target.host]];
     for (const [name, value] of Object.entries(req.headers)) {
       // The upgrade's own headers pass (connection, upgrade, sec-websocket-*); the caller's key does not.
-      if (value === undefined || name === 'host' || name === 'x-api-key' || name === GATEWAY_IDENTITY_HEADER || name === GATEWAY_SIGNATURE_HEADER || name === RUNTIME_DEPLOYMENT_URL_HEADER) continue;
+      if (value === undefined || CALLER_ONLY.has(name)) continue;
       for (const item of Array.isArray(value) ? value : [value]) headers.push([name, item]);
     }
-    const target = new URL(route.url);
-    headers.push(['host', target.host]);
-    headers.push([RUNTIME_DEPLOYMENT_URL_HEADER, `${deps.config.publicUrl ?? `http://${req.headers.host}`}/deployments/${deploymentId}`]);
+    headers.push([RUNTIME_DEPLOYMENT_URL_HEADER, deploymentUrlOf(deps, req, `/deployments/${deploymentId}`)]);
     headers.push(...Object.entries(route.headers));
-    const upstream = connect(Number(target.port), target.hostname.replace(/^\[|\]$/g, ''));
+    const upstream = connect(target.port, target.hostname);
     upstream.on('error', () => socket.destroy());
     socket.on('close', () => upstream.destroy());
     upstream.on('close', () => socket.destroy());

@@ -24,7 +24,6 @@ export type { Assistant, AssistantVersion };
 
 type Json = Record<string, unknown>;
 
-
 type AssistantRow = {
   id: string;
   graph_id: string;
