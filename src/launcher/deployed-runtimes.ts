@@ -13,6 +13,7 @@ import type { Deps } from '../services/context.js';
 import { revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
 import { findRevision, listActiveRevisions } from '../services/deployments/revisions.store.js';
 import { childProcessLauncher } from './child-launcher.js';
+import { warmRuntimeCaches } from './runtime-caches.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../launcher-protocol.js';
 
 type Entry = { deploymentId: string; revisionId: string; runtime: LaunchedRuntime };
@@ -33,6 +34,7 @@ export class DeployedRuntimes {
   private readonly claimed = new Set<string>();
   private restoring: Promise<void> | undefined;
   private restoreTimer: NodeJS.Timeout | undefined;
+  private warming: Promise<unknown> | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -142,6 +144,11 @@ export class DeployedRuntimes {
     }
   }
 
+  /** Warms the compile caches runtimes start with, off any deploy's path; `stop` ends a warm-up still running. */
+  warmCaches(): void {
+    this.warming ??= warmRuntimeCaches(this.deps, this.abort.signal);
+  }
+
   /** Aborted when these runtimes stop: ends what listens on their behalf. */
   get signal(): AbortSignal {
     return this.abort.signal;
@@ -150,7 +157,7 @@ export class DeployedRuntimes {
   async stop(): Promise<void> {
     this.abort.abort();
     clearInterval(this.restoreTimer);
-    await this.restoring;
+    await Promise.all([this.restoring, this.warming]);
     await Promise.all([...this.entries.values()].map((entry) => this.stopEntry(entry)));
     await Promise.all([...this.prepared.keys()].map((revisionId) => this.discardPrepared(revisionId)));
     // Ending the session releases every lock it still holds.

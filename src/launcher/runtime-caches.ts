@@ -28,15 +28,21 @@ const seeds = new Map<string, Promise<CacheSeed | undefined>>();
 
 /**
  * The seed under the data directory, warmed now when missing or old; undefined when warming failed
- * (logged). The worker role warms it when it starts, so the first deploy finds it.
+ * (logged) or was stopped. The worker role warms it when it starts, so the first deploy finds it;
+ * its `stop` aborts `signal`, which ends a warm-up still running (it would outlive the process and
+ * keep writing under the data directory otherwise).
  */
-export function warmRuntimeCaches(deps: Pick<Deps, 'config' | 'logger'>): Promise<CacheSeed | undefined> {
+export function warmRuntimeCaches(deps: Pick<Deps, 'config' | 'logger'>, signal?: AbortSignal): Promise<CacheSeed | undefined> {
   const root = join(deps.config.dataDir, 'runtime-cache');
   let seed = seeds.get(root);
   if (!seed) {
     seed = findSeed(root)
-      .then((found) => found ?? warmSeed(root))
+      .then((found) => found ?? warmSeed(root, signal))
       .catch((error: unknown) => {
+        if (signal?.aborted) {
+          seeds.delete(root);
+          return undefined;
+        }
         // Not tried again by this process: every launch would wait for a warm-up that fails.
         deps.logger.warn({ err: error }, 'deployment runtimes start with cold compile caches: warming them failed');
         return undefined;
@@ -60,7 +66,8 @@ function seedAt(dir: string): CacheSeed | undefined {
 }
 
 /** Imports the runtime's modules in a child of the platform's code only, with both caches pointed into a new seed. */
-async function warmSeed(root: string): Promise<CacheSeed | undefined> {
+async function warmSeed(root: string, signal: AbortSignal | undefined): Promise<CacheSeed | undefined> {
+  signal?.throwIfAborted();
   const id = `${Date.now()}-${process.pid}`;
   const building = join(root, `building-${id}`);
   mkdirSync(join(building, 'tmp'), { recursive: true });
@@ -80,8 +87,16 @@ async function warmSeed(root: string): Promise<CacheSeed | undefined> {
   });
   let errors = '';
   child.stderr!.on('data', (chunk: Buffer) => (errors = (errors + chunk.toString('utf8')).slice(-2000)));
-  const timer = setTimeout(() => child.kill('SIGKILL'), WARM_UP_TIMEOUT_MS);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve)).finally(() => clearTimeout(timer));
+  const end = () => child.kill('SIGKILL');
+  const timer = setTimeout(end, WARM_UP_TIMEOUT_MS);
+  signal?.addEventListener('abort', end, { once: true });
+  const code = await new Promise<number | null>((resolve) => {
+    child.once('error', (error) => ((errors += String(error)), resolve(null)));
+    child.once('exit', resolve);
+  }).finally(() => {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', end);
+  });
   if (code !== 0) {
     rmSync(building, { recursive: true, force: true });
     throw new Error(`the warm-up exited with ${code}: ${errors}`);

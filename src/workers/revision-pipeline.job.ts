@@ -19,7 +19,6 @@ import { checkoutSource, installDependencies, locateGraphConfig, revisionDirecto
 import { describeSandbox, sandboxFor } from '../services/deployments/sandbox.js';
 import { countOtherRevisionRuntimes, setDeploymentStatus } from '../services/deployments/deployments.store.js';
 import { deploymentDatabaseExists, deploymentTemplate, ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
-import { warmRuntimeCaches } from '../launcher/runtime-caches.js';
 
 type RevisionJob = { revisionId: string };
 
@@ -142,7 +141,7 @@ export async function workRevisionPipeline(deps: Deps, boss: PgBoss): Promise<De
   // Made once, off any deploy's path (the first deploy waits for them otherwise): the template every
   // deployment's database is copied from, and the compile caches its runtime starts with.
   void deploymentTemplate(deps);
-  void warmRuntimeCaches(deps);
+  runtimes.warmCaches();
   return runtimes;
 }
 
