@@ -10,8 +10,9 @@
 import { existsSync } from 'node:fs';
 import pg from 'pg';
 import type { Deps } from '../services/context.js';
-import { revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
-import { findRevision, listActiveRevisions } from '../services/deployments/revisions.store.js';
+import { removeRevisionDirectory, revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
+import { findRevision, listActiveRevisions, listDeletedDeployments } from '../services/deployments/revisions.store.js';
+import { removeDeploymentFiles } from '../services/deployments/sandbox.js';
 import { childProcessLauncher } from './child-launcher.js';
 import { warmRuntimeCaches } from './runtime-caches.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../launcher-protocol.js';
@@ -35,6 +36,8 @@ export class DeployedRuntimes {
   private restoring: Promise<void> | undefined;
   private restoreTimer: NodeJS.Timeout | undefined;
   private warming: Promise<unknown> | undefined;
+  private removing: Promise<void> | undefined;
+  private removeAgain: Promise<void> | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -114,10 +117,48 @@ export class DeployedRuntimes {
     return this.restoring;
   }
 
-  /** Restores now and then every RESTORE_INTERVAL_MS, until stopped (the worker role). */
+  /**
+   * Restores now and then every RESTORE_INTERVAL_MS, until stopped (the worker role); each time also
+   * removes what deleted deployments left on this machine.
+   */
   superviseActive(intervalMs = RESTORE_INTERVAL_MS): Promise<void> {
-    this.restoreTimer ??= setInterval(() => void this.restoreActive(), intervalMs).unref();
-    return this.restoreActive();
+    this.restoreTimer ??= setInterval(() => void this.restoreActive().then(() => this.removeDeleted()), intervalMs).unref();
+    return this.restoreActive().then(() => this.removeDeleted());
+  }
+
+  /**
+   * Removes from this machine the checkouts, dependencies, caches and cgroups of deleted deployments
+   * none of whose runtimes runs here. Runs after each deletion and on every restore pass, which also
+   * finishes what a build still writing there, or a worker down at the deletion, left. One at a time.
+   */
+  removeDeleted(): Promise<void> {
+    if (this.removing) {
+      // A deletion made while a pass runs may have come after its list: one more pass follows.
+      this.removeAgain ??= this.removing.then(() => {
+        this.removeAgain = undefined;
+        return this.removeDeleted();
+      });
+      return this.removeAgain;
+    }
+    this.removing = this.removeDeletedPass()
+      .catch((error: unknown) => this.deps.logger.error({ err: error }, "could not list deleted deployments' files"))
+      .finally(() => (this.removing = undefined));
+    return this.removing;
+  }
+
+  private async removeDeletedPass(): Promise<void> {
+    const here = new Set([...this.entries.values(), ...this.prepared.values()].map((runtime) => runtime.deploymentId));
+    const { dataDir } = this.deps.config;
+    for (const { id, revision_ids: revisionIds } of await listDeletedDeployments(this.deps.db)) {
+      if (this.abort.signal.aborted) return;
+      if (here.has(id)) continue;
+      try {
+        const removed = await Promise.all([removeDeploymentFiles(dataDir, id), ...revisionIds.map((revisionId) => removeRevisionDirectory(dataDir, revisionId))]);
+        if (removed.some(Boolean)) this.deps.logger.info({ deploymentId: id }, "removed the deleted deployment's files from this machine");
+      } catch (error) {
+        this.deps.logger.warn({ err: error, deploymentId: id }, "could not remove all of the deleted deployment's files yet; tried again later");
+      }
+    }
   }
 
   private async restorePass(): Promise<void> {
@@ -157,7 +198,7 @@ export class DeployedRuntimes {
   async stop(): Promise<void> {
     this.abort.abort();
     clearInterval(this.restoreTimer);
-    await Promise.all([this.restoring, this.warming]);
+    await Promise.all([this.restoring, this.warming, this.removeAgain ?? this.removing]);
     await Promise.all([...this.entries.values()].map((entry) => this.stopEntry(entry)));
     await Promise.all([...this.prepared.keys()].map((revisionId) => this.discardPrepared(revisionId)));
     // Ending the session releases every lock it still holds.
@@ -215,6 +256,7 @@ export class DeployedRuntimes {
     try {
       for await (const event of this.deps.events.subscribe('deployments.stop-runtimes', { signal: this.abort.signal })) {
         await this.stopDeployment(event.deploymentId, event.keepRevisionId);
+        if (!event.keepRevisionId) void this.removeDeleted();
       }
     } catch (error) {
       if (!this.abort.signal.aborted) this.deps.logger.error({ err: error }, 'stopped listening for runtime stops');

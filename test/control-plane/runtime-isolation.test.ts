@@ -5,9 +5,12 @@
 // event bus and advisory locks, the platform's API without a key, and the gateway's identity headers
 // forged. Each attempt is shown to be made, and each fails or reaches only the deployment itself. The
 // project's `http.app` and `ui` are served by that agent server, through the deployment's url.
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
+import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -457,9 +460,17 @@ describe('JSON-RPC routes (A2A, MCP) at the deployment url', () => {
   });
 });
 
+/** The deployment's cgroups, wherever the platform made them (none where limits are not enforced). */
+const cgroupsOf = (deploymentId: string) =>
+  execFileSync('find', ['/sys/fs/cgroup', '-maxdepth', '8', '-type', 'd', '-name', deploymentId], { encoding: 'utf8' }).split('\n').filter(Boolean);
+
 describe('deleting the deployment', () => {
-  it('drops its database and login: its sessions end and nothing can log in as it again', async () => {
+  it('drops its database and login (its sessions end, nothing can log in as it again) and removes its files and cgroups from the machine', async () => {
     const role = runtimeLoginRole(deployment.id);
+    const { dataDir } = platform.deps.config;
+    const files = [join(dataDir, 'deployments', deployment.id), join(dataDir, 'revisions', deployment.latest_revision_id)];
+    expect(files.filter(existsSync)).toEqual(files);
+    const cgroups = cgroupsOf(deployment.id);
     const { pool } = platform.deps.db;
     const loginUrl = new URL((await ensureDeploymentDatabase(platform.deps, deployment.id)).url);
     // The login works while the deployment exists.
@@ -474,5 +485,9 @@ describe('deleting the deployment', () => {
     const after = new pg.Client({ connectionString: loginUrl.toString() });
     await expect(after.connect()).rejects.toMatchObject({ code: expect.stringMatching(/^28/) });
     await after.end().catch(() => undefined);
+
+    // Its checkout, dependencies and caches, once its runtime stopped, and its cgroups.
+    await expect.poll(() => files.filter(existsSync), { timeout: 30_000, interval: 200 }).toEqual([]);
+    expect(cgroups.filter(existsSync)).toEqual([]);
   }, 60_000);
 });

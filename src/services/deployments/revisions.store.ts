@@ -111,6 +111,16 @@ export async function markDeploymentDeleted(db: Database, id: string): Promise<v
   await db.pool.query(`UPDATE deployments SET deleted_at = now(), status = 'AWAITING_DELETE', active_revision_id = NULL, graph_ids = '{}', updated_at = now() WHERE id = $1`, [id]);
 }
 
+/** Deleted deployments with their revisions' ids: the folders a worker removes from its disk. */
+export async function listDeletedDeployments(db: Database): Promise<{ id: string; revision_ids: string[] }[]> {
+  const { rows } = await db.pool.query<{ id: string; revision_ids: string[] }>(
+    `SELECT d.id, coalesce(array_agg(r.id) FILTER (WHERE r.id IS NOT NULL), '{}') AS revision_ids
+     FROM deployments d LEFT JOIN deployment_revisions r ON r.deployment_id = d.id
+     WHERE d.deleted_at IS NOT NULL AND d.source <> 'local' GROUP BY d.id`,
+  );
+  return rows;
+}
+
 /** The deployments whose active revision should be running (for a restart of the platform). */
 export async function listActiveRevisions(db: Database): Promise<{ deployment_id: string; revision_id: string }[]> {
   const { rows } = await db.pool.query<{ deployment_id: string; revision_id: string }>(

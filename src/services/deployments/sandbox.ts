@@ -12,6 +12,7 @@
 // with a delegated subtree); elsewhere the limits are reported as not enforced.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,6 +102,20 @@ export function deploymentFiles(dataDir: string, deployment: { id: string; sandb
     if (files.uid !== undefined) chownSync(dir, files.uid, files.uid);
   }
   return files;
+}
+
+/**
+ * Removes what a deleted deployment had on this machine: its folders and its cgroups. Returns whether
+ * anything was left to remove. Throws while something still writes there (a build finishing): the
+ * caller tries again later.
+ */
+export async function removeDeploymentFiles(dataDir: string, deploymentId: string): Promise<boolean> {
+  const root = deploymentDirectory(dataDir, deploymentId);
+  const cgroups = cgroupDirs(deploymentId).filter(existsSync);
+  if (!existsSync(root) && cgroups.length === 0) return false;
+  await rm(root, { recursive: true, force: true });
+  for (const dir of cgroups) rmdirSync(dir);
+  return true;
 }
 
 /** The OS user a deployment's sandbox runs as: its own when the platform is root and sandboxes are on. */

@@ -4,6 +4,7 @@
 // scripts npm runs.
 import { execFile } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -57,6 +58,14 @@ function gitHomeFor(home: string, uid: number | undefined): void {
 
 /** Where a revision's build lives: `<data dir>/revisions/<revision id>/`, the repository in `repo/`. */
 export const revisionDirectory = (dataDir: string, revisionId: string) => resolve(dataDir, 'revisions', revisionId);
+
+/** Removes a revision's checkout and dependencies from this machine; returns whether there were any. */
+export async function removeRevisionDirectory(dataDir: string, revisionId: string): Promise<boolean> {
+  const dir = revisionDirectory(dataDir, revisionId);
+  if (!existsSync(dir)) return false;
+  await rm(dir, { recursive: true, force: true });
+  return true;
+}
 
 function commandEnvironment(home: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { HOME: home, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
