@@ -10,9 +10,11 @@
 import { existsSync } from 'node:fs';
 import pg from 'pg';
 import type { Deps } from '../services/context.js';
-import { removeRevisionDirectory, revisionGraphConfigPath } from '../services/deployments/source-checkout.js';
-import { findRevision, listActiveRevisions, listDeletedDeployments } from '../services/deployments/revisions.store.js';
-import { removeDeploymentFiles } from '../services/deployments/sandbox.js';
+import { isUuid } from '../ids.js';
+import { FINISHED_REVISION_STATUSES } from '../services/deployments/deployments.schemas.js';
+import { removeRevisionDirectory, revisionGraphConfigPath, revisionsOnDisk } from '../services/deployments/source-checkout.js';
+import { deletedDeploymentsAmong, findRevision, listActiveRevisions, retiredRevisionsAmong } from '../services/deployments/revisions.store.js';
+import { deploymentsOnDisk, removeDeploymentFiles } from '../services/deployments/sandbox.js';
 import { childProcessLauncher } from './child-launcher.js';
 import { warmRuntimeCaches } from './runtime-caches.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../launcher-protocol.js';
@@ -119,44 +121,54 @@ export class DeployedRuntimes {
 
   /**
    * Restores now and then every RESTORE_INTERVAL_MS, until stopped (the worker role); each time also
-   * removes what deleted deployments left on this machine.
+   * removes the files of retired revisions and deleted deployments from this machine.
    */
   superviseActive(intervalMs = RESTORE_INTERVAL_MS): Promise<void> {
-    this.restoreTimer ??= setInterval(() => void this.restoreActive().then(() => this.removeDeleted()), intervalMs).unref();
-    return this.restoreActive().then(() => this.removeDeleted());
+    this.restoreTimer ??= setInterval(() => void this.restoreActive().then(() => this.removeRetired()), intervalMs).unref();
+    return this.restoreActive().then(() => this.removeRetired());
   }
 
   /**
-   * Removes from this machine the checkouts, dependencies, caches and cgroups of deleted deployments
-   * none of whose runtimes runs here. Runs after each deletion and on every restore pass, which also
-   * finishes what a build still writing there, or a worker down at the deletion, left. One at a time.
+   * Removes from this machine what no runtime starts from again: the checkouts and dependencies of
+   * retired revisions (superseded, failed, or of a deleted deployment) and the folders and cgroups of
+   * deleted deployments, none of them running here. Runs after each deletion and on every restore
+   * pass, which finishes what a build still writing there, or a worker down meanwhile, left. What the
+   * database does not know (another installation's, sharing the folder) stays. One pass at a time.
    */
-  removeDeleted(): Promise<void> {
+  removeRetired(): Promise<void> {
     if (this.removing) {
-      // A deletion made while a pass runs may have come after its list: one more pass follows.
+      // A deletion made while a pass runs may have come after its reads: one more pass follows.
       this.removeAgain ??= this.removing.then(() => {
         this.removeAgain = undefined;
-        return this.removeDeleted();
+        return this.removeRetired();
       });
       return this.removeAgain;
     }
-    this.removing = this.removeDeletedPass()
-      .catch((error: unknown) => this.deps.logger.error({ err: error }, "could not list deleted deployments' files"))
+    this.removing = this.removeRetiredPass()
+      .catch((error: unknown) => this.deps.logger.error({ err: error }, 'could not look for retired revisions and deleted deployments'))
       .finally(() => (this.removing = undefined));
     return this.removing;
   }
 
-  private async removeDeletedPass(): Promise<void> {
-    const here = new Set([...this.entries.values(), ...this.prepared.values()].map((runtime) => runtime.deploymentId));
+  private async removeRetiredPass(): Promise<void> {
     const { dataDir } = this.deps.config;
-    for (const { id, revision_ids: revisionIds } of await listDeletedDeployments(this.deps.db)) {
+    const running = [...this.entries.values(), ...this.prepared.values()];
+    const revisions = (await retiredRevisionsAmong(this.deps.db, revisionsOnDisk(dataDir).filter(isUuid), FINISHED_REVISION_STATUSES)).filter(
+      (revisionId) => !this.entries.has(revisionId) && !this.prepared.has(revisionId),
+    );
+    const deployments = (await deletedDeploymentsAmong(this.deps.db, deploymentsOnDisk(dataDir).filter(isUuid))).filter(
+      (deploymentId) => !running.some((runtime) => runtime.deploymentId === deploymentId),
+    );
+    const removals = [
+      ...revisions.map((revisionId) => ({ what: { revisionId }, remove: () => removeRevisionDirectory(dataDir, revisionId) })),
+      ...deployments.map((deploymentId) => ({ what: { deploymentId }, remove: () => removeDeploymentFiles(dataDir, deploymentId) })),
+    ];
+    for (const { what, remove } of removals) {
       if (this.abort.signal.aborted) return;
-      if (here.has(id)) continue;
       try {
-        const removed = await Promise.all([removeDeploymentFiles(dataDir, id), ...revisionIds.map((revisionId) => removeRevisionDirectory(dataDir, revisionId))]);
-        if (removed.some(Boolean)) this.deps.logger.info({ deploymentId: id }, "removed the deleted deployment's files from this machine");
+        if (await remove()) this.deps.logger.info(what, 'removed files no runtime starts from again from this machine');
       } catch (error) {
-        this.deps.logger.warn({ err: error, deploymentId: id }, "could not remove all of the deleted deployment's files yet; tried again later");
+        this.deps.logger.warn({ err: error, ...what }, 'could not remove all of these files yet (something still writes there); tried again later');
       }
     }
   }
@@ -256,7 +268,8 @@ export class DeployedRuntimes {
     try {
       for await (const event of this.deps.events.subscribe('deployments.stop-runtimes', { signal: this.abort.signal })) {
         await this.stopDeployment(event.deploymentId, event.keepRevisionId);
-        if (!event.keepRevisionId) void this.removeDeleted();
+        // What the stopped runtimes started from (a superseded revision's, a deleted deployment's) goes too.
+        void this.removeRetired();
       }
     } catch (error) {
       if (!this.abort.signal.aborted) this.deps.logger.error({ err: error }, 'stopped listening for runtime stops');

@@ -101,6 +101,13 @@ async function warmSeed(root: string, signal: AbortSignal | undefined): Promise<
     rmSync(building, { recursive: true, force: true });
     throw new Error(`the warm-up exited with ${code}: ${errors}`);
   }
+  // Another process sharing the data directory (a second worker) may have put a seed in place
+  // meanwhile: that one stays, as a launch may be copying from it now.
+  const made = await findSeed(root);
+  if (made) {
+    rmSync(building, { recursive: true, force: true });
+    return made;
+  }
   writeFileSync(join(building, 'id'), id);
   // Made whole, then put in place: a process that looks meanwhile finds the previous seed or none.
   const current = join(root, 'seed');

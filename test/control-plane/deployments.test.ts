@@ -1,10 +1,13 @@
 // The control plane over real HTTP, as the spec's CI/CD client drives it: deployments built from git
 // repositories the test makes (`file://` urls), runtimes in child processes, the agent server at each
 // deployment's url used with the official SDK.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DeployedRuntimes } from '../../src/launcher/deployed-runtimes.js';
 import { findRevision } from '../../src/services/deployments/revisions.store.js';
+import { revisionGraphConfigPath } from '../../src/services/deployments/source-checkout.js';
 import { buildTenant } from '../factories.js';
 import { databaseUrl, type TestPlatform } from '../helpers.js';
 import { type Api, controlPlaneApi, deploymentBody, echoGraph, type GitRepo, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
@@ -120,6 +123,11 @@ describe('the typical sequence', () => {
     expect((await ask(url, 'hello')).reply).toBe('v2: hello');
     expect((await api('GET', `/v2/deployments/${deployment.id}`)).body.active_revision_id).toBe(latest);
     expect(await buildLog(deployment.id, latest)).toContain('Build succeeded');
+    // The checkouts and dependencies no runtime starts from again (the superseded revision's, the
+    // skipped and failed builds') leave the disk; the active revision's stays.
+    const checkout = (revisionId: string) => join(platform.deps.config.dataDir, 'revisions', revisionId);
+    await vi.waitFor(() => expect([first.id, superseded, missingConfig, broken].map(checkout).filter(existsSync)).toEqual([]), { timeout: 30_000, interval: 200 });
+    expect(existsSync(revisionGraphConfigPath(platform.deps.config.dataDir, (await findRevision(platform.deps.db, latest))!))).toBe(true);
 
     // A restart with two workers: their runtimes stop with them; on start one of them (whichever took
     // the revision's lock) brings the active revision back, and when that one goes away the other

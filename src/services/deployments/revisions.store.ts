@@ -111,14 +111,23 @@ export async function markDeploymentDeleted(db: Database, id: string): Promise<v
   await db.pool.query(`UPDATE deployments SET deleted_at = now(), status = 'AWAITING_DELETE', active_revision_id = NULL, graph_ids = '{}', updated_at = now() WHERE id = $1`, [id]);
 }
 
-/** Deleted deployments with their revisions' ids: the folders a worker removes from its disk. */
-export async function listDeletedDeployments(db: Database): Promise<{ id: string; revision_ids: string[] }[]> {
-  const { rows } = await db.pool.query<{ id: string; revision_ids: string[] }>(
-    `SELECT d.id, coalesce(array_agg(r.id) FILTER (WHERE r.id IS NOT NULL), '{}') AS revision_ids
-     FROM deployments d LEFT JOIN deployment_revisions r ON r.deployment_id = d.id
-     WHERE d.deleted_at IS NOT NULL AND d.source <> 'local' GROUP BY d.id`,
+/** Of these deployments, the deleted ones. */
+export async function deletedDeploymentsAmong(db: Database, ids: string[]): Promise<string[]> {
+  const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM deployments WHERE id = ANY($1::uuid[]) AND deleted_at IS NOT NULL', [ids]);
+  return rows.map((row) => row.id);
+}
+
+/**
+ * Of these revisions, those no runtime starts from again: finished and not their deployment's active
+ * revision (every revision of a deleted deployment). A redeploy makes a new revision, built afresh.
+ */
+export async function retiredRevisionsAmong(db: Database, ids: string[], finished: readonly RevisionStatus[]): Promise<string[]> {
+  const { rows } = await db.pool.query<{ id: string }>(
+    `SELECT r.id FROM deployment_revisions r JOIN deployments d ON d.id = r.deployment_id
+     WHERE r.id = ANY($1::uuid[]) AND r.status = ANY($2) AND d.active_revision_id IS DISTINCT FROM r.id`,
+    [ids, finished],
   );
-  return rows;
+  return rows.map((row) => row.id);
 }
 
 /** The deployments whose active revision should be running (for a restart of the platform). */

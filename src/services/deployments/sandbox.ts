@@ -11,7 +11,7 @@
 // Memory and CPU are bounded by cgroups where this process may write them (cgroup v1 here, or v2
 // with a delegated subtree); elsewhere the limits are reported as not enforced.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -103,6 +103,9 @@ export function deploymentFiles(dataDir: string, deployment: { id: string; sandb
   }
   return files;
 }
+
+/** The deployments with folders on this machine (their ids). */
+export const deploymentsOnDisk = (dataDir: string): string[] => (existsSync(resolve(dataDir, 'deployments')) ? readdirSync(resolve(dataDir, 'deployments')) : []);
 
 /**
  * Removes what a deleted deployment had on this machine: its folders and its cgroups. Returns whether

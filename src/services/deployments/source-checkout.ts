@@ -3,7 +3,7 @@
 // a shell) with an environment of its own: none of the platform's secrets reach git, npm or the
 // scripts npm runs.
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -58,6 +58,9 @@ function gitHomeFor(home: string, uid: number | undefined): void {
 
 /** Where a revision's build lives: `<data dir>/revisions/<revision id>/`, the repository in `repo/`. */
 export const revisionDirectory = (dataDir: string, revisionId: string) => resolve(dataDir, 'revisions', revisionId);
+
+/** The revisions with a checkout on this machine (their ids). */
+export const revisionsOnDisk = (dataDir: string): string[] => (existsSync(resolve(dataDir, 'revisions')) ? readdirSync(resolve(dataDir, 'revisions')) : []);
 
 /** Removes a revision's checkout and dependencies from this machine; returns whether there were any. */
 export async function removeRevisionDirectory(dataDir: string, revisionId: string): Promise<boolean> {
