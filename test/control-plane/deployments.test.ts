@@ -72,6 +72,8 @@ describe('the typical sequence', () => {
     // key nor its database password; no control-plane response or log line shows the value.
     expect(answer.seen.secret).toBe('s3cret-value');
     expect(answer.seen.pid).not.toBe(process.pid);
+    // A repository without package.json loads as ES modules, LangGraph's included (one copy, the runtime's).
+    expect(answer.seen.module_system).toBe('module');
     const platformPassword = decodeURIComponent(new URL(databaseUrl()).password);
     expect(answer.seen.database_url).not.toContain(platformPassword);
     expect(answer.seen.secret_key).not.toBe(platform.deps.config.secretKey!.toString('base64'));

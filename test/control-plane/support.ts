@@ -69,6 +69,8 @@ export const graph = new StateGraph(State)
         database_url: process.env.DATABASE_URL ?? null,
         secret_key: process.env.AGENT_PLATFORM_SECRET_KEY ?? null,
         env_names: Object.keys(process.env),
+        // A repository without package.json loads as ES modules, where there is no require.
+        module_system: typeof require === 'function' ? 'commonjs' : 'module',
       },
     };
   })

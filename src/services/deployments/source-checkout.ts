@@ -191,7 +191,12 @@ export async function installDependencies(dir: string, configPath: string, log: 
   const repo = join(dir, 'repo');
   const projectDir = [resolve(configPath, '..'), repo].find((folder) => existsSync(join(folder, 'package.json')));
   if (!projectDir) {
-    await log('No package.json: imports resolve from the platform\'s packages');
+    // Its files load as ES modules (LangGraph.js's templates declare `"type": "module"`), declared
+    // beside the checkout, not in it. As CommonJS, which Node assumes without a package.json, its
+    // imports of LangGraph would load LangGraph's CommonJS build: a second copy of LangGraph, core
+    // and langsmith next to the ESM one the runtime uses, which took about a second and 30 MB more.
+    writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ private: true, type: 'module' })}\n`);
+    await log("No package.json: its files load as ES modules, and imports resolve from the platform's packages");
     return;
   }
   const lockfile = existsSync(join(projectDir, 'package-lock.json'));
