@@ -152,13 +152,12 @@ export class DeployedRuntimes {
 
   private async removeRetiredPass(): Promise<void> {
     const { dataDir } = this.deps.config;
+    const retired = await retiredRevisionsAmong(this.deps.db, revisionsOnDisk(dataDir).filter(isUuid), FINISHED_REVISION_STATUSES);
+    const deleted = await deletedDeploymentsAmong(this.deps.db, deploymentsOnDisk(dataDir).filter(isUuid));
+    // What a runtime here (or a build's loaded one) still starts from stays until a later pass.
     const running = [...this.entries.values(), ...this.prepared.values()];
-    const revisions = (await retiredRevisionsAmong(this.deps.db, revisionsOnDisk(dataDir).filter(isUuid), FINISHED_REVISION_STATUSES)).filter(
-      (revisionId) => !this.entries.has(revisionId) && !this.prepared.has(revisionId),
-    );
-    const deployments = (await deletedDeploymentsAmong(this.deps.db, deploymentsOnDisk(dataDir).filter(isUuid))).filter(
-      (deploymentId) => !running.some((runtime) => runtime.deploymentId === deploymentId),
-    );
+    const revisions = retired.filter((revisionId) => !this.entries.has(revisionId) && !this.prepared.has(revisionId));
+    const deployments = deleted.filter((deploymentId) => !running.some((runtime) => runtime.deploymentId === deploymentId));
     const removals = [
       ...revisions.map((revisionId) => ({ what: { revisionId }, remove: () => removeRevisionDirectory(dataDir, revisionId) })),
       ...deployments.map((deploymentId) => ({ what: { deploymentId }, remove: () => removeDeploymentFiles(dataDir, deploymentId) })),

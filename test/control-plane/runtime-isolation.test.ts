@@ -15,6 +15,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploymentDatabaseName, dropDeploymentDatabase, ensureDeploymentDatabase, runtimeLoginRole } from '../../src/services/deployments/deployment-database.js';
+import { probeSandbox } from '../../src/services/deployments/sandbox.js';
 import { buildTenant } from '../factories.js';
 import { createClient } from 'graphql-ws';
 import { WebSocket } from 'ws';
@@ -471,6 +472,9 @@ describe('deleting the deployment', () => {
     const files = [join(dataDir, 'deployments', deployment.id), join(dataDir, 'revisions', deployment.latest_revision_id)];
     expect(files.filter(existsSync)).toEqual(files);
     const cgroups = cgroupsOf(deployment.id);
+    // Aimed right: where the platform enforces limits, the deployment has cgroups to remove.
+    const sandbox = probeSandbox(platform.deps.config.sandbox);
+    if (sandbox.enabled && sandbox.limits.enforced) expect(cgroups).not.toEqual([]);
     const { pool } = platform.deps.db;
     const loginUrl = new URL((await ensureDeploymentDatabase(platform.deps, deployment.id)).url);
     // The login works while the deployment exists.
