@@ -121,29 +121,33 @@ export async function claimRunsToStart(pool: pg.Pool, limits: Pick<ExportLimits,
         ORDER BY e.created_at, e.id, r.start_time
         LIMIT 2000`,
     );
-    const claimed: string[] = [];
+    const claimed: typeof waiting.rows = [];
     for (const run of waiting.rows) {
       const exportsRunning = exportsPerWorkspace.get(run.workspace_id) ?? new Set<string>();
       const runsRunning = runsPerExport.get(run.bulk_export_id) ?? 0;
       if (runsRunning >= limits.runsPerExport) continue;
       if (!exportsRunning.has(run.bulk_export_id) && exportsRunning.size >= limits.exportsPerWorkspace) continue;
-      claimed.push(run.id);
+      claimed.push(run);
       runsPerExport.set(run.bulk_export_id, runsRunning + 1);
       exportsPerWorkspace.set(run.workspace_id, exportsRunning.add(run.bulk_export_id));
     }
+    let started: string[] = [];
     if (claimed.length) {
-      await client.query(
-        `UPDATE bulk_export_runs SET status = 'Running', started_at = coalesce(started_at, clock_timestamp()), updated_at = now() WHERE id = ANY($1::uuid[])`,
-        [claimed],
+      // The export first, then its runs: the order cancelExport locks them in, so the two never deadlock.
+      // Only rows still waiting change: an export cancelled since the reads above stays cancelled.
+      await client.query(`UPDATE bulk_exports SET status = 'Running', updated_at = now() WHERE status = 'Created' AND id = ANY($1::uuid[])`, [
+        [...new Set(claimed.map((run) => run.bulk_export_id))],
+      ]);
+      const updated = await client.query<{ id: string }>(
+        `UPDATE bulk_export_runs SET status = 'Running', started_at = coalesce(started_at, clock_timestamp()), updated_at = now()
+          WHERE id = ANY($1::uuid[]) AND status = 'Created'
+          RETURNING id`,
+        [claimed.map((run) => run.id)],
       );
-      await client.query(
-        `UPDATE bulk_exports SET status = 'Running', updated_at = now()
-          WHERE status = 'Created' AND id IN (SELECT bulk_export_id FROM bulk_export_runs WHERE id = ANY($1::uuid[]))`,
-        [claimed],
-      );
+      started = updated.rows.map((row) => row.id);
     }
     await client.query('COMMIT');
-    return claimed;
+    return started;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
