@@ -68,14 +68,39 @@ export function connectDatabase(url: string, options: { poolSize: number; applic
 export async function withTransaction<T>(db: Pick<Database, 'pool'>, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.pool.connect();
   try {
+    return await inTransaction(client, () => work(client));
+  } finally {
+    client.release();
+  }
+}
+
+/** Runs `work` in one transaction on `client`: committed when it resolves, rolled back (and rethrown) when it throws. */
+export async function inTransaction<T>(client: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  try {
     await client.query('BEGIN');
-    const result = await work(client);
+    const result = await work();
     await client.query('COMMIT');
     return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
-  } finally {
-    client.release();
+  }
+}
+
+/** PostgreSQL's deadlock_detected: it rolled this statement's transaction back so that another could go on. */
+const DEADLOCK_DETECTED = '40P01';
+
+/**
+ * Runs `work` (a statement, or a whole transaction) again when PostgreSQL ended it as a deadlock's
+ * victim, up to `attempts` times in all. Its writes were undone, so running it again is safe when
+ * `work` only writes to the database.
+ */
+export async function retryingDeadlocks<T>(attempts: number, work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== DEADLOCK_DETECTED || attempt >= attempts) throw error;
+    }
   }
 }

@@ -123,6 +123,30 @@ describe('POST /runs and PATCH /runs/{id}', () => {
     expect((await call(`/runs/${fresh}`)).status).toBe(200);
   });
 
+  it('stores and patches the same runs sent by concurrent requests in opposite orders: no request fails', async () => {
+    for (let round = 0; round < 5; round++) {
+      const ids = Array.from({ length: 50 }, () => newId());
+      const posts = (order: string[]) => order.map((id) => ({ id, name: `r-${round}`, run_type: 'chain', start_time: iso(), inputs: {} }));
+      // Posts alone go through the shared insert of the ingest threads' writers; with a patch, a batch
+      // is stored in a transaction of its own. Either way one request stores the runs, and the other
+      // finds each one stored already.
+      const again = Array.from({ length: 50 }, () => newId());
+      const marker = { id: newId(), end_time: iso() };
+      const stored = await Promise.all([
+        call('/runs/batch', { body: { post: posts(ids) } }),
+        call('/runs/batch', { body: { post: posts(ids.toReversed()) } }),
+        call('/runs/batch', { body: { post: posts(again), patch: [marker] } }),
+        call('/runs/batch', { body: { post: posts(again.toReversed()), patch: [marker] } }),
+      ]);
+      expect(stored.slice(0, 2).map((answer) => answer.status).sort()).toEqual([202, 409]);
+      expect(stored.slice(2).map((answer) => answer.status).sort()).toEqual([202, 409]);
+      const patch = (order: string[], n: number) => ({ patch: order.map((id) => ({ id, end_time: iso(), outputs: { n } })) });
+      const patched = await Promise.all([1, 2, 3, 4].map((n) => call('/runs/batch', { body: patch(n % 2 ? ids : ids.toReversed(), n) })));
+      expect(patched.map((answer) => answer.status)).toEqual([202, 202, 202, 202]);
+      expect((await call(`/runs/${ids[0]}`)).body).toMatchObject({ status: 'success', outputs: { n: expect.any(Number) } });
+    }
+  });
+
   it('validates runs with locations in the ingest dialect', async () => {
     const bad = await call('/runs/batch', { body: { post: [{ id: newId(), name: 'ok', run_type: 'chain' }, { id: newId(), name: 'x', run_type: 'banana' }] } });
     expect(bad.status).toBe(422);

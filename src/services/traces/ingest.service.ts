@@ -38,6 +38,7 @@
 //   patches and the attachments. Then a sweep applies patches that raced ahead of their posts in a
 //   concurrent request (one indexed probe when, as almost always, none wait).
 import type pg from 'pg';
+import { inTransaction, retryingDeadlocks } from '../../db.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { Deps } from '../context.js';
@@ -78,6 +79,9 @@ export type { Ingester, IngestResult, RunAttachment, RunBatch, RunCreate } from 
 
 
 const RUN_TYPE_SET = new Set<string>(RUN_TYPES);
+// Requests that post or patch the same runs at once may deadlock (PostgreSQL then ends one of them):
+// how often a batch's transaction or statement is tried in all.
+const INGEST_DEADLOCK_ATTEMPTS = 3;
 
 // ───────────────────────────── entry point ─────────────────────────────
 
@@ -125,23 +129,20 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
   try {
     await deriveHierarchy(client, who.workspaceId, unique, batch.parentsMayFollow, onlySessionId);
     await resolveProjects(client, who.workspaceId, unique);
-    let inserted: Set<string>;
-    let patched = new Set<string>();
-    let deferred: NormalizedPatch[] = [];
-    try {
-      await client.query('BEGIN');
-      await recordAwaitedParents(client, who.workspaceId, unique);
-      inserted = await insertRuns(client, who, unique);
-      const merged = mergePatches(patches);
-      patched = await applyPatches(client, who.workspaceId, merged, onlySessionId);
-      deferred = merged.filter((patch) => !patched.has(patch.id));
-      if (deferred.length) await deferPatches(client, who.workspaceId, deferred, onlySessionId);
-      if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+    const merged = mergePatches(patches);
+    const { inserted, patched, deferred } = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>
+      inTransaction(client, async () => {
+        await recordAwaitedParents(client, who.workspaceId, unique);
+        const inserted = await insertRuns(client, who, unique);
+        const patched = await applyPatches(client, who.workspaceId, merged, onlySessionId);
+        const deferred = merged.filter((patch) => !patched.has(patch.id));
+        if (deferred.length) await deferPatches(client, who.workspaceId, deferred, onlySessionId);
+        if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
+        return { inserted, patched, deferred };
+      }),
+    ).catch((error: unknown) => {
       throw asClientError(error);
-    }
+    });
     for (const run of unique) if (!inserted.has(run.id)) duplicates.push(run.id);
 
     // Early patches: ours may have been deferred while a concurrent request stored the post, or a
@@ -210,7 +211,8 @@ function runWriter(deps: Pick<Deps, 'db' | 'config'>): RunWriter {
 /** Awaited parents, one grouped INSERT, then the sweep for patches that raced ahead of these posts (see below), then adoptions. */
 async function insertRunsThenSweep(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
   await recordAwaitedParents(client, who.workspaceId, runs);
-  const inserted = await insertRuns(client, who, runs);
+  // One statement in a transaction of its own: the deadlock's victim is simply run again.
+  const inserted = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () => insertRuns(client, who, runs));
   if (inserted.size) await applyPendingPatches(client, who.workspaceId, [...inserted]);
   // A project-bound ingester's runs were all put in its project (confineToProject).
   await adoptAfterInsert(client, who.workspaceId, runs, inserted, who.project === undefined ? undefined : runs[0]?.sessionId ?? undefined);
@@ -506,18 +508,15 @@ function mergePatches(patches: NormalizedPatch[]): NormalizedPatch[] {
 async function applyPendingPatches(client: pg.PoolClient, tenantId: string, runIds: string[]): Promise<void> {
   // Almost always nothing waits: one cheap indexed probe instead of a transaction.
   if (!(await hasPendingPatches(client, tenantId, runIds))) return;
-  try {
-    await client.query('BEGIN');
-    // Only patches whose run exists: the others keep waiting for their post.
-    const rows = await takePendingPatchesOfStoredRuns(client, tenantId, runIds);
-    if (rows.length) {
-      await applyPatches(client, tenantId, mergePatches(rows.map((row) => normalizePatch(row.payload, ['patch'], row.run_id))));
-    }
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
+  await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>
+    inTransaction(client, async () => {
+      // Only patches whose run exists: the others keep waiting for their post.
+      const rows = await takePendingPatchesOfStoredRuns(client, tenantId, runIds);
+      if (rows.length) {
+        await applyPatches(client, tenantId, mergePatches(rows.map((row) => normalizePatch(row.payload, ['patch'], row.run_id))));
+      }
+    }),
+  );
 }
 
 /**

@@ -1033,7 +1033,10 @@ const PATCH_COLUMNS = [
  */
 export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[], sessionId?: string): Promise<Set<string>> {
   if (!patches.length) return new Set();
-  const { rows } = await client.query<{ id: string }>(applyPatchesStatement(tenantId, patches, sessionId));
+  // In id order: the statement locks the runs in the order of its values, so two requests patching
+  // the same runs lock them in the same order and one waits for the other instead of deadlocking.
+  const inIdOrder = patches.toSorted((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const { rows } = await client.query<{ id: string }>(applyPatchesStatement(tenantId, inIdOrder, sessionId));
   return new Set(rows.map((row) => row.id));
 }
 
