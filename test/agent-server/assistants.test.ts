@@ -54,6 +54,19 @@ describe('assistants', () => {
     await expect(server.client.assistants.get(created.assistant_id)).rejects.toThrow('HTTP 404: Assistant not found');
   });
 
+  it('updates an assistant from concurrent requests: each makes a version of its own, merged into the one before', async () => {
+    const created = await server.client.assistants.create({ graphId: 'agent', name: 'busy' });
+    const updates = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => server.client.assistants.update(created.assistant_id, { name: `busy-${i}`, metadata: { [`k${i}`]: i } })),
+    );
+    expect(updates.map((update) => (update.status === 'fulfilled' ? 'fulfilled' : String(update.reason)))).toEqual(updates.map(() => 'fulfilled'));
+    const versions = await server.client.assistants.getVersions(created.assistant_id, { limit: 50 });
+    expect(versions.map((version) => version.version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    const latest = await server.client.assistants.get(created.assistant_id);
+    expect(latest.version).toBe(9);
+    expect(latest.metadata).toMatchObject({ k0: 0, k1: 1, k2: 2, k3: 3, k4: 4, k5: 5, k6: 6, k7: 7 });
+  });
+
   it('handles if_exists and refuses unknown graphs', async () => {
     const id = crypto.randomUUID();
     const first = await server.client.assistants.create({ graphId: 'agent', assistantId: id, name: 'one' });

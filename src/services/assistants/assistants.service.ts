@@ -218,18 +218,26 @@ export async function countAssistants(ctx: AuthorizedContext, input: unknown, se
 export async function updateAssistant(ctx: AuthorizedContext, idOrGraph: string, input: unknown): Promise<Assistant> {
   const body = parseInput(AssistantPatch, input, 'body');
   const asked = { ...body, metadata: body.metadata ? { ...body.metadata } : body.metadata };
-  const current = await getAssistant(ctx, idOrGraph, 'update', asked);
-  const graphId = body.graph_id ?? current.graphId;
+  const found = await getAssistant(ctx, idOrGraph, 'update', asked);
+  const graphId = body.graph_id ?? found.graphId;
   if (!ctx.deployment.graphIds.includes(graphId)) throw AppError.notFound(`Graph "${graphId}" not found`);
-  const next = {
-    graphId,
-    name: body.name ?? current.name,
-    description: body.description !== undefined ? body.description : current.description,
-    config: body.config ?? current.config,
-    context: body.context ?? current.context,
-    metadata: { ...current.metadata, ...((asked.metadata as Json | null | undefined) ?? {}) },
-  };
   return withTransaction(ctx.db, async (client) => {
+    // The assistant's row, locked: concurrent updates make one version each, in turn, each from the
+    // one before (its metadata merged into theirs), instead of two taking the same version number.
+    const { rows: locked } = await client.query<AssistantRow>('SELECT * FROM agent_assistants WHERE id = $1 AND deployment_id = $2 FOR UPDATE', [
+      found.assistantId,
+      ctx.deployment.deploymentId,
+    ]);
+    if (!locked[0]) throw AppError.notFound(NOT_FOUND);
+    const current = toAssistant(locked[0]);
+    const next = {
+      graphId,
+      name: body.name ?? current.name,
+      description: body.description !== undefined ? body.description : current.description,
+      config: body.config ?? current.config,
+      context: body.context ?? current.context,
+      metadata: { ...current.metadata, ...((asked.metadata as Json | null | undefined) ?? {}) },
+    };
     const { rows: versionRows } = await client.query<{ version: number }>(
       'SELECT coalesce(max(version), 0) + 1 AS version FROM agent_assistant_versions WHERE deployment_id = $2 AND assistant_id = $1',
       [current.assistantId, ctx.deployment.deploymentId],
