@@ -208,6 +208,13 @@ describe('bad input and tenancy', () => {
     expect(toggled.status).toBe(200);
     expect(toggled.body.source_config.build_on_push).toBe(true);
     expect(toggled.body.latest_revision_id).toBe(created.body.latest_revision_id);
+    // PATCHes of different fields at once all stay: none writes back what it read before the other.
+    for (let round = 0; round < 5; round++) {
+      const patch = (sourceConfig: Record<string, unknown>) => api('PATCH', `/v2/deployments/${created.body.id}`, { body: { source_config: sourceConfig } });
+      const answers = await Promise.all([patch({ build_on_push: round % 2 === 0 }), patch({ custom_url: `https://agent-${round}.example.com` })]);
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+      expect((await api('GET', `/v2/deployments/${created.body.id}`)).body.source_config).toMatchObject({ build_on_push: round % 2 === 0, custom_url: `https://agent-${round}.example.com` });
+    }
     // A clone that fails is BUILD_FAILED with git's message.
     expect((await waitForRevision(api, created.body.id, created.body.latest_revision_id)).status).toBe('BUILD_FAILED');
     expect(await buildLog(created.body.id, created.body.latest_revision_id)).toContain('git clone failed');

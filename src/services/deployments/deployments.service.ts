@@ -148,15 +148,14 @@ export async function updateDeployment(ctx: ServiceContext, id: string, input: u
   if (immutable.length) throw AppError.badRequest(`${immutable.map(([field]) => field).join(', ')} cannot be changed.`);
   if (data.source_revision_config?.image_uri) throw AppError.badRequest('Deployments from container images (image_uri) are not supported by this installation.');
   const { build_on_push, custom_url, resource_spec } = data.source_config ?? {};
-  const sourceConfig = { ...row.source_config, ...definedOnly({ build_on_push, custom_url, resource_spec }) };
   const revisionChange = definedOnly({ repo_ref: data.source_revision_config?.repo_ref, graph_config_path: data.source_revision_config?.graph_config_path });
-  const sourceRevisionConfig = { ...row.source_revision_config, ...revisionChange };
   const newRevision = Object.keys(revisionChange).length > 0 || data.secrets !== undefined;
   const revisionId = newRevision ? newId() : undefined;
+  // Only what the PATCH names: the store merges it into the row as it is then (another PATCH may have changed it since `row` was read).
   await revisionsStore.updateDeploymentWithRevision(ctx.db, row.id, {
-    sourceConfig,
-    sourceRevisionConfig,
-    secrets: data.secrets === undefined ? row.secrets : data.secrets.length ? ctx.secrets.encrypt(JSON.stringify(data.secrets)) : null,
+    sourceConfig: definedOnly({ build_on_push, custom_url, resource_spec }),
+    sourceRevisionConfig: revisionChange,
+    secrets: data.secrets === undefined ? undefined : data.secrets.length ? ctx.secrets.encrypt(JSON.stringify(data.secrets)) : null,
     revisionId,
   });
   if (revisionId) {

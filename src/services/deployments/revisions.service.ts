@@ -145,12 +145,7 @@ const pipelineRank = (status: string) => (PIPELINE.includes(status) ? PIPELINE.i
 /** Makes a new revision of `deployment` from `sourceRevisionConfig` and queues it (redeploy). */
 export async function createRevision(ctx: ServiceContext, deployment: store.ControlDeploymentRow, sourceRevisionConfig: Record<string, unknown>): Promise<string> {
   const revisionId = newId();
-  await store.updateDeploymentWithRevision(ctx.db, deployment.id, {
-    sourceConfig: deployment.source_config,
-    sourceRevisionConfig,
-    secrets: deployment.secrets,
-    revisionId,
-  });
+  await store.updateDeploymentWithRevision(ctx.db, deployment.id, { sourceRevisionConfig, revisionId });
   await ctx.events.publish('revisions.status', { deploymentId: deployment.id, revisionId, status: 'CREATING' }, deployment.id);
   await queueRevision(ctx, deployment.id, revisionId);
   return revisionId;

@@ -89,20 +89,24 @@ export async function insertDeploymentWithRevision(
   );
 }
 
-/** Updates a deployment's mutable fields and, with `revisionId`, records a new latest revision (CREATING). */
+/**
+ * Changes a deployment's mutable fields and, with `revisionId`, records a new latest revision (CREATING)
+ * of its source revision config as changed. The changes merge into the row as it is when the statement
+ * runs (secrets left undefined are kept), so concurrent PATCHes of different fields all stay.
+ */
 export async function updateDeploymentWithRevision(
   db: Database,
   id: string,
-  values: { sourceConfig: Record<string, unknown>; sourceRevisionConfig: Record<string, unknown>; secrets: string | null; revisionId?: string },
+  change: { sourceConfig?: Record<string, unknown>; sourceRevisionConfig?: Record<string, unknown>; secrets?: string | null; revisionId?: string },
 ): Promise<void> {
   await db.pool.query(
     `WITH deployment AS (
-       UPDATE deployments SET source_config = $2, source_revision_config = $3, secrets = $4,
-         latest_revision_id = coalesce($5, latest_revision_id), updated_at = now()
-       WHERE id = $1 RETURNING id)
+       UPDATE deployments SET source_config = source_config || $2::jsonb, source_revision_config = source_revision_config || $3::jsonb,
+         secrets = CASE WHEN $6 THEN $4 ELSE secrets END, latest_revision_id = coalesce($5, latest_revision_id), updated_at = now()
+       WHERE id = $1 RETURNING id, source_revision_config)
      INSERT INTO deployment_revisions (id, deployment_id, source_revision_config, updated_at)
-     SELECT $5, id, $3, now() FROM deployment WHERE $5::uuid IS NOT NULL`,
-    [id, values.sourceConfig, values.sourceRevisionConfig, values.secrets, values.revisionId ?? null],
+     SELECT $5, id, source_revision_config, now() FROM deployment WHERE $5::uuid IS NOT NULL`,
+    [id, change.sourceConfig ?? {}, change.sourceRevisionConfig ?? {}, change.secrets ?? null, change.revisionId ?? null, change.secrets !== undefined],
   );
 }
 
