@@ -56,3 +56,9 @@ export class AppError extends Error {
 }
 
 export const isAppError = (error: unknown): error is AppError => error instanceof AppError;
+
+/**
+ * Prisma's unique constraint violation (P2002): a concurrent request stored the same name or key
+ * first, after this one checked it was free. Services answer it as the CONFLICT their check gives.
+ */
+export const isUniqueViolation = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 'P2002';

@@ -52,6 +52,10 @@ describe('platform REST (FastAPI dialect)', () => {
     const again = await post('/api/v1/workspaces', JSON.stringify({ display_name: 'twice' }));
     expect(again.status).toBe(409);
     expect((await again.json()).detail).toMatch(/already exists/);
+    // Sent at once, past each other's check for the name: one is made, the others are 409 too.
+    const together = await Promise.all(Array.from({ length: 6 }, () => post('/api/v1/workspaces', JSON.stringify({ display_name: 'at once' }))));
+    expect(together.map((response) => response.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
+    for (const response of together.filter((answer) => answer.status === 409)) expect((await response.json()).detail).toMatch(/already exists/);
   });
 
   it('unknown paths are 404 {detail}', async () => {

@@ -1,6 +1,6 @@
 // Listeners of a workspace (control plane, listeners v2): the compute targets of a self-hosted
 // Enterprise installation, one per compute_id. Creating one needs that plan and hosting (403).
-import { AppError } from '../../errors.js';
+import { AppError, isUniqueViolation } from '../../errors.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { isUuid } from '../../ids.js';
 import type { ServiceContext } from '../context.js';
@@ -38,7 +38,7 @@ export async function createListener(ctx: ServiceContext, input: ListenerCreateI
       computeConfig: jsonObject(data.compute_config),
     });
   } catch (error) {
-    if ((error as { code?: string }).code === 'P2002') throw AppError.conflict(`A listener for compute_id ${data.compute_id} already exists.`);
+    if (isUniqueViolation(error)) throw AppError.conflict(`A listener for compute_id ${data.compute_id} already exists.`);
     throw error;
   }
 }

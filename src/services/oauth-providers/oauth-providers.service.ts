@@ -1,7 +1,7 @@
 // OAuth provider configuration of an organization (control plane, auth service v2). Providers are
 // organization-wide: reading needs organization:read, changing organization:manage. The client
 // secret is sealed at rest and never leaves this service.
-import { AppError } from '../../errors.js';
+import { AppError, isUniqueViolation } from '../../errors.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { ServiceContext } from '../context.js';
 import { assertCan, organizationOf } from '../../viewer.js';
@@ -10,8 +10,6 @@ import { OAuthProviderCreate, ProviderId, type OAuthProviderCreateInput, OAuthPr
 import * as store from './oauth-providers.store.js';
 
 export type { OAuthProvider } from './oauth-providers.store.js';
-
-const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === 'P2002';
 
 /** Creates a provider; CONFLICT when its provider_id is taken in the organization. Throws VALIDATION_FAILED, FORBIDDEN. */
 export async function createProvider(ctx: ServiceContext, input: OAuthProviderCreateInput): Promise<store.OAuthProvider> {

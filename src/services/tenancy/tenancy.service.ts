@@ -1,5 +1,5 @@
 // Tenancy: organizations, workspaces, users, memberships and API keys, and authentication of requests.
-import { AppError } from '../../errors.js';
+import { AppError, isUniqueViolation } from '../../errors.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { OrganizationRole, WorkspaceRole } from '../../generated/prisma/enums.js';
 import { isUuid, newId } from '../../ids.js';
@@ -189,9 +189,10 @@ export async function createWorkspace(ctx: ServiceContext, input: WorkspaceCreat
   assertCan(ctx.viewer, 'organization:manage');
   const organizationId = organizationOf(ctx.viewer, data.organizationId);
   const { viewer } = ctx;
+  const nameTaken = () => AppError.conflict(`A workspace named "${data.name}" already exists.`);
   const workspace = await ctx.db.prisma.$transaction(async (tx) => {
     const clash = await tx.workspace.findUnique({ where: { organizationId_name: { organizationId, name: data.name } } });
-    if (clash) throw AppError.conflict(`A workspace named "${data.name}" already exists.`);
+    if (clash) throw nameTaken();
     if (!(await tx.organization.findUnique({ where: { id: organizationId } }))) {
       throw AppError.notFound(`Organization ${organizationId} not found.`);
     }
@@ -200,6 +201,8 @@ export async function createWorkspace(ctx: ServiceContext, input: WorkspaceCreat
       await tx.workspaceMembership.create({ data: { workspaceId: workspace.id, userId: viewer.userId, role: 'WORKSPACE_ADMIN' } });
     }
     return workspace;
+  }).catch((error: unknown) => {
+    throw isUniqueViolation(error) ? nameTaken() : error;
   });
   // The creator's role in it is new: cached viewers of the creator's keys do not hold it yet.
   if (viewer.kind === 'api-key') await tenancyChanged(ctx);

@@ -1,7 +1,7 @@
 // Tracing projects ("sessions" on the langsmith wire): runs belong to one; names are unique per workspace.
 import type pg from 'pg';
 import { withTransaction } from '../../db.js';
-import { AppError } from '../../errors.js';
+import { AppError, isUniqueViolation } from '../../errors.js';
 import type { Prisma, TracingProject } from '../../generated/prisma/client.js';
 import { isUuid, newId } from '../../ids.js';
 import type { Deps, ServiceContext } from '../context.js';
@@ -51,7 +51,7 @@ export async function createProject(ctx: ServiceContext, input: ProjectCreateInp
     });
   } catch (error) {
     // A concurrent create (often ingest creating it from a run's session_name) won the race.
-    if ((error as { code?: string }).code !== 'P2002') throw error;
+    if (!isUniqueViolation(error)) throw error;
     const winner = await ctx.db.prisma.tracingProject.findUniqueOrThrow({ where: { workspaceId_name: { workspaceId, name: data.name } } });
     if (!data.upsert) throw AppError.conflict(`A project named "${data.name}" already exists.`);
     return winner;
@@ -176,7 +176,7 @@ export async function updateProject(ctx: ServiceContext, id: string, input: Proj
   try {
     return await ctx.db.prisma.tracingProject.update({ where: { id: project.id }, data: fields });
   } catch (error) {
-    if ((error as { code?: string }).code === 'P2002') throw AppError.conflict(`A project named "${data.name}" already exists.`);
+    if (isUniqueViolation(error)) throw AppError.conflict(`A project named "${data.name}" already exists.`);
     throw error;
   }
 }
