@@ -35,6 +35,16 @@ describe('multitask strategies', () => {
     expect((await server.client.threads.get(thread.thread_id)).status).toBe('idle');
   });
 
+  it('reject accepts one of the runs sent at once to an idle thread, and refuses the others (409)', async () => {
+    const thread = await server.client.threads.create();
+    const sent = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) => server.client.runs.create(thread.thread_id, 'slow', { input: { label: `r${i}`, delay_ms: 1000 }, multitaskStrategy: 'reject' })),
+    );
+    expect(sent.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
+    for (const result of sent) if (result.status === 'rejected') expect(String(result.reason)).toMatch(/HTTP 409: Thread is already running a task/);
+    expect(await server.client.runs.list(thread.thread_id)).toHaveLength(1);
+  });
+
   it('reject refuses a run while another is active (409)', async () => {
     const thread = await server.client.threads.create();
     const first = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'a', delay_ms: 200 } });

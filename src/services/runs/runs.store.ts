@@ -203,13 +203,15 @@ export async function lockThreadRunsInFlight(
   threadId: string,
   deploymentId: string,
 ): Promise<{ id: string; status: RunStatus }[] | undefined> {
-  const { rows } = await client.query<{ inflight: { id: string; status: RunStatus }[] }>(
-    `SELECT coalesce((SELECT json_agg(json_build_object('id', r.id, 'status', r.status) ORDER BY r.created_at)
-                       FROM agent_runs r WHERE r.thread_id = t.id AND r.status IN ('pending', 'running')), '[]') AS inflight
-     FROM agent_threads t WHERE t.id = $1 AND t.deployment_id = $2 FOR UPDATE OF t`,
-    [threadId, deploymentId],
+  const locked = await client.query('SELECT 1 FROM agent_threads WHERE id = $1 AND deployment_id = $2 FOR UPDATE', [threadId, deploymentId]);
+  if (!locked.rowCount) return undefined;
+  // A statement of its own, after the lock: its snapshot then holds the runs of whoever had the lock
+  // before (read in the locking statement, they were missing from its snapshot, taken before it waited).
+  const { rows } = await client.query<{ id: string; status: RunStatus }>(
+    `SELECT id, status FROM agent_runs WHERE thread_id = $1 AND status IN ('pending', 'running') ORDER BY created_at`,
+    [threadId],
   );
-  return rows[0]?.inflight;
+  return rows;
 }
 
 /** Ends the pending ones of these runs: deleted (rollback) or `interrupted`. Returns those it ended. */
