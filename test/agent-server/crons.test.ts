@@ -116,6 +116,21 @@ describe('crons', () => {
     expect(await bossSchedule(cron.cron_id)).toBeUndefined();
   });
 
+  it('updates sent at once leave its schedule as its row ends: there while enabled, gone while disabled', async () => {
+    const cron = await server.client.crons.create('nested', { schedule: YEARLY, input: {} });
+    for (let round = 0; round < 6; round++) {
+      await Promise.all([
+        server.client.crons.update(cron.cron_id, { enabled: false }),
+        server.client.crons.update(cron.cron_id, { enabled: true, schedule: `0 ${round} 1 1 *` }),
+        server.client.crons.update(cron.cron_id, { enabled: false }),
+        server.client.crons.update(cron.cron_id, { enabled: true, schedule: `0 ${round} 2 1 *` }),
+      ]);
+      const { rows } = await pool.query<{ enabled: boolean; schedule: string }>('SELECT enabled, schedule FROM agent_crons WHERE id = $1', [cron.cron_id]);
+      expect(await bossSchedule(cron.cron_id)).toEqual(rows[0]!.enabled ? { cron: rows[0]!.schedule, timezone: 'UTC' } : undefined);
+    }
+    await server.client.crons.delete(cron.cron_id);
+  });
+
   it('searches, counts and deletes', async () => {
     const thread = await server.client.threads.create();
     const a = await server.client.crons.createForThread(thread.thread_id, 'nested', { schedule: YEARLY, input: {} });

@@ -2,6 +2,7 @@
 // thread each time (kept when `on_run_completed: keep`). Each cron has one pg-boss schedule keyed by
 // its id; its tick calls fireCron, which claims the occurrence in the cron's row (one run per tick,
 // however many workers were handed it) and creates a normal run through the runs service.
+import { withTransaction } from '../../db.js';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
 import type { Deps } from '../context.js';
@@ -131,40 +132,47 @@ export async function getCron(ctx: AuthorizedContext, cronId: string, action: 'r
   return toCron(row);
 }
 
-/** Changes a cron's schedule, end, enabled flag or run fields, and its pg-boss schedule with them. */
+/**
+ * Changes a cron's schedule, end, enabled flag or run fields, and its pg-boss schedule with them. The
+ * cron's row stays locked until its schedule is set: concurrent updates (and a delete) take turns, each
+ * from the row the one before left, and the schedule ends as the row does.
+ */
 export async function updateCron(ctx: AuthorizedContext, cronId: string, input: unknown): Promise<Cron> {
   const patch = parseInput(CronPatch, input ?? {}, 'body');
   const asked = { payload: { ...patch }, schedule: patch.schedule, metadata: patch.metadata ? { ...patch.metadata } : patch.metadata };
-  const cron = await getCron(ctx, cronId, 'update', asked);
-  const schedule = patch.schedule ?? cron.schedule;
-  const timezone = patch.timezone ?? cron.timezone;
-  if (patch.schedule !== undefined || patch.timezone != null) assertSchedule(schedule, timezone);
+  const found = await getCron(ctx, cronId, 'update', asked);
   assertWebhookAllowed(ctx, patch.webhook);
-  const endTime = patch.end_time === undefined ? cron.endTime : patch.end_time === null ? null : new Date(patch.end_time);
-  const enabled = patch.enabled ?? cron.enabled;
-  const runFields = dropUndefined({
-    input: patch.input,
-    metadata: patch.metadata,
-    config: patch.config,
-    context: patch.context,
-    webhook: patch.webhook,
-    interrupt_before: patch.interrupt_before,
-    interrupt_after: patch.interrupt_after,
+  return withTransaction(ctx.db, async (client) => {
+    const locked = await store.lockCron(client, ctx.deployment.deploymentId, found.cronId);
+    if (!locked) throw AppError.notFound(CRON_NOT_FOUND);
+    const cron = toCron(locked);
+    const schedule = patch.schedule ?? cron.schedule;
+    const timezone = patch.timezone ?? cron.timezone;
+    if (patch.schedule !== undefined || patch.timezone != null) assertSchedule(schedule, timezone);
+    const endTime = patch.end_time === undefined ? cron.endTime : patch.end_time === null ? null : new Date(patch.end_time);
+    const runFields = dropUndefined({
+      input: patch.input,
+      metadata: patch.metadata,
+      config: patch.config,
+      context: patch.context,
+      webhook: patch.webhook,
+      interrupt_before: patch.interrupt_before,
+      interrupt_after: patch.interrupt_after,
+    });
+    const row = await store.updateCron(client, ctx.deployment.deploymentId, cron.cronId, {
+      schedule,
+      timezone,
+      end_time: endTime,
+      enabled: patch.enabled ?? cron.enabled,
+      on_run_completed: patch.on_run_completed ?? cron.onRunCompleted,
+      payload: { ...cron.payload, ...runFields },
+      metadata: (asked.metadata as Json | null | undefined) ?? cron.metadata,
+      next_run_date: nextOccurrence(schedule, timezone, new Date(), endTime),
+    });
+    const updated = toCron(row!);
+    await syncSchedule(ctx.boss, updated);
+    return updated;
   });
-  const row = await store.updateCron(ctx.db, ctx.deployment.deploymentId, cron.cronId, {
-    schedule,
-    timezone,
-    end_time: endTime,
-    enabled,
-    on_run_completed: patch.on_run_completed ?? cron.onRunCompleted,
-    payload: { ...cron.payload, ...runFields },
-    metadata: (asked.metadata as Json | null | undefined) ?? cron.metadata,
-    next_run_date: nextOccurrence(schedule, timezone, new Date(), endTime),
-  });
-  if (!row) throw AppError.notFound(CRON_NOT_FOUND);
-  const updated = toCron(row);
-  await syncSchedule(ctx.boss, updated);
-  return updated;
 }
 
 /** Deletes a cron and its pg-boss schedule; runs it created stay. */

@@ -1,5 +1,6 @@
 // SQL of agent_crons. Every statement is scoped to a deployment, except the firing's claim, which
 // names the cron its pg-boss schedule sent.
+import type pg from 'pg';
 import type { Database } from '../../db.js';
 import type { CronSearch } from './crons.schemas.js';
 
@@ -51,13 +52,19 @@ export async function selectCron(db: Database, deploymentId: string | null, cron
   return rows[0];
 }
 
+/** The cron's row, locked until the transaction of `client` ends. */
+export async function lockCron(client: pg.PoolClient, deploymentId: string, cronId: string): Promise<CronRow | undefined> {
+  const { rows } = await client.query<CronRow>('SELECT * FROM agent_crons WHERE id = $1 AND deployment_id = $2 FOR UPDATE', [cronId, deploymentId]);
+  return rows[0];
+}
+
 export async function updateCron(
-  db: Database,
+  client: pg.PoolClient,
   deploymentId: string,
   cronId: string,
   values: Pick<CronRow, 'schedule' | 'timezone' | 'end_time' | 'enabled' | 'on_run_completed' | 'payload' | 'metadata' | 'next_run_date'>,
 ): Promise<CronRow | undefined> {
-  const { rows } = await db.pool.query<CronRow>(
+  const { rows } = await client.query<CronRow>(
     `UPDATE agent_crons SET schedule = $3, timezone = $4, end_time = $5, enabled = $6, on_run_completed = $7, payload = $8, metadata = $9, next_run_date = $10, updated_at = now()
      WHERE id = $1 AND deployment_id = $2 RETURNING *`,
     [cronId, deploymentId, values.schedule, values.timezone, values.end_time, values.enabled, values.on_run_completed, JSON.stringify(values.payload), JSON.stringify(values.metadata), values.next_run_date],
