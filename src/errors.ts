@@ -62,3 +62,15 @@ export const isAppError = (error: unknown): error is AppError => error instanceo
  * first, after this one checked it was free. Services answer it as the CONFLICT their check gives.
  */
 export const isUniqueViolation = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 'P2002';
+
+/**
+ * A database error that is the request's outcome rather than a failure of ours, as an AppError:
+ * a row the request changes was deleted by another after it was read (Prisma P2025: NOT_FOUND), or
+ * Prisma's transaction API gave up waiting for a connection or for the transaction (P2028: the server is busy).
+ */
+export function appErrorFromDatabase(error: unknown): AppError | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'P2025') return AppError.notFound('Not found: it was deleted meanwhile.');
+  if (code === 'P2028') return new AppError('UNAVAILABLE', 'The server is busy; try again.');
+  return undefined;
+}

@@ -4,7 +4,7 @@ import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { GraphQLError, parse } from 'graphql';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
-import { AppError, isAppError } from '../errors.js';
+import { AppError, appErrorFromDatabase, isAppError } from '../errors.js';
 import { assertDocumentNesting } from '../limits/graphql-document.js';
 import { boundForLog } from '../logger.js';
 import { unstorableTextFromDatabase } from '../limits/json.js';
@@ -65,11 +65,8 @@ export async function graphqlContext(deps: Deps, header: HeaderSource, anonymous
 }
 
 export function toGraphQLError(error: unknown): GraphQLError | undefined {
-  const appError = isAppError(error)
-    ? error
-    : isAppError((error as GraphQLError)?.originalError)
-      ? (error as GraphQLError).originalError
-      : unstorableTextFromDatabase((error as GraphQLError)?.originalError ?? error);
+  const original = (error as GraphQLError)?.originalError ?? error;
+  const appError = isAppError(error) ? error : isAppError(original) ? original : (appErrorFromDatabase(original) ?? unstorableTextFromDatabase(original));
   if (!(appError instanceof AppError)) return undefined;
   const status = HTTP_STATUS[appError.code];
   return new GraphQLError(appError.message, {

@@ -463,6 +463,22 @@ describe('listeners (v2)', () => {
   });
 });
 
+describe('requests that meet a delete', () => {
+  it('deletes sent at once: the first answers as a delete does, the others 404; a PATCH after the delete 404, never 5xx', async () => {
+    const statuses = async (calls: Promise<{ status: number }>[]) => (await Promise.all(calls)).map((answer) => answer.status).sort();
+    const integration = await api('POST', '/v1/integrations', { body: { name: 'at once', host: 'git.example.com', access_token: ACCESS_TOKEN } });
+    expect(await statuses(Array.from({ length: 4 }, () => api('DELETE', `/v1/integrations/${integration.body.id}`)))).toEqual([204, 404, 404, 404]);
+    const provider = await createProvider();
+    expect(await statuses(Array.from({ length: 4 }, () => api('DELETE', `/v2/auth/providers/${provider.provider_id}`)))).toEqual([200, 404, 404, 404]);
+    const listener = await api('POST', '/v2/listeners', { body: { compute_id: 'at-once' } });
+    const path = `/v2/listeners/${listener.body.id}`;
+    const patch = () => api('PATCH', path, { body: { compute_config: { k8s_namespaces: ['x'] } } });
+    const answers = await statuses([api('DELETE', path), patch(), api('DELETE', path), patch(), patch()]);
+    expect(answers.filter((status) => status === 204)).toHaveLength(1);
+    expect(answers.every((status) => status === 200 || status === 204 || status === 404)).toBe(true);
+  });
+});
+
 describe('secrets', () => {
   it('no client secret or access token in any response or log line of this file', () => {
     expect(responseBodies.length).toBeGreaterThan(50);

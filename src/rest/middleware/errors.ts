@@ -6,7 +6,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type {} from 'pino-http';
 import type { Logger } from 'pino';
-import { AppError, type ErrorCode, isAppError } from '../../errors.js';
+import { AppError, appErrorFromDatabase, type ErrorCode, isAppError } from '../../errors.js';
 import { unstorableTextFromDatabase } from '../../limits/json.js';
 
 export type ErrorDialect = 'fastapi' | 'ingest' | 'plain';
@@ -34,9 +34,7 @@ function fromHttpError(error: unknown): AppError | undefined {
   if (type === 'entity.too.large' || status === 413) return new AppError('PAYLOAD_TOO_LARGE', 'Request body is too large.');
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') return AppError.badRequest('Unsupported content encoding.');
   if (typeof status === 'number' && status >= 400 && status < 500) return new AppError('BAD_REQUEST', 'Bad request.');
-  // Prisma's transaction API gave up waiting for a connection or for the transaction: the server is busy.
-  if ((error as { code?: string } | undefined)?.code === 'P2028') return new AppError('UNAVAILABLE', 'The server is busy; try again.');
-  return unstorableTextFromDatabase(error);
+  return appErrorFromDatabase(error) ?? unstorableTextFromDatabase(error);
 }
 
 /** The status and message an error answers with in any dialect (unexpected ones are logged, and a bare 500). */
