@@ -143,7 +143,7 @@ const PIPELINE = ['CREATING', 'QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_
 const pipelineRank = (status: string) => (PIPELINE.includes(status) ? PIPELINE.indexOf(status) : PIPELINE.length);
 
 /** Makes a new revision of `deployment` from `sourceRevisionConfig` and queues it (redeploy). */
-export async function createRevision(ctx: ServiceContext, deployment: store.ControlDeploymentRow, sourceRevisionConfig: Record<string, unknown>): Promise<string> {
+export async function createRevision(ctx: ServiceContext, deployment: Pick<store.ControlDeploymentRow, 'id'>, sourceRevisionConfig: Record<string, unknown>): Promise<string> {
   const revisionId = newId();
   await store.updateDeploymentWithRevision(ctx.db, deployment.id, { sourceRevisionConfig, revisionId });
   await ctx.events.publish('revisions.status', { deploymentId: deployment.id, revisionId, status: 'CREATING' }, deployment.id);

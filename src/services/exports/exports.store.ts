@@ -1,7 +1,7 @@
 // SQL of bulk export: destinations, exports and their runs (the state machines), the keyset read of
 // trace runs a run exports, and the claims that keep concurrency within the limits across workers.
 import type pg from 'pg';
-import type { Database } from '../../db.js';
+import { type Database, withTransaction } from '../../db.js';
 import type { BulkExport, BulkExportRun, ExportDestination, Prisma } from '../../generated/prisma/client.js';
 import type { ExportLimits } from '../../config.js';
 import { newId } from '../../ids.js';
@@ -99,9 +99,7 @@ export type RunToExecute = BulkExportRun & {
  * process (an advisory transaction lock), so two workers never both fill the same free slot.
  */
 export async function claimRunsToStart(pool: pg.Pool, limits: Pick<ExportLimits, 'runsPerExport' | 'exportsPerWorkspace'>): Promise<string[]> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return withTransaction({ pool }, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext('bulk_exports.dispatch'))`);
     const running = await client.query<{ bulk_export_id: string; workspace_id: string; runs: number }>(
       `SELECT r.bulk_export_id, e.workspace_id, count(*)::int AS runs
@@ -146,14 +144,8 @@ export async function claimRunsToStart(pool: pg.Pool, limits: Pick<ExportLimits,
       );
       started = updated.rows.map((row) => row.id);
     }
-    await client.query('COMMIT');
     return started;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Running runs nobody has shown life for within the lease: their executor died. */

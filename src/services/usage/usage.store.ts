@@ -4,6 +4,7 @@
 // Raw SQL throughout: the append rides the ingest transaction as one prepared statement, and the read
 // is one aggregate whose p99 `npm run bench:usage` measures.
 import type pg from 'pg';
+import { inTransaction } from '../../db.js';
 import type { UsageDimension } from './usage.schemas.js';
 
 /** Stands for "no user" or "no API key" in rollup keys (primary key columns cannot be NULL). */
@@ -69,19 +70,15 @@ export async function foldTraceDeltas(pool: pg.Pool, batchSize = 50_000): Promis
   let folded = 0;
   try {
     for (;;) {
-      await client.query('BEGIN');
-      try {
+      const pending = await inTransaction(client, async () => {
         await client.query('SELECT pg_advisory_xact_lock($1)', [FOLD_LOCK]);
         const { rows } = await client.query<{ n: string }>('SELECT count(*) AS n FROM (SELECT 1 FROM usage_trace_deltas LIMIT $1) AS pending', [batchSize]);
         const pending = Number(rows[0]!.n);
         if (pending) await client.query(FOLD_SQL, [batchSize]);
-        await client.query('COMMIT');
-        folded += pending;
-        if (pending < batchSize) return folded;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
+        return pending;
+      });
+      folded += pending;
+      if (pending < batchSize) return folded;
     }
   } finally {
     client.release();
