@@ -114,14 +114,14 @@ try {
   row('create → DEPLOYED', toDeployed);
   row('DEPLOYED → first run answered', toFirstRun);
   row('create → first run answered', toDeployed.map((value, i) => value + toFirstRun[i]!));
-  sandboxStartCost();
+  await sandboxStartCost();
 } finally {
   await platform.stop();
   rmSync(repo, { recursive: true, force: true });
 }
 
 /** One start of `node -e 0` in a deployment's sandbox vs bare, alternated, 20 of each. */
-function sandboxStartCost() {
+async function sandboxStartCost() {
   const { config, logger } = platform.deps;
   const status = probeSandbox(config.sandbox);
   console.log(`sandbox: ${status.enabled ? `bubblewrap ${status.version}, own OS user ${status.perDeploymentUser}, limits ${status.limits.how}` : `none (${status.reason})`}`);
@@ -136,11 +136,9 @@ function sandboxStartCost() {
     let started = performance.now();
     spawnSync(process.execPath, ['-e', '0'], { env });
     bare.push(performance.now() - started);
-    const command = sandbox.wrap(process.execPath, ['-e', '0'], { readOnly: [], writable: [], cwd: '/tmp' });
     started = performance.now();
-    const result = spawnSync(command.file, command.args, { env, uid: command.uid, gid: command.gid });
+    await sandbox.run(process.execPath, ['-e', '0'], { readOnly: [], writable: [], cwd: '/tmp' }, { env, timeoutMs: 30_000, label: 'sandboxed node' });
     sandboxed.push(performance.now() - started);
-    if (result.status !== 0) throw new Error(`sandboxed node failed: ${result.stderr}`);
   }
   sandbox.release();
   const ms = (values: number[]) => `p50 ${percentile(values, 50).toFixed(1)} ms  min ${Math.min(...values).toFixed(1)} ms`;

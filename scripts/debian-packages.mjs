@@ -54,3 +54,14 @@ export const ensureBubblewrap = (who) =>
     purpose: 'to sandbox deployed code',
     without: 'deployments are refused until it is installed (or AGENT_PLATFORM_ALLOW_UNSANDBOXED=true)',
   });
+
+/**
+ * slirp4netns and iproute2's `ip`, which give deployed code a network of its own
+ * (src/services/deployments/sandbox-network.ts); without them it shares the host's, as builds say.
+ */
+export const ensureSandboxNetwork = (who) => {
+  const without = "deployed code shares the host's network (its loopback services included) until they are installed";
+  const slirp = ensureDebianPackage({ who, path: '/usr/bin/slirp4netns', pkg: 'slirp4netns', purpose: 'to give deployed code a network of its own', without });
+  const ip = existsSync('/sbin/ip') || ensureDebianPackage({ who, path: '/usr/sbin/ip', pkg: 'iproute2', purpose: "to set deployed code's routes", without });
+  return slirp && ip;
+};

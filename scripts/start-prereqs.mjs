@@ -1,5 +1,7 @@
-// `npm start`'s prerequisite outside npm: Debian's `bubblewrap`, the sandbox of deployed code
+// `npm start`'s prerequisites outside npm: Debian's `bubblewrap`, the sandbox of deployed code, and
+// `slirp4netns`, its network
 // (debian-packages.mjs installs it as root on a Debian-like system; elsewhere it says how).
-import { ensureBubblewrap } from './debian-packages.mjs';
+import { ensureBubblewrap, ensureSandboxNetwork } from './debian-packages.mjs';
 
 ensureBubblewrap('start');
+ensureSandboxNetwork('start');

@@ -1,5 +1,6 @@
 // The only reader of process.env. Parsed once with zod; a bad configuration lists every problem.
 import { availableParallelism } from 'node:os';
+import { isIPv4 } from 'node:net';
 import { z } from 'zod';
 
 const ROLES = ['api', 'worker', 'runtime'] as const;
@@ -52,7 +53,26 @@ const EnvSchema = z.object({
    * Most connections a deployment's login may hold to its own database, all its runtimes together (a
    * redeploy runs two for a moment): one deployment cannot take the server's every connection.
    */
-  AGENT_PLATFORM_DEPLOYMENT_DB_CONNECTIONS: z.coerce.number().int().min(5).max(10_000).default(100),
+  AGENT_PLATFORM_DEPLOYMENT_DB_CONNECTIONS: z.coerce.number().int().min(5).max(10_000).default(64),
+  /**
+   * The embedded PostgreSQL's max_connections, and how many of them only the platform's own logins
+   * may take (PostgreSQL's reserved_connections): deployments' logins share the rest, each up to
+   * AGENT_PLATFORM_DEPLOYMENT_DB_CONNECTIONS, and a deployment whose limit no longer fits beside the
+   * others' is not made (its build says so). On an external server these are its own settings.
+   */
+  AGENT_PLATFORM_EMBEDDED_MAX_CONNECTIONS: z.coerce.number().int().min(50).max(100_000).default(1000),
+  AGENT_PLATFORM_RESERVED_CONNECTIONS: z.coerce.number().int().min(0).max(10_000).default(100),
+  /**
+   * A deployment's disk: its own folders' files (HOME, caches: its resource_spec.disk_mb wins) and its
+   * database (resource_spec.database_mb wins), measured by the worker that runs it every
+   * AGENT_PLATFORM_USAGE_CHECK_SECONDS. Over either, its agent server is stopped and the deployment's
+   * status is OVER_LIMIT until its limit is raised (or what it holds shrinks), then it starts again.
+   */
+  AGENT_PLATFORM_DEPLOYMENT_FILES_LIMIT: byteSize.default('2gb'),
+  AGENT_PLATFORM_DEPLOYMENT_DATABASE_LIMIT: byteSize.default('10gb'),
+  AGENT_PLATFORM_USAGE_CHECK_SECONDS: z.coerce.number().min(0.2).max(3600).default(30),
+  /** Temporary files one session of a deployment's login may write (sorts, hashes spilled to disk); beyond: its query fails. */
+  AGENT_PLATFORM_DEPLOYMENT_TEMP_FILES: byteSize.default('2gb'),
   /** Connections of a runtime's checkpointer (default: one per concurrent run plus four, at most 40). */
   AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE: z.coerce.number().int().min(2).max(200).optional(),
   /** Days trace runs are kept (by start time) in a workspace that sets no retention of its own. */
@@ -155,6 +175,23 @@ const EnvSchema = z.object({
    */
   AGENT_PLATFORM_SANDBOX_CPU: z.coerce.number().min(0.1).max(256).default(1),
   /**
+   * Processes and threads a deployment may run at once (its resource_spec.pids wins), enforced through
+   * cgroups: an agent server runs about 30 threads, a dependency install a few hundred at its peak.
+   */
+  AGENT_PLATFORM_SANDBOX_PIDS: z.coerce.number().int().min(32).max(1_000_000).default(1024),
+  /**
+   * `isolated`: each sandbox has a network of its own that reaches the internet and not the host's
+   * loopback, link-local or private ranges (where slirp4netns, nsenter and ip are installed; else the
+   * build log says it is not); `host`: deployed code shares the host's network.
+   */
+  AGENT_PLATFORM_SANDBOX_NETWORK: z.enum(['isolated', 'host']).default('isolated'),
+  /** Addresses or IPv4 ranges (comma-separated) deployed code may reach although they are private, e.g. a model server on 10.1.2.3. */
+  AGENT_PLATFORM_SANDBOX_ALLOWED_NETWORKS: z
+    .string()
+    .default('')
+    .transform((value) => value.split(',').map((range) => range.trim()).filter(Boolean))
+    .pipe(z.array(z.string().refine(isNetworkRange, 'expected an IPv4 address or range, e.g. 10.1.0.0/16'))),
+  /**
    * Usage API: the first instant with usage data (the spec's cloud start date by default; a
    * self-hosted installation sets when it enabled usage collection). Earlier hours are never reported.
    */
@@ -217,6 +254,12 @@ export type Config = {
   dbPoolSize: number;
   runtimeDbPoolSize: number;
   deploymentDatabaseConnections: number;
+  deploymentTempFileBytes: number;
+  deploymentFilesLimitBytes: number;
+  deploymentDatabaseLimitBytes: number;
+  usageCheckSeconds: number;
+  embeddedMaxConnections: number;
+  reservedConnections: number;
   checkpointerPoolSize: number;
   jobsPoolSize: number;
   apiKeyCacheSeconds: number;
@@ -311,6 +354,12 @@ export function loadConfig(
     dbPoolSize: value.AGENT_PLATFORM_DB_POOL_SIZE,
     runtimeDbPoolSize: value.AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE,
     deploymentDatabaseConnections: value.AGENT_PLATFORM_DEPLOYMENT_DB_CONNECTIONS,
+    deploymentTempFileBytes: toBytes(value.AGENT_PLATFORM_DEPLOYMENT_TEMP_FILES),
+    deploymentFilesLimitBytes: toBytes(value.AGENT_PLATFORM_DEPLOYMENT_FILES_LIMIT),
+    deploymentDatabaseLimitBytes: toBytes(value.AGENT_PLATFORM_DEPLOYMENT_DATABASE_LIMIT),
+    usageCheckSeconds: value.AGENT_PLATFORM_USAGE_CHECK_SECONDS,
+    embeddedMaxConnections: value.AGENT_PLATFORM_EMBEDDED_MAX_CONNECTIONS,
+    reservedConnections: value.AGENT_PLATFORM_RESERVED_CONNECTIONS,
     checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),
     jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
     apiKeyCacheSeconds: value.AGENT_PLATFORM_API_KEY_CACHE_SECONDS,
@@ -329,6 +378,8 @@ export function loadConfig(
       uidBase: value.AGENT_PLATFORM_SANDBOX_UID_BASE,
       memoryBytes: toBytes(value.AGENT_PLATFORM_SANDBOX_MEMORY),
       cpus: value.AGENT_PLATFORM_SANDBOX_CPU,
+      pids: value.AGENT_PLATFORM_SANDBOX_PIDS,
+      network: { mode: value.AGENT_PLATFORM_SANDBOX_NETWORK, allowed: value.AGENT_PLATFORM_SANDBOX_ALLOWED_NETWORKS },
     },
     runtimeDeployments: value.AGENT_PLATFORM_RUNTIME_DEPLOYMENTS,
     ingestThreads: value.AGENT_PLATFORM_INGEST_THREADS,
@@ -367,7 +418,21 @@ export function loadConfig(
   };
 }
 
-export type SandboxConfig = { mode: 'auto' | 'bubblewrap' | 'none'; allowUnsandboxed: boolean; uidBase: number; memoryBytes: number; cpus: number };
+export type SandboxConfig = {
+  mode: 'auto' | 'bubblewrap' | 'none';
+  allowUnsandboxed: boolean;
+  uidBase: number;
+  memoryBytes: number;
+  cpus: number;
+  pids: number;
+  network: { mode: 'isolated' | 'host'; allowed: string[] };
+};
+
+/** An IPv4 address or CIDR range. */
+function isNetworkRange(text: string): boolean {
+  const [address, bits, more] = text.split('/');
+  return more === undefined && isIPv4(address ?? '') && (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= 32));
+}
 
 /** "512kb" → bytes (units are powers of 1024, as body-parser reads them). */
 function toBytes(size: string): number {

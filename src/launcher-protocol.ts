@@ -50,10 +50,25 @@ export const runtimeLockKey = (workerId: string) => `agent-platform:runtime:${wo
 
 // ─── What a runtime child (runtime/runtime-child.ts) and its launcher say over the child's IPC channel ───
 
-/** Launcher → child. */
-export type ChildCommand = 'serve' | 'stop';
+/**
+ * Launcher → child. `serve` comes with the listening socket the agent server serves on (made by the
+ * launcher, in the host's network: the child's own network reaches nothing of the host's);
+ * `platform-connection` with a socket connected to the platform's address (or why there is none),
+ * answering the child's `connect-platform` of the same id.
+ */
+export type ChildCommand = 'serve' | 'stop' | { type: 'platform-connection'; id: number; error?: string };
 /** Child → launcher. */
 export type ChildReport =
   | { type: 'loaded'; graphIds: string[] }
-  | { type: 'ready'; url: string; graphIds: string[]; runtimeId: string }
-  | { type: 'failed'; message: string };
+  | { type: 'ready'; graphIds: string[]; runtimeId: string }
+  | { type: 'failed'; message: string }
+  | { type: 'connect-platform'; id: number };
+
+/**
+ * The host other processes reach a listener at: the bound address, or, when bound to every
+ * interface, the host of the configured public URL (the machine's name as the api sees it), else loopback.
+ */
+export function advertisedHost(host: string, publicUrl: string | undefined): string {
+  if (host !== '0.0.0.0' && host !== '::') return host.includes(':') ? `[${host}]` : host;
+  return publicUrl ? new URL(publicUrl).hostname : '127.0.0.1';
+}

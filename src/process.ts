@@ -41,7 +41,9 @@ type OpenedDatabase = { url: string; adminUrl: string; embedded: EmbeddedDatabas
  * admin login is the embedded one's, else AGENT_PLATFORM_ADMIN_DATABASE_URL, else the platform's.
  */
 async function openDatabase(config: Config, logger: Logger): Promise<OpenedDatabase> {
-  const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres(config.dataDir, logger);
+  const embedded = config.databaseUrl
+    ? undefined
+    : await startEmbeddedPostgres(config.dataDir, logger, { maxConnections: config.embeddedMaxConnections, reservedConnections: config.reservedConnections });
   const url = config.databaseUrl ?? embedded!.url;
   const adminUrl = embedded?.adminUrl ?? config.adminDatabaseUrl ?? url;
   try {
@@ -73,7 +75,7 @@ export async function createDeps(config: Config, logger: Logger, options: Create
   const db = connectDatabase(url, { poolSize: options.poolSize ?? config.dbPoolSize, applicationName: options.applicationName });
   const events = new EventBus(db.pool, db.url, logger);
   const viewers = new ViewerCache(config.apiKeyCacheSeconds * 1000);
-  const adminLogin = openAdminLogin(adminUrl);
+  const adminLogin = openAdminLogin(adminUrl, (message) => logger.warn(message));
   const deps: Deps = { config, db, events, secrets, logger, viewers, adminLogin };
 
   const steps: (() => Promise<unknown>)[] = [];

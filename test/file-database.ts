@@ -16,8 +16,11 @@ const name = `${TEST_DATABASE_PREFIX}${fileName}_${randomBytes(4).toString('hex'
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
 try {
-  // Owned by the platform's login, as the installation's database is.
+  // Owned by the platform's login, as the installation's database is, and as closed to other logins
+  // (deployments' among them) as the platform makes its own (deployment-database.ts).
   await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}${logins.owner ? ` OWNER ${logins.owner}` : ''}`);
+  await admin.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${name} FROM PUBLIC`);
+  for (const login of new Set([logins.platform, logins.admin].map((url) => new URL(url).username))) await admin.query(`GRANT CONNECT ON DATABASE ${name} TO ${login}`);
 } finally {
   await admin.end();
 }

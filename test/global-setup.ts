@@ -31,13 +31,17 @@ export default async function setup(project: TestProject) {
   // An external server (TEST_DATABASE_URL) needs a role allowed to create databases.
   const external = process.env.TEST_DATABASE_URL;
   const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-test-'));
-  const embedded = external ? undefined : await startEmbeddedPostgres(dataDir, logger);
+  // Room for every test file's deployments at once, each with its login's default connection limit.
+  const embedded = external ? undefined : await startEmbeddedPostgres(dataDir, logger, { maxConnections: 2000, reservedConnections: 100 });
   const adminUrl = external ?? superuserUrl(embedded!.url, dataDir);
   const logins = embedded ? { platform: embedded.url, admin: embedded.adminUrl, owner: new URL(embedded.url).username } : { platform: external!, admin: external!, owner: undefined };
 
   // A previous run on an external server may have left its databases.
   await dropTestDatabases(adminUrl);
-  await onAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${TEMPLATE_DATABASE}${logins.owner ? ` OWNER ${logins.owner}` : ''}`));
+  await onAdmin(adminUrl, async (admin) => {
+    await admin.query(`CREATE DATABASE ${TEMPLATE_DATABASE}${logins.owner ? ` OWNER ${logins.owner}` : ''}`);
+    await admin.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${TEMPLATE_DATABASE} FROM PUBLIC`);
+  });
   const templateUrl = new URL(logins.platform);
   templateUrl.pathname = `/${TEMPLATE_DATABASE}`;
   await migrateDatabase(templateUrl.toString(), logger);

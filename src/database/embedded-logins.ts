@@ -30,10 +30,14 @@ export function passwordInFile(file: string): string {
 }
 
 /**
- * Makes (or brings up to date) the two logins as the superuser, on the server's maintenance database,
- * then hands `database` and everything in it to the platform's login: an installation of an earlier
- * version, where the superuser owns them, is upgraded here. Idempotent and cheap when nothing is left
- * to do; serialised across processes starting at once.
+ * Makes (or brings up to date) the two logins as the superuser, then hands `database` and everything
+ * in it to the platform's login: an installation of an earlier version, where the superuser owns
+ * them, is upgraded here. Closes the server's own databases (`postgres`, `template1`) to every login
+ * but the superuser, and `database` to every login but the two, so a deployment's login can connect
+ * to no database but its own: none of their locks, catalogs or connection slots are its to take.
+ * All of it runs in `database`, where its
+ * advisory lock serialises processes starting at once (in `postgres`, any login could take that lock
+ * and hold every new platform process waiting). Idempotent and cheap when nothing is left to do.
  */
 export async function provisionEmbeddedLogins(
   superuserUrl: string,
@@ -41,9 +45,9 @@ export async function provisionEmbeddedLogins(
   passwords: { platform: string; admin: string },
   logger: Logger,
 ): Promise<void> {
-  const maintenance = new URL(superuserUrl);
-  maintenance.pathname = '/postgres';
-  await asSuperuser(maintenance.toString(), async (client) => {
+  const target = new URL(superuserUrl);
+  target.pathname = `/${database}`;
+  await asSuperuser(target.toString(), async (client) => {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [LOGINS_LOCK]);
     // Passwords are generated (base64url), so quoting them as literals is safe; set at every start so
     // the role follows its file.
@@ -53,12 +57,13 @@ export async function provisionEmbeddedLogins(
     // PostgreSQL 16+ always gives their creator), so it may end their sessions when it drops them.
     await client.query(`ALTER ROLE ${ADMIN_LOGIN} SET createrole_self_grant = 'inherit'`);
     await client.query(`ALTER DATABASE ${database} OWNER TO ${PLATFORM_LOGIN}`);
+    // The connection slots the server reserves (reserved_connections) are the platform's alone.
+    await client.query(`GRANT pg_use_reserved_connections TO ${PLATFORM_LOGIN}, ${ADMIN_LOGIN}`);
+    // Its bound on the temporary files deployments' logins write, which only a superuser sets otherwise.
+    await client.query(`GRANT SET ON PARAMETER temp_file_limit TO ${ADMIN_LOGIN}`);
+    for (const own of ['postgres', 'template1', database]) await client.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${own} FROM PUBLIC`);
+    await client.query(`GRANT CONNECT ON DATABASE ${database} TO ${ADMIN_LOGIN}`);
     await adoptDeploymentLogins(client);
-  });
-  const target = new URL(superuserUrl);
-  target.pathname = `/${database}`;
-  await asSuperuser(target.toString(), async (client) => {
-    await client.query('SELECT pg_advisory_lock(hashtext($1))', [LOGINS_LOCK]);
     const moved = await moveOwnership(client, BOOTSTRAP_SUPERUSER, PLATFORM_LOGIN);
     if (moved) logger.info({ objects: moved, owner: PLATFORM_LOGIN }, 'embedded database: objects handed from the superuser to the platform login');
   });

@@ -40,11 +40,14 @@ export type EmbeddedDatabase = {
   stop: () => Promise<void>;
 };
 
+/** The server's connection slots: all of them, and those only the platform's logins may take. */
+export type EmbeddedConnections = { maxConnections: number; reservedConnections: number };
+
 /**
  * Starts (initialising on first use) the embedded PostgreSQL under `dataDir`, makes or upgrades the
  * platform's and the admin's logins, and returns their URLs.
  */
-export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(dataDir: string, logger: Logger, connections: EmbeddedConnections = { maxConnections: 1000, reservedConnections: 100 }): Promise<EmbeddedDatabase> {
   const root = resolve(dataDir);
   mkdirSync(root, { recursive: true });
   const databaseDir = join(root, 'postgres');
@@ -87,7 +90,14 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     persistent: true,
     createPostgresUser: runningAsRoot,
     initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on', '-c', `unix_socket_directories=${socketDir ?? ''}`],
+    postgresFlags: [
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', `max_connections=${connections.maxConnections}`,
+      // Slots deployments' logins can never take: the platform's logins hold pg_use_reserved_connections (embedded-logins.ts).
+      '-c', `reserved_connections=${connections.reservedConnections}`,
+      '-c', 'fsync=on',
+      '-c', `unix_socket_directories=${socketDir ?? ''}`,
+    ],
     onLog: (message) => logger.debug({ postgres: String(message).trim() }, 'embedded postgres'),
     onError: (error) => logger.debug({ postgres: String(error).trim() }, 'embedded postgres'),
   });

@@ -1,8 +1,8 @@
 // The control plane's launcher: each deployed revision's agent server runs in an OS process of its own
 // (runtime-child.ts, then deployed-agent-server.ts), inside the deployment's sandbox
-// (services/deployments/sandbox.ts: bubblewrap, its own mount, PID, IPC and UTS namespaces, its
-// revision's files read-only, its own OS user when the platform is root), whose environment holds what
-// that agent server needs and nothing of the platform's:
+// (services/deployments/sandbox.ts: bubblewrap, its own mount, PID, IPC, UTS and network namespaces,
+// its revision's files read-only, its own OS user when the platform is root), whose environment holds
+// what that agent server needs and nothing of the platform's:
 //   - the deployment's secrets, as environment variables;
 //   - the URL of the deployment's own database, with its own login (deployment-database.ts), which no
 //     other database of the server lets in: the platform's database password is not in it;
@@ -12,15 +12,18 @@
 //     deployment's agent server;
 //   - the platform's URL and a trace key of this one process (tenancy.service.ts,
 //     createDeploymentTraceKey), with which its agent server sends its runs' traces to the public
-//     ingest API: the key writes only the deployment's tracing project and is refused by every other
-//     route. It is revoked once the process has exited (its last traces sent), and with the deployment.
-// The launcher records a serving child in deployment_runtimes (where the gateway finds it) and holds
-// the row's liveness lock. A child that dies unasked is started again (its runs in flight are ended
+//     ingest API, over connections this launcher opens and hands it (handPlatformConnections: its own
+//     network reaches nothing of the host's): the key writes only the deployment's tracing project and
+//     is refused by every other route. It is revoked once the process has exited (its last traces
+//     sent), and with the deployment.
+// The child serves on a listening socket the launcher makes (serveChild), whose address the launcher
+// records in deployment_runtimes (where the gateway finds it), holding the row's liveness lock. A child that dies unasked is started again (its runs in flight are ended
 // `error` by the new process's recovery, or by its own `runs.sweep` schedule).
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import type { Deps } from '../services/context.js';
 import { deploymentSecrets } from '../services/deployments/deployments.service.js';
@@ -32,7 +35,7 @@ import { type PreparedSandbox, sandboxFor } from '../services/deployments/sandbo
 import { revisionDirectory } from '../services/deployments/source-checkout.js';
 import { ChildOutputLog } from './child-output.js';
 import { type LaunchedRuntime, type LaunchSpec, type PreparedRuntime, type RuntimeLauncher, runtimeLockKey } from '../launcher-protocol.js';
-import type { ChildCommand, ChildReport } from '../launcher-protocol.js';
+import { advertisedHost, type ChildCommand, type ChildReport } from '../launcher-protocol.js';
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/tenancy.service.js';
 import { deploymentCaches, seedDeploymentCaches } from './runtime-caches.js';
@@ -107,14 +110,22 @@ function nextReport(child: ChildProcess, output: () => string, timeoutMs: number
       clearTimeout(timer);
       child.off('message', onMessage);
       child.off('exit', onExit);
+      child.off('error', onError);
     };
     const onMessage = (report: ChildReport) => {
+      // Asked of the launcher meanwhile (handPlatformConnections), not a report of its life.
+      if (report.type === 'connect-platform') return;
       settle();
       resolve(report);
     };
     const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
       settle();
       reject(new Error(`exited (${signal ?? code}) before it was ready\n${output()}`));
+    };
+    // Not started at all (its revision's folder removed meanwhile, say): no `exit` follows.
+    const onError = (error: Error) => {
+      settle();
+      reject(new Error(`could not start: ${error.message}`));
     };
     const timer = setTimeout(() => {
       settle();
@@ -123,6 +134,7 @@ function nextReport(child: ChildProcess, output: () => string, timeoutMs: number
     }, timeoutMs);
     child.on('message', onMessage);
     child.once('exit', onExit);
+    child.once('error', onError);
   });
 }
 
@@ -156,29 +168,34 @@ type Sandboxing = { prepared: PreparedSandbox; revisionDir: string };
  */
 function spawnChild(env: Record<string, string>, cwd: string, log: ChildOutputLog, sandbox: Sandboxing): Child {
   // In the deployment's sandbox, which sees the revision's files read-only (its own folders are writable).
-  // tsx keeps its cache in /tmp/tsx-<uid>, the sandbox's fresh /tmp: there it finds the deployment's own.
+  // tsx keeps its cache in /tmp/tsx-<uid>, the sandbox's fresh /tmp: a link there leads it to the deployment's own.
   const uid = sandbox.prepared.files.uid ?? process.getuid?.();
-  const at = uid === undefined ? [] : [{ path: deploymentCaches(sandbox.prepared.files).tsx, to: `/tmp/tsx-${uid}` }];
+  const links = uid === undefined ? [] : [{ target: deploymentCaches(sandbox.prepared.files).tsx, at: `/tmp/tsx-${uid}` }];
   // The database's socket folder, when its URL names one (agentServerDatabaseUrl), read-only: connecting to a socket is not writing to its folder.
   const socketDir = env.DATABASE_URL ? new URL(env.DATABASE_URL).searchParams.get('host') : null;
   const readOnly = socketDir ? [sandbox.revisionDir, socketDir] : [sandbox.revisionDir];
-  const command = sandbox.prepared.sandbox.wrap(process.execPath, [CHILD_ENTRY], { readOnly, writable: [], at, cwd });
-  const child = spawn(command.file, command.args, { cwd, env, uid: command.uid, gid: command.gid, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const child = sandbox.prepared.sandbox.spawn(process.execPath, [CHILD_ENTRY], { readOnly, writable: [], links, cwd }, { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   let output = '';
   const keep = (chunk: Buffer) => {
     const text = chunk.toString('utf8');
     output = (output + text).slice(-8000);
     log.append(text);
   };
+  // A child that could not be started says so here (nextReport rejects); unheard, it would end the process.
+  child.on('error', (error) => log.append(`${error.message}\n`));
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   child.once('exit', () => void log.drain());
   return { process: child, output: () => log.mask(output), log };
 }
 
-/** Starts a child and waits until it loaded the graphs; rejects with the loader's error. */
-async function spawnLoaded(env: Record<string, string>, cwd: string, log: ChildOutputLog, sandbox: Sandboxing): Promise<Child & { graphIds: string[] }> {
+/**
+ * Starts a child (that may open connections to `platform`, where its traces go) and waits until it
+ * loaded the graphs; rejects with the loader's error.
+ */
+async function spawnLoaded(env: Record<string, string>, cwd: string, log: ChildOutputLog, sandbox: Sandboxing, platform: URL | undefined): Promise<Child & { graphIds: string[] }> {
   const child = spawnChild(env, cwd, log, sandbox);
+  if (platform) handPlatformConnections(child.process, platform);
   const report = await nextReport(child.process, child.output, START_TIMEOUT_MS);
   if (report.type !== 'loaded') {
     child.process.kill('SIGKILL');
@@ -187,18 +204,68 @@ async function spawnLoaded(env: Record<string, string>, cwd: string, log: ChildO
   return { ...child, graphIds: report.graphIds };
 }
 
-/** Tells a loaded child to serve; resolves with its `ready` report. */
-async function serveChild(child: Child): Promise<Extract<ChildReport, { type: 'ready' }>> {
+/**
+ * Tells a loaded child to serve, on a listening socket made here (bound where the platform listens:
+ * the child's own network reaches nothing of the host's, and so the address recorded for the gateway
+ * is the launcher's, never one the child names); resolves with its `ready` report and that address.
+ */
+async function serveChild(child: Child, host: string, publicUrl: string | undefined): Promise<Extract<ChildReport, { type: 'ready' }> & { url: string }> {
   // From here on its output is the deploy's.
   await child.log.drain();
   child.log.type = 'deploy';
-  child.process.send('serve' satisfies ChildCommand);
+  const listener = createServer();
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen(0, host, () => resolve());
+  });
+  const url = `http://${advertisedHost(host, publicUrl)}:${(listener.address() as AddressInfo).port}`;
+  try {
+    // The child has its own copy of the socket once sent; this process accepts nothing on it.
+    await new Promise<void>((resolve, reject) => child.process.send('serve' satisfies ChildCommand, listener, (error) => (error ? reject(error) : resolve())));
+  } finally {
+    listener.close();
+  }
   const report = await nextReport(child.process, child.output, START_TIMEOUT_MS);
   if (report.type !== 'ready') {
     child.process.kill('SIGKILL');
     throw new Error(child.log.mask(`${report.type === 'failed' ? report.message : `unexpected report ${report.type}`}\n${child.output()}`));
   }
-  return report;
+  return { ...report, url };
+}
+
+/** Connections to the platform one child may be opening at once, and per minute. */
+const PLATFORM_CONNECTIONS = { atOnce: 8, perMinute: 600 };
+
+/**
+ * Answers a child's `connect-platform`: a socket connected to the platform's address, handed over its
+ * IPC channel (its own network does not reach the platform: sandbox-network.ts). What it may send
+ * there is what any caller with its trace key may; how many it may open is bounded.
+ */
+function handPlatformConnections(child: ChildProcess, platform: URL): void {
+  const port = Number(platform.port || (platform.protocol === 'https:' ? 443 : 80));
+  const host = platform.hostname.replace(/^\[|\]$/g, '');
+  let opening = 0;
+  let window = { start: Date.now(), count: 0 };
+  child.on('message', (report: ChildReport) => {
+    if (report.type !== 'connect-platform' || !child.connected) return;
+    const answer = (error?: string, socket?: Socket) => {
+      if (!child.connected) return socket?.destroy();
+      child.send({ type: 'platform-connection', id: report.id, ...(error ? { error } : {}) } satisfies ChildCommand, socket, () => socket?.destroy());
+    };
+    if (Date.now() - window.start > 60_000) window = { start: Date.now(), count: 0 };
+    if (opening >= PLATFORM_CONNECTIONS.atOnce || window.count >= PLATFORM_CONNECTIONS.perMinute) return answer('too many connections to the platform at once');
+    opening += 1;
+    window.count += 1;
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      opening -= 1;
+      answer(undefined, socket);
+    });
+    socket.once('error', (error) => {
+      opening -= 1;
+      answer(error.message);
+    });
+  });
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
@@ -229,8 +296,9 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       // HOME, TMPDIR and PATH of its sandbox: its own folders, never the platform's.
       ...sandbox.prepared.env,
       LOG_LEVEL: deps.config.logLevel,
-      // Bound where the platform listens; advertised (runtime-server.ts) at the public URL's host when that is every interface.
-      HOST: deps.config.host,
+      // Its runtime's own graph-request server, which only its agent server, in the same process, calls:
+      // on its network's loopback (the address it is reached at from outside is the launcher's socket).
+      HOST: '127.0.0.1',
       ...(deps.config.publicUrl ? { PUBLIC_URL: deps.config.publicUrl } : {}),
       DATABASE_URL: databaseUrl,
       AGENT_PLATFORM_SECRET_KEY: signingKey,
@@ -239,6 +307,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       AGENT_PLATFORM_ROLES: 'runtime',
       // Its own (seeded from the platform's, runtime-caches.ts): a cache shared with other deployments' code could be poisoned by one of them.
       AGENT_PLATFORM_COMPILE_CACHE: deploymentCaches(sandbox.prepared.files).v8,
+      AGENT_PLATFORM_TSX_CACHE: deploymentCaches(sandbox.prepared.files).tsx,
       AGENT_PLATFORM_GRAPH_CONFIG: spec.configPath,
       AGENT_PLATFORM_DEPLOYMENT_ID: spec.deploymentId,
       AGENT_PLATFORM_DEPLOYMENT_NAME: row.name,
@@ -256,7 +325,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       // A prepared child that died while it waited is replaced by a fresh one.
       const alive = child && child.process.exitCode === null && child.process.signalCode === null && child.process.connected;
       const running = alive ? child : await spawnLoadedWithKey(spec, row, log, sandbox);
-      const report = await serveChild(running);
+      const report = await serveChild(running, deps.config.host, deps.config.publicUrl);
       const removeRow = await recordServingChild(deps, { id: report.runtimeId, deploymentId: spec.deploymentId, url: report.url, revisionId: spec.revisionId, keyId: running.keyId });
       running.process.once('exit', () => void removeRow());
       return { ...running, report, removeRow };
@@ -329,8 +398,8 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
         deps.logger.warn({ err: error, deploymentId: spec.deploymentId }, "could not revoke a stopped runtime's trace key"),
       );
     try {
-      const [env] = await Promise.all([childEnvironment(spec, row, log, sandbox, traces), seedDeploymentCaches(deps, sandbox.prepared.files)]);
-      const loaded = await spawnLoaded(env, dirname(spec.configPath), log, sandbox);
+      const [env] = await Promise.all([childEnvironment(spec, row, log, sandbox, traces), seedDeploymentCaches(deps, sandbox.prepared)]);
+      const loaded = await spawnLoaded(env, dirname(spec.configPath), log, sandbox, traces && new URL(traces.url));
       if (loaded.process.exitCode !== null || loaded.process.signalCode !== null) revokeTraceKey();
       else loaded.process.once('exit', revokeTraceKey);
       return { ...loaded, keyId: env.AGENT_PLATFORM_RUNTIME_KEY_ID };

@@ -13,8 +13,11 @@ import type { Deps } from '../services/context.js';
 import { isUuid } from '../ids.js';
 import { FINISHED_REVISION_STATUSES } from '../services/deployments/deployments.schemas.js';
 import { removeRevisionDirectory, revisionGraphConfigPath, revisionsOnDisk } from '../services/deployments/source-checkout.js';
-import { deletedDeploymentsAmong, findRevision, listActiveRevisions, retiredRevisionsAmong } from '../services/deployments/revisions.store.js';
-import { deploymentsOnDisk, removeDeploymentFiles } from '../services/deployments/sandbox.js';
+import { deletedDeploymentsAmong, findControlDeployment, findRevision, listActiveRevisions, retiredRevisionsAmong } from '../services/deployments/revisions.store.js';
+import { deploymentsOnDisk, removeDeploymentFiles, sandboxFor } from '../services/deployments/sandbox.js';
+import { recordDeploymentUsage, setDeploymentStatus } from '../services/deployments/deployments.store.js';
+import { logRevision } from '../services/deployments/revisions.service.js';
+import { type MeasuredDeployment, measureDeployments, overLimits } from './deployment-usage.js';
 import { childProcessLauncher } from './child-launcher.js';
 import { warmRuntimeCaches } from './runtime-caches.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../launcher-protocol.js';
@@ -40,6 +43,8 @@ export class DeployedRuntimes {
   private warming: Promise<unknown> | undefined;
   private removing: Promise<void> | undefined;
   private removeAgain: Promise<void> | undefined;
+  private usageTimer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -125,7 +130,45 @@ export class DeployedRuntimes {
    */
   superviseActive(intervalMs = RESTORE_INTERVAL_MS): Promise<void> {
     this.restoreTimer ??= setInterval(() => void this.restoreActive().then(() => this.removeRetired()), intervalMs).unref();
+    this.usageTimer ??= setInterval(() => void this.checkUsage(), this.deps.config.usageCheckSeconds * 1000).unref();
     return this.restoreActive().then(() => this.removeRetired());
+  }
+
+  /**
+   * Measures what each deployment running here uses of its limits (deployment-usage.ts), records it,
+   * and stops those whose files or database outgrew theirs: OVER_LIMIT, said in the active revision's
+   * deploy log, until a restore pass finds it fits again. One pass at a time.
+   */
+  checkUsage(): Promise<void> {
+    this.checking ??= this.checkUsagePass()
+      .catch((error: unknown) => this.deps.logger.error({ err: error }, "could not measure deployments' usage"))
+      .finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async checkUsagePass(): Promise<void> {
+    const running = new Map([...this.entries.values()].map((entry) => [entry.deploymentId, entry.revisionId]));
+    const usage = await this.measure([...running.keys()]);
+    for (const [deploymentId, figures] of usage) {
+      await recordDeploymentUsage(this.deps.db, deploymentId, figures);
+      const over = overLimits(figures);
+      if (!over || this.abort.signal.aborted) continue;
+      await this.stopDeployment(deploymentId);
+      if (await setDeploymentStatus(this.deps.db, deploymentId, 'OVER_LIMIT')) {
+        this.deps.logger.warn({ deploymentId, usage: figures }, 'a deployment outgrew its disk limits: its agent server is stopped');
+        await logRevision(this.deps, running.get(deploymentId)!, 'deploy', `Stopped: ${over}. It starts again once it fits: raise its limit (PATCH source_config.resource_spec).`);
+      }
+    }
+  }
+
+  /** What the deployments use now (those deleted meanwhile are left out). */
+  private async measure(deploymentIds: string[]) {
+    const measured: MeasuredDeployment[] = [];
+    for (const id of deploymentIds) {
+      const row = await findControlDeployment(this.deps.db, id);
+      if (row) measured.push({ id, resourceSpec: row.source_config.resource_spec, files: sandboxFor(this.deps, row).files });
+    }
+    return measureDeployments(this.deps, measured);
   }
 
   /**
@@ -173,9 +216,10 @@ export class DeployedRuntimes {
   }
 
   private async restorePass(): Promise<void> {
-    for (const { deployment_id: deploymentId, revision_id: revisionId } of await listActiveRevisions(this.deps.db)) {
+    for (const { deployment_id: deploymentId, revision_id: revisionId, status } of await listActiveRevisions(this.deps.db)) {
       if (this.abort.signal.aborted) return;
       if (this.entries.has(revisionId)) continue;
+      if (status === 'OVER_LIMIT' && !(await this.fitsAgain(deploymentId, revisionId))) continue;
       const revision = await findRevision(this.deps.db, revisionId);
       const configPath = revision ? revisionGraphConfigPath(this.deps.config.dataDir, revision) : undefined;
       if (!configPath || !existsSync(configPath)) {
@@ -196,6 +240,16 @@ export class DeployedRuntimes {
     }
   }
 
+  /** Whether a deployment stopped OVER_LIMIT fits its limits now (they were raised, say): READY again, said in its log. */
+  private async fitsAgain(deploymentId: string, revisionId: string): Promise<boolean> {
+    const figures = (await this.measure([deploymentId])).get(deploymentId);
+    if (!figures) return false;
+    await recordDeploymentUsage(this.deps.db, deploymentId, figures);
+    if (overLimits(figures)) return false;
+    if (await setDeploymentStatus(this.deps.db, deploymentId, 'READY')) await logRevision(this.deps, revisionId, 'deploy', 'Within its limits again: starting');
+    return true;
+  }
+
   /** Warms the compile caches runtimes start with, off any deploy's path; `stop` ends a warm-up still running. */
   warmCaches(): void {
     this.warming ??= warmRuntimeCaches(this.deps, this.abort.signal);
@@ -209,7 +263,8 @@ export class DeployedRuntimes {
   async stop(): Promise<void> {
     this.abort.abort();
     clearInterval(this.restoreTimer);
-    await Promise.all([this.restoring, this.warming, this.removeAgain ?? this.removing]);
+    clearInterval(this.usageTimer);
+    await Promise.all([this.restoring, this.warming, this.removeAgain ?? this.removing, this.checking]);
     await Promise.all([...this.entries.values()].map((entry) => this.stopEntry(entry)));
     await Promise.all([...this.prepared.keys()].map((revisionId) => this.discardPrepared(revisionId)));
     // Ending the session releases every lock it still holds.

@@ -9,17 +9,17 @@
 // deployment's own (writable by its sandbox user only): a deployment that poisons its cache poisons
 // only itself, never the seed or another deployment's.
 import { spawn } from 'node:child_process';
-import { chownSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Deps } from '../services/context.js';
-import type { DeploymentFiles } from '../services/deployments/sandbox.js';
+import { type DeploymentFiles, type PreparedSandbox, writeFileOfPlatform } from '../services/deployments/sandbox.js';
 
 const CHILD_ENTRY = new URL('../runtime/child-entry.mjs', import.meta.url).pathname;
 const SEED_MAX_AGE_MS = 3 * 24 * 3600_000;
 const WARM_UP_TIMEOUT_MS = 120_000;
 
 /** A warmed seed: tsx's cache folder and V8's compile cache, named by when it was made. */
-type CacheSeed = { id: string; tsx: string; v8: string };
+type CacheSeed = { id: string; dir: string; tsx: string; v8: string };
 
 /** Where a deployment's child keeps its caches: tsx's (bound at its sandbox's /tmp/tsx-<uid>) and V8's. */
 export const deploymentCaches = (files: DeploymentFiles) => ({ tsx: join(files.cache, 'tsx'), v8: join(files.cache, 'v8') });
@@ -56,13 +56,15 @@ async function findSeed(root: string): Promise<CacheSeed | undefined> {
   const current = join(root, 'seed');
   if (!existsSync(join(current, 'id'))) return undefined;
   if (Date.now() - statSync(join(current, 'id')).mtimeMs > SEED_MAX_AGE_MS) return undefined;
+  // One an earlier version made may hold folders only the platform could read.
+  openToOthers(current);
   return seedAt(current);
 }
 
 function seedAt(dir: string): CacheSeed | undefined {
   const tsxParent = join(dir, 'tmp');
   const tsx = readdirSync(tsxParent).find((name) => name.startsWith('tsx-'));
-  return tsx ? { id: readFileSync(join(dir, 'id'), 'utf8'), tsx: join(tsxParent, tsx), v8: join(dir, 'v8') } : undefined;
+  return tsx ? { id: readFileSync(join(dir, 'id'), 'utf8'), dir, tsx: join(tsxParent, tsx), v8: join(dir, 'v8') } : undefined;
 }
 
 /** Imports the runtime's modules in a child of the platform's code only, with both caches pointed into a new seed. */
@@ -109,6 +111,9 @@ async function warmSeed(root: string, signal: AbortSignal | undefined): Promise<
     return made;
   }
   writeFileSync(join(building, 'id'), id);
+  // Deployments copy it as their own OS users: it holds the compiled code of the platform's own
+  // packages and nothing else, readable by all (tsx and V8 make some of it private to its maker).
+  openToOthers(building);
   // Made whole, then put in place: a process that looks meanwhile finds the previous seed or none.
   const current = join(root, 'seed');
   const retired = join(root, `retired-${id}`);
@@ -119,46 +124,54 @@ async function warmSeed(root: string, signal: AbortSignal | undefined): Promise<
 }
 
 /**
- * Starts the deployment's caches from the platform's seed unless they came from this seed already
- * (a deployment's next revisions keep what their predecessors cached). Never fails a launch: a child
- * without them starts cold.
+ * The shell script that starts a deployment's caches from a seed, run inside the deployment's sandbox
+ * (its arguments: the seed's tsx and V8 folders, the deployment's, the sandbox user's id). Node names
+ * its cache's folder by the Node version and the OS user (`v22.23.3-x64-<hash>-<uid>`): the seed's,
+ * made as the platform's user, is renamed for the deployment's.
  */
-export async function seedDeploymentCaches(deps: Pick<Deps, 'config' | 'logger'>, files: DeploymentFiles): Promise<void> {
-  const caches = deploymentCaches(files);
-  // Made in any case: the sandbox binds the tsx folder.
-  for (const dir of [caches.tsx, caches.v8]) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    if (files.uid !== undefined) chownSync(dir, files.uid, files.uid);
-  }
+const SEED_SCRIPT = `set -e
+rm -rf "$3" "$4"
+mkdir -p "$4"
+cp -R --preserve=mode,timestamps "$1" "$3"
+for dir in "$2"/*; do
+  [ -d "$dir" ] || continue
+  name=\${dir##*/}
+  cp -R --preserve=mode,timestamps "$dir" "$4/\${name%-*}-$5"
+done`;
+
+/**
+ * Starts the deployment's caches from the platform's seed unless they came from this seed already
+ * (a deployment's next revisions keep what their predecessors cached). The deployment's cache folder
+ * is its own to write, so what is in it may be anything its code put there (links to the platform's
+ * files among them): the copy runs inside its sandbox, as its user, where that resolves within its own
+ * view; which seed it came from is kept beside it, in the folder the platform owns. Never fails a
+ * launch: a child without them starts cold.
+ */
+export async function seedDeploymentCaches(deps: Pick<Deps, 'config' | 'logger'>, prepared: PreparedSandbox): Promise<void> {
+  const { files } = prepared;
   const seed = await warmRuntimeCaches(deps);
   if (!seed) return;
-  const marker = join(files.cache, 'seed');
+  const marker = join(files.root, 'cache-seed');
   try {
     if (existsSync(marker) && readFileSync(marker, 'utf8') === seed.id) return;
-    // Node names its cache's folder by the Node version and the OS user (`v22.23.3-x64-<hash>-<uid>`):
-    // the seed's, made as the platform's user, is renamed for the deployment's.
+    const caches = deploymentCaches(files);
     const uid = files.uid ?? process.getuid?.() ?? 0;
-    const v8Folders = existsSync(seed.v8) ? readdirSync(seed.v8) : [];
-    const copies = [
-      { from: seed.tsx, to: caches.tsx },
-      ...v8Folders.map((name) => ({ from: join(seed.v8, name), to: join(caches.v8, name.replace(/-\d+$/, `-${uid}`)) })),
-    ];
-    rmSync(caches.tsx, { recursive: true, force: true });
-    rmSync(caches.v8, { recursive: true, force: true });
-    mkdirSync(caches.v8, { recursive: true, mode: 0o700 });
-    for (const { from, to } of copies) cpSync(from, to, { recursive: true });
-    if (files.uid !== undefined) {
-      chownTree(caches.tsx, files.uid);
-      chownTree(caches.v8, files.uid);
-    }
-    writeFileSync(marker, seed.id);
+    await prepared.sandbox.run(
+      '/bin/sh',
+      ['-c', SEED_SCRIPT, 'seed-caches', seed.tsx, seed.v8, caches.tsx, caches.v8, String(uid)],
+      { readOnly: [seed.dir], writable: [], cwd: files.cache, network: 'none' },
+      { env: prepared.env, timeoutMs: 60_000, label: 'seeding the compile caches' },
+    );
+    writeFileOfPlatform(marker, seed.id);
   } catch (error) {
     deps.logger.warn({ err: error, folder: files.cache }, "a deployment's compile caches could not be seeded");
   }
 }
 
-function chownTree(path: string, uid: number): void {
-  chownSync(path, uid, uid);
-  if (!statSync(path).isDirectory()) return;
-  for (const name of readdirSync(path)) chownTree(join(path, name), uid);
+/** Makes the seed's folders listable and its files readable by every OS user (the platform's own tree: links in it are not followed). */
+function openToOthers(path: string): void {
+  const found = lstatSync(path);
+  if (found.isSymbolicLink()) return;
+  chmodSync(path, found.mode | (found.isDirectory() ? 0o055 : 0o044));
+  if (found.isDirectory()) for (const name of readdirSync(path)) openToOthers(join(path, name));
 }

@@ -46,3 +46,13 @@ export function deploymentsRouter(deps: Deps): Router {
 
   return router;
 }
+
+/** The platform's GET /metrics: its deployments' use of their limits, for an organization admin's key. */
+export function deploymentMetricsRouter(deps: Deps): Router {
+  const router = Router();
+  router.get('/metrics', authenticate(deps), async (req, res) => {
+    const metrics = await deployments.deploymentUsageMetrics(req.ctx);
+    res.type(metrics.contentType).send(metrics.text);
+  });
+  return router;
+}

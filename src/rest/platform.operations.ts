@@ -106,6 +106,13 @@ const controlPlaneOperations = (prefix: string): Operation[] => [
 
 const platformSystemOperations: Operation[] = [
   { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and its database answer, 503 otherwise' },
+  {
+    method: 'get',
+    path: '/metrics',
+    tag: 'System',
+    summary: "Prometheus metrics: each deployment's processes, memory, files, database size and connections beside their limits (an organization admin's key)",
+    response: { kind: 'text' },
+  },
 ];
 
 const OPERATIONS: Operation[] = [

@@ -3,7 +3,7 @@ import { Router } from 'express';
 import type { Deps } from '../services/context.js';
 import { bulkExportsRouter } from './bulk-exports.routes.js';
 import { authIntegrationsListenersRouter } from './control-plane/auth-integrations-listeners.routes.js';
-import { deploymentsRouter } from './deployments.routes.js';
+import { deploymentMetricsRouter, deploymentsRouter } from './deployments.routes.js';
 import { errorHandler, notFoundHandler } from './middleware/errors.js';
 import { healthCheck } from './middleware/health.js';
 import { platformSurface } from './platform.operations.js';
@@ -57,6 +57,12 @@ export function restRouter(deps: Deps, localDeployments?: Router): Router {
   deployments.use(errorHandler('fastapi', deps.logger));
   router.use('/v2', deployments);
   router.use('/api-host/v2', deployments);
+
+  // Deployments' use of their limits, in Prometheus's format (FastAPI dialect for its errors).
+  const metrics = Router();
+  metrics.use(deploymentMetricsRouter(deps));
+  metrics.use(errorHandler('fastapi', deps.logger));
+  router.use(metrics);
 
   return router;
 }

@@ -5,12 +5,20 @@
 // With AGENT_PLATFORM_WARM_UP it only imports the modules a child imports, and exits: the platform
 // warms the caches deployments' children start with that way (runtime-caches.ts), running none of
 // their code.
+import { mkdirSync } from 'node:fs';
 import module from 'node:module';
 import { register } from 'tsx/esm/api';
 
 // Every child imports LangGraph and the platform's runtime: with a warm cache (the deployment's own,
 // seeded by the platform) it compiles only what is new.
 if (process.env.AGENT_PLATFORM_COMPILE_CACHE) module.enableCompileCache?.(process.env.AGENT_PLATFORM_COMPILE_CACHE);
+// tsx's cache folder (its sandbox's /tmp/tsx-<uid> leads there), made by the deployment's own user:
+// the platform writes nothing in the deployment's folders.
+try {
+  if (process.env.AGENT_PLATFORM_TSX_CACHE) mkdirSync(process.env.AGENT_PLATFORM_TSX_CACHE, { recursive: true, mode: 0o700 });
+} catch {
+  // Something of the deployment's own is in the way: tsx then works without its cache.
+}
 register();
 if (process.env.AGENT_PLATFORM_WARM_UP) {
   // runtime-child.ts's imports, static and dynamic (its body needs a deployment).

@@ -5,7 +5,7 @@
 // of its own, answering only requests the gateway signed (rest/agent-server/gateway-identity.ts).
 import { randomUUID } from 'node:crypto';
 import { createServer, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -20,10 +20,11 @@ import { startBoss } from '../workers/boss.js';
 import { bindSdkClientsToServer, loadCustomApp } from './custom-app.js';
 import { loadCustomAuth } from './custom-auth.js';
 import { startRuntimeRole } from './role.js';
-import { advertisedHost } from './runtime-server.js';
 import { bundleGraphUis } from './ui-bundles.js';
 
 export type DeployedAgentServerSpec = {
+  /** The listening socket it serves on, made by its launcher in the host's network (its own reaches nothing of the host's). */
+  listener: NetServer;
   deploymentId: string;
   name: string;
   workspaceId: string;
@@ -32,9 +33,9 @@ export type DeployedAgentServerSpec = {
   revisionId: string | undefined;
 };
 
-export type DeployedAgentServer = { runtimeId: string; url: string; graphIds: string[]; stop(): Promise<void> };
+export type DeployedAgentServer = { runtimeId: string; graphIds: string[]; stop(): Promise<void> };
 
-/** Starts it on `config.databaseUrl` (the deployment's database, migrated); resolves once it listens. */
+/** Starts it on `config.databaseUrl` (the deployment's database, migrated); resolves once it serves. */
 export async function startDeployedAgentServer(configured: Config, logger: Logger, spec: DeployedAgentServerSpec): Promise<DeployedAgentServer> {
   // Its runs are never traced into its own database: traces belong to the platform, which its launcher
   // gave a URL and a trace key for (config.deploymentTraces; runtime/ingest-api-traces.ts).
@@ -92,13 +93,17 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
       response.once('finish', () => socket.end());
       app(request, response);
     });
+    // Connections to the launcher's socket are this server's; a second listener, on its own network's
+    // loopback, serves the project's `new Client()` (the launcher's address is not reachable from in here).
+    spec.listener.on('connection', (socket: Socket) => server.emit('connection', socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, config.host, () => resolve());
+      server.listen(0, '127.0.0.1', () => resolve());
     });
     wiring.onStop(
       () =>
         new Promise<void>((resolve) => {
+          spec.listener.close();
           server.close(() => resolve());
           server.closeIdleConnections();
           setTimeout(() => server.closeAllConnections(), 5000).unref();
@@ -106,9 +111,8 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
     );
     // Registered after the server's stop, so it runs before it: open sockets do not hold the server.
     wiring.onStop(async () => threadStream.close());
-    const url = `http://${advertisedHost(config.host, config.publicUrl)}:${(server.address() as AddressInfo).port}`;
-    listeningAt(url);
-    return { runtimeId: running.runtimeId, url, graphIds: running.graphIds, stop: wiring.stop };
+    listeningAt(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    return { runtimeId: running.runtimeId, graphIds: running.graphIds, stop: wiring.stop };
   } catch (error) {
     await wiring.stop();
     throw error;

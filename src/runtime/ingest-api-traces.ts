@@ -8,6 +8,7 @@
 import { Client } from 'langsmith';
 import type { Logger } from 'pino';
 import type { Ingester, RunBatch, TraceSink } from '../trace-wire.js';
+import { fetchOverPlatformConnections } from './platform-connections.js';
 
 export class IngestApiTraceSink implements TraceSink {
   private readonly client: Client;
@@ -19,6 +20,8 @@ export class IngestApiTraceSink implements TraceSink {
     this.client = new Client({
       apiUrl: target.url,
       apiKey: target.apiKey,
+      // From a network of its own, over the connections its launcher hands over.
+      fetchImplementation: fetchOverPlatformConnections(target.url),
       autoBatchTracing: true,
       // The agent-run tracer records the runtime environment on each trace's root already.
       omitTracedRuntimeInfo: true,

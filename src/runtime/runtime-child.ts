@@ -3,10 +3,11 @@
 // the installation's secret key) and the deployment's secrets. Its life, driven over IPC:
 //   1. load every graph of the config and report `loaded` with their ids (or `failed` with the
 //      loader's error): this is the build's import check;
-//   2. on `serve`, start the deployment's agent server on its own database (deployed-agent-server.ts)
-//      and report `ready` with its address: the deploy takes over the process the build checked,
-//      instead of starting a second cold one;
+//   2. on `serve` (with the listening socket its launcher made), start the deployment's agent server
+//      on its own database (deployed-agent-server.ts) and report `ready`: the deploy takes over the
+//      process the build checked, instead of starting a second cold one;
 //   3. on `stop` (or when the launcher goes away), stop and exit.
+import type { Server as NetServer, Socket } from 'node:net';
 import { MemorySaver } from '@langchain/langgraph';
 import { InMemoryStore } from '@langchain/langgraph';
 import { loadConfig } from '../config.js';
@@ -15,6 +16,7 @@ import { applyGraphConfigEnv, readGraphConfig } from '../graph-config.js';
 import { loadCustomApp } from './custom-app.js';
 import type { ChildCommand, ChildReport } from '../launcher-protocol.js';
 import { GraphRegistry } from './graph-registry.js';
+import { usePlatformConnections } from './platform-connections.js';
 
 
 const send = (report: ChildReport) => new Promise<void>((resolve) => (process.send ? process.send(report, () => resolve()) : resolve()));
@@ -30,12 +32,29 @@ let stopProcess: () => Promise<void> = async () => undefined;
 const exitAfterStop = () => void stopProcess().then(() => process.exit(0));
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, exitAfterStop);
 // Listening from the start: a message that arrives while nobody listens is lost.
-let serveRequested: () => void = () => undefined;
-const serveCommand = new Promise<void>((resolve) => (serveRequested = resolve));
-process.on('message', (command: ChildCommand) => {
-  if (command === 'serve') serveRequested();
-  if (command === 'stop') exitAfterStop();
+let serveRequested: (listener: NetServer) => void = () => undefined;
+const serveCommand = new Promise<NetServer>((resolve) => (serveRequested = resolve));
+// Connections to the platform (its ingest API) asked of the launcher, by id.
+const platformConnections = new Map<number, { resolve(socket: Socket): void; reject(error: Error): void }>();
+let nextConnection = 0;
+process.on('message', (command: ChildCommand, handle?: NetServer | Socket) => {
+  if (command === 'serve' && handle) serveRequested(handle as NetServer);
+  else if (command === 'stop') exitAfterStop();
+  else if (typeof command === 'object' && command.type === 'platform-connection') {
+    const waiting = platformConnections.get(command.id);
+    platformConnections.delete(command.id);
+    if (handle && !command.error) waiting?.resolve(handle as Socket);
+    else waiting?.reject(new Error(`no connection to the platform: ${command.error ?? 'none handed over'}`));
+  }
 });
+usePlatformConnections(
+  () =>
+    new Promise<Socket>((resolve, reject) => {
+      const id = nextConnection++;
+      platformConnections.set(id, { resolve, reject });
+      void send({ type: 'connect-platform', id });
+    }),
+);
 
 const graphConfig = readGraphConfig(configPath);
 applyGraphConfigEnv(graphConfig);
@@ -62,11 +81,12 @@ try {
 const agentServer = import('./deployed-agent-server.js');
 agentServer.catch(() => undefined); // reported by serve(), if it is asked to
 
-await serveCommand;
+const listener = await serveCommand;
 try {
   const { startDeployedAgentServer } = await agentServer;
   await databaseMigrated;
   const server = await startDeployedAgentServer(config, logger, {
+    listener,
     deploymentId,
     name: process.env.AGENT_PLATFORM_DEPLOYMENT_NAME ?? deploymentId,
     workspaceId: process.env.AGENT_PLATFORM_WORKSPACE_ID!,
@@ -75,7 +95,7 @@ try {
     revisionId: process.env.AGENT_PLATFORM_REVISION_ID,
   });
   stopProcess = server.stop;
-  await send({ type: 'ready', url: server.url, graphIds: server.graphIds, runtimeId: server.runtimeId });
+  await send({ type: 'ready', graphIds: server.graphIds, runtimeId: server.runtimeId });
 } catch (error) {
   logger.error({ err: error }, 'the agent server could not start');
   await send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });

@@ -7,6 +7,7 @@ import { isAppError } from '../errors.js';
 import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from '../services/agent-server/runtime-protocol.js';
 import { answerGraphRequest } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
+import { advertisedHost } from '../launcher-protocol.js';
 
 export type RuntimeServer = { url: string; stop(): Promise<void> };
 
@@ -14,15 +15,6 @@ async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/**
- * The host other processes reach this runtime at: the bound address, or, when bound to every
- * interface, the host of the configured public URL (the machine's name as the api sees it), else loopback.
- */
-export function advertisedHost(host: string, publicUrl: string | undefined): string {
-  if (host !== '0.0.0.0' && host !== '::') return host.includes(':') ? `[${host}]` : host;
-  return publicUrl ? new URL(publicUrl).hostname : '127.0.0.1';
 }
 
 /** Listens on `host` (a free port) and answers the graph requests of runtime `runtimeId`. */

@@ -16,9 +16,10 @@ export async function watchPushedRefs(deps: Deps): Promise<string[]> {
     try {
       const deployment = await findControlDeployment(deps.db, watched.id);
       if (!deployment) continue;
-      // As the deployment's own OS user, like its clone: a local path reaches only what that user may read.
-      const { uid, home } = sandboxFor(deps, deployment).files;
-      const commit = await remoteRefCommit(watched.repo_url, watched.repo_ref, await deploymentGitCredentials(deps, deployment), { uid, home });
+      // As the deployment's own OS user, like its clone: a local path reaches only what that user may
+      // read. Its home for git is the deployment's folder that the platform owns (git's config is written there).
+      const { uid, root } = sandboxFor(deps, deployment).files;
+      const commit = await remoteRefCommit(watched.repo_url, watched.repo_ref, await deploymentGitCredentials(deps, deployment), { uid, home: root });
       if (!commit || commit === watched.commit_sha) continue;
       await createRevision({ ...deps, viewer: SYSTEM_VIEWER }, deployment, deployment.source_revision_config);
       deps.logger.info({ deploymentId: watched.id, commit }, 'the watched ref moved: new revision');

@@ -2,19 +2,22 @@
 // API with its deployment's trace key, into the project named after the deployment, where the
 // workspace reads them with its own key. Deployed code holds that key (it is in its environment) and
 // attacks with it from inside: writing into another project of its workspace, reading traces, listing
-// API keys, the control plane, another deployment's gateway. Each attempt is made and refused. Deleting
-// the deployment revokes the key.
+// API keys, the control plane, another deployment's gateway. Each attempt is made and refused (over the
+// connections its launcher hands it, the one way its own network reaches the platform; the platform's
+// address itself it cannot reach). Deleting the deployment revokes the key.
 import { Client } from '@langchain/langgraph-sdk';
 import { Client as LangSmith } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../factories.js';
 import type { TestPlatform } from '../helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, PLATFORM_CALLS_SOURCE, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
 
 const project = {
   'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' } }),
+  'platform-calls.ts': PLATFORM_CALLS_SOURCE,
   'agent.ts': `
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { directStatus, platformStatus } from './platform-calls.ts';
 
 const State = Annotation.Root({
   input: Annotation<string>(),
@@ -27,15 +30,16 @@ const State = Annotation.Root({
 async function attack(targets: { otherProjectId: string; otherDeploymentId: string; workspaceId: string }) {
   const url = process.env.AGENT_PLATFORM_TRACES_URL!;
   const key = process.env.AGENT_PLATFORM_TRACES_API_KEY!;
-  const call = async (path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
-    (await fetch(url + path, {
+  const call = (path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
+    platformStatus(url + path, {
       method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
       headers: { 'content-type': 'application/json', 'x-api-key': key, ...init.headers },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    })).status;
+    });
   const run = (extra: Record<string, unknown>) => ({ id: crypto.randomUUID(), name: 'forged', run_type: 'chain', inputs: {}, start_time: new Date().toISOString(), ...extra });
   return {
     key,
+    direct: await directStatus(url + '/sessions', { headers: { 'x-api-key': key } }),
     own_project: await call('/runs', { body: run({}) }),
     other_project_by_name: await call('/runs', { body: run({ session_name: 'other-project' }) }),
     other_project_by_id: await call('/runs/batch', { body: { post: [run({ session_id: targets.otherProjectId })] } }),
@@ -123,6 +127,8 @@ describe("a deployed revision's traces", () => {
     const { key, ...attempts } = state.attempts;
     expect(key).toMatch(/^apk_/);
     expect(attempts).toEqual({
+      // Its network reaches nothing of the host's: the platform's loopback address is its own namespace's.
+      direct: 'ECONNREFUSED',
       // The key works, for its own project: the attempts below were aimed right.
       own_project: 202,
       other_project_by_name: 403,

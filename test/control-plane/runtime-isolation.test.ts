@@ -20,7 +20,7 @@ import { buildTenant } from '../factories.js';
 import { createClient } from 'graphql-ws';
 import { WebSocket } from 'ws';
 import { graphql, type TestPlatform } from '../helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
+import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, PLATFORM_CALLS_SOURCE, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';
 
 // What deployed code tries with its own login, in its own database; each answer is 'ok <rows>' or the SQLSTATE.
 const PROBES: Record<string, string> = {
@@ -66,9 +66,11 @@ app.get('/custom/stream', (c) =>
   }),
 );
 `,
+  'platform-calls.ts': PLATFORM_CALLS_SOURCE,
   'agent.ts': `
 import { readdirSync } from 'node:fs';
 import pg from 'pg';
+import { directStatus, platformStatus } from './platform-calls.ts';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 
 const State = Annotation.Root({
@@ -118,11 +120,14 @@ async function probe(targets: { platformDatabase: string; otherDatabase: string;
   answers.platform_database = await connectTo(targets.platformDatabase);
   answers.other_database = await connectTo(targets.otherDatabase);
   // The platform's API from inside: no key, and the gateway's identity headers forged, at its own
-  // deployment's url (the gateway takes them from no caller).
+  // deployment's url (the gateway takes them from no caller). Its address is not reachable from the
+  // deployment's own network; the connection its launcher hands over (for its traces) is.
   const identity = Buffer.from(JSON.stringify({ userId: 'x', apiKeyId: 'x', access: 'write', expires: Date.now() + 60_000 })).toString('base64url');
-  const forged = { 'x-agent-platform-identity': identity, 'x-agent-platform-signature': 'forged' };
-  answers.platform_api = String((await fetch(targets.platformUrl + '/deployments/' + process.env.AGENT_PLATFORM_DEPLOYMENT_ID + '/threads/search', { method: 'POST', headers: { 'content-type': 'application/json', ...forged }, body: '{}' })).status);
-  answers.platform_graphql = String((await fetch(targets.platformUrl + '/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ deployments { id } }"}' })).status);
+  const forged = { 'content-type': 'application/json', 'x-agent-platform-identity': identity, 'x-agent-platform-signature': 'forged' };
+  const ownUrl = targets.platformUrl + '/deployments/' + process.env.AGENT_PLATFORM_DEPLOYMENT_ID + '/threads/search';
+  answers.platform_api_direct = await directStatus(ownUrl, { method: 'POST', headers: forged, body: '{}' });
+  answers.platform_api = String(await platformStatus(ownUrl, { method: 'POST', headers: forged, body: '{}' }));
+  answers.platform_graphql = String(await platformStatus(targets.platformUrl + '/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ deployments { id } }"}' }));
   return answers;
 }
 
@@ -206,7 +211,9 @@ describe("a deployed agent server's database", () => {
       // 42501: permission denied for database (CONNECT is not its own there).
       platform_database: '42501',
       other_database: '42501',
-      // The platform's API answers what any caller without a key gets.
+      // The platform's address is its own network's loopback, where nothing listens; through the
+      // connection its launcher hands over, the platform answers what any caller without a key gets.
+      platform_api_direct: 'ECONNREFUSED',
       platform_api: '401',
       platform_graphql: '401',
     });

@@ -100,7 +100,7 @@ function processTree(pid: number): number[] {
   return tree;
 }
 
-const probe = probeSandbox({ mode: 'auto', allowUnsandboxed: false, uidBase: 1_000_000_000, memoryBytes: 2 ** 31, cpus: 1 });
+const probe = probeSandbox({ mode: 'auto', allowUnsandboxed: false, uidBase: 1_000_000_000, memoryBytes: 2 ** 31, cpus: 1, pids: 1024, network: { mode: 'isolated', allowed: [] } });
 const sandboxed = probe.enabled;
 const limitsEnforced = probe.enabled && probe.limits.enforced;
 
@@ -191,14 +191,15 @@ describe.skipIf(!sandboxed)('deployed code in its sandbox', () => {
     expectNothingReached(report);
     expect(report['write own checkout']).toBe('EROFS');
 
-    // Each deployment runs as an OS user of its own, which alone owns its checkout.
-    const victimDir = join(platform.deps.config.dataDir, 'revisions', victim.latest_revision_id);
-    const attackerDir = join(platform.deps.config.dataDir, 'revisions', attacker.latest_revision_id);
+    // Each deployment runs as an OS user of its own, which alone owns its checkout (in a folder the platform owns).
+    const victimRepo = join(platform.deps.config.dataDir, 'revisions', victim.latest_revision_id, 'repo');
+    const attackerRepo = join(platform.deps.config.dataDir, 'revisions', attacker.latest_revision_id, 'repo');
     if (process.getuid?.() === 0) {
       expect(report.uid).not.toBe(0);
-      expect(statSync(attackerDir).uid).toBe(report.uid);
-      expect(statSync(victimDir).uid).not.toBe(report.uid);
-      expect(statSync(victimDir).mode & 0o777).toBe(0o700);
+      expect(statSync(attackerRepo).uid).toBe(report.uid);
+      expect(statSync(dirname(attackerRepo)).uid).toBe(0);
+      expect(statSync(victimRepo).uid).not.toBe(report.uid);
+      expect(statSync(victimRepo).mode & 0o777).toBe(0o700);
     }
 
     // The victim lived through it all and still answers, unchanged.

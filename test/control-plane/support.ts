@@ -139,10 +139,52 @@ export const deploymentBody = (repoUrl: string, overrides: { name?: string; repo
 });
 
 /** A test platform whose worker runs the control plane's pipeline (test platforms leave it off: test files share one database and job queues). */
-export const startControlPlanePlatform = () => startTestPlatform({ jobs: true, config: { AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true' } });
+export const startControlPlanePlatform = (config: Record<string, string> = {}) => startTestPlatform({ jobs: true, config: { AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true', ...config } });
 
 /** Stops the runtimes the platform's pipeline launched, then the platform. */
 export async function stopControlPlanePlatform(platform: TestPlatform | undefined): Promise<void> {
   await platform?.deps.deployedRuntimes?.stop();
   await platform?.stop();
 }
+
+/**
+ * Source for a deployed graph's module: `platformStatus(url, init)` answers the HTTP status of a
+ * request to the platform, sent the one way deployed code can still reach it from its own network:
+ * over a connection its launcher hands its process (the way its traces go), asked for on the process's
+ * IPC channel as its agent server asks. `directStatus` tries the platform's address itself, and
+ * answers the connection's error code (the network of its own reaches nothing of the host's).
+ */
+export const PLATFORM_CALLS_SOURCE = `
+import { request } from 'node:http';
+import type { Socket } from 'node:net';
+
+let nextConnection = 1_000_000;
+function platformSocket(): Promise<Socket> {
+  const id = nextConnection++;
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: any, handle?: Socket) => {
+      if (message?.type !== 'platform-connection' || message.id !== id) return;
+      process.off('message', onMessage);
+      if (handle) resolve(handle);
+      else reject(new Error(message.error ?? 'no connection'));
+    };
+    process.on('message', onMessage);
+    process.send!({ type: 'connect-platform', id });
+  });
+}
+
+export function platformStatus(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const sent = request(url, { method: init.method ?? 'GET', headers: init.headers, createConnection: (_options: unknown, done: (error: Error | null, socket?: Socket) => void) => void platformSocket().then((socket) => done(null, socket), done) } as any, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    sent.on('error', reject);
+    sent.end(init.body);
+  });
+}
+
+export function directStatus(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<string> {
+  return fetch(url, init).then((response) => String(response.status), (error) => String(error.cause?.code ?? error.message));
+}
+`;

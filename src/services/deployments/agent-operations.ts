@@ -9,6 +9,7 @@ import type { Deps, LocalAgentCalls, ServiceContext } from '../context.js';
 import type { Operation, OperationArgs, RunStreamEvent } from '../agent-server/platform-calls.js';
 import { authenticateApiKey } from '../tenancy/tenancy.service.js';
 import { authorizeDeploymentCaller, declaresCustomAuth, servedByOwnAgentServer } from './deployments.service.js';
+import { findDeploymentUsage } from './deployments.store.js';
 import { agentServerAddresses } from './agent-server-addresses.js';
 import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, gatewayIdentityHeaders, PLATFORM_CALL_ACCESS, type PlatformCall } from '../../gateway-protocol.js';
 
@@ -58,8 +59,22 @@ async function signedRoute(
     const [server] = await agentServerAddresses(deps, deploymentId, { fresh });
     if (server) return { url: server.url, headers: gatewayIdentityHeaders(server.signer, server.runtimeId, request, caller) };
     if (abandoned()) return undefined;
+    // Stopped for outgrowing its limits: no server comes until it fits again, and the caller is told why.
+    if (!fresh) await assertWithinLimits(deps, deploymentId);
     if (Date.now() > deadline) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
   }
+}
+
+/** UNAVAILABLE, saying why, for a deployment stopped because its files or database outgrew their limits. */
+async function assertWithinLimits(deps: Deps, deploymentId: string): Promise<void> {
+  const found = await findDeploymentUsage(deps.db, deploymentId);
+  if (found?.status !== 'OVER_LIMIT') return;
+  const megabytes = (bytes: number | undefined) => `${((bytes ?? 0) / 1024 / 1024).toFixed(1)} MB`;
+  const usage = found.usage;
+  throw new AppError(
+    'UNAVAILABLE',
+    `The deployment is stopped: it outgrew its disk limits (files ${megabytes(usage?.filesBytes)} of ${megabytes(usage?.filesLimitBytes)}, database ${megabytes(usage?.databaseBytes)} of ${megabytes(usage?.databaseLimitBytes)}). Raise them (source_config.resource_spec disk_mb, database_mb) to start it again.`,
+  );
 }
 
 /**

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
-import type { AdminLogin, DatabaseTemplate } from '../../database/admin-login.js';
+import { type AdminLogin, ConnectionBudgetError, type DatabaseTemplate } from '../../database/admin-login.js';
 import { migrateDatabase, readMigrations } from '../../database/migrate.js';
 import { withTransaction } from '../../db.js';
 import { bossConnection } from '../../queues.js';
@@ -22,6 +22,9 @@ import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';
 
 /** The database login of a deployment's agent server: one per deployment, made by the admin login. */
 export const runtimeLoginRole = (deploymentId: string) => `agent_runtime_${deploymentId.replace(/-/g, '')}`;
+
+/** Every deployment's login (runtimeLoginRole), as a LIKE pattern. */
+const RUNTIME_LOGIN_PATTERN = 'agent\\_runtime\\_%';
 
 /** The database of a deployment's agent server. */
 export const deploymentDatabaseName = (deploymentId: string) => `agent_deployment_${deploymentId.replace(/-/g, '')}`;
@@ -128,7 +131,11 @@ export async function ensureDeploymentDatabase(deps: Pick<Deps, 'db' | 'adminLog
   const name = deploymentDatabaseName(deploymentId);
   let made: boolean;
   try {
-    await deps.adminLogin.ensureLogin(role, password);
+    await deps.adminLogin.ensureLogin(role, password, {
+      connections: deps.config.deploymentDatabaseConnections,
+      tempFileKb: Math.ceil(deps.config.deploymentTempFileBytes / 1024),
+      sharedWith: RUNTIME_LOGIN_PATTERN,
+    });
     const template = await deploymentTemplate(deps);
     const connections = deps.config.deploymentDatabaseConnections;
     made = await deps.adminLogin.ensureDatabase(name, role, connections, template).catch(async (error: unknown) => {
@@ -139,6 +146,7 @@ export async function ensureDeploymentDatabase(deps: Pick<Deps, 'db' | 'adminLog
       return deps.adminLogin.ensureDatabase(name, role, connections);
     });
   } catch (error) {
+    if (error instanceof ConnectionBudgetError) throw error;
     throw new Error(
       `could not make the deployment's own database and login (${(error as Error).message}); give the platform an admin login that may create roles and databases (AGENT_PLATFORM_ADMIN_DATABASE_URL)`,
     );

@@ -7,7 +7,7 @@ import { dropDeploymentDatabase } from './deployment-database.js';
 import type { Deps, ServiceContext } from '../context.js';
 import { integrationAccessToken } from '../integrations/integrations.service.js';
 import { revokeDeploymentTraceKeys } from '../tenancy/tenancy.service.js';
-import { deploymentAccessOf, SYSTEM_VIEWER } from '../../viewer.js';
+import { assertCan, deploymentAccessOf, organizationOf, SYSTEM_VIEWER } from '../../viewer.js';
 import type { DeploymentAccess } from '../../gateway-protocol.js';
 import { newId } from '../../ids.js';
 import { parseInput } from '../validate.js';
@@ -17,7 +17,8 @@ import { moveRevisionsOf, queueRevision, UNFINISHED } from './revisions.service.
 import * as revisionsStore from './revisions.store.js';
 import type { GitCredentials } from './source-checkout.js';
 import type { ControlDeploymentRow } from './revisions.store.js';
-import { type DeploymentRow, findDeployment } from './deployments.store.js';
+import { type DeploymentRow, type DeploymentUsage, findDeployment, listOrganizationUsage } from './deployments.store.js';
+import { Gauge, Registry } from 'prom-client';
 
 const NOT_FOUND = 'Deployment not found';
 
@@ -203,3 +204,41 @@ export async function deploymentGitCredentials(deps: Deps, deployment: Pick<Cont
 
 const definedOnly = <T extends Record<string, unknown>>(values: T): Partial<T> =>
   Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+
+/**
+ * The organization's deployments' use of their limits, as their workers last measured it, in
+ * Prometheus's text format (the platform's GET /metrics): for each deployment (labels
+ * `deployment_id`, `deployment_name`, `workspace_id`) processes and threads, memory, its files, its
+ * database's size and connections, each beside its limit, and whether it is stopped OVER_LIMIT. For
+ * an organization admin (FORBIDDEN otherwise).
+ */
+export async function deploymentUsageMetrics(ctx: ServiceContext): Promise<{ contentType: string; text: string }> {
+  assertCan(ctx.viewer, 'organization:manage');
+  const deployments = await listOrganizationUsage(ctx.db, organizationOf(ctx.viewer));
+  const registry = new Registry();
+  const labelNames = ['deployment_id', 'deployment_name', 'workspace_id'] as const;
+  const gauge = (name: string, help: string) => new Gauge({ name: `agent_platform_deployment_${name}`, help, labelNames, registers: [registry] });
+  const figures: Array<[Gauge, (usage: DeploymentUsage) => number | undefined]> = [
+    [gauge('pids', 'Processes and threads its sandbox runs.'), (usage) => usage.pids],
+    [gauge('pids_limit', 'Most processes and threads it may run (resource_spec.pids).'), (usage) => usage.pidsLimit],
+    [gauge('memory_bytes', 'Memory its sandbox uses, page cache included.'), (usage) => usage.memoryBytes],
+    [gauge('memory_limit_bytes', 'Its memory limit (resource_spec.memory_mb).'), (usage) => usage.memoryLimitBytes],
+    [gauge('files_bytes', 'Disk its own folders (HOME, caches) take.'), (usage) => usage.filesBytes],
+    [gauge('files_limit_bytes', 'Disk its own folders may take (resource_spec.disk_mb).'), (usage) => usage.filesLimitBytes],
+    [gauge('database_bytes', 'Size of its database on disk.'), (usage) => usage.databaseBytes],
+    [gauge('database_limit_bytes', 'Size its database may reach (resource_spec.database_mb).'), (usage) => usage.databaseLimitBytes],
+    [gauge('database_connections', 'Sessions open on its database.'), (usage) => usage.databaseConnections],
+    [gauge('database_connections_limit', "Its database login's connection limit."), (usage) => usage.databaseConnectionsLimit],
+  ];
+  const stopped = gauge('over_limit', '1 while it is stopped for outgrowing its disk limits (status OVER_LIMIT).');
+  for (const deployment of deployments) {
+    const labels = { deployment_id: deployment.id, deployment_name: deployment.name, workspace_id: deployment.tenant_id };
+    stopped.set(labels, deployment.status === 'OVER_LIMIT' ? 1 : 0);
+    if (!deployment.usage) continue;
+    for (const [metric, read] of figures) {
+      const value = read(deployment.usage);
+      if (value !== undefined) metric.set(labels, value);
+    }
+  }
+  return { contentType: registry.contentType, text: await registry.metrics() };
+}

@@ -62,7 +62,49 @@ export async function deleteDeploymentRuntime(db: Database, runtimeId: string): 
   await db.pool.query('DELETE FROM deployment_runtimes WHERE id = $1', [runtimeId]);
 }
 
-/** Sets a deployment's status (AWAITING_DATABASE while its database is made, READY after). */
-export async function setDeploymentStatus(db: Database, deploymentId: string, status: 'AWAITING_DATABASE' | 'READY'): Promise<void> {
-  await db.pool.query('UPDATE deployments SET status = $2, updated_at = now() WHERE id = $1 AND status IS DISTINCT FROM $2', [deploymentId, status]);
+/**
+ * Sets a deployment's status (AWAITING_DATABASE while its database is made, READY after; OVER_LIMIT
+ * while it is stopped for outgrowing its disk limits). Returns whether it changed.
+ */
+export async function setDeploymentStatus(db: Database, deploymentId: string, status: 'AWAITING_DATABASE' | 'READY' | 'OVER_LIMIT'): Promise<boolean> {
+  const { rowCount } = await db.pool.query('UPDATE deployments SET status = $2, updated_at = now() WHERE id = $1 AND status IS DISTINCT FROM $2', [deploymentId, status]);
+  return rowCount === 1;
+}
+
+/**
+ * What a deployment used of its limits, as its worker last measured it (deployment-usage.ts). Every
+ * figure is in bytes or a count; a limit beside each.
+ */
+export type DeploymentUsage = {
+  measuredAt: string;
+  pids?: number;
+  pidsLimit: number;
+  memoryBytes?: number;
+  memoryLimitBytes: number;
+  filesBytes?: number;
+  filesLimitBytes: number;
+  databaseBytes?: number;
+  databaseLimitBytes: number;
+  databaseConnections?: number;
+  databaseConnectionsLimit: number;
+};
+
+export async function recordDeploymentUsage(db: Database, deploymentId: string, usage: DeploymentUsage): Promise<void> {
+  await db.pool.query('UPDATE deployments SET usage = $2 WHERE id = $1', [deploymentId, JSON.stringify(usage)]);
+}
+
+/** A deployment's status and last measured usage (why it is OVER_LIMIT, when it is). */
+export async function findDeploymentUsage(db: Database, deploymentId: string): Promise<{ status: string; usage: DeploymentUsage | null } | undefined> {
+  const { rows } = await db.pool.query<{ status: string; usage: DeploymentUsage | null }>('SELECT status, usage FROM deployments WHERE id = $1 AND deleted_at IS NULL', [deploymentId]);
+  return rows[0];
+}
+
+/** The organization's deployments with their status and last measured usage, for /metrics. */
+export async function listOrganizationUsage(db: Database, organizationId: string): Promise<Array<{ id: string; name: string; tenant_id: string; status: string; usage: DeploymentUsage | null }>> {
+  const { rows } = await db.pool.query<{ id: string; name: string; tenant_id: string; status: string; usage: DeploymentUsage | null }>(
+    `SELECT d.id, d.name, d.tenant_id, d.status, d.usage FROM deployments d JOIN workspaces w ON w.id = d.tenant_id
+      WHERE w.organization_id = $1 AND d.deleted_at IS NULL AND d.source <> 'local' ORDER BY d.created_at`,
+    [organizationId],
+  );
+  return rows;
 }

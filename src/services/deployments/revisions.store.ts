@@ -135,9 +135,9 @@ export async function retiredRevisionsAmong(db: Database, ids: string[], finishe
 }
 
 /** The deployments whose active revision should be running (for a restart of the platform). */
-export async function listActiveRevisions(db: Database): Promise<{ deployment_id: string; revision_id: string }[]> {
-  const { rows } = await db.pool.query<{ deployment_id: string; revision_id: string }>(
-    `SELECT id AS deployment_id, active_revision_id AS revision_id FROM deployments
+export async function listActiveRevisions(db: Database): Promise<{ deployment_id: string; revision_id: string; status: string }[]> {
+  const { rows } = await db.pool.query<{ deployment_id: string; revision_id: string; status: string }>(
+    `SELECT id AS deployment_id, active_revision_id AS revision_id, status FROM deployments
      WHERE deleted_at IS NULL AND active_revision_id IS NOT NULL AND source <> 'local'`,
   );
   return rows;

@@ -10,18 +10,19 @@
 // database and serves its graph requests on loopback, and graphs reach their model providers.
 // Memory and CPU are bounded by cgroups where this process may write them (cgroup v1 here, or v2
 // with a delegated subtree); elsewhere the limits are reported as not enforced.
-import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxConfig } from '../../config.js';
 import { makeTraversable } from '../../database/traversable.js';
+import { connectSandboxNetwork, type NetworkStatus, probeNetwork, SANDBOX_NAME_SERVER } from './sandbox-network.js';
 
 /** What this machine can do for deployed code, found once per process (probeSandbox). */
 export type SandboxStatus =
-  | { enabled: true; tool: 'bubblewrap'; version: string; perDeploymentUser: boolean; limits: { enforced: boolean; how: string } }
+  | { enabled: true; tool: 'bubblewrap'; version: string; perDeploymentUser: boolean; limits: { enforced: boolean; how: string }; network: NetworkStatus }
   | { enabled: false; reason: string; allowUnsandboxed: boolean };
 
 /** The platform's own checkout: its runtime code and packages are bound read-only into sandboxes. */
@@ -41,7 +42,7 @@ const probes = new Map<string, SandboxStatus>();
  * sandbox around `true`, so a kernel without user namespaces shows here, not in a customer's build.
  */
 export function probeSandbox(config: SandboxConfig): SandboxStatus {
-  const key = `${config.mode}:${config.allowUnsandboxed}:${config.uidBase}`;
+  const key = `${config.mode}:${config.allowUnsandboxed}:${config.uidBase}:${config.network.mode}`;
   const known = probes.get(key);
   if (known) return known;
   const status = probeOnce(config);
@@ -65,7 +66,7 @@ function probeOnce(config: SandboxConfig): SandboxStatus {
     const why = (trial.stderr || trial.error?.message || `exit ${trial.status ?? trial.signal}`).trim();
     return disabled(`bubblewrap cannot make a sandbox here: ${why} (it needs unprivileged user namespaces: sysctl user.max_user_namespaces > 0, and kernel.unprivileged_userns_clone=1 where that exists)`);
   }
-  return { enabled: true, tool: 'bubblewrap', version, perDeploymentUser: asRoot, limits: cgroupSupport() };
+  return { enabled: true, tool: 'bubblewrap', version, perDeploymentUser: asRoot, limits: cgroupSupport(), network: probeNetwork(config.network) };
 }
 
 /** A short line for logs and /info. */
@@ -73,7 +74,9 @@ export function describeSandbox(status: SandboxStatus): string {
   if (!status.enabled) {
     return `deployed code is NOT sandboxed: ${status.reason}. ${status.allowUnsandboxed ? 'AGENT_PLATFORM_ALLOW_UNSANDBOXED=true: deploying anyway, with the reach of the platform\'s OS user' : 'Deployments are refused until it is, or until AGENT_PLATFORM_ALLOW_UNSANDBOXED=true'}`;
   }
-  return `deployed code runs in a bubblewrap ${status.version} sandbox${status.perDeploymentUser ? ', as an OS user per deployment' : ''}; memory and CPU limits ${status.limits.enforced ? `enforced (${status.limits.how})` : `not enforced (${status.limits.how})`}`;
+  const limits = status.limits.enforced ? `enforced (${status.limits.how})` : `not enforced (${status.limits.how})`;
+  const network = status.network.isolated ? `in ${status.network.how}` : `NOT in a network of its own: ${status.network.why}`;
+  return `deployed code runs in a bubblewrap ${status.version} sandbox${status.perDeploymentUser ? ', as an OS user per deployment' : ''}; memory, CPU and process limits ${limits}; ${network}`;
 }
 
 /** Throws (a message for the revision's build log) when deployed code may not run: no sandbox, and the operator did not allow that. */
@@ -83,25 +86,50 @@ function assertDeployable(status: SandboxStatus): void {
   }
 }
 
-/** A deployment's own folders: `home` (HOME, npm's cache) and `cache` (V8's compile cache), owned by its sandbox user. */
+/**
+ * A deployment's own folders: `home` (HOME, npm's cache) and `cache` (V8's and tsx's compile caches),
+ * owned by its sandbox user, inside `root`, which stays the platform's.
+ */
 export type DeploymentFiles = { root: string; home: string; cache: string; uid?: number };
 
 /** Where a deployment's own folders are: `<data dir>/deployments/<id>/`. */
 const deploymentDirectory = (dataDir: string, deploymentId: string) => resolve(dataDir, 'deployments', deploymentId);
 
 /**
- * Makes the deployment's folders (mode 0700, owned by its sandbox user when the platform is root) and
- * returns them. Idempotent.
+ * Makes the deployment's folders and returns them. Idempotent. The deployment may write inside `home`
+ * and `cache` (owned by its sandbox user when the platform is root), never in `root`, which the
+ * platform owns: so `home` and `cache` are the folders the platform made, never a link the deployment
+ * put in their place that the platform, as root, would follow (an earlier version let the deployment
+ * own `root`; such a link is removed here and the folder made again).
  */
 export function deploymentFiles(dataDir: string, deployment: { id: string; sandbox_id: number }, status: SandboxStatus, config: SandboxConfig): DeploymentFiles {
   const root = deploymentDirectory(dataDir, deployment.id);
   const files: DeploymentFiles = { root, home: join(root, 'home'), cache: join(root, 'cache'), uid: sandboxUid(deployment, status, config) };
-  for (const dir of [root, files.home, files.cache]) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  mkdirSync(root, { recursive: true, mode: 0o700 });
+  if (process.getuid?.() === 0) lchownSync(root, 0, 0);
+  // Its sandbox user passes through to its two folders (bubblewrap opens them as that user) and may list nothing here.
+  chmodSync(root, files.uid === undefined ? 0o700 : 0o711);
+  for (const dir of [files.home, files.cache]) {
+    const found = lstatSync(dir, { throwIfNoEntry: false });
+    // Removes a link (never what it points at) or a file; nothing of the deployment can make one again here.
+    if (found && !found.isDirectory()) rmSync(dir, { force: true });
+    if (!found?.isDirectory()) mkdirSync(dir, { mode: 0o700 });
+    if (files.uid !== undefined) lchownSync(dir, files.uid, files.uid);
     chmodSync(dir, 0o700);
-    if (files.uid !== undefined) chownSync(dir, files.uid, files.uid);
   }
+  // The name server its network has (sandbox-network.ts), in place of the host's.
+  writeFileOfPlatform(join(root, 'resolv.conf'), `nameserver ${SANDBOX_NAME_SERVER}\n`);
   return files;
+}
+
+/**
+ * Writes a file of the platform's, readable by all, into a folder of the platform's that a deployment
+ * once owned (`root`, before this version): whatever the deployment left at that name then (a link
+ * to a file of the host's) is removed, never followed, and the file is made new (O_EXCL).
+ */
+export function writeFileOfPlatform(path: string, content: string): void {
+  rmSync(path, { force: true });
+  writeFileSync(path, content, { flag: 'wx', mode: 0o644 });
 }
 
 /** The deployments with folders on this machine (their ids). */
@@ -128,17 +156,22 @@ function sandboxUid(deployment: { sandbox_id: number }, status: SandboxStatus, c
 
 /**
  * What a sandbox may see besides the system: read-only and writable paths (bound at the same place),
- * writable folders bound elsewhere (`at`: its own folder at the place a tool expects one), and where it starts.
+ * symbolic links made inside it (`links`: one of its own folders at the place a tool expects one; the
+ * link is read inside the sandbox, so whatever the deployment put there resolves within its own view,
+ * never on the host), where it starts, and whether it reaches the internet (`network: 'none'`: only
+ * a loopback of its own).
  */
-export type SandboxMounts = { readOnly: string[]; writable: string[]; at?: Array<{ path: string; to: string }>; cwd: string };
+export type SandboxMounts = { readOnly: string[]; writable: string[]; links?: Array<{ target: string; at: string }>; cwd: string; network?: 'internet' | 'none' };
 
-/** How to start a command in a deployment's sandbox: a `spawn`'s file, arguments and OS user. */
-export type SandboxedCommand = { file: string; args: string[]; uid?: number; gid?: number };
+/** How a sandboxed process is started: its environment, and its stdio beyond what the sandbox adds. */
+export type SandboxSpawnOptions = { env: NodeJS.ProcessEnv; stdio?: Array<'ignore' | 'pipe' | 'ipc'> };
 
 /**
- * A deployment's sandbox (or, where none can be made and the operator allowed it, the bare command):
- * `wrap` turns a command into one that runs inside it, in the deployment's cgroup when limits are
- * enforced. Node (this process's) and the platform's runtime code are always readable inside.
+ * A deployment's sandbox (or, where none can be made and the operator allowed it, none): `spawn`
+ * starts a command inside it, in the deployment's cgroups when limits are enforced and in a network
+ * of its own when that can be made (sandbox-network.ts: the command starts once it is connected; a
+ * failure to connect it kills the process and is its `error`). Node (this process's) and the
+ * platform's runtime code are always readable inside.
  */
 export function deploymentSandbox(
   status: SandboxStatus,
@@ -147,20 +180,54 @@ export function deploymentSandbox(
   deployment: { id: string; resourceSpec?: unknown },
   logger: { warn(obj: object, msg: string): void },
 ) {
+  const spawnIn = (command: string, args: string[], mounts: SandboxMounts, options: SandboxSpawnOptions): ChildProcess => {
+    assertDeployable(status);
+    const stdio: Array<'ignore' | 'pipe' | 'ipc'> = [...(options.stdio ?? ['ignore', 'pipe', 'pipe'])];
+    if (!status.enabled) return spawn(command, args, { cwd: mounts.cwd, env: options.env, stdio });
+    const readOnly = [nodeInstallation(), ...PLATFORM_PARTS.filter(existsSync), ...mounts.readOnly];
+    const writable = [files.home, files.cache, ...mounts.writable];
+    // bubblewrap opens the mounts as the sandbox's user: the parents it does not own must let it pass.
+    if (files.uid !== undefined) for (const path of [...readOnly, ...mounts.writable, files.root]) makeTraversable(dirname(path), logger);
+    // A network of its own: none at all, or the internet through slirp4netns once the sandbox says which process it is.
+    const connected = mounts.network !== 'none' && status.network.isolated;
+    const fds = { info: stdio.length, block: stdio.length + 1 };
+    if (connected) stdio.push('pipe', 'pipe');
+    const network = mounts.network === 'none' || status.network.isolated ? ['--unshare-net'] : [];
+    if (connected) network.push('--info-fd', String(fds.info), '--block-fd', String(fds.block));
+    const resolvConf = connected ? join(files.root, 'resolv.conf') : undefined;
+    const sandboxed = [...bubblewrapArgs({ readOnly, writable, links: mounts.links, cwd: mounts.cwd }, { network, resolvConf }), '--', command, ...args];
+    const procs = status.limits.enforced ? deploymentCgroup(deployment.id, limitsOf(config, deployment.resourceSpec), files.uid) : [];
+    const user = files.uid === undefined ? {} : { uid: files.uid, gid: files.uid };
+    // The shell joins the deployment's cgroups, then becomes bubblewrap: everything it starts is counted there.
+    const [file, fileArgs] = procs.length === 0 ? [bubblewrapPath()!, sandboxed] : ['/bin/sh', ['-c', JOIN_CGROUPS, 'agent-platform-sandbox', ...procs, '--', bubblewrapPath()!, ...sandboxed]];
+    const child = spawn(file, fileArgs, { cwd: mounts.cwd, env: options.env, stdio, ...user });
+    if (connected) void connectSandboxNetwork(child, fds, config.network).catch((error: unknown) => child.emit('error', error));
+    return child;
+  };
   return {
-    wrap(command: string, args: string[], mounts: SandboxMounts): SandboxedCommand {
-      assertDeployable(status);
-      if (!status.enabled) return { file: command, args };
-      const readOnly = [nodeInstallation(), ...PLATFORM_PARTS.filter(existsSync), ...mounts.readOnly];
-      const writable = [files.home, files.cache, ...mounts.writable];
-      // bubblewrap opens the mounts as the sandbox's user: the parents it does not own must let it pass.
-      if (files.uid !== undefined) for (const path of [...readOnly, ...mounts.writable, files.root]) makeTraversable(dirname(path), logger);
-      const sandboxed = [...bubblewrapArgs({ readOnly, writable, at: mounts.at, cwd: mounts.cwd }), '--', command, ...args];
-      const procs = status.limits.enforced ? deploymentCgroup(deployment.id, limitsOf(config, deployment.resourceSpec), files.uid) : [];
-      const user = files.uid === undefined ? {} : { uid: files.uid, gid: files.uid };
-      if (procs.length === 0) return { file: bubblewrapPath()!, args: sandboxed, ...user };
-      // The shell joins the deployment's cgroups, then becomes bubblewrap: everything it starts is counted there.
-      return { file: '/bin/sh', args: ['-c', JOIN_CGROUPS, 'agent-platform-sandbox', ...procs, '--', bubblewrapPath()!, ...sandboxed], ...user };
+    spawn: spawnIn,
+    /**
+     * Runs a command in the sandbox to its end (SIGKILL after `timeoutMs`); resolves with its output,
+     * rejects with the last 4 KB of it (or why it could not start) when it fails.
+     */
+    run(command: string, args: string[], mounts: SandboxMounts, options: SandboxSpawnOptions & { timeoutMs: number; label: string }): Promise<string> {
+      return new Promise((resolvePromise, reject) => {
+        const child = spawnIn(command, args, mounts, { env: options.env });
+        let output = '';
+        const keep = (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-16 * 1024 * 1024));
+        child.stdout!.on('data', keep);
+        child.stderr!.on('data', keep);
+        const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+        let failed: Error | undefined;
+        child.once('error', (error) => (failed = error));
+        child.once('close', (code, signal) => {
+          clearTimeout(timer);
+          const text = output.trim();
+          if (failed) reject(new Error(`${options.label} failed: ${failed.message}`));
+          else if (code !== 0) reject(new Error(`${options.label} failed: ${(text || `exit ${signal ?? code}`).slice(-4096)}`));
+          else resolvePromise(text);
+        });
+      });
     },
     /** Removes the deployment's cgroups once nothing runs in them. */
     release(): void {
@@ -190,12 +257,17 @@ export function sandboxEnvironment(status: SandboxStatus, files: DeploymentFiles
     : { HOME: files.home, npm_config_cache: join(files.home, '.npm'), PATH: path };
 }
 
-/** bubblewrap's arguments for a sandbox seeing the system, `readOnly` and `writable`, starting in `cwd`. */
-function bubblewrapArgs(mounts: SandboxMounts): string[] {
+/**
+ * bubblewrap's arguments for a sandbox seeing the system, `readOnly` and `writable`, starting in
+ * `cwd`; `network` its network options (none: the host's), and `resolvConf` the name servers it uses
+ * there (the host's, else).
+ */
+function bubblewrapArgs(mounts: SandboxMounts, options: { network: string[]; resolvConf?: string } = { network: [] }): string[] {
   const args = [
     '--die-with-parent', // the launcher going away takes the sandbox with it
     '--new-session', // no controlling terminal to push keystrokes into
     '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    ...options.network,
     '--hostname', 'sandbox',
     '--cap-drop', 'ALL',
     '--ro-bind', '/usr', '/usr',
@@ -205,11 +277,14 @@ function bubblewrapArgs(mounts: SandboxMounts): string[] {
     if (lstatSync(dir).isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
     else args.push('--ro-bind', dir, dir);
   }
-  for (const file of ETC_FILES) args.push('--ro-bind-try', file, file);
+  for (const file of ETC_FILES) {
+    if (file === '/etc/resolv.conf' && options.resolvConf) args.push('--ro-bind', options.resolvConf, file);
+    else args.push('--ro-bind-try', file, file);
+  }
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
   for (const path of mounts.readOnly) args.push('--ro-bind', path, path);
   for (const path of mounts.writable) args.push('--bind', path, path);
-  for (const { path, to } of mounts.at ?? []) args.push('--bind', path, to);
+  for (const { target, at } of mounts.links ?? []) args.push('--symlink', target, at);
   args.push('--chdir', mounts.cwd);
   return args;
 }
@@ -247,18 +322,20 @@ const DEPLOYMENTS_CPUS = availableParallelism();
  * default would slow every start for nothing on an idle machine: a 1-core cap added about a second to
  * create → DEPLOYED, the runtime's start being several threads busy at once.
  */
-type Limits = { memoryBytes: number; shareCpus: number; capCpus?: number };
+type Limits = { memoryBytes: number; shareCpus: number; capCpus?: number; pids: number };
 
-/** The deployment's `resource_spec` (`memory_mb`, `cpu`) over the installation's defaults. */
-function limitsOf(config: SandboxConfig, resourceSpec: unknown): Limits {
-  const spec = (resourceSpec && typeof resourceSpec === 'object' ? resourceSpec : {}) as { memory_mb?: unknown; cpu?: unknown };
+/** The deployment's `resource_spec` (`memory_mb`, `cpu`, `pids`) over the installation's defaults. */
+export function limitsOf(config: SandboxConfig, resourceSpec: unknown): Limits {
+  const spec = (resourceSpec && typeof resourceSpec === 'object' ? resourceSpec : {}) as { memory_mb?: unknown; cpu?: unknown; pids?: unknown };
   const memoryMb = Number(spec.memory_mb);
   const cpus = Number(spec.cpu);
+  const pids = Number(spec.pids);
   const asked = Number.isFinite(cpus) && cpus >= 0.05 ? cpus : undefined;
   return {
     memoryBytes: Number.isFinite(memoryMb) && memoryMb >= 64 ? Math.floor(memoryMb * 1024 * 1024) : config.memoryBytes,
     shareCpus: asked ?? config.cpus,
     ...(asked !== undefined ? { capCpus: asked } : {}),
+    pids: Number.isInteger(pids) && pids >= 32 ? pids : config.pids,
   };
 }
 
@@ -273,15 +350,16 @@ function ownCgroups(): Map<string, string> {
   return own;
 }
 
-/** The parent folders under which deployments' cgroups are made: v1 memory and cpu, or v2. */
-function cgroupParents(): { version: 1 | 2; memory: string; cpu: string } | undefined {
+/** The parent folders under which deployments' cgroups are made: v1 memory, cpu and pids, or v2. */
+function cgroupParents(): { version: 1 | 2; memory: string; cpu: string; pids: string } | undefined {
   const own = ownCgroups();
-  if (existsSync(join(CGROUP_ROOT, 'memory', 'memory.limit_in_bytes')) && own.has('memory') && own.has('cpu')) {
-    return { version: 1, memory: join(CGROUP_ROOT, 'memory', own.get('memory')!, 'agent-platform'), cpu: join(CGROUP_ROOT, 'cpu', own.get('cpu')!, 'agent-platform') };
+  if (existsSync(join(CGROUP_ROOT, 'memory', 'memory.limit_in_bytes')) && own.has('memory') && own.has('cpu') && own.has('pids')) {
+    const parent = (controller: string) => join(CGROUP_ROOT, controller, own.get(controller)!, 'agent-platform');
+    return { version: 1, memory: parent('memory'), cpu: parent('cpu'), pids: parent('pids') };
   }
   if (existsSync(join(CGROUP_ROOT, 'cgroup.controllers')) && own.has('')) {
     const dir = join(CGROUP_ROOT, own.get('')!, 'agent-platform');
-    return { version: 2, memory: dir, cpu: dir };
+    return { version: 2, memory: dir, cpu: dir, pids: dir };
   }
   return undefined;
 }
@@ -289,7 +367,26 @@ function cgroupParents(): { version: 1 | 2; memory: string; cpu: string } | unde
 function cgroupDirs(deploymentId: string): string[] {
   const parents = cgroupParents();
   if (!parents) return [];
-  return [...new Set([join(parents.memory, deploymentId), join(parents.cpu, deploymentId)])];
+  return [...new Set([parents.memory, parents.cpu, parents.pids].map((parent) => join(parent, deploymentId)))];
+}
+
+/**
+ * What a deployment's processes use now, from its cgroups: processes and threads, and memory (with
+ * the page cache its files hold). Undefined where its cgroups are not made here.
+ */
+export function cgroupUsage(deploymentId: string): { pids?: number; memoryBytes?: number } {
+  const parents = cgroupParents();
+  if (!parents) return {};
+  const read = (file: string) => {
+    try {
+      return Number(readFileSync(file, 'utf8').trim());
+    } catch {
+      return undefined;
+    }
+  };
+  return parents.version === 1
+    ? { pids: read(join(parents.pids, deploymentId, 'pids.current')), memoryBytes: read(join(parents.memory, deploymentId, 'memory.usage_in_bytes')) }
+    : { pids: read(join(parents.pids, deploymentId, 'pids.current')), memoryBytes: read(join(parents.memory, deploymentId, 'memory.current')) };
 }
 
 /** Whether deployments' cgroups can be made here, and how (tried with a throwaway cgroup). */
@@ -298,7 +395,7 @@ function cgroupSupport(): { enforced: boolean; how: string } {
   if (!parents) return { enforced: false, how: 'no cgroup memory and cpu controllers found' };
   const probe = `probe-${process.pid}`;
   try {
-    const made = deploymentCgroup(probe, { memoryBytes: 256 * 1024 ** 2, shareCpus: 1, capCpus: 1 }, undefined);
+    const made = deploymentCgroup(probe, { memoryBytes: 256 * 1024 ** 2, shareCpus: 1, capCpus: 1, pids: 64 }, undefined);
     for (const dir of cgroupDirs(probe)) rmdirSync(dir);
     return made.length ? { enforced: true, how: `cgroup v${parents.version}` } : { enforced: false, how: 'cgroups not writable' };
   } catch (error) {
@@ -317,25 +414,28 @@ function deploymentCgroup(deploymentId: string, limits: Limits, uid: number | un
   if (parents.version === 1) {
     const memory = join(parents.memory, deploymentId);
     const cpu = join(parents.cpu, deploymentId);
-    mkdirSync(memory, { recursive: true });
-    mkdirSync(cpu, { recursive: true });
+    const pids = join(parents.pids, deploymentId);
+    for (const dir of [memory, cpu, pids]) mkdirSync(dir, { recursive: true });
+    // Processes and threads together: a fork bomb (or a leak) stops at it, not at the machine's limit.
+    writeFileSync(join(pids, 'pids.max'), String(limits.pids));
     writeFileSync(join(parents.cpu, 'cpu.shares'), String(DEPLOYMENTS_CPUS * 1024));
     writeFileSync(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
     writeFileSync(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
     writeFileSync(join(cpu, 'cpu.cfs_quota_us'), limits.capCpus === undefined ? '-1' : String(Math.max(1000, Math.round(limits.capCpus * CPU_PERIOD_US))));
     writeFileSync(join(cpu, 'cpu.shares'), String(Math.max(2, Math.round(limits.shareCpus * 1024))));
-    const procs = [join(memory, 'cgroup.procs'), join(cpu, 'cgroup.procs')];
+    const procs = [join(memory, 'cgroup.procs'), join(cpu, 'cgroup.procs'), join(pids, 'cgroup.procs')];
     if (uid !== undefined) for (const file of procs) chownSync(file, uid, uid);
     return procs;
   }
   // v2: the parent must enable the controllers for its children (a delegated subtree).
   mkdirSync(parents.memory, { recursive: true });
   const enabled = readFileSync(join(parents.memory, 'cgroup.subtree_control'), 'utf8');
-  if (!/\bmemory\b/.test(enabled) || !/\bcpu\b/.test(enabled)) writeFileSync(join(parents.memory, 'cgroup.subtree_control'), '+memory +cpu');
+  if (!/\bmemory\b/.test(enabled) || !/\bcpu\b/.test(enabled) || !/\bpids\b/.test(enabled)) writeFileSync(join(parents.memory, 'cgroup.subtree_control'), '+memory +cpu +pids');
   writeFileSync(join(parents.memory, 'cpu.weight'), String(Math.min(10_000, DEPLOYMENTS_CPUS * 100)));
   const dir = join(parents.memory, deploymentId);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'memory.max'), String(limits.memoryBytes));
+  writeFileSync(join(dir, 'pids.max'), String(limits.pids));
   writeFileSync(join(dir, 'cpu.max'), `${limits.capCpus === undefined ? 'max' : Math.max(1000, Math.round(limits.capCpus * CPU_PERIOD_US))} ${CPU_PERIOD_US}`);
   writeFileSync(join(dir, 'cpu.weight'), String(Math.min(10_000, Math.max(1, Math.round(limits.shareCpus * 100)))));
   const procs = join(dir, 'cgroup.procs');

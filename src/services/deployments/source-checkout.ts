@@ -3,7 +3,7 @@
 // a shell) with an environment of its own: none of the platform's secrets reach git, npm or the
 // scripts npm runs.
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { makeTraversable } from '../../database/traversable.js';
 import { AppError } from '../../errors.js';
 import { readGraphConfig } from '../../graph-config.js';
-import type { PreparedSandbox } from './sandbox.js';
+import { type PreparedSandbox, writeFileOfPlatform } from './sandbox.js';
 
 /** The platform's own packages: a repository without package.json imports from these. */
 const PLATFORM_NODE_MODULES = fileURLToPath(new URL('../../../node_modules', import.meta.url));
@@ -46,14 +46,14 @@ const GIT_OPTIONS = ['-c', 'protocol.ext.allow=never'];
 /**
  * Git's global config in `home` for a command run as the deployment's own user: a local repository
  * owned by another OS user may be read (git refuses it otherwise, and reads `safe.directory` only from
- * global or system config). What that repository's config could run, runs as that user, with no more
- * reach than the deployment's own code.
+ * global or system config; a clone's source side ignores `-c`). What that repository's config could
+ * run, runs as that user, with no more reach than the deployment's own code. `home` is a folder of the
+ * platform's that the deployment cannot write: written in one of the deployment's own, a link in place
+ * of the file would have the platform, as root, write (and chown) wherever it points.
  */
 function gitHomeFor(home: string, uid: number | undefined): void {
   if (uid === undefined) return;
-  const config = join(home, '.gitconfig');
-  writeFileSync(config, '[safe]\n\tdirectory = *\n', { mode: 0o600 });
-  chownSync(config, uid, uid);
+  writeFileOfPlatform(join(home, '.gitconfig'), '[safe]\n\tdirectory = *\n');
 }
 
 /** Where a revision's build lives: `<data dir>/revisions/<revision id>/`, the repository in `repo/`. */
@@ -96,23 +96,21 @@ function run(
     timeoutMs: number;
     label: string;
     env?: NodeJS.ProcessEnv;
-    sandbox?: { prepared: PreparedSandbox; writable: string[] };
+    sandbox?: { prepared: PreparedSandbox; readOnly: string[]; writable: string[] };
     /** The OS user to run as (the deployment's, when the platform is root). */
     uid?: number;
   },
 ): Promise<string> {
-  const sandboxed = options.sandbox?.prepared.sandbox.wrap(command, args, { readOnly: [], writable: options.sandbox.writable, cwd: options.cwd }) ?? {
-    file: command,
-    args,
-    uid: options.uid,
-    gid: options.uid,
-  };
   const env = { ...commandEnvironment(options.home), ...options.sandbox?.prepared.env, ...options.env };
+  if (options.sandbox) {
+    const { prepared, readOnly, writable } = options.sandbox;
+    return prepared.sandbox.run(command, args, { readOnly, writable, cwd: options.cwd }, { env, timeoutMs: options.timeoutMs, label: options.label });
+  }
   return new Promise((resolvePromise, reject) => {
     execFile(
-      sandboxed.file,
-      sandboxed.args,
-      { cwd: options.cwd, env, uid: sandboxed.uid, gid: sandboxed.gid, timeout: options.timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' },
+      command,
+      args,
+      { cwd: options.cwd, env, uid: options.uid, gid: options.uid, timeout: options.timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' },
       (error, stdout, stderr) => {
         const output = `${stdout}${stderr}`.trim();
         if (error) reject(new Error(`${options.label} failed: ${(output || error.message).slice(-4096)}`));
@@ -131,13 +129,17 @@ function run(
 export async function checkoutSource(dir: string, repoUrl: string, repoRef: string, log: BuildLog, credentials?: GitCredentials, uid?: number): Promise<string> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dirname(dir), { recursive: true });
+  // The revision's folder stays the platform's (what it writes there, it writes where the deployment
+  // cannot); the checkout in it is the deployment's user's, who clones into it.
   mkdirSync(dir, { mode: 0o700 });
+  const repo = join(dir, 'repo');
+  mkdirSync(repo, { mode: 0o700 });
   if (uid !== undefined) {
-    chownSync(dir, uid, uid);
+    chmodSync(dir, 0o711);
+    lchownSync(repo, uid, uid);
     makeTraversable(dirname(dir), { warn: () => undefined });
   }
   gitHomeFor(dir, uid);
-  const repo = join(dir, 'repo');
   const git = (args: string[], cwd = repo) =>
     run('git', [...GIT_OPTIONS, '-c', 'advice.detachedHead=false', ...args], { cwd, home: dir, timeoutMs: 10 * 60_000, label: `git ${args[0]}`, env: credentialEnvironment(repoUrl, credentials), uid });
   await log(`Cloning ${repoUrl}`);
@@ -202,7 +204,7 @@ export async function installDependencies(dir: string, configPath: string, log: 
   const lockfile = existsSync(join(projectDir, 'package-lock.json'));
   const args = lockfile ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'];
   await log(`npm ${args[0]} in ${relative(repo, projectDir) || '.'}`);
-  const output = await run('npm', args, { cwd: projectDir, home: dir, timeoutMs: 15 * 60_000, label: `npm ${args[0]}`, sandbox: { prepared: sandbox, writable: [dir] } });
+  const output = await run('npm', args, { cwd: projectDir, home: dir, timeoutMs: 15 * 60_000, label: `npm ${args[0]}`, sandbox: { prepared: sandbox, readOnly: [dir], writable: [repo] } });
   if (output) await log(output.slice(-4096));
 }
 
