@@ -9,8 +9,8 @@ import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from '@langchain/langgraph-sdk';
-import { readGraphConfig } from '../src/graph-config.js';
-import { readTypeSchemas } from '../src/runtime/type-schemas.js';
+import { readGraphConfig } from '../src/contracts/graph-config.js';
+import { readTypeSchemas } from '../src/agent-server/runtime/type-schemas.js';
 import { freePort, referenceDir, startReference, startServe, stopProcess } from './processes.js';
 
 const root = join(new URL('.', import.meta.url).pathname, '..');

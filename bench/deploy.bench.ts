@@ -16,7 +16,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { spawnSync } from 'node:child_process';
-import { deploymentFiles, deploymentSandbox, probeSandbox, sandboxEnvironment } from '../src/services/deployments/sandbox.js';
+import { deploymentFiles, deploymentSandbox, probeSandbox, sandboxEnvironment } from '../src/platform/launcher/sandbox.js';
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
 
 const DEPLOYS = Number(process.env.BENCH_DEPLOYS ?? 10);

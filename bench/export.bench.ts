@@ -22,14 +22,14 @@ import { parseArgs } from 'node:util';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
-import { createDestination } from '../src/services/exports/destinations.service.js';
-import { createExport, exportFieldsOf } from '../src/services/exports/exports.service.js';
-import { copyRunBatch, runBatchBoundary, runBatchSelect } from '../src/services/traces/trace-runs.store.js';
-import { copyFieldSpans, DecodeArena, exportColumns, IpcStreamEncoder, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/services/exports/parquet.js';
-import { MultipartObject } from '../src/services/exports/s3.js';
-import { nextBatchRows } from '../src/services/exports/export-runner.js';
-import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
-import { startPlatform } from '../src/platform.js';
+import { createDestination } from '../src/platform/services/exports/destinations.service.js';
+import { createExport, exportFieldsOf } from '../src/platform/services/exports/exports.service.js';
+import { copyRunBatch, runBatchBoundary, runBatchSelect } from '../src/platform/services/traces/trace-runs.store.js';
+import { copyFieldSpans, DecodeArena, exportColumns, IpcStreamEncoder, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/platform/services/exports/parquet.js';
+import { MultipartObject } from '../src/platform/services/exports/s3.js';
+import { nextBatchRows } from '../src/platform/services/exports/export-runner.js';
+import { authenticateApiKey } from '../src/platform/services/tenancy/tenancy.service.js';
+import { startPlatform } from '../src/start.js';
 import { createBenchTenant } from './tenant.js';
 import { startProcess, stopProcess } from './processes.js';
 import { insertExportRuns } from './export-runs-fill.js';
@@ -295,7 +295,7 @@ async function main() {
 }
 
 /** Waits for the export to finish, woken by its progress events. */
-async function waitForExport(deps: import('../src/services/context.js').Deps, exportId: string): Promise<string> {
+async function waitForExport(deps: import('../src/context.js').Deps, exportId: string): Promise<string> {
   const stop = new AbortController();
   const changes = deps.events.subscribe('exports.progress', { key: exportId, signal: stop.signal });
   try {
@@ -316,7 +316,7 @@ async function waitForExport(deps: import('../src/services/context.js').Deps, ex
  * there would raise the peak RSS measured for the next size.
  */
 async function pureEncodeRate(
-  deps: import('../src/services/context.js').Deps,
+  deps: import('../src/context.js').Deps,
   tenantId: string,
   sessionId: string,
   sampleRows: number,
@@ -362,7 +362,7 @@ async function pureEncodeRate(
  * One day's export, stage by stage and one stage at a time (nothing overlaps, unlike the runner), with
  * the export's own columns, batch size, codec and part size: how long each stage takes per row.
  */
-async function profileStages(deps: import('../src/services/context.js').Deps, endpoint: string, scope: Parameters<typeof copyRunBatch>[1]) {
+async function profileStages(deps: import('../src/context.js').Deps, endpoint: string, scope: Parameters<typeof copyRunBatch>[1]) {
   const limits = deps.config.exports;
   const columns = exportColumns(exportFieldsOf({ exportFields: [] } as unknown as Parameters<typeof exportFieldsOf>[0]), 'v2_beta');
   const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
@@ -432,7 +432,7 @@ async function profileStages(deps: import('../src/services/context.js').Deps, en
  * per kind (the keys, plus that kind's columns), against the keys alone: what each kind adds to
  * producing an export's rows. The columns are the export's own SQL (binary forms).
  */
-async function postgresColumnShares(deps: import('../src/services/context.js').Deps, scope: Parameters<typeof copyRunBatch>[1], columns: ReturnType<typeof exportColumns>, rows: number) {
+async function postgresColumnShares(deps: import('../src/context.js').Deps, scope: Parameters<typeof copyRunBatch>[1], columns: ReturnType<typeof exportColumns>, rows: number) {
   const copyAlone = async (subset: readonly { sql: string }[]) => {
     const before = await postgresCpuMicros(deps.db.pool);
     await deps.db.pool.query(`COPY (${runBatchSelect(scope, subset, null, null)}) TO '/dev/null' (FORMAT binary)`);

@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import type { Pool } from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
-import { startPlatform } from '../src/platform.js';
+import { startPlatform } from '../src/start.js';
 import { createBenchTenant } from './tenant.js';
 
 // autocannon ships no type declarations: type the small part used here.

@@ -29,9 +29,9 @@ async function main() {
   const { values: args } = parseArgs({ options: { statements: { type: 'string', default: '50' }, rounds: { type: 'string', default: '2' } } });
   const STATEMENTS = Number(args.statements);
   const ROUNDS = Number(args.rounds);
-  const ingest = await import('../src/services/traces/ingest.service.js');
-  const store = await import('../src/services/traces/trace-runs.store.js');
-  const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
+  const ingest = await import('../src/platform/ingest/ingest.service.js');
+  const store = await import('../src/platform/services/traces/trace-runs.store.js');
+  const { resolveProjectIds } = await import('../src/platform/services/traces/projects.service.js');
   const platform = await startBenchPlatform({});
   try {
     const { workspace, user } = await createBenchTenant(platform.deps);

@@ -122,9 +122,9 @@ async function main() {
   const RAW_CONNECTIONS = Number(args['raw-connections']);
   const ROUNDS = Math.max(1, Number(args.rounds));
 
-  const ingest = await import('../src/services/traces/ingest.service.js');
-  const traceRuns = await import('../src/services/traces/trace-runs.store.js');
-  const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
+  const ingest = await import('../src/platform/ingest/ingest.service.js');
+  const traceRuns = await import('../src/platform/services/traces/trace-runs.store.js');
+  const { resolveProjectIds } = await import('../src/platform/services/traces/projects.service.js');
 
   const platform = await startBenchPlatform({ AGENT_PLATFORM_DB_POOL_SIZE: args.pool, AGENT_PLATFORM_INGEST_THREADS: args['ingest-threads'], AGENT_PLATFORM_INGEST_WRITE_CONNECTIONS: args['write-connections'] });
   const config = platform.config;
@@ -329,7 +329,7 @@ function backendCpuMs(pid: number): number {
  */
 async function profileInThread(options: ProfileOptions): Promise<Breakdown> {
   const { pino } = await import('pino');
-  const { configInThread, createDeps } = await import('../src/process.js');
+  const { configInThread, createDeps } = await import('../src/wiring.js');
   const { deps, stop } = await createDeps(configInThread(options.config), pino({ level: 'warn' }), { databaseUrl: options.databaseUrl, listen: false });
   try {
     return await profileStages(deps, options.who, options.session, options.requests);
@@ -356,10 +356,10 @@ function stageClock() {
 
 const INSERT_ALONE = 'the INSERT alone (driver + round trip; part of the service below)';
 
-async function profileStages(deps: Pick<import('../src/services/context.js').Deps, 'db' | 'config'>, who: Ingester, session: string, requests: number): Promise<Breakdown> {
-  const wire = await import('../src/rest/ingest-wire.js');
-  const ingest = await import('../src/services/traces/ingest.service.js');
-  const traceRuns = await import('../src/services/traces/trace-runs.store.js');
+async function profileStages(deps: Pick<import('../src/context.js').Deps, 'db' | 'config'>, who: Ingester, session: string, requests: number): Promise<Breakdown> {
+  const wire = await import('../src/platform/ingest/ingest-wire.js');
+  const ingest = await import('../src/platform/ingest/ingest.service.js');
+  const traceRuns = await import('../src/platform/services/traces/trace-runs.store.js');
   const bodies = makeRequests(session, requests, 2_000_000);
   const limit = deps.config.ingestBodyLimitBytes;
   const { stages, timed } = stageClock();
@@ -468,17 +468,17 @@ const OTLP_SERVICE = 'OTLP service (map + normalise + statements)';
  * statements) on the counting connection; then as many at once.
  */
 async function profileOtlpStages(
-  deps: Pick<import('../src/services/context.js').Deps, 'db' | 'config'>,
+  deps: Pick<import('../src/context.js').Deps, 'db' | 'config'>,
   who: Ingester,
   session: string,
   requests: number,
   backend: number,
   statementsSoFar: () => number,
 ): Promise<OtlpBreakdown> {
-  const wire = await import('../src/rest/ingest-wire.js');
-  const otlpWire = await import('../src/rest/otlp-wire.js');
-  const otlpIngest = await import('../src/services/traces/otlp-ingest.service.js');
-  const ingest = await import('../src/services/traces/ingest.service.js');
+  const wire = await import('../src/platform/ingest/ingest-wire.js');
+  const otlpWire = await import('../src/platform/ingest/otlp-wire.js');
+  const otlpIngest = await import('../src/platform/ingest/otlp-ingest.service.js');
+  const ingest = await import('../src/platform/ingest/ingest.service.js');
   const limit = deps.config.ingestBodyLimitBytes;
   const options = { project: `${session}-otlp`, jsonMaxDepth: deps.config.jsonMaxDepth };
   const bodies = makeRequests(session, requests, 4_000_000).map((request) => otlpBody(request.runs).body);

@@ -3,7 +3,7 @@
 // OTel mapping reads (langsmith.span.kind, gen_ai.prompt / gen_ai.completion, token counts,
 // langsmith.metadata.*), gzip as the exporters' `compression: 'gzip'`.
 import { gzipSync } from 'node:zlib';
-import { encodeExportRequest } from '../src/rest/otlp-wire.js';
+import { encodeExportRequest } from '../src/platform/ingest/otlp-wire.js';
 
 const nanos = (iso: unknown) => String(BigInt(Date.parse(String(iso))) * 1_000_000n);
 const traceIdOf = (uuid: string) => Buffer.from(uuid.replaceAll('-', ''), 'hex');

@@ -2,7 +2,7 @@
 // benches can say what a run costs each part in CPU µs and bytes: counts that hardly depend on the
 // machine's load, unlike latencies. The serve process is split by thread: its main thread (HTTP, the
 // api and worker roles), the runtime thread and the ingest threads (named `ap-runtime`, `ap-ingest` by
-// workers/thread-entry.mjs), and the rest (V8's GC and compiler helpers, libuv's thread pool).
+// thread-entry.mjs), and the rest (V8's GC and compiler helpers, libuv's thread pool).
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

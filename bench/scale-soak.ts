@@ -14,7 +14,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
-import { createDeps } from '../src/process.js';
+import { createDeps } from '../src/wiring.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const root = new URL('..', import.meta.url).pathname;

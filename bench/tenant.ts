@@ -4,8 +4,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Deps } from '../src/services/context.js';
-import * as tenancy from '../src/services/tenancy/tenancy.service.js';
+import type { Deps } from '../src/context.js';
+import * as tenancy from '../src/platform/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../src/viewer.js';
 
 export async function createBenchTenant(deps: Deps) {
@@ -29,7 +29,7 @@ export async function createBenchTenant(deps: Deps) {
 export async function startBenchPlatform(overrides: Record<string, string | undefined>) {
   const { pino } = await import('pino');
   const { loadConfig } = await import('../src/config.js');
-  const { startPlatform } = await import('../src/platform.js');
+  const { startPlatform } = await import('../src/start.js');
   const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-'));
   const config = loadConfig({}, {
     AGENT_PLATFORM_DATA_DIR: dataDir,

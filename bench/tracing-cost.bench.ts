@@ -52,8 +52,8 @@ function postgresCpuSeconds(postmaster: number): number {
 async function measureRoot(root: string): Promise<Record<Way, Figures>> {
   const { startBenchPlatform, createBenchTenant } = await import(join(root, 'bench/tenant.ts'));
   const { graph } = await import(join(root, 'bench/graphs/two-node.ts'));
-  const { createAgentRunTracer } = await import(join(root, 'src/services/traces/agent-run-tracer.ts'));
-  const { TraceBatcher } = await import(join(root, 'src/services/traces/trace-batcher.ts'));
+  const { createAgentRunTracer } = await import(join(root, 'src/agent-server/runtime/agent-run-tracer.ts'));
+  const { TraceBatcher } = await import(join(root, 'src/platform/ingest/trace-batcher.ts'));
   const { newId } = await import(join(root, 'src/ids.ts'));
   const platform = await startBenchPlatform({});
   try {

@@ -13,7 +13,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
-import { insertClaimingIdsSql } from '../src/services/traces/trace-runs.store.js';
+import { insertClaimingIdsSql } from '../src/platform/services/traces/trace-runs.store.js';
 
 const PROJECTS = 50;
 const USERS = 20;
@@ -55,10 +55,10 @@ async function main() {
   const end = Math.floor(Date.now() / DAY_MS) * DAY_MS;
   const start = end - DAYS * DAY_MS;
 
-  const tenancy = await import('../src/services/tenancy/tenancy.service.js');
+  const tenancy = await import('../src/platform/services/tenancy/tenancy.service.js');
   const { SYSTEM_VIEWER } = await import('../src/viewer.js');
-  const { resolveProjectIds } = await import('../src/services/traces/projects.service.js');
-  const { rebuildUsageRollups } = await import('../src/services/usage/usage.service.js');
+  const { resolveProjectIds } = await import('../src/platform/services/traces/projects.service.js');
+  const { rebuildUsageRollups } = await import('../src/platform/services/usage/usage.service.js');
 
   const platform = await startBenchPlatform({ AGENT_PLATFORM_ROLES: 'api', AGENT_PLATFORM_USAGE_DATA_START: new Date(start).toISOString() });
   const pool = platform.deps.db.pool;

@@ -45,7 +45,7 @@ export function ensureDebianPackage({ who, path, pkg, purpose, without }) {
   }
 }
 
-/** bubblewrap, which sandboxes deployed code (src/services/deployments/sandbox.ts). */
+/** bubblewrap, which sandboxes deployed code (src/platform/launcher/sandbox.ts). */
 export const ensureBubblewrap = (who) =>
   ensureDebianPackage({
     who,
@@ -57,7 +57,7 @@ export const ensureBubblewrap = (who) =>
 
 /**
  * slirp4netns and iproute2's `ip`, which give deployed code a network of its own
- * (src/services/deployments/sandbox-network.ts); without them it shares the host's, as builds say.
+ * (src/platform/launcher/sandbox-network.ts); without them it shares the host's, as builds say.
  */
 export const ensureSandboxNetwork = (who) => {
   const without = "deployed code shares the host's network (its loopback services included) until they are installed";

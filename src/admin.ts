@@ -4,11 +4,11 @@
 import { pino } from 'pino';
 import type { Command } from 'commander';
 import type { Config } from './config.js';
-import { createDeps } from './process.js';
-import type { ServiceContext } from './services/context.js';
-import { registerLocalDeployment } from './services/agent-server/served-deployment.js';
-import * as tenancy from './services/tenancy/tenancy.service.js';
-import { rebuildUsageRollups } from './services/usage/usage.service.js';
+import { createDeps } from './wiring.js';
+import type { ServiceContext } from './context.js';
+import { registerLocalDeployment } from './agent-server/services/served-deployment/served-deployment.js';
+import * as tenancy from './platform/services/tenancy/tenancy.service.js';
+import { rebuildUsageRollups } from './platform/services/usage/usage.service.js';
 import { SYSTEM_VIEWER } from './viewer.js';
 
 type Common = { json?: boolean; dataDir?: string };

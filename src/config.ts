@@ -144,7 +144,7 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_INGEST_THREADS: z.coerce.number().int().min(0).max(64).default(Math.min(4, Math.max(2, availableParallelism()))),
   /**
    * Trace INSERT statements in flight at once per ingest thread (or per process without threads);
-   * concurrent requests wait and share the next statement (services/traces/run-writer.ts).
+   * concurrent requests wait and share the next statement (platform/ingest/run-writer.ts).
    */
   AGENT_PLATFORM_INGEST_WRITE_CONNECTIONS: z.coerce.number().int().min(1).max(64).default(2),
   /** Runtime role: the deployments whose runtimes this process runs (comma-separated ids; `serve` adds its own). */

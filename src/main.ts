@@ -5,8 +5,8 @@ import { isAppError } from './errors.js';
 import { createLogger } from './logger.js';
 import { runAdmin } from './admin.js';
 import { registerDeploy } from './deploy-cli.js';
-import { createDeps } from './process.js';
-import { describeSandbox, probeSandbox } from './services/deployments/sandbox.js';
+import { createDeps } from './wiring.js';
+import { describeSandbox, probeSandbox } from './platform/launcher/sandbox.js';
 
 const program = new Command('agent-platform')
   .description('Deploy and run LangGraph agents, record traces, meter usage and export traces.')
@@ -51,7 +51,7 @@ program
     const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
     const logger = createLogger(config);
     // Loaded per command: `admin` and `migrate` need neither the HTTP app nor the runtime.
-    const { startPlatform } = await import('./platform.js');
+    const { startPlatform } = await import('./start.js');
     const platform = await startPlatform(config, logger);
     printWelcome(platform.url, platform.firstApiKey, config);
     // Where this process deploys customers' code, whether it can sandbox it is said plainly.
@@ -98,7 +98,7 @@ program
   .option('--dev', 'development mode: enables POST /internal/truncate for test harnesses')
   .action(async (options: ProcessOptions & { config: string; dev?: boolean }) => {
     // The graph config's `env` is in place before anything reads the environment (LANGGRAPH_CONFIG).
-    const { applyGraphConfigEnv, readGraphConfig } = await import('./graph-config.js');
+    const { applyGraphConfigEnv, readGraphConfig } = await import('./contracts/graph-config.js');
     applyGraphConfigEnv(readGraphConfig(options.config));
     const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) }, SERVE_DEFAULTS);
     const logger = createLogger(config);

@@ -1,8 +1,8 @@
 // Ground for everything that sends to or reads pg-boss's queues (services, workers, runtimes): its
 // schema, its connection options, the per-deployment run queue's options and the finished-job
 // retention every queue gets, and how a fixed queue is declared and worked. The fixed queues, their
-// handlers and schedules are declared in workers/boss.ts (the agent server's) and
-// workers/platform-jobs.ts (the platform's).
+// handlers and schedules are declared in agent-server/jobs/boss.ts (the agent server's) and
+// platform/jobs/platform-jobs.ts (the platform's).
 import type { ConstructorOptions, Job, PgBoss, Queue } from 'pg-boss';
 import { PreparingClient } from './database/prepared-statements.js';
 
@@ -65,7 +65,7 @@ export async function declareQueues(boss: PgBoss, queues: QueueDefinition[]): Pr
 const RETRY_WAKE_MARGIN_MS = 500;
 
 /**
- * Works a `notify` queue (see workers/boss.ts QUEUES): NOTIFY wakes its worker for new jobs; a job whose handler
+ * Works a `notify` queue (see agent-server/jobs/boss.ts QUEUES): NOTIFY wakes its worker for new jobs; a job whose handler
  * throws and that the queue retries wakes it again once the queue's retry delay is over, as its
  * polling did before.
  */

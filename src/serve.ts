@@ -5,20 +5,20 @@
 // the database, asking the runtime what needs the graphs. The REST surface is the router the platform
 // mounts per deployment; /graphql serves the platform schema, where this deployment is visible.
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
+import { buildApp } from './platform/app.js';
 import type { Config } from './config.js';
-import { createDeps } from './process.js';
-import { agentServerRouter } from './rest/agent-server/router.js';
-import { threadStreamUpgrade } from './rest/agent-server/thread-stream.socket.js';
-import { bindSdkClientsToServer, loadCustomApp } from './runtime/custom-app.js';
-import { loadCustomAuth } from './runtime/custom-auth.js';
-import { readGraphConfig } from './graph-config.js';
-import { startRuntimeRole } from './runtime/role.js';
-import { bundleGraphUis } from './runtime/ui-bundles.js';
-import { registerLocalDeployment } from './services/agent-server/served-deployment.js';
-import { hostLocalDeployments, startPlatformBoss } from './platform.js';
-import { startIngestThreads } from './workers/ingest-threads.js';
-import { authenticateApiKey, bootstrapInstallation } from './services/tenancy/tenancy.service.js';
+import { createDeps } from './wiring.js';
+import { agentServerRouter } from './agent-server/rest/router.js';
+import { threadStreamUpgrade } from './agent-server/rest/thread-stream.socket.js';
+import { bindSdkClientsToServer, loadCustomApp } from './agent-server/runtime/custom-app.js';
+import { loadCustomAuth } from './agent-server/runtime/custom-auth.js';
+import { readGraphConfig } from './contracts/graph-config.js';
+import { startRuntimeRole } from './agent-server/runtime/role.js';
+import { bundleGraphUis } from './agent-server/runtime/ui-bundles.js';
+import { registerLocalDeployment } from './agent-server/services/served-deployment/served-deployment.js';
+import { hostLocalDeployments, startPlatformBoss } from './start.js';
+import { startIngestThreads } from './platform/ingest/ingest-threads.js';
+import { authenticateApiKey, bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './viewer.js';
 
 export type AgentServer = {

@@ -1,7 +1,7 @@
 // Who is asking, and what they may do. Permissions come from roles: the organization role grants
 // organization-wide permissions; workspace roles grant permissions inside one workspace.
 import { AppError } from './errors.js';
-import type { DeploymentAccess } from './gateway-protocol.js';
+import type { DeploymentAccess } from './contracts/gateway-protocol.js';
 import type { OrganizationRole, WorkspaceRole } from './generated/prisma/enums.js';
 
 export const PERMISSIONS = [

@@ -1,7 +1,7 @@
 // Chained factories: every test builds the tenants it needs, in its file's own database.
 import { randomUUID } from 'node:crypto';
-import type { ServiceContext } from '../src/services/context.js';
-import * as tenancy from '../src/services/tenancy/tenancy.service.js';
+import type { ServiceContext } from '../src/context.js';
+import * as tenancy from '../src/platform/services/tenancy/tenancy.service.js';
 
 type WorkspaceRole = 'WORKSPACE_ADMIN' | 'WORKSPACE_EDITOR' | 'WORKSPACE_VIEWER';
 

@@ -2,15 +2,15 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { inject } from 'vitest';
-import { buildApp } from '../src/app.js';
+import { buildApp } from '../src/platform/app.js';
 import { type Config, loadConfig } from '../src/config.js';
-import { createDeps } from '../src/process.js';
-import type { Deps, ServiceContext } from '../src/services/context.js';
-import { authenticateApiKey } from '../src/services/tenancy/tenancy.service.js';
+import { createDeps } from '../src/wiring.js';
+import type { Deps, ServiceContext } from '../src/context.js';
+import { authenticateApiKey } from '../src/platform/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../src/viewer.js';
 import type { Boss } from '../src/queues.js';
-import { hostLocalDeployments, startPlatformBoss } from '../src/platform.js';
-import { startIngestThreads } from '../src/workers/ingest-threads.js';
+import { hostLocalDeployments, startPlatformBoss } from '../src/start.js';
+import { startIngestThreads } from '../src/platform/ingest/ingest-threads.js';
 import { buildTenant } from './factories.js';
 
 /** This test file's own database (test/file-database.ts), copied from the migrated template. */

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyGraphConfigEnv, readGraphConfig } from '../../src/graph-config.js';
+import { applyGraphConfigEnv, readGraphConfig } from '../../src/contracts/graph-config.js';
 import { collect, fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;

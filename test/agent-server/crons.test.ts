@@ -3,7 +3,7 @@
 // pg-boss schedule calls; two more workers of the deployment (startWorker), with their own pools and job queues on its database.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fireCron } from '../../src/services/crons/crons.service.js';
+import { fireCron } from '../../src/agent-server/services/crons/crons.service.js';
 import { removeDir, startServe, startWorker, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;

@@ -21,7 +21,7 @@ import {
   stopControlPlanePlatform,
   waitForRevision,
 } from '../control-plane/support.js';
-import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER } from '../../src/gateway-protocol.js';
+import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER } from '../../src/contracts/gateway-protocol.js';
 import { openProtocolSocket, refusedUpgrade } from './protocol-socket.js';
 
 const FIXTURE = new URL('../fixtures/custom-auth/', import.meta.url).pathname;

@@ -5,7 +5,7 @@
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { registerLocalDeployment } from '../../src/services/agent-server/served-deployment.js';
+import { registerLocalDeployment } from '../../src/agent-server/services/served-deployment/served-deployment.js';
 import { buildApiKey, buildTenant, buildUser, buildWorkspace } from '../factories.js';
 import { graphql, startTestPlatform, type TestPlatform } from '../helpers.js';
 import { fixtureConfig, removeDir } from './serve.js';

@@ -8,9 +8,9 @@ import { join, resolve } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import type pg from 'pg';
 import { inject } from 'vitest';
-import { pathOf, storeSchema } from '../../src/services/store/store-items.store.js';
+import { pathOf, storeSchema } from '../../src/agent-server/services/store/store-items.store.js';
 import { databaseUrl, startTestPlatform } from '../helpers.js';
-import type { Deps } from '../../src/services/context.js';
+import type { Deps } from '../../src/context.js';
 import { spawnPlatform, type PlatformProcess } from '../processes.js';
 import { startDeployed, startDeploymentWorker } from './deployed.js';
 

@@ -5,8 +5,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeSchema } from '../../src/services/store/store-items.store.js';
-import { sweepStoreJob } from '../../src/workers/store-sweep.job.js';
+import { storeSchema } from '../../src/agent-server/services/store/store-items.store.js';
+import { sweepStoreJob } from '../../src/agent-server/jobs/store-sweep.job.js';
 import { fixtureConfig, removeDir, startServe, storedExpiry, type ServeProcess } from './serve.js';
 
 const FIXTURES = new URL('../fixtures/graphs/', import.meta.url).pathname;

@@ -2,10 +2,10 @@
 // same items graphs see as `store`, time to live, namespaces, one deployment's items hidden from another.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepStoreJob } from '../../src/workers/store-sweep.job.js';
+import { sweepStoreJob } from '../../src/agent-server/jobs/store-sweep.job.js';
 import { connectDatabase } from '../../src/db.js';
-import type { AgentServerContext } from '../../src/services/agent-server/deployment-scope.js';
-import * as store from '../../src/services/store/store.service.js';
+import type { AgentServerContext } from '../../src/agent-server/services/served-deployment/deployment-scope.js';
+import * as store from '../../src/agent-server/services/store/store.service.js';
 import { testConfig } from '../helpers.js';
 import { removeDir, startServe, storedExpiry, type ServeProcess } from './serve.js';
 

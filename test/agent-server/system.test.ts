@@ -2,7 +2,7 @@
 // Prometheus text; and the new routes (metrics, MCP, A2A) at /deployments/<id> on the platform keep
 // the deployment to its own organization's keys.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerLocalDeployment } from '../../src/services/agent-server/served-deployment.js';
+import { registerLocalDeployment } from '../../src/agent-server/services/served-deployment/served-deployment.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 import { atDeployed, fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';

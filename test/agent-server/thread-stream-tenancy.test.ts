@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { newId } from '../../src/ids.js';
-import { registerLocalDeployment } from '../../src/services/agent-server/served-deployment.js';
+import { registerLocalDeployment } from '../../src/agent-server/services/served-deployment/served-deployment.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 import { fixtureConfig, removeDir } from './serve.js';

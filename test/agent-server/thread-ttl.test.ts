@@ -6,8 +6,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteExpiredThreads } from '../../src/services/threads/threads.store.js';
-import { sweepExpiredThreads } from '../../src/workers/threads-sweep.job.js';
+import { deleteExpiredThreads } from '../../src/agent-server/services/threads/threads.store.js';
+import { sweepExpiredThreads } from '../../src/agent-server/jobs/threads-sweep.job.js';
 import { atDeployed, fixtureConfig, removeDir, startServe, type ServeProcess } from './serve.js';
 
 let server: ServeProcess;

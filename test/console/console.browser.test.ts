@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { foldUsageDeltas } from '../../src/services/usage/usage.service.js';
+import { foldUsageDeltas } from '../../src/platform/services/usage/usage.service.js';
 import { buildTenant, buildUser, buildApiKey, buildWorkspace } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 import { launchChromium, shot, signIn as signInAt, skipped, skipReason } from './support.js';

@@ -1,7 +1,7 @@
 // build_on_push: the watch job sees the ref move in the repository and makes a new revision; a ref
 // that did not move, or a deployment that does not build on push, gets none.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { watchPushedRefs } from '../../src/workers/revisions-watch.job.js';
+import { watchPushedRefs } from '../../src/platform/jobs/revisions-watch.job.js';
 import { buildTenant } from '../factories.js';
 import type { TestPlatform } from '../helpers.js';
 import { controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';

@@ -9,7 +9,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeSandbox } from '../../src/services/deployments/sandbox.js';
+import { probeSandbox } from '../../src/platform/launcher/sandbox.js';
 import { buildTenant } from '../factories.js';
 import type { TestPlatform } from '../helpers.js';
 import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './support.js';

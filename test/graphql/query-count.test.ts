@@ -4,13 +4,13 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/platform/app.js';
 import { PreparingClient } from '../../src/database/prepared-statements.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { newId } from '../../src/ids.js';
-import { registerLocalDeployment } from '../../src/services/agent-server/served-deployment.js';
+import { registerLocalDeployment } from '../../src/agent-server/services/served-deployment/served-deployment.js';
 import { ViewerCache } from '../../src/viewer-cache.js';
-import { ingestRunBatch } from '../../src/services/traces/ingest.service.js';
+import { ingestRunBatch } from '../../src/platform/ingest/ingest.service.js';
 import { fixtureConfig } from '../agent-server/serve.js';
 import { buildApiKey, buildTenant, buildWorkspace } from '../factories.js';
 import { graphql, startTestPlatform, type TestPlatform } from '../helpers.js';

@@ -1,7 +1,7 @@
 // schema.graphql is the reviewed contract of the GraphQL API: it must match what the code builds.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { printedSchema, schema } from '../../src/graphql/schema.js';
+import { printedSchema, schema } from '../../src/platform/graphql/schema.js';
 
 describe('GraphQL schema', () => {
   it('matches the committed schema.graphql (run `npm run schema:print` after changing types)', () => {

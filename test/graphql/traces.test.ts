@@ -2,7 +2,7 @@
 // trace trees through TraceRun.children.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { ingestRunBatch } from '../../src/services/traces/ingest.service.js';
+import { ingestRunBatch } from '../../src/platform/ingest/ingest.service.js';
 import { buildTenant } from '../factories.js';
 import { graphql, startTestPlatform, type TestPlatform } from '../helpers.js';
 

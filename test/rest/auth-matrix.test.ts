@@ -2,8 +2,8 @@
 // its own error shape.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDeps } from '../../src/process.js';
-import { revokeApiKey } from '../../src/services/tenancy/tenancy.service.js';
+import { createDeps } from '../../src/wiring.js';
+import { revokeApiKey } from '../../src/platform/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../../src/viewer.js';
 import { buildApiKey, buildTenant } from '../factories.js';
 import { graphql, startTestPlatform, type TestPlatform, testConfig } from '../helpers.js';

@@ -6,9 +6,9 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../src/platform/app.js';
 import { REDACTED_PATHS } from '../../src/logger.js';
-import { integrationAccessToken } from '../../src/services/integrations/integrations.service.js';
+import { integrationAccessToken } from '../../src/platform/services/integrations/integrations.service.js';
 import { SYSTEM_VIEWER } from '../../src/viewer.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upsertServedDeployment } from '../../src/services/agent-server/agent-server.store.js';
+import { upsertServedDeployment } from '../../src/agent-server/services/served-deployment/served-deployment.store.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 

@@ -2,7 +2,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../src/platform/app.js';
 import { connectDatabase } from '../../src/db.js';
 import { REDACTED_PATHS } from '../../src/logger.js';
 import { ViewerCache } from '../../src/viewer-cache.js';

@@ -5,10 +5,10 @@ import { randomUUID } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentServerRouter } from '../../src/rest/agent-server/router.js';
-import { openApiPaths } from '../../src/rest/openapi/document.js';
-import { restRouter } from '../../src/rest/router.js';
-import { upsertServedDeployment } from '../../src/services/agent-server/agent-server.store.js';
+import { agentServerRouter } from '../../src/agent-server/rest/router.js';
+import { openApiPaths } from '../../src/http/openapi/document.js';
+import { restRouter } from '../../src/platform/rest/router.js';
+import { upsertServedDeployment } from '../../src/agent-server/services/served-deployment/served-deployment.store.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 

@@ -7,9 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { deleteDeployment } from '../../src/services/deployments/deployments.service.js';
-import { upsertServedDeployment } from '../../src/services/agent-server/agent-server.store.js';
-import { authenticateApiKey, createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../../src/services/tenancy/tenancy.service.js';
+import { deleteDeployment } from '../../src/platform/services/deployments/deployments.service.js';
+import { upsertServedDeployment } from '../../src/agent-server/services/served-deployment/served-deployment.store.js';
+import { authenticateApiKey, createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../../src/platform/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../factories.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 

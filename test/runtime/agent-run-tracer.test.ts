@@ -7,11 +7,11 @@ import type { ChatResult } from '@langchain/core/outputs';
 import { Annotation, END, START, StateGraph, messagesStateReducer } from '@langchain/langgraph';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import type { ServiceContext } from '../../src/services/context.js';
-import { ensureProject } from '../../src/services/traces/projects.service.js';
-import { queryRuns } from '../../src/services/traces/queries.service.js';
-import { createAgentRunTracer } from '../../src/runtime/agent-run-tracer.js';
-import { TraceBatcher } from '../../src/services/traces/trace-batcher.js';
+import type { ServiceContext } from '../../src/context.js';
+import { ensureProject } from '../../src/platform/services/traces/projects.service.js';
+import { queryRuns } from '../../src/platform/services/traces/queries.service.js';
+import { createAgentRunTracer } from '../../src/agent-server/runtime/agent-run-tracer.js';
+import { TraceBatcher } from '../../src/platform/ingest/trace-batcher.js';
 import { startTenantPlatform, type Tenant, type TestPlatform } from '../helpers.js';
 
 let platform: TestPlatform;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { registerLocalDeployment } from '../../src/services/agent-server/served-deployment.js';
+import { registerLocalDeployment } from '../../src/agent-server/services/served-deployment/served-deployment.js';
 import { buildTenant } from '../factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../helpers.js';
 import { type PlatformProcess, spawnPlatform } from '../processes.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChildOutputLog } from '../../src/launcher/child-output.js';
+import { ChildOutputLog } from '../../src/platform/launcher/child-output.js';
 
 function collect(limit?: number) {
   const lines: { type: string; message: string }[] = [];

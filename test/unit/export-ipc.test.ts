@@ -4,7 +4,7 @@
 import { Field, Int64, List, makeData, RecordBatch, Schema, Struct, Table, tableFromIPC, tableToIPC, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import * as parquet from 'parquet-wasm';
-import { IpcStreamEncoder } from '../../src/services/exports/parquet.js';
+import { IpcStreamEncoder } from '../../src/platform/services/exports/parquet.js';
 
 const encoder = new TextEncoder();
 

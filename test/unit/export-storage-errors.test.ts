@@ -2,7 +2,7 @@
 // the storage errors of real S3 map to the spec's destination reasons.
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { storageErrorReason } from '../../src/services/exports/s3.js';
+import { storageErrorReason } from '../../src/platform/services/exports/s3.js';
 
 const s3Error = (name: string, status: number) =>
   new S3ServiceException({ name, $fault: 'client', $metadata: { httpStatusCode: status }, message: name });

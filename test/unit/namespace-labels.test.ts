@@ -1,7 +1,7 @@
 // Store namespace labels are encoded for PostgresStore's layout: one-to-one, and free of the
 // characters that layout cannot hold, so whole-label prefixes stay exact.
 import { describe, expect, it } from 'vitest';
-import { decodeLabel, encodeLabel } from '../../src/services/store/namespace-labels.js';
+import { decodeLabel, encodeLabel } from '../../src/agent-server/services/store/namespace-labels.js';
 
 describe('namespace label encoding', () => {
   const labels = ['user_123', 'a:b', '50%', 'back\\slash', 'tilde~7E', '~', '~3A', 'plain', 'ünïcødé 🙂', ':%_\\~'];

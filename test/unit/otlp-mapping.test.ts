@@ -5,10 +5,10 @@
 import { v5 } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import { assertJsonDepth, assertJsonTextDepth } from '../../src/limits/json.js';
-import { encodeExportRequest, parseOtlpBody } from '../../src/rest/otlp-wire.js';
-import { RawJson } from '../../src/services/traces/derive.js';
-import { normalizeRunCreate } from '../../src/services/traces/ingest.service.js';
-import { type OtlpSpan, otlpSpansToRuns, spanRunId } from '../../src/services/traces/otlp-ingest.service.js';
+import { encodeExportRequest, parseOtlpBody } from '../../src/platform/ingest/otlp-wire.js';
+import { RawJson } from '../../src/platform/services/traces/derive.js';
+import { normalizeRunCreate } from '../../src/platform/ingest/ingest.service.js';
+import { type OtlpSpan, otlpSpansToRuns, spanRunId } from '../../src/platform/ingest/otlp-ingest.service.js';
 
 // The namespace run ids have been made in since OTLP ingestion began.
 const NAMESPACE = '6f0c3f55-3b1c-4d43-9a3c-0a7c5e0f2a61';

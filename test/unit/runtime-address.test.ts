@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { advertisedHost } from '../../src/launcher-protocol.js';
+import { advertisedHost } from '../../src/contracts/launcher-protocol.js';
 
 // A runtime records where the api reaches it (deployment_runtimes.url); an api on another machine
 // cannot reach "0.0.0.0" or another machine's loopback.

@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readGraphConfig } from '../../src/graph-config.js';
-import { loadStoreEmbedder } from '../../src/runtime/store-embedder.js';
+import { readGraphConfig } from '../../src/contracts/graph-config.js';
+import { loadStoreEmbedder } from '../../src/agent-server/runtime/store-embedder.js';
 
 const FIXTURES = new URL('../fixtures/graphs/', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'store-embedder-'));

@@ -1,11 +1,11 @@
-// The worker role's queues are `notify` queues (workers/boss.ts): a sent job wakes its worker at once
+// The worker role's queues are `notify` queues (agent-server/jobs/boss.ts): a sent job wakes its worker at once
 // and workers poll only every 30 s as a backstop, so an idle installation does not poll every 2 s per
 // worker. These pin that a job does not wait for that backstop, nor does a failed job's retry.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Boss } from '../../src/queues.js';
-import { startPlatformBoss } from '../../src/platform.js';
+import { startPlatformBoss } from '../../src/start.js';
 import { workNotified } from '../../src/queues.js';
-import { QUEUES } from '../../src/workers/boss.js';
+import { QUEUES } from '../../src/agent-server/jobs/boss.js';
 import { startTestPlatform, type TestPlatform } from '../helpers.js';
 
 let platform: TestPlatform;

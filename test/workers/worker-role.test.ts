@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { QUEUES } from '../../src/workers/boss.js';
+import { QUEUES } from '../../src/agent-server/jobs/boss.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../helpers.js';
 import { type PlatformProcess, spawnPlatform } from '../processes.js';
 

@@ -2,11 +2,11 @@
 // runs in one transaction each. The cancel must win whole (200, every run Cancelled), never fail with a
 // deadlock (a 500 to the caller) nor have the dispatcher turn a cancelled run back to Running.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createDestination } from '../../../src/services/exports/destinations.service.js';
-import { createExport, updateExport } from '../../../src/services/exports/exports.service.js';
-import { claimRunsToStart, listRuns } from '../../../src/services/exports/exports.store.js';
-import type { ServiceContext } from '../../../src/services/context.js';
-import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
+import { createDestination } from '../../../src/platform/services/exports/destinations.service.js';
+import { createExport, updateExport } from '../../../src/platform/services/exports/exports.service.js';
+import { claimRunsToStart, listRuns } from '../../../src/platform/services/exports/exports.store.js';
+import type { ServiceContext } from '../../../src/context.js';
+import { authenticateApiKey } from '../../../src/platform/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../../factories.js';
 import { startTestPlatform, type TestPlatform } from '../../helpers.js';
 import { ingestFixtureTraces, type S3Server, startS3, takeTurnWithExportWorkers } from './support.js';

@@ -4,10 +4,10 @@
 // scheduled exports spawn one child per window under a controlled clock, and cancelling one stops it.
 import { DeleteBucketCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDestination } from '../../../src/services/exports/destinations.service.js';
-import { createExport, spawnScheduledExports, updateExport } from '../../../src/services/exports/exports.service.js';
-import type { ServiceContext } from '../../../src/services/context.js';
-import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
+import { createDestination } from '../../../src/platform/services/exports/destinations.service.js';
+import { createExport, spawnScheduledExports, updateExport } from '../../../src/platform/services/exports/exports.service.js';
+import type { ServiceContext } from '../../../src/context.js';
+import { authenticateApiKey } from '../../../src/platform/services/tenancy/tenancy.service.js';
 import { buildTenant } from '../../factories.js';
 import { startTestPlatform } from '../../helpers.js';
 import { ingestFixtureTraces, listKeys, type S3Server, startS3, waitForExport, takeTurnWithExportWorkers } from './support.js';

@@ -4,12 +4,12 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createDestination } from '../../../src/services/exports/destinations.service.js';
-import { createExport } from '../../../src/services/exports/exports.service.js';
-import type { RunResult } from '../../../src/services/exports/exports.store.js';
-import { authenticateApiKey } from '../../../src/services/tenancy/tenancy.service.js';
+import { createDestination } from '../../../src/platform/services/exports/destinations.service.js';
+import { createExport } from '../../../src/platform/services/exports/exports.service.js';
+import type { RunResult } from '../../../src/platform/services/exports/exports.store.js';
+import { authenticateApiKey } from '../../../src/platform/services/tenancy/tenancy.service.js';
 import type { Boss } from '../../../src/queues.js';
-import { startPlatformBoss } from '../../../src/platform.js';
+import { startPlatformBoss } from '../../../src/start.js';
 import { buildTenant } from '../../factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../../helpers.js';
 import { spawnPlatform } from '../../processes.js';

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { MultipartObject } from '../../../src/services/exports/s3.js';
+import { MultipartObject } from '../../../src/platform/services/exports/s3.js';
 import { type S3Server, startS3 } from './support.js';
 
 const PART = 5 * 1024 ** 2; // S3's smallest part but the last

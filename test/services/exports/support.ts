@@ -14,11 +14,11 @@ import { afterAll, beforeAll } from 'vitest';
 import { databaseUrl } from '../../helpers.js';
 // @ts-expect-error s3rver ships no types
 import S3rver from 's3rver';
-import type { BulkExport, BulkExportRun } from '../../../src/services/exports/exports.store.js';
-import type { Deps } from '../../../src/services/context.js';
+import type { BulkExport, BulkExportRun } from '../../../src/platform/services/exports/exports.store.js';
+import type { Deps } from '../../../src/context.js';
 
 export type ExportWithRuns = BulkExport & { runs: BulkExportRun[] };
-import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
+import { ingestRunBatch } from '../../../src/platform/ingest/ingest.service.js';
 
 /**
  * Export test files take turns: their workers dispatch and execute export runs of the whole shared

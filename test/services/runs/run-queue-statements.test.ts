@@ -3,7 +3,7 @@
 // pg-boss upgrade changes their shape, the run path quietly falls back to separate round trips; this
 // test makes that loud instead.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { runQueueFor } from '../../../src/services/runs/run-queue.js';
+import { runQueueFor } from '../../../src/agent-server/services/runs/run-queue.js';
 import { startTestPlatform, type TestPlatform } from '../../helpers.js';
 
 let platform: TestPlatform;

@@ -3,11 +3,11 @@
 // strings never produce anything but a FilterError, and over HTTP never a 5xx.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.js';
-import type { ServiceContext } from '../../../src/services/context.js';
-import { compileFilter, FilterError, SqlParams } from '../../../src/services/traces/filter.js';
-import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
-import { ensureProject } from '../../../src/services/traces/projects.service.js';
-import { queryRuns } from '../../../src/services/traces/queries.service.js';
+import type { ServiceContext } from '../../../src/context.js';
+import { compileFilter, FilterError, SqlParams } from '../../../src/platform/services/traces/filter.js';
+import { ingestRunBatch } from '../../../src/platform/ingest/ingest.service.js';
+import { ensureProject } from '../../../src/platform/services/traces/projects.service.js';
+import { queryRuns } from '../../../src/platform/services/traces/queries.service.js';
 import { startTenantPlatform, type Tenant, type TestPlatform } from '../../helpers.js';
 
 let platform: TestPlatform;

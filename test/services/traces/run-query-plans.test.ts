@@ -19,7 +19,7 @@ import {
   searchRuns,
   type TimeSlice,
   timeSlices,
-} from '../../../src/services/traces/trace-runs.store.js';
+} from '../../../src/platform/services/traces/trace-runs.store.js';
 import { databaseUrl } from '../../helpers.js';
 
 const RUNS = 40_000;

@@ -3,7 +3,7 @@
 // named (REST's 409), a value PostgreSQL rejects failing that request alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.js';
-import { type IngestResult, ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
+import { type IngestResult, ingestRunBatch } from '../../../src/platform/ingest/ingest.service.js';
 import { buildTenant } from '../../factories.js';
 import { startTestPlatform, type TestPlatform } from '../../helpers.js';
 

@@ -3,10 +3,10 @@
 // dropping, and stores what is queued when it is closed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.js';
-import type { ServiceContext } from '../../../src/services/context.js';
-import { ensureProject } from '../../../src/services/traces/projects.service.js';
-import { queryRuns } from '../../../src/services/traces/queries.service.js';
-import { TraceBatcher } from '../../../src/services/traces/trace-batcher.js';
+import type { ServiceContext } from '../../../src/context.js';
+import { ensureProject } from '../../../src/platform/services/traces/projects.service.js';
+import { queryRuns } from '../../../src/platform/services/traces/queries.service.js';
+import { TraceBatcher } from '../../../src/platform/ingest/trace-batcher.js';
 import { startTenantPlatform, type Tenant, type TestPlatform } from '../../helpers.js';
 
 let platform: TestPlatform;

@@ -5,9 +5,9 @@
 // partition when it is created.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTracePartitions, deleteAwaitedParentsBefore, deleteRunIdsBefore, dropTracePartitionsBefore, insertClaimingIdsSql, listTracePartitions } from '../../../src/services/traces/trace-runs.store.js';
-import { ingestRunBatch } from '../../../src/services/traces/ingest.service.js';
-import { deleteExpiredTraceRuns } from '../../../src/workers/traces-retention.job.js';
+import { createTracePartitions, deleteAwaitedParentsBefore, deleteRunIdsBefore, dropTracePartitionsBefore, insertClaimingIdsSql, listTracePartitions } from '../../../src/platform/services/traces/trace-runs.store.js';
+import { ingestRunBatch } from '../../../src/platform/ingest/ingest.service.js';
+import { deleteExpiredTraceRuns } from '../../../src/platform/jobs/traces-retention.job.js';
 import { buildOrganization, buildWorkspace } from '../../factories.js';
 import { startTestPlatform, type TestPlatform } from '../../helpers.js';
 

@@ -1,0 +1,87 @@
+// The runtime of one deployment, wherever a launcher starts it (its own worker thread, this process,
+// issue 10's child process): loads the deployment's graphs with LangGraph's checkpointer and store,
+// works its run queue, answers the API's graph requests, and records itself in deployment_runtimes
+// for as long as it runs, so any api process can find it.
+import type { PgBoss } from 'pg-boss';
+import type { LaunchSpec } from '../../contracts/launcher-protocol.js';
+import type { Deps } from '../../context.js';
+import { deleteRuntime, insertRuntime } from '../services/served-deployment/served-deployment.store.js';
+import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
+import { createAgentRunTracer } from './agent-run-tracer.js';
+import { loadCustomApp } from './custom-app.js';
+import { applyGraphConfigEnv, readGraphConfig } from '../../contracts/graph-config.js';
+import { GraphRegistry } from './graph-registry.js';
+import { IngestApiTraceSink } from './ingest-api-traces.js';
+import { openPersistence } from './persistence.js';
+import { setUpDeploymentDatabase } from '../services/served-deployment/database-setup.js';
+import { loadStoreEmbedder } from './store-embedder.js';
+import type { RuntimeContext } from './runtime-context.js';
+import { startRuntime } from './runtime.js';
+import { startRuntimeServer } from './runtime-server.js';
+
+export type RuntimeSpec = Omit<LaunchSpec, 'revisionId'> & {
+  /**
+   * The origin of the queue object an api role in the launching process enqueues through, when this
+   * runtime runs in a thread of that process: runs created there wake it by message, so it skips
+   * their `runs.queued` NOTIFY.
+   */
+  queueOrigin?: string;
+};
+
+export type RunningDeployment = {
+  runtimeId: string;
+  /** Where it answers graph requests. */
+  url: string;
+  graphIds: string[];
+  /** Fetches runs now (a run was created in this process). */
+  wake(): void;
+  stop(): Promise<void>;
+};
+
+/** Starts the runtime of one deployment on this process's dependencies and job queue. */
+export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec): Promise<RunningDeployment> {
+  const steps: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const step of steps.splice(0).reverse()) await step().catch((error: unknown) => deps.logger.error({ err: error }, 'runtime shutdown step failed'));
+  };
+  try {
+    const config = readGraphConfig(spec.configPath);
+    // Deployment code, like its graphs: the embedding function is loaded here, never in the API (with
+    // the config's env, which it may read as graphs do).
+    applyGraphConfigEnv(config);
+    const embedder = await loadStoreEmbedder(config);
+    await setUpDeploymentDatabase(deps.db, spec.deploymentId, config);
+    const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder });
+    steps.push(() => persistence.close());
+    const graphs = await GraphRegistry.load(config, persistence, deps.logger);
+    graphs.readTypesInBackground(deps.logger);
+    // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
+    const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
+    // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after
+    // the runtime stopped, once its last run ended.
+    const sink = spec.tracing?.ingest ? new IngestApiTraceSink(spec.tracing.ingest, deps.logger) : spec.tracing ? deps.directTraceSink?.() : undefined;
+    if (spec.tracing && !sink) deps.logger.warn({ deploymentId: spec.deploymentId }, 'tracing is on but this process has nowhere to send traces: runs are not traced');
+    if (sink) steps.push(() => sink.close());
+    const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces: sink } };
+    const tracer = spec.tracing && sink ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, sink) : undefined;
+    const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer });
+    let runtimeStopped: Promise<void> | undefined;
+    const stopRuntime = () => (runtimeStopped ??= runtime.stop());
+    steps.push(stopRuntime);
+    // Loaded here too (the API serves the app): a run's webhook given as a path is delivered to it
+    // in-process, as the reference server delivers it to itself.
+    const customApp = config.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
+    if (customApp) ctx.deployment.loopback = async (path, init) => customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
+    const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
+    steps.push(() => server.stop());
+    await insertRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url });
+    steps.push(() => deleteRuntime(deps.db, runtime.workerId));
+    // First at stop: it fetches no more runs and finishes its own before it leaves deployment_runtimes,
+    // so a deploy that waits for the previous revision's row to go knows it takes no new run.
+    steps.push(stopRuntime);
+    return { runtimeId: runtime.workerId, url: server.url, graphIds: graphs.graphIds(), wake: () => queue.wakeLocal(), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,173 @@
+// Loads the graphs a config file names and hands out a runnable graph per run. An export may be a
+// compiled graph, a StateGraph (compiled here), a promise of either, or a factory `(config) => graph`
+// that is called again for every run (so per-run configuration can shape the graph).
+import { pathToFileURL } from 'node:url';
+import { SHARE_ENV, Worker } from 'node:worker_threads';
+import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
+import type { Pregel } from '@langchain/langgraph/pregel';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import { AppError } from '../../errors.js';
+import { defaultAssistantId } from '../services/assistants/default-assistant-id.js';
+import type { Logger } from 'pino';
+import { applyGraphConfigEnv, type GraphConfig, type GraphEntry } from '../../contracts/graph-config.js';
+import type { CustomAuth } from '../services/custom-auth/custom-auth.js';
+import { loadCustomAuth } from './custom-auth.js';
+import { registerSdkLogger } from './sdk-logger.js';
+import type { GraphSchemas } from './graph-schemas.js';
+import type { TypeSchemas } from './type-schemas.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: graphs are user code of any state shape
+export type RunnableGraph = Pregel<any, any>;
+type GraphFactory = (config: RunnableConfig) => Promise<RunnableGraph>;
+
+type LoadedGraph = GraphEntry & {
+  /** Set for static exports: one copy with the checkpointer, one without (stateless runs). */
+  durable?: RunnableGraph;
+  ephemeral?: RunnableGraph;
+  factory?: GraphFactory;
+};
+
+export type Persistence = { checkpointer: BaseCheckpointSaver; store: BaseStore };
+
+const isStateGraph = (value: unknown): value is { compile(): RunnableGraph } =>
+  typeof value === 'object' && value !== null && typeof (value as { compile?: unknown }).compile === 'function';
+const isCompiled = (value: unknown): value is RunnableGraph =>
+  typeof value === 'object' && value !== null && (value as { lg_is_pregel?: unknown }).lg_is_pregel === true;
+
+function toCompiled(value: unknown, graphId: string): RunnableGraph {
+  if (isCompiled(value)) return value;
+  if (isStateGraph(value)) return value.compile();
+  // createAgent() and similar wrappers keep the compiled graph under `.graph`.
+  const inner = (value as { graph?: unknown } | null)?.graph;
+  if (isCompiled(inner)) return inner;
+  throw new Error(`Graph "${graphId}" is not a LangGraph graph (got ${value === null ? 'null' : typeof value})`);
+}
+
+// As the reference server (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS, 30 s by default).
+const TYPE_SCHEMAS_TIMEOUT_MS = 30_000;
+
+/**
+ * Reads the graphs' schemas from their TypeScript types in a worker thread, bounded in time; undefined
+ * (with a log line saying why) when that fails or takes too long, and runtime schemas are served.
+ */
+function readTypeSchemasInThread(config: GraphConfig, logger: Logger): Promise<TypeSchemas | undefined> {
+  const timeoutMs = Number(process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS) || TYPE_SCHEMAS_TIMEOUT_MS;
+  const specs = config.graphs.map(({ graphId, file, exportName }) => ({ graphId, file, exportName }));
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const worker = new Worker(new URL('../../thread-entry.mjs', import.meta.url), {
+      workerData: { specs, body: new URL('./type-schemas.worker.ts', import.meta.url).href },
+      env: SHARE_ENV,
+    });
+    let settled = false;
+    // Once: terminating the worker after its answer makes it exit too.
+    const done = (schemas: TypeSchemas | undefined, problem?: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      void worker.terminate();
+      if (problem) logger.warn({ graphIds: specs.map((spec) => spec.graphId), timeoutMs }, `schemas from TypeScript types not read (${problem}): the graphs' runtime schemas are served`);
+      else logger.debug({ ms: Math.round(performance.now() - started) }, 'schemas read from TypeScript types');
+      resolve(schemas);
+    };
+    const timer = setTimeout(() => done(undefined, `took longer than ${timeoutMs} ms`), timeoutMs);
+    worker.once('message', (schemas: TypeSchemas) => done(schemas));
+    worker.once('error', (error) => done(undefined, error.message));
+    worker.once('exit', (code) => done(undefined, `the worker exited with ${code}`));
+  });
+}
+
+export class GraphRegistry {
+  private typeSchemas: Promise<TypeSchemas | undefined> | undefined;
+
+  private constructor(
+    readonly config: GraphConfig,
+    private readonly graphs: Map<string, LoadedGraph>,
+    private readonly persistence: Persistence,
+    /** The project's custom auth (langgraph.json `auth`), for the agent server that serves these graphs. */
+    readonly auth: CustomAuth | undefined,
+  ) {}
+
+  /**
+   * Starts reading the graphs' schemas from their TypeScript types (off the request path: a worker
+   * thread, once per runtime, that is per revision). Schema reads wait for it, at most its time bound.
+   */
+  readTypesInBackground(logger: Logger): void {
+    this.typeSchemas ??= readTypeSchemasInThread(this.config, logger);
+  }
+
+  /** A graph's (or its subgraph's, by namespace) schemas from TypeScript types, if they were read. */
+  async schemasFromTypes(graphId: string, namespace = ''): Promise<GraphSchemas | undefined> {
+    const schemas = await this.typeSchemas;
+    return schemas?.[graphId]?.[namespace];
+  }
+
+  /**
+   * Imports every graph of the config (TypeScript through the process's tsx loader). Static graphs get
+   * the deployment's checkpointer and store now; factories get them per run. Throws naming the graph
+   * that failed to load, or the custom auth module when it cannot be imported (so a build fails on it).
+   */
+  static async load(config: GraphConfig, persistence: Persistence, logger: Logger): Promise<GraphRegistry> {
+    // Graph code reads its settings from the environment (the operator's own environment wins), and
+    // graphs written for LangGraph Platform call the SDK's getLogger() at import.
+    applyGraphConfigEnv(config);
+    registerSdkLogger(logger);
+    const graphs = new Map<string, LoadedGraph>();
+    for (const entry of config.graphs) {
+      let exported: unknown;
+      try {
+        const module = (await import(pathToFileURL(entry.file).href)) as Record<string, unknown>;
+        exported = module[entry.exportName];
+      } catch (error) {
+        throw new Error(`Could not load graph "${entry.graphId}" from ${entry.file}: ${(error as Error).message}`, { cause: error });
+      }
+      if (exported === undefined) throw new Error(`Graph "${entry.graphId}": ${entry.file} has no export "${entry.exportName}"`);
+      if (typeof exported === 'function' && !isCompiled(exported)) {
+        const factory = exported as (config: RunnableConfig) => unknown;
+        graphs.set(entry.graphId, { ...entry, factory: async (runConfig) => toCompiled(await factory(runConfig), entry.graphId) });
+        continue;
+      }
+      const compiled = toCompiled(await exported, entry.graphId);
+      const durable = compiled.withConfig({}) as RunnableGraph;
+      durable.checkpointer = persistence.checkpointer;
+      durable.store = persistence.store;
+      const ephemeral = compiled.withConfig({}) as RunnableGraph;
+      ephemeral.checkpointer = undefined;
+      ephemeral.store = persistence.store;
+      graphs.set(entry.graphId, { ...entry, durable, ephemeral });
+    }
+    const auth = await loadCustomAuth(config, logger);
+    return new GraphRegistry(config, graphs, persistence, auth);
+  }
+
+  graphIds(): string[] {
+    return [...this.graphs.keys()];
+  }
+
+  has(graphId: string): boolean {
+    return this.graphs.has(graphId);
+  }
+
+  /** The graph id a default assistant id or graph name stands for, if any. */
+  graphForAssistantId(assistantId: string): string | undefined {
+    if (this.graphs.has(assistantId)) return assistantId;
+    return this.graphIds().find((graphId) => defaultAssistantId(graphId) === assistantId);
+  }
+
+  /**
+   * A graph ready to run: with the Postgres checkpointer unless `stateless` (temporary threads keep no
+   * history), and the deployment's store. Throws NOT_FOUND for a graph this deployment does not serve.
+   */
+  async resolve(graphId: string, config: RunnableConfig, options: { stateless?: boolean } = {}): Promise<RunnableGraph> {
+    const graph = this.graphs.get(graphId);
+    if (!graph) throw AppError.notFound(`Graph "${graphId}" not found`);
+    if (graph.factory) {
+      const built = await graph.factory(config);
+      const copy = built.withConfig({}) as RunnableGraph;
+      copy.checkpointer = options.stateless ? undefined : this.persistence.checkpointer;
+      copy.store = this.persistence.store;
+      return copy;
+    }
+    return (options.stateless ? graph.ephemeral : graph.durable)!;
+  }
+}

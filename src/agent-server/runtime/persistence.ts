@@ -1,0 +1,53 @@
+// LangGraph's own persistence on the platform's PostgreSQL: checkpoints (schema `langgraph`, keyed by
+// thread id, which is unique across deployments; the platform's own SQL on them is in
+// agent-server/services/threads/checkpoints.store.ts) and the long-term store (one schema per deployment, so one
+// deployment's graphs never read another's memories).
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import pg from 'pg';
+import { PreparingClient } from '../../database/prepared-statements.js';
+import { readStoreSettings } from '../services/store/store-items.store.js';
+import type { Embedder } from '../services/store/store-operations.js';
+import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';
+import type { Persistence } from './graph-registry.js';
+import { PlatformStore } from './platform-store.js';
+import { RunMetadataSaver } from './run-checkpointer.js';
+
+export type RuntimePersistence = Persistence & {
+  checkpointer: PostgresSaver;
+  store: PlatformStore;
+  /** The store's embedding function, when the graph config indexes the store. */
+  embedder?: Embedder;
+  pool: pg.Pool;
+  close(): Promise<void>;
+};
+
+/**
+ * Opens the checkpointer and the deployment's store on tables the platform set up beforehand
+ * (platform/services/deployments/deployment-database.ts: a deployed runtime's login may not create them), with the store's settings
+ * as recorded there.
+ */
+export async function openPersistence(
+  databaseUrl: string,
+  deploymentId: string,
+  options: { poolSize: number; embedder?: Embedder },
+): Promise<RuntimePersistence> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
+  pool.on('error', () => undefined);
+  // Each checkpoint carries its run's metadata, as the reference server's checkpointer does (history filters on it).
+  const checkpointer = new RunMetadataSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA });
+  const db = { pool, url: databaseUrl };
+  const settings = await readStoreSettings(db, deploymentId).catch(async (error: unknown) => {
+    await pool.end();
+    throw error;
+  });
+  const embedder = settings.index ? options.embedder : undefined;
+  const unindexed = () => Promise.reject(new Error('The store is not indexed'));
+  const store = new PlatformStore({ db, deploymentId, settings, embedder: embedder ?? { documents: unindexed, query: unindexed } });
+  return {
+    checkpointer,
+    store,
+    embedder,
+    pool,
+    close: () => pool.end(),
+  };
+}

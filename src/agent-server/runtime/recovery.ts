@@ -1,0 +1,82 @@
+// Runs whose runtime died, and stateless runs nobody can read any more. Each runtime holds a session
+// advisory lock named after its worker id for as long as it lives; a `running` run whose worker's
+// lock is free belongs to a dead process and is ended as `error` (its job completed, so the thread's
+// next run can start). Both sweeps are pg-boss schedules (agent-server/jobs/boss.ts); a runtime also recovers
+// its deployment's runs once when it starts, so a restarted `serve` picks up where it died.
+import type { PgBoss } from 'pg-boss';
+import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
+import type { Deps } from '../../context.js';
+import { runQueueName } from '../services/runs/run-queue-name.js';
+import * as store from '../services/runs/runs.store.js';
+
+/**
+ * Ends as `error` every running run (of one deployment, or all) whose runtime's liveness lock is free,
+ * completes its job and wakes the runtimes of threads that have more runs waiting. Returns how many.
+ */
+export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { deploymentId?: string; exceptWorkerId?: string } = {}): Promise<number> {
+  const { db, events, logger } = deps;
+  const rows = await store.selectRunningRuns(db, options);
+  if (!rows.length) return 0;
+  const dead = new Set<string>();
+  // Try-lock and unlock must happen on one session.
+  const client = await db.pool.connect();
+  try {
+    for (const workerId of new Set(rows.map((row) => row.worker_id))) {
+      const { rows: lock } = await client.query<{ free: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS free', [runtimeLockKey(workerId)]);
+      if (lock[0]?.free) {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [runtimeLockKey(workerId)]);
+        dead.add(workerId);
+      }
+    }
+  } finally {
+    client.release();
+  }
+  let recovered = 0;
+  for (const row of rows.filter((r) => dead.has(r.worker_id))) {
+    const error = { error: 'RuntimeError', message: 'The runtime executing this run exited before it finished' };
+    if (!(await store.failRunningRun(db, row.id, error))) continue;
+    recovered++;
+    await store.markThreadFailed(db, row.thread_id, error);
+    if (row.job_id) await boss.complete(runQueueName(row.deployment_id), row.job_id).catch(() => undefined);
+    await wakeIfThreadHasMore(deps, row.deployment_id, row.id);
+    await events.publish('runs.stream', { runId: row.id, status: 'error' }, row.id);
+    await events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'error' }, row.thread_id);
+    logger.warn({ runId: row.id, workerId: row.worker_id }, 'ended a run whose runtime died');
+  }
+  return recovered;
+}
+
+/** Forgets the recorded runtimes (of one deployment, or all) whose process died without removing its row. */
+export async function pruneDeadRuntimes(deps: Deps, deploymentId?: string): Promise<void> {
+  const { rows } = await deps.db.pool.query<{ id: string }>('SELECT id FROM deployment_runtimes WHERE $1::uuid IS NULL OR deployment_id = $1', [deploymentId ?? null]);
+  if (!rows.length) return;
+  const client = await deps.db.pool.connect();
+  try {
+    for (const { id } of rows) {
+      const { rows: lock } = await client.query<{ free: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS free', [runtimeLockKey(id)]);
+      if (!lock[0]?.free) continue;
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [runtimeLockKey(id)]);
+      await client.query('DELETE FROM deployment_runtimes WHERE id = $1', [id]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Wakes the deployment's runtimes when the run's thread has another run pending (its job was held
+ * back by per-thread order until this one completed). Returns whether it did.
+ */
+export async function wakeIfThreadHasMore(deps: Deps, deploymentId: string, runId: string, origin?: string): Promise<boolean> {
+  if (!(await store.threadHasAnotherPendingRun(deps.db, runId))) return false;
+  await deps.events.publish('runs.queued', { deploymentId, origin }, deploymentId);
+  return true;
+}
+
+/**
+ * Stateless runs that kept no thread are only readable while their callers wait; an hour later
+ * their rows and stream events are dropped.
+ */
+export async function pruneStatelessRuns(deps: Deps): Promise<void> {
+  await store.deleteEndedStatelessRuns(deps.db);
+}

@@ -1,0 +1,58 @@
+// A deployment's runtime in a worker thread of its own (the thread launcher): graph execution
+// (LangGraph's CPU work, checkpoints, stream writes) then no longer shares an event loop with the HTTP
+// server, so the server keeps answering while graphs run, and a second core is used. The thread is a
+// runtime like any other (its own pools, event bus and queue handle, its liveness lock, its row in
+// deployment_runtimes); the main thread wakes it directly when it creates a run, instead of through a
+// NOTIFY round trip.
+import { SHARE_ENV, Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import type { RuntimeSpec } from './deployment-runtime.js';
+
+export type RuntimeThreadData = { config: Config; databaseUrl: string; spec: RuntimeSpec };
+
+/** Main thread → runtime thread. */
+export type RuntimeThreadCommand = 'wake' | 'stop';
+/** Runtime thread → main thread. */
+export type RuntimeThreadReport = { type: 'ready'; url: string; graphIds: string[] } | { type: 'failed'; message: string };
+
+export type RuntimeThread = { url: string; graphIds: string[]; wake(): void; stop(): Promise<void> };
+
+/** Starts the runtime thread; resolves once it works the queue, rejects if it cannot start. */
+export function startRuntimeThread(data: RuntimeThreadData, logger: Logger): Promise<RuntimeThread> {
+  // The process environment (graph configs' `env` included) is shared with the thread.
+  const worker = new Worker(new URL('../../thread-entry.mjs', import.meta.url), {
+    workerData: { ...data, body: new URL('../../runtime-thread.worker.ts', import.meta.url).href },
+    env: SHARE_ENV,
+  });
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  let stopping = false;
+  return new Promise<RuntimeThread>((resolve, reject) => {
+    worker.on('message', (report: RuntimeThreadReport) => {
+      if (report.type === 'failed') return reject(new Error(report.message));
+      resolve({
+        url: report.url,
+        graphIds: report.graphIds,
+        wake: () => worker.postMessage('wake' satisfies RuntimeThreadCommand),
+        async stop() {
+          stopping = true;
+          worker.postMessage('stop' satisfies RuntimeThreadCommand);
+          const timer = setTimeout(() => void worker.terminate(), 15_000);
+          await exited;
+          clearTimeout(timer);
+        },
+      });
+    });
+    worker.on('error', (error) => {
+      logger.error({ err: error }, 'the runtime thread failed');
+      reject(error);
+    });
+    void exited.then((code) => {
+      if (stopping) return;
+      reject(new Error(`The runtime thread exited with code ${code}`));
+      // Without its runtime the process would accept runs that never execute: stop instead.
+      logger.fatal({ code }, 'the runtime thread exited; stopping the process');
+      process.kill(process.pid, 'SIGTERM');
+    });
+  });
+}

@@ -1,0 +1,164 @@
+// The runtime role for one deployment: works the deployment's run queue and listens for cancellations.
+// It holds a session advisory lock named after its worker id for as long as it lives, so runs it
+// leaves `running` when it dies are recognised and ended (agent-server/runtime/recovery.ts).
+import pg from 'pg';
+import type { Job } from 'pg-boss';
+import { newId } from '../../ids.js';
+import { type RunJob, wakeWhenDue } from '../services/runs/run-queue.js';
+import { failUnendedRun } from '../services/runs/runs.store.js';
+import { latestCheckpointId } from '../services/threads/checkpoints.store.js';
+import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
+import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
+import { pruneDeadRuntimes, recoverOrphanedRuns, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
+import type { RuntimeContext } from './runtime-context.js';
+
+export type Runtime = { workerId: string; stop(): Promise<void> };
+
+// Runs are fetched when woken (their creation, `runs.queued`, a thread's next run after the last one
+// ends, recovery, a delayed run's timer); this poll catches a wake-up lost with the LISTEN connection.
+// It is one statement per interval per deployment, idle or not. Measured with 5 s (loaded machine):
+// three runs enqueued on one thread took about 1.4 s instead of 0.8 s, so some hand-off still waits
+// for this poll; until that wake-up is found, it stays at one second.
+const BACKSTOP_POLL_MS = 1_000;
+
+/** Starts executing the deployment's runs in this process. */
+export async function startRuntime(
+  ctx: RuntimeContext,
+  options: { concurrency: number; tracer?: RunTracer },
+): Promise<Runtime> {
+  const workerId = newId();
+  const { queue } = ctx.deployment;
+  const active = new Map<string, AbortController>();
+  const stop = new AbortController();
+
+  // The liveness lock lives on its own connection: if this process dies, PostgreSQL drops it.
+  const lockClient = new pg.Client({ connectionString: ctx.db.url, application_name: 'agent-platform-runtime' });
+  lockClient.on('error', () => undefined);
+  await lockClient.connect();
+  await lockClient.query('SELECT pg_advisory_lock(hashtext($1))', [runtimeLockKey(workerId)]);
+
+  // Runs are fetched and claimed in one statement, so a run is registered in `active` only once its
+  // claim has committed: a cancel heard while a fetch is in flight is kept here and applied to the
+  // run if that fetch claimed it (a run still pending when cancelled is ended by the canceller).
+  const cancelledDuringFetch = new Map<string, CancelReason>();
+
+  // `claimed` is the job's run, or undefined when it was cancelled, deleted or taken meanwhile.
+  const handle = async (job: Pick<Job<RunJob>, 'id' | 'data'>, controller: AbortController, row: ClaimedRun | undefined) => {
+    const runId = job.data.runId;
+    let stateless = false;
+    let jobCompleted = false;
+    try {
+      // The thread's latest checkpoint (for a rollback): the thread's previous run has finished
+      // (per-thread order), so nothing can move it before this run starts.
+      const startCheckpoint = job.data.threadId ? await latestCheckpointId(ctx.deployment.persistence.pool, job.data.threadId) : undefined;
+      stateless = row?.kwargs.temporary ?? false;
+      // A stateless run's job is completed with its outcome: no later run waits on it, unlike a kept
+      // thread's, whose next run must not start before this one has also updated the thread.
+      const completeJob = stateless ? await queue.completionUpdate(job.id).catch(() => undefined) : undefined;
+      if (row) ({ jobCompleted } = await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint, completeJob }));
+    } catch (error) {
+      // Never fail the job: a failed job would hold back the thread's later runs. A run that failed
+      // before its outcome was written, with its job about to complete, ends too rather than wait forever.
+      ctx.logger.error({ err: error, runId }, 'run execution failed');
+      await failUnendedRun(ctx.db, runId).catch(() => undefined);
+      await ctx.events.publish('runs.stream', { runId, status: 'error' }, runId).catch(() => undefined);
+    } finally {
+      active.delete(runId);
+    }
+    // key_strict_fifo releases the thread's next job only once this one completes.
+    if (!jobCompleted) await queue.complete(job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
+    if (!stateless) await wakeIfThreadHasMore(runId);
+  };
+
+  const start = (fetched: Awaited<ReturnType<typeof fetchAndClaimRuns>>) => {
+    for (const { job, claimed } of fetched) {
+      const controller = new AbortController();
+      active.set(job.data.runId, controller);
+      const cancelled = cancelledDuringFetch.get(job.data.runId);
+      if (cancelled) controller.abort(cancelled);
+      running++;
+      void handle(job, controller, claimed).finally(() => {
+        running--;
+        if (mayHaveJobs) void pump();
+      });
+    }
+  };
+
+  const wakeIfThreadHasMore = async (runId: string) => {
+    // This runtime is woken in-process; the others hear `runs.queued`.
+    if (await wakeThreadRuntimes(ctx, ctx.deployment.deploymentId, runId, queue.origin)) wake();
+  };
+
+  // One dispatcher per process instead of pg-boss workers: pg-boss wakes every local worker on each
+  // job (one fetch query per worker per run), while this fetches only the free slots' worth of jobs,
+  // and only when jobs may be waiting: after a wake-up (a run created here, a `runs.queued` NOTIFY
+  // from elsewhere, a delayed run falling due, the backstop poll) or when the last fetch filled every
+  // free slot.
+  let running = 0;
+  let fetching: Promise<void> | undefined;
+  let mayHaveJobs = true;
+  const pump = (): Promise<void> => {
+    // The fetch in flight loops again if a wake-up came meanwhile.
+    fetching ??= fetchJobs().finally(() => (fetching = undefined));
+    return fetching;
+  };
+  const fetchJobs = async (): Promise<void> => {
+    try {
+      while (mayHaveJobs && running < options.concurrency && !stop.signal.aborted) {
+        mayHaveJobs = false;
+        const wanted = options.concurrency - running;
+        cancelledDuringFetch.clear();
+        const fetched = await fetchAndClaimRuns(ctx, wanted, workerId);
+        if (fetched.length) start(fetched);
+        cancelledDuringFetch.clear();
+        if (fetched.length >= wanted) mayHaveJobs = true;
+      }
+    } catch (error) {
+      mayHaveJobs = true;
+      ctx.logger.warn({ err: error }, 'could not fetch runs');
+    }
+  };
+  const wake = () => {
+    mayHaveJobs = true;
+    void pump();
+  };
+
+  void (async () => {
+    for await (const { runId, action } of ctx.events.subscribe('runs.cancel', { signal: stop.signal })) {
+      const controller = active.get(runId);
+      if (controller) controller.abort(action satisfies CancelReason);
+      else if (fetching) cancelledDuringFetch.set(runId, action);
+    }
+  })();
+  await queue.ensure();
+  void (async () => {
+    for await (const { origin, afterSeconds } of ctx.events.subscribe('runs.queued', { key: ctx.deployment.deploymentId, signal: stop.signal })) {
+      // Runs created through this queue object woke this runtime in-process already.
+      if (origin !== queue.origin) wakeWhenDue(wake, afterSeconds);
+    }
+  })();
+  queue.onLocalWake(wake);
+  const poll = setInterval(wake, BACKSTOP_POLL_MS);
+  poll.unref();
+  wake();
+
+  // Runs left `running` by a dead runtime of this deployment are recovered now; later ones by the
+  // `runs.sweep` schedule (agent-server/jobs/boss.ts).
+  await recoverOrphanedRuns(ctx, queue.boss, { deploymentId: ctx.deployment.deploymentId, exceptWorkerId: workerId });
+  await pruneDeadRuntimes(ctx, ctx.deployment.deploymentId);
+
+  return {
+    workerId,
+    async stop() {
+      clearInterval(poll);
+      queue.onLocalWake(undefined);
+      stop.abort();
+      // A fetch in flight may still hand this runtime jobs: they start, and are waited for, before
+      // the deployment's persistence closes (a run started after would find its pool ended).
+      await fetching;
+      for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
+      for (let waited = 0; running > 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      await lockClient.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,36 @@
+// A deployment's runtime wired on its own, as a runtime thread is: its own pool and a pg-boss that
+// only fetches and completes jobs (the process's worker role maintains the queues).
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import { createDeps } from '../../wiring.js';
+import type { Deps } from '../../context.js';
+import type { TraceSink } from '../../contracts/trace-wire.js';
+import { startBoss } from '../jobs/boss.js';
+import { runDeployment, type RunningDeployment, type RuntimeSpec } from './deployment-runtime.js';
+
+/** Starts the runtime; `stop` ends it and its wiring. On a failed start, whatever was wired is stopped. */
+export async function startStandaloneRuntime(
+  config: Config,
+  logger: Logger,
+  databaseUrl: string | undefined,
+  spec: RuntimeSpec,
+  /** Where its traces go when it sends them to no ingest API (a platform's thread: its trace tables). */
+  directTraceSink?: (deps: Deps) => TraceSink,
+): Promise<{ running: RunningDeployment; stop: () => Promise<void> }> {
+  const wiring = await createDeps(config, logger, {
+    databaseUrl,
+    poolSize: config.runtimeDbPoolSize,
+    applicationName: 'agent-platform-runtime',
+  });
+  if (directTraceSink) wiring.deps.directTraceSink = () => directTraceSink(wiring.deps);
+  try {
+    const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
+    wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
+    const running = await runDeployment(wiring.deps, boss, spec);
+    wiring.onStop(() => running.stop());
+    return { running, stop: wiring.stop };
+  } catch (error) {
+    await wiring.stop();
+    throw error;
+  }
+}

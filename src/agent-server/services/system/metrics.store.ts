@@ -1,0 +1,35 @@
+// Read-only SQL behind GET /metrics: counts the runs and usage areas already keep, per deployment and
+// workspace. Nothing is written for metrics: any api process answers the same numbers.
+import type { Database } from '../../../db.js';
+
+/** Runs of a deployment by status (index agent_runs(deployment_id, status)). */
+export async function countRunsByStatus(db: Database, deploymentId: string): Promise<Map<string, number>> {
+  const { rows } = await db.pool.query<{ status: string; runs: string }>(
+    'SELECT status, count(*) AS runs FROM agent_runs WHERE deployment_id = $1 GROUP BY status',
+    [deploymentId],
+  );
+  return new Map(rows.map((row) => [row.status, Number(row.runs)]));
+}
+
+/**
+ * Durations (seconds) of a deployment's runs that ended after `after`, oldest end first, with their
+ * end as PostgreSQL's text (microseconds: a JS Date would round them and count the last run twice).
+ */
+export async function runsEndedAfter(db: Database, deploymentId: string, after: string, limit: number): Promise<{ seconds: number; endedAt: string }[]> {
+  const { rows } = await db.pool.query<{ seconds: number; ended_at: string }>(
+    `SELECT extract(epoch FROM ended_at - coalesce(started_at, created_at))::float8 AS seconds, ended_at::text AS ended_at
+       FROM agent_runs WHERE deployment_id = $1 AND ended_at > $2::timestamptz ORDER BY ended_at LIMIT $3`,
+    [deploymentId, after, limit],
+  );
+  return rows.map((row) => ({ seconds: row.seconds, endedAt: row.ended_at }));
+}
+
+/** Traces ingested into a workspace: the daily rollups plus the deltas not yet folded into them. */
+export async function countIngestedTraces(db: Database, workspaceId: string): Promise<number> {
+  const { rows } = await db.pool.query<{ traces: string }>(
+    `SELECT (SELECT coalesce(sum(traces), 0) FROM usage_daily_rollups WHERE workspace_id = $1 AND dimension = 'workspace')
+          + (SELECT coalesce(sum(traces), 0) FROM usage_trace_deltas WHERE workspace_id = $1) AS traces`,
+    [workspaceId],
+  );
+  return Number(rows[0]?.traces ?? 0);
+}

@@ -1,0 +1,66 @@
+// What every service function receives: the process's dependencies plus who is asking.
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { AdminLogin } from './database/admin-login.js';
+import type { SecretBox } from './crypto.js';
+import type { Database } from './db.js';
+import type { EventBus } from './events.js';
+import type { PgBoss } from 'pg-boss';
+import type { IngestRequest, Ingester, IngestResult, TraceSink } from './contracts/trace-wire.js';
+import type { ViewerCache } from './viewer-cache.js';
+import type { Viewer } from './viewer.js';
+
+/** Process-wide dependencies, built once at start-up. */
+export type Deps = {
+  config: Config;
+  db: Database;
+  events: EventBus;
+  secrets: SecretBox;
+  logger: Logger;
+  /** The login that makes and drops deployments' database logins (connects on first use). */
+  adminLogin: AdminLogin;
+  /** API keys resolved recently in this process (authenticateApiKey); cleared on tenancy changes. */
+  viewers: ViewerCache;
+  /** Where trace ingestion does its CPU work; absent: in the request's thread. */
+  ingestThreads?: { ingest(who: Ingester, request: IngestRequest): Promise<IngestResult> };
+  /**
+   * Where this process's api role listens, once it does: deployed agent servers it launches send their
+   * traces there when no PUBLIC_URL says where the platform answers.
+   */
+  apiUrl?: string;
+  /** The process's job queue, once started (agent-server requests enqueue runs on it). */
+  boss?: PgBoss;
+  /** The control-plane runtimes this process launched (worker role); stopped before the job queue. */
+  deployedRuntimes?: LaunchedRuntimes;
+  /**
+   * The platform's calls on the resources of the local deployments this process hosts (start.ts,
+   * hostLocalDeployments), answered here as a deployment's own agent server answers them.
+   */
+  localAgentCalls?: LocalAgentCalls;
+  /**
+   * Where a runtime of this process stores its runs' traces when it sends them to no ingest API: the
+   * platform's own trace tables, for the local deployments a platform process hosts (start.ts).
+   * Absent in a deployed agent server, whose traces go through the public ingest API.
+   */
+  directTraceSink?: () => TraceSink;
+};
+
+/** The platform's calls (agent-server/services/served-deployment/platform-calls.ts) on a local deployment, in this process. */
+export type LocalAgentCalls = {
+  call(ctx: ServiceContext, deploymentId: string, op: string, args: unknown[]): Promise<unknown>;
+  streamRun(ctx: ServiceContext, deploymentId: string, runId: string, options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal }): AsyncIterable<unknown>;
+  /** The local deployment a run named by id alone belongs to; NOT_FOUND when none has it. */
+  deploymentOfRun(ctx: ServiceContext, runId: string): Promise<string>;
+};
+
+/**
+ * The deployed runtimes a worker launched, as the rest of the process sees them (the launcher lives
+ * in runtime/, which services do not import): the one serving a revision, and stopping them all.
+ */
+type LaunchedRuntimes = {
+  runtimeOf(revisionId: string): { url: string; graphIds: string[]; pid?(): number | undefined } | undefined;
+  stop(): Promise<void>;
+};
+
+/** A service call: dependencies plus the authenticated viewer (or the system, for the admin CLI). */
+export type ServiceContext = Deps & { viewer: Viewer };

@@ -1,0 +1,332 @@
+// The runtimes of control-plane deployments that this process launched (the worker role): one per
+// revision being deployed or active. Stops them when a deployment is deleted or a newer revision took
+// over (the `deployments.stop-runtimes` event, whichever process published it), and on start-up (and
+// then every RESTORE_INTERVAL_MS) brings back the active revision of every deployment.
+//
+// With several workers, one runs each revision's runtime: a worker holds a session advisory lock per
+// revision it runs (on a connection of its own), and starts or restores a runtime only once it took
+// that lock. A worker that dies loses its connection and so its locks; another worker's next restore
+// pass takes its revisions over.
+import { existsSync } from 'node:fs';
+import pg from 'pg';
+import type { Deps } from '../../context.js';
+import { isUuid } from '../../ids.js';
+import { FINISHED_REVISION_STATUSES } from '../services/deployments/deployments.schemas.js';
+import { removeRevisionDirectory, revisionGraphConfigPath, revisionsOnDisk } from './source-checkout.js';
+import { deletedDeploymentsAmong, findControlDeployment, findRevision, listActiveRevisions, retiredRevisionsAmong } from '../services/deployments/revisions.store.js';
+import { deploymentsOnDisk, removeDeploymentFiles, sandboxFor } from './sandbox.js';
+import { recordDeploymentUsage, setDeploymentStatus } from '../services/deployments/deployments.store.js';
+import { logRevision } from '../services/deployments/revisions.service.js';
+import { type MeasuredDeployment, measureDeployments, overLimits } from './deployment-usage.js';
+import { childProcessLauncher } from './child-launcher.js';
+import { warmRuntimeCaches } from './runtime-caches.js';
+import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../../contracts/launcher-protocol.js';
+
+type Entry = { deploymentId: string; revisionId: string; runtime: LaunchedRuntime };
+type Prepared = { deploymentId: string; runtime: PreparedRuntime; timer: NodeJS.Timeout };
+
+/** How long a build's loaded runtime waits for its deploy (in this process) before it is ended. */
+const PREPARED_TTL_MS = 5 * 60_000;
+/** How often a worker looks for active revisions whose runtime nobody runs (their worker died). */
+const RESTORE_INTERVAL_MS = 15_000;
+
+export class DeployedRuntimes {
+  private readonly entries = new Map<string, Entry>();
+  /** Runtimes a build loaded (its import check), by revision, kept for that revision's deploy. */
+  private readonly prepared = new Map<string, Prepared>();
+  private readonly abort = new AbortController();
+  /** The session whose advisory locks say which revisions' runtimes this instance runs. */
+  private lockSession: Promise<pg.Client> | undefined;
+  private readonly claimed = new Set<string>();
+  private restoring: Promise<void> | undefined;
+  private restoreTimer: NodeJS.Timeout | undefined;
+  private warming: Promise<unknown> | undefined;
+  private removing: Promise<void> | undefined;
+  private removeAgain: Promise<void> | undefined;
+  private usageTimer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly launcher: RuntimeLauncher & Required<Pick<RuntimeLauncher, 'prepare'>> = childProcessLauncher(deps),
+  ) {
+    void this.listen();
+  }
+
+  /**
+   * The build's import check: loads the revision's graphs in the process that will run them and
+   * returns their ids (rejects with the loader's error). The process waits for the revision's deploy;
+   * when that runs elsewhere, or not at all, it is ended after a while.
+   */
+  async prepare(deploymentId: string, revisionId: string, configPath: string): Promise<string[]> {
+    await this.discardPrepared(revisionId);
+    const runtime = await this.launcher.prepare({ deploymentId, revisionId, configPath, tracing: undefined });
+    const timer = setTimeout(() => void this.discardPrepared(revisionId), PREPARED_TTL_MS).unref();
+    this.prepared.set(revisionId, { deploymentId, runtime, timer });
+    return runtime.graphIds;
+  }
+
+  /** Starts the runtime of a built revision (in the process its build loaded, when here); resolves once it answers. */
+  async start(deploymentId: string, revisionId: string, configPath: string): Promise<LaunchedRuntime> {
+    const existing = this.entries.get(revisionId);
+    if (existing) return existing.runtime;
+    if (!(await this.claim(revisionId))) {
+      await this.discardPrepared(revisionId);
+      throw new Error(`another worker runs the runtime of revision ${revisionId}`);
+    }
+    const prepared = this.prepared.get(revisionId);
+    this.prepared.delete(revisionId);
+    if (prepared) clearTimeout(prepared.timer);
+    try {
+      const runtime = prepared ? await prepared.runtime.launch() : await this.launcher.launch({ deploymentId, revisionId, configPath, tracing: undefined });
+      this.entries.set(revisionId, { deploymentId, revisionId, runtime });
+      return runtime;
+    } catch (error) {
+      await this.release(revisionId);
+      throw error;
+    }
+  }
+
+  /** Ends the runtime a build loaded for a revision that will not deploy here. */
+  async discardPrepared(revisionId: string): Promise<void> {
+    const prepared = this.prepared.get(revisionId);
+    if (!prepared) return;
+    this.prepared.delete(revisionId);
+    clearTimeout(prepared.timer);
+    await prepared.runtime.discard().catch((error: unknown) => this.deps.logger.error({ err: error }, 'a loaded runtime did not stop cleanly'));
+  }
+
+  /** The runtime this process runs for a revision, if any. */
+  runtimeOf(revisionId: string): LaunchedRuntime | undefined {
+    return this.entries.get(revisionId)?.runtime;
+  }
+
+  /** Stops the deployment's runtimes here, except the one of `keepRevisionId` (and, then, those loaded for a deploy). */
+  async stopDeployment(deploymentId: string, keepRevisionId?: string): Promise<void> {
+    const stopping = [...this.entries.values()].filter((entry) => entry.deploymentId === deploymentId && entry.revisionId !== keepRevisionId);
+    // A revision deploying (keepRevisionId) leaves newer builds waiting for their own deploy.
+    const discarding = keepRevisionId ? [] : [...this.prepared].filter(([, prepared]) => prepared.deploymentId === deploymentId);
+    await Promise.all([...stopping.map((entry) => this.stopEntry(entry)), ...discarding.map(([revisionId]) => this.discardPrepared(revisionId))]);
+  }
+
+  async stopRevision(revisionId: string): Promise<void> {
+    await this.discardPrepared(revisionId);
+    const entry = this.entries.get(revisionId);
+    if (entry) await this.stopEntry(entry);
+  }
+
+  /**
+   * Brings back the active revision of every deployment whose build is on this machine and whose
+   * runtime no other worker runs. One pass at a time.
+   */
+  restoreActive(): Promise<void> {
+    this.restoring ??= this.restorePass().finally(() => (this.restoring = undefined));
+    return this.restoring;
+  }
+
+  /**
+   * Restores now and then every RESTORE_INTERVAL_MS, until stopped (the worker role); each time also
+   * removes the files of retired revisions and deleted deployments from this machine.
+   */
+  superviseActive(intervalMs = RESTORE_INTERVAL_MS): Promise<void> {
+    this.restoreTimer ??= setInterval(() => void this.restoreActive().then(() => this.removeRetired()), intervalMs).unref();
+    this.usageTimer ??= setInterval(() => void this.checkUsage(), this.deps.config.usageCheckSeconds * 1000).unref();
+    return this.restoreActive().then(() => this.removeRetired());
+  }
+
+  /**
+   * Measures what each deployment running here uses of its limits (deployment-usage.ts), records it,
+   * and stops those whose files or database outgrew theirs: OVER_LIMIT, said in the active revision's
+   * deploy log, until a restore pass finds it fits again. One pass at a time.
+   */
+  checkUsage(): Promise<void> {
+    this.checking ??= this.checkUsagePass()
+      .catch((error: unknown) => this.deps.logger.error({ err: error }, "could not measure deployments' usage"))
+      .finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async checkUsagePass(): Promise<void> {
+    const running = new Map([...this.entries.values()].map((entry) => [entry.deploymentId, entry.revisionId]));
+    const usage = await this.measure([...running.keys()]);
+    for (const [deploymentId, figures] of usage) {
+      await recordDeploymentUsage(this.deps.db, deploymentId, figures);
+      const over = overLimits(figures);
+      if (!over || this.abort.signal.aborted) continue;
+      await this.stopDeployment(deploymentId);
+      if (await setDeploymentStatus(this.deps.db, deploymentId, 'OVER_LIMIT')) {
+        this.deps.logger.warn({ deploymentId, usage: figures }, 'a deployment outgrew its disk limits: its agent server is stopped');
+        await logRevision(this.deps, running.get(deploymentId)!, 'deploy', `Stopped: ${over}. It starts again once it fits: raise its limit (PATCH source_config.resource_spec).`);
+      }
+    }
+  }
+
+  /** What the deployments use now (those deleted meanwhile are left out). */
+  private async measure(deploymentIds: string[]) {
+    const measured: MeasuredDeployment[] = [];
+    for (const id of deploymentIds) {
+      const row = await findControlDeployment(this.deps.db, id);
+      if (row) measured.push({ id, resourceSpec: row.source_config.resource_spec, files: sandboxFor(this.deps, row).files });
+    }
+    return measureDeployments(this.deps, measured);
+  }
+
+  /**
+   * Removes from this machine what no runtime starts from again: the checkouts and dependencies of
+   * retired revisions (superseded, failed, or of a deleted deployment) and the folders and cgroups of
+   * deleted deployments, none of them running here. Runs after each deletion and on every restore
+   * pass, which finishes what a build still writing there, or a worker down meanwhile, left. What the
+   * database does not know (another installation's, sharing the folder) stays. One pass at a time.
+   */
+  removeRetired(): Promise<void> {
+    if (this.removing) {
+      // A deletion made while a pass runs may have come after its reads: one more pass follows.
+      this.removeAgain ??= this.removing.then(() => {
+        this.removeAgain = undefined;
+        return this.removeRetired();
+      });
+      return this.removeAgain;
+    }
+    this.removing = this.removeRetiredPass()
+      .catch((error: unknown) => this.deps.logger.error({ err: error }, 'could not look for retired revisions and deleted deployments'))
+      .finally(() => (this.removing = undefined));
+    return this.removing;
+  }
+
+  private async removeRetiredPass(): Promise<void> {
+    const { dataDir } = this.deps.config;
+    const retired = await retiredRevisionsAmong(this.deps.db, revisionsOnDisk(dataDir).filter(isUuid), FINISHED_REVISION_STATUSES);
+    const deleted = await deletedDeploymentsAmong(this.deps.db, deploymentsOnDisk(dataDir).filter(isUuid));
+    // What a runtime here (or a build's loaded one) still starts from stays until a later pass.
+    const running = [...this.entries.values(), ...this.prepared.values()];
+    const revisions = retired.filter((revisionId) => !this.entries.has(revisionId) && !this.prepared.has(revisionId));
+    const deployments = deleted.filter((deploymentId) => !running.some((runtime) => runtime.deploymentId === deploymentId));
+    const removals = [
+      ...revisions.map((revisionId) => ({ what: { revisionId }, remove: () => removeRevisionDirectory(dataDir, revisionId) })),
+      ...deployments.map((deploymentId) => ({ what: { deploymentId }, remove: () => removeDeploymentFiles(dataDir, deploymentId) })),
+    ];
+    for (const { what, remove } of removals) {
+      if (this.abort.signal.aborted) return;
+      try {
+        if (await remove()) this.deps.logger.info(what, 'removed files no runtime starts from again from this machine');
+      } catch (error) {
+        this.deps.logger.warn({ err: error, ...what }, 'could not remove all of these files yet (something still writes there); tried again later');
+      }
+    }
+  }
+
+  private async restorePass(): Promise<void> {
+    for (const { deployment_id: deploymentId, revision_id: revisionId, status } of await listActiveRevisions(this.deps.db)) {
+      if (this.abort.signal.aborted) return;
+      if (this.entries.has(revisionId)) continue;
+      if (status === 'OVER_LIMIT' && !(await this.fitsAgain(deploymentId, revisionId))) continue;
+      const revision = await findRevision(this.deps.db, revisionId);
+      const configPath = revision ? revisionGraphConfigPath(this.deps.config.dataDir, revision) : undefined;
+      if (!configPath || !existsSync(configPath)) {
+        this.deps.logger.warn({ deploymentId, revisionId }, 'the active revision has no build on this machine; redeploy it');
+        continue;
+      }
+      // Another worker runs it (its lock is held): nothing to do here.
+      if (!(await this.claim(revisionId))) continue;
+      try {
+        await this.start(deploymentId, revisionId, configPath);
+        this.deps.logger.info({ deploymentId, revisionId }, 'deployment runtime restored');
+      } catch (error) {
+        this.deps.logger.error({ err: error, deploymentId, revisionId }, 'could not restore a deployment runtime');
+      } finally {
+        // start() took the lock once more for itself (session locks count): give back this pass's hold.
+        await this.release(revisionId, { once: true });
+      }
+    }
+  }
+
+  /** Whether a deployment stopped OVER_LIMIT fits its limits now (they were raised, say): READY again, said in its log. */
+  private async fitsAgain(deploymentId: string, revisionId: string): Promise<boolean> {
+    const figures = (await this.measure([deploymentId])).get(deploymentId);
+    if (!figures) return false;
+    await recordDeploymentUsage(this.deps.db, deploymentId, figures);
+    if (overLimits(figures)) return false;
+    if (await setDeploymentStatus(this.deps.db, deploymentId, 'READY')) await logRevision(this.deps, revisionId, 'deploy', 'Within its limits again: starting');
+    return true;
+  }
+
+  /** Warms the compile caches runtimes start with, off any deploy's path; `stop` ends a warm-up still running. */
+  warmCaches(): void {
+    this.warming ??= warmRuntimeCaches(this.deps, this.abort.signal);
+  }
+
+  /** Aborted when these runtimes stop: ends what listens on their behalf. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    clearInterval(this.restoreTimer);
+    clearInterval(this.usageTimer);
+    await Promise.all([this.restoring, this.warming, this.removeAgain ?? this.removing, this.checking]);
+    await Promise.all([...this.entries.values()].map((entry) => this.stopEntry(entry)));
+    await Promise.all([...this.prepared.keys()].map((revisionId) => this.discardPrepared(revisionId)));
+    // Ending the session releases every lock it still holds.
+    const session = this.lockSession;
+    this.lockSession = undefined;
+    await session?.then((client) => client.end()).catch(() => undefined);
+  }
+
+  private async stopEntry(entry: Entry): Promise<void> {
+    this.entries.delete(entry.revisionId);
+    await entry.runtime.stop().catch((error: unknown) => this.deps.logger.error({ err: error }, 'a deployment runtime did not stop cleanly'));
+    await this.release(entry.revisionId);
+  }
+
+  private session(): Promise<pg.Client> {
+    this.lockSession ??= (async () => {
+      const client = new pg.Client({ connectionString: this.deps.db.url, application_name: 'agent-platform-runtime-locks' });
+      client.on('error', (error) => {
+        // The locks went with the connection: another worker may take these revisions over now.
+        this.deps.logger.error({ err: error }, 'lost the connection holding the runtime locks');
+        this.lockSession = undefined;
+        this.claimed.clear();
+      });
+      await client.connect();
+      return client;
+    })();
+    return this.lockSession;
+  }
+
+  /** Takes the revision's runtime lock (again, if held: session locks count); whether it is ours. */
+  private async claim(revisionId: string): Promise<boolean> {
+    const client = await this.session();
+    const { rows } = await client.query<{ claimed: boolean }>(
+      "SELECT pg_try_advisory_lock(hashtext('agent-platform:revision-runtime'), hashtext($1)) AS claimed",
+      [revisionId],
+    );
+    if (rows[0]!.claimed) this.claimed.add(revisionId);
+    return rows[0]!.claimed;
+  }
+
+  /** Gives back the revision's runtime lock: every hold of it, or one (`once`). */
+  private async release(revisionId: string, options: { once?: boolean } = {}): Promise<void> {
+    if (!this.claimed.has(revisionId) || !this.lockSession) return;
+    const client = await this.lockSession;
+    for (;;) {
+      const { rows } = await client
+        .query<{ released: boolean }>("SELECT pg_advisory_unlock(hashtext('agent-platform:revision-runtime'), hashtext($1)) AS released", [revisionId])
+        .catch(() => ({ rows: [{ released: false }] }));
+      if (!rows[0]!.released || options.once) break;
+    }
+    if (!options.once) this.claimed.delete(revisionId);
+  }
+
+  private async listen(): Promise<void> {
+    try {
+      for await (const event of this.deps.events.subscribe('deployments.stop-runtimes', { signal: this.abort.signal })) {
+        await this.stopDeployment(event.deploymentId, event.keepRevisionId);
+        // What the stopped runtimes started from (a superseded revision's, a deleted deployment's) goes too.
+        void this.removeRetired();
+      }
+    } catch (error) {
+      if (!this.abort.signal.aborted) this.deps.logger.error({ err: error }, 'stopped listening for runtime stops');
+    }
+  }
+}

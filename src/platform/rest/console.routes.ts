@@ -1,0 +1,42 @@
+// The web console (console/, built into console/dist by `postinstall`): its page at `/` and its
+// hashed assets under /console/assets/. A page for people, not an API operation, so it is mounted
+// beside GraphiQL in app.ts rather than in the REST router and its OpenAPI document.
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { Router } from 'express';
+
+const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'console', 'dist');
+
+// Same origin only, no inline script; inline styles because the chart library positions with them.
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+export function consoleRouter(dist = DIST): Router {
+  const router = Router();
+  // File names carry a hash of their content: a new build is new URLs, so a year-long cache is safe.
+  router.use('/console/assets', express.static(join(dist, 'assets'), { immutable: true, maxAge: '365d', index: false, redirect: false }));
+  let page: string | undefined;
+  router.get('/', (_req, res) => {
+    try {
+      page ??= readFileSync(join(dist, 'index.html'), 'utf8');
+    } catch {
+      res.status(503).type('text/plain').send('The console is not built: run `npm run console:build` (npm install does it).\n');
+      return;
+    }
+    // The page names the current assets: always revalidated, so a rebuild is seen at once.
+    res
+      .set({ 'Cache-Control': 'no-cache', 'Content-Security-Policy': CONTENT_SECURITY_POLICY, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' })
+      .type('html')
+      .send(page);
+  });
+  return router;
+}

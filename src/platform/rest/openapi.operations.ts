@@ -1,0 +1,147 @@
+// Every operation of the platform's own REST surfaces (trace ingestion and queries, usage, bulk
+// export, tenancy), with the zod schemas they parse. Each deployment's agent server has its own
+// document at /deployments/<id>/openapi.json. A new platform routes file (the control plane under /v2,
+// …) exports its operations and joins OPERATIONS below in one line; the OpenAPI test fails for a
+// mounted route missing here.
+import { BulkExportCreate, BulkExportUpdate, DestinationCreate, DestinationUpdate } from '../services/exports/exports.schemas.js';
+import { ProjectCreate, ProjectUpdate, RunQuery } from '../services/traces/traces.schemas.js';
+import { ApiKeyCreateBody, WorkspaceCreateBody } from './tenancy.routes.js';
+import { ProjectListQuery } from './traces.routes.js';
+import { GranularUsageQuery } from './usage.routes.js';
+import { DeploymentCreate, DeploymentListQuery, DeploymentPatch, PageQuery as RevisionPageQuery, RevisionLogsQuery } from '../services/deployments/deployments.schemas.js';
+import { IntegrationCreate } from '../services/integrations/integrations.schemas.js';
+import { ListenerCreate, ListenerUpdate, PageQuery } from '../services/listeners/listeners.schemas.js';
+import { OAuthProviderCreate, OAuthProviderUpdate } from '../services/auth-providers/auth-providers.schemas.js';
+import type { Operation, Surface } from '../../http/openapi/document.js';
+import { referenceOperations } from '../../http/openapi/reference.routes.js';
+
+const accepted = { status: 202, description: 'Accepted: stored, or queued to be.' } as const;
+const empty = { status: 204, kind: 'empty', description: 'Done.' } as const;
+const created = { status: 201, kind: 'json', description: 'Created.' } as const;
+
+/** Trace ingestion and queries (the langsmith SDK's wire), served at the root and again under /api/v1. */
+const tracesOperations = (prefix: string): Operation[] => [
+  { method: 'get', path: `${prefix}/info`, tag: 'Ingestion', summary: 'Batching limits and encodings the SDK may use (public)' },
+  { method: 'post', path: `${prefix}/runs`, tag: 'Ingestion', summary: 'Ingest one run (gzip or zstd bodies accepted)', response: accepted },
+  { method: 'post', path: `${prefix}/runs/batch`, tag: 'Ingestion', summary: 'Ingest runs: {post: [...], patch: [...]}', response: accepted },
+  { method: 'post', path: `${prefix}/runs/multipart`, tag: 'Ingestion', summary: 'Ingest runs as multipart/form-data parts', response: accepted },
+  {
+    method: 'post',
+    path: `${prefix}/otel/v1/traces`,
+    tag: 'Ingestion',
+    summary: 'Ingest OpenTelemetry spans as runs (OTLP/HTTP: application/x-protobuf or application/json, gzip accepted; project from the Langsmith-Project header, else service.name)',
+    response: { description: 'ExportTraceServiceResponse, in the request\'s encoding; partial_success names rejected spans.' },
+  },
+  { method: 'post', path: `${prefix}/runs/query/validate`, tag: 'Traces', summary: 'Check a run filter expression' },
+  { method: 'post', path: `${prefix}/runs/query`, tag: 'Traces', summary: 'Query runs', body: RunQuery },
+  { method: 'get', path: `${prefix}/runs/:id`, tag: 'Traces', summary: 'Get a run' },
+  { method: 'patch', path: `${prefix}/runs/:id`, tag: 'Ingestion', summary: 'Update a run (end it, add outputs)', response: accepted },
+  { method: 'post', path: `${prefix}/sessions`, tag: 'Traces', summary: 'Create a tracing project', body: ProjectCreate },
+  { method: 'get', path: `${prefix}/sessions`, tag: 'Traces', summary: 'List tracing projects', query: ProjectListQuery },
+  { method: 'get', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Get a tracing project' },
+  { method: 'patch', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Update a tracing project', body: ProjectUpdate },
+  { method: 'delete', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Delete a tracing project and its runs', response: accepted },
+];
+
+const usageOperations: Operation[] = [
+  { method: 'get', path: '/api/v1/orgs/current/billing/granular-usage', tag: 'Usage', summary: 'Traces per hour, by workspace, project, user or API key', query: GranularUsageQuery },
+  {
+    method: 'get',
+    path: '/api/v1/orgs/current/billing/granular-usage/export',
+    tag: 'Usage',
+    summary: 'The same usage as CSV',
+    query: GranularUsageQuery,
+    response: { kind: 'text', description: 'CSV' },
+  },
+];
+
+const bulkExportOperations: Operation[] = [
+  { method: 'post', path: '/api/v1/bulk-exports/destinations', tag: 'Bulk export', summary: 'Create an S3 destination (checked by a test write)', body: DestinationCreate },
+  { method: 'get', path: '/api/v1/bulk-exports/destinations', tag: 'Bulk export', summary: 'List destinations' },
+  { method: 'get', path: '/api/v1/bulk-exports/destinations/:id', tag: 'Bulk export', summary: 'Get a destination' },
+  { method: 'patch', path: '/api/v1/bulk-exports/destinations/:id', tag: 'Bulk export', summary: 'Update a destination', body: DestinationUpdate },
+  { method: 'post', path: '/api/v1/bulk-exports', tag: 'Bulk export', summary: "Export a project's runs to Parquet (once or on an interval)", body: BulkExportCreate },
+  { method: 'get', path: '/api/v1/bulk-exports', tag: 'Bulk export', summary: 'List bulk exports' },
+  { method: 'get', path: '/api/v1/bulk-exports/:id', tag: 'Bulk export', summary: 'Get a bulk export' },
+  { method: 'patch', path: '/api/v1/bulk-exports/:id', tag: 'Bulk export', summary: 'Cancel a bulk export', body: BulkExportUpdate },
+  { method: 'get', path: '/api/v1/bulk-exports/:id/runs', tag: 'Bulk export', summary: "A bulk export's runs" },
+  { method: 'get', path: '/api/v1/bulk-exports/:id/runs/:runId', tag: 'Bulk export', summary: 'One run of a bulk export' },
+];
+
+const tenancyOperations: Operation[] = [
+  { method: 'get', path: '/api/v1/orgs/current', tag: 'Tenancy', summary: "The key's organization" },
+  { method: 'get', path: '/api/v1/workspaces', tag: 'Tenancy', summary: 'Workspaces of the organization' },
+  { method: 'post', path: '/api/v1/workspaces', tag: 'Tenancy', summary: 'Create a workspace', body: WorkspaceCreateBody },
+  { method: 'get', path: '/api/v1/api-key', tag: 'Tenancy', summary: 'API keys' },
+  { method: 'post', path: '/api/v1/api-key', tag: 'Tenancy', summary: 'Create an API key (its secret is shown once)', body: ApiKeyCreateBody },
+  { method: 'delete', path: '/api/v1/api-key/:id', tag: 'Tenancy', summary: 'Revoke an API key', response: empty },
+];
+
+/** The control plane (X-Api-Key + X-Tenant-Id), at the root and again under /api-host for self-hosted installations. */
+const controlPlaneOperations = (prefix: string): Operation[] => [
+  { method: 'post', path: `${prefix}/v2/deployments`, tag: 'Control plane', summary: 'Create a deployment from a git repository (its first revision is built and deployed)', body: DeploymentCreate, response: created },
+  { method: 'get', path: `${prefix}/v2/deployments`, tag: 'Control plane', summary: 'List deployments', query: DeploymentListQuery },
+  { method: 'get', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Get a deployment' },
+  { method: 'patch', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Update a deployment (a new revision when its source revision config or secrets change)', body: DeploymentPatch },
+  { method: 'delete', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Delete a deployment: its runtime stops, unfinished revisions are INTERRUPTED', response: empty },
+  { method: 'get', path: `${prefix}/v2/deployments/:id/revisions`, tag: 'Control plane', summary: "A deployment's revisions, latest first", query: RevisionPageQuery },
+  { method: 'get', path: `${prefix}/v2/deployments/:id/revisions/:revisionId`, tag: 'Control plane', summary: 'Get a revision (poll its status)' },
+  { method: 'post', path: `${prefix}/v2/deployments/:id/revisions/:revisionId/redeploy`, tag: 'Control plane', summary: 'Redeploy a revision' },
+  { method: 'get', path: `${prefix}/v2/deployments/:id/revisions/:revisionId/logs`, tag: 'Control plane', summary: "A revision's build or deploy log (paged)", query: RevisionLogsQuery },
+  { method: 'post', path: `${prefix}/v2/auth/providers`, tag: 'Control plane', summary: 'Create an OAuth provider', body: OAuthProviderCreate, response: created },
+  { method: 'get', path: `${prefix}/v2/auth/providers`, tag: 'Control plane', summary: 'List OAuth providers' },
+  { method: 'get', path: `${prefix}/v2/auth/providers/:providerId`, tag: 'Control plane', summary: 'Get an OAuth provider' },
+  { method: 'patch', path: `${prefix}/v2/auth/providers/:providerId`, tag: 'Control plane', summary: 'Update an OAuth provider', body: OAuthProviderUpdate },
+  { method: 'delete', path: `${prefix}/v2/auth/providers/:providerId`, tag: 'Control plane', summary: 'Delete an OAuth provider' },
+  { method: 'post', path: `${prefix}/v1/integrations`, tag: 'Control plane', summary: 'Register a git host integration (its token is stored encrypted)', body: IntegrationCreate, response: created },
+  { method: 'get', path: `${prefix}/v1/integrations`, tag: 'Control plane', summary: 'List git host integrations' },
+  { method: 'get', path: `${prefix}/v1/integrations/:id`, tag: 'Control plane', summary: 'Get a git host integration' },
+  { method: 'delete', path: `${prefix}/v1/integrations/:id`, tag: 'Control plane', summary: 'Delete a git host integration', response: empty },
+  { method: 'post', path: `${prefix}/v2/listeners`, tag: 'Control plane', summary: 'Create a listener (Enterprise, self-hosted)', body: ListenerCreate, response: created },
+  { method: 'get', path: `${prefix}/v2/listeners`, tag: 'Control plane', summary: 'List listeners', query: PageQuery },
+  { method: 'get', path: `${prefix}/v2/listeners/:id`, tag: 'Control plane', summary: 'Get a listener' },
+  { method: 'patch', path: `${prefix}/v2/listeners/:id`, tag: 'Control plane', summary: "Update a listener's compute config", body: ListenerUpdate },
+  { method: 'delete', path: `${prefix}/v2/listeners/:id`, tag: 'Control plane', summary: 'Delete a listener', response: empty },
+];
+
+const platformSystemOperations: Operation[] = [
+  { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and its database answer, 503 otherwise' },
+  {
+    method: 'get',
+    path: '/metrics',
+    tag: 'System',
+    summary: "Prometheus metrics: each deployment's processes, memory, files, database size and connections beside their limits (an organization admin's key)",
+    response: { kind: 'text' },
+  },
+];
+
+const OPERATIONS: Operation[] = [
+  ...platformSystemOperations,
+  ...referenceOperations,
+  ...tracesOperations(''),
+  ...tracesOperations('/api/v1'),
+  ...usageOperations,
+  ...bulkExportOperations,
+  ...tenancyOperations,
+  ...controlPlaneOperations(''),
+  ...controlPlaneOperations('/api-host'),
+];
+
+export const platformSurface: Surface = {
+  title: 'Agent Platform',
+  version: '0.1.0',
+  description:
+    'The platform API: trace ingestion (the `langsmith` SDK wire) and queries, usage, bulk export to S3 and tenancy. ' +
+    'GraphQL is at `/graphql`; each deployment serves its agent server, with its own reference, at `/deployments/<id>/docs`.',
+  tags: [
+    { name: 'Ingestion', description: 'Trace ingestion, as the langsmith SDK sends it.' },
+    { name: 'Traces', description: 'Tracing projects and run queries.' },
+    { name: 'Usage', description: 'Metered traces.' },
+    { name: 'Bulk export', description: 'Exports of runs to S3 as Parquet.' },
+    { name: 'Tenancy', description: 'Organizations, workspaces and API keys.' },
+    { name: 'Control plane', description: 'Deployments, revisions, OAuth providers, git integrations and listeners (X-Api-Key and X-Tenant-Id).' },
+    { name: 'System', description: 'Health and this reference.' },
+  ],
+  operations: OPERATIONS,
+  apiKeyHeader: 'x-api-key',
+};

@@ -1,0 +1,68 @@
+// The REST front door: each surface is a sub-router with its own body parsing and error dialect.
+import { Router } from 'express';
+import type { Deps } from '../../context.js';
+import { bulkExportsRouter } from './exports.routes.js';
+import { authIntegrationsListenersRouter } from './auth-integrations-listeners.routes.js';
+import { deploymentMetricsRouter, deploymentsRouter } from './deployments.routes.js';
+import { errorHandler, notFoundHandler } from '../../http/errors.js';
+import { healthCheck } from '../../http/health.js';
+import { platformSurface } from './openapi.operations.js';
+import { apiReferenceRouter } from '../../http/openapi/reference.routes.js';
+import { jsonBody } from '../../http/json-body.js';
+import { tenancyRouter } from './tenancy.routes.js';
+import { tracesRouter } from './traces.routes.js';
+import { usageRouter } from './usage.routes.js';
+
+export function restRouter(deps: Deps, localDeployments?: Router): Router {
+  const router = Router();
+
+  router.get('/ok', healthCheck(deps));
+  // The platform's own reference (/openapi.json, /docs), public like the page a browser opens.
+  router.use(apiReferenceRouter(platformSurface));
+
+  // The agent servers of the local deployments this process hosts (plain-text errors), for keys of the
+  // deployment's organization; the others' are forwarded by the gateway, mounted ahead of everything in app.ts.
+  if (localDeployments) router.use('/deployments/:deploymentId', localDeployments);
+
+  // Control plane OAuth providers, integrations and listeners (FastAPI dialect) at the root and, for
+  // self-hosted clients, under /api-host.
+  // (Two mounts: Express 5 does not match '/' inside an array of paths.)
+  const controlPlane = authIntegrationsListenersRouter(deps);
+  router.use(controlPlane);
+  router.use('/api-host', controlPlane);
+
+  // Trace ingestion and queries (langsmith SDK wire, 'ingest' dialect), at the root and under /api/v1.
+  // Mounted before the platform API, whose 404 handler would otherwise answer /api/v1/runs…; the
+  // traces router passes on every path it does not own.
+  const traces = tracesRouter(deps);
+  router.use(traces);
+  router.use('/api/v1', traces);
+
+  // Platform API (FastAPI dialect): tenancy and usage; bulk export joins here.
+  const platformApi = Router();
+  platformApi.use(jsonBody(deps.config));
+  platformApi.use(usageRouter(deps));
+  platformApi.use(bulkExportsRouter(deps));
+  platformApi.use(tenancyRouter(deps));
+  platformApi.use(notFoundHandler);
+  platformApi.use(errorHandler('fastapi', deps.logger));
+  router.use('/api/v1', platformApi);
+
+  // Control plane deployments and revisions (FastAPI dialect), also under /api-host as self-hosted
+  // installations answer it; the rest of /v2 (providers, listeners) is mounted above.
+  const deployments = Router();
+  deployments.use(jsonBody(deps.config));
+  deployments.use(deploymentsRouter(deps));
+  deployments.use(notFoundHandler);
+  deployments.use(errorHandler('fastapi', deps.logger));
+  router.use('/v2', deployments);
+  router.use('/api-host/v2', deployments);
+
+  // Deployments' use of their limits, in Prometheus's format (FastAPI dialect for its errors).
+  const metrics = Router();
+  metrics.use(deploymentMetricsRouter(deps));
+  metrics.use(errorHandler('fastapi', deps.logger));
+  router.use(metrics);
+
+  return router;
+}

@@ -1,0 +1,59 @@
+// snake_case JSON for tracing projects and runs, as the langsmith SDK reads them.
+import type { TracingProject } from '../../generated/prisma/client.js';
+import type { ProjectStats } from '../services/traces/projects.service.js';
+import type { TraceRunRow } from '../services/traces/queries.service.js';
+
+export const presentProject = (project: TracingProject, stats?: ProjectStats) => ({
+  id: project.id,
+  name: project.name,
+  description: project.description,
+  extra: project.extra ?? null,
+  tenant_id: project.workspaceId,
+  reference_dataset_id: project.referenceDatasetId,
+  start_time: project.startTime.toISOString(),
+  end_time: project.endTime?.toISOString() ?? null,
+  created_at: project.createdAt.toISOString(),
+  ...(stats ? { run_count: stats.runCount, last_run_start_time: stats.lastRunStartTime?.toISOString() ?? null } : {}),
+});
+
+/** A run; with `select`, only the selected fields (plus id), as the runs query returns them. */
+export function presentRun(run: TraceRunRow, select?: string[] | null) {
+  const full: Record<string, unknown> = {
+    id: run.id,
+    name: run.name,
+    run_type: run.runType,
+    start_time: run.startTime,
+    end_time: run.endTime,
+    status: run.status,
+    inputs: run.inputs ?? null,
+    outputs: run.outputs ?? null,
+    error: run.error,
+    extra: run.extra ?? null,
+    events: run.events ?? null,
+    serialized: run.serialized ?? null,
+    tags: run.tags ?? [],
+    trace_id: run.traceId,
+    dotted_order: run.dottedOrder,
+    parent_run_id: run.parentRunId,
+    parent_run_ids: run.parentRunIds ?? [],
+    session_id: run.sessionId,
+    tenant_id: run.tenantId,
+    reference_example_id: run.referenceExampleId,
+    is_root: run.isRoot,
+    trace_tier: run.traceTier,
+    thread_id: run.threadId,
+    total_tokens: run.totalTokens,
+    prompt_tokens: run.promptTokens,
+    completion_tokens: run.completionTokens,
+    total_cost: run.totalCost,
+    prompt_cost: run.promptCost,
+    completion_cost: run.completionCost,
+    first_token_time: run.firstTokenTime,
+    feedback_stats: run.feedbackStats ?? null,
+    app_path: `/o/${run.tenantId}/projects/p/${run.sessionId}/r/${run.id}?trace_id=${run.traceId}&start_time=${run.startTime}`,
+  };
+  if (!select) return full;
+  const picked: Record<string, unknown> = { id: run.id };
+  for (const field of select) if (field in full) picked[field] = full[field];
+  return picked;
+}

@@ -1,0 +1,178 @@
+// The agent-server operations the platform's GraphQL schema exposes on a deployment's resources
+// (assistants, threads, runs, crons, store items), called where the deployment's data is: through the
+// deployment's own agent server, signed by the gateway as the caller, which runs the service function
+// on its own database (agent-server/services/served-deployment/platform-calls.ts); for a local deployment, by the
+// agent server this process hosts for it (Deps.localAgentCalls). One service function per operation.
+import { AppError, type ErrorCode } from '../../../errors.js';
+import type { Deps, LocalAgentCalls, ServiceContext } from '../../../context.js';
+// Types only: what each call takes and returns is the agent server's (its API's resources).
+import type { Operation, OperationArgs, RunStreamEvent } from '../../../agent-server/services/served-deployment/platform-calls.js';
+import { authenticateApiKey } from '../tenancy/tenancy.service.js';
+import { authorizeDeploymentCaller, declaresCustomAuth, servedByOwnAgentServer } from './deployments.service.js';
+import { findDeploymentUsage } from './deployments.store.js';
+import { agentServerAddresses } from './agent-server-addresses.js';
+import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, gatewayIdentityHeaders, PLATFORM_CALL_ACCESS, type PlatformCall } from '../../../contracts/gateway-protocol.js';
+
+/** An ISO-8601 timestamp as JSON writes a Date: read back as a Date (the services' values hold Dates). */
+const JSON_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+const reviveDates = (_key: string, value: unknown) => (typeof value === 'string' && JSON_DATE.test(value) ? new Date(value) : value);
+
+// A call the agent server takes longer than this to answer is stuck (graph reads included).
+const CALL_TIMEOUT_MS = 60_000;
+
+// While a deployment's agent server restarts (it died, or its worker moved), callers wait this long
+// for it rather than fail at once.
+const RESTART_WAIT_MS = 15_000;
+
+/** A deployment's agent server, and the headers that sign the caller for it. */
+type AgentServerRoute = { url: string; headers: Record<string, string> };
+
+/**
+ * Where a caller's request to a deployment's own agent server goes, for the gateway and the
+ * platform's calls alike: the caller authorised for `access` (NOT_FOUND, FORBIDDEN, as agentContext
+ * answers), the deployment's agent server (waited for up to RESTART_WAIT_MS while one restarts;
+ * undefined when `abandoned()` says the caller left meanwhile) and the identity headers signed for
+ * it for `request` (`path` as forwarded, with its query). UNAVAILABLE when no server comes.
+ */
+async function routeToAgentServer(
+  ctx: ServiceContext,
+  deploymentId: string,
+  access: DeploymentAccess,
+  request: { method: string; path: string },
+  abandoned: () => boolean = () => false,
+): Promise<AgentServerRoute | undefined> {
+  const granted = await authorizeDeploymentCaller(ctx, deploymentId, access);
+  const viewer = ctx.viewer;
+  const caller = viewer.kind === 'api-key' ? { userId: viewer.userId, apiKeyId: viewer.apiKeyId } : { userId: 'system', apiKeyId: 'system' };
+  return signedRoute(ctx, deploymentId, request, { ...caller, access: granted }, abandoned);
+}
+
+/** The deployment's agent server (waiting while it restarts) and the headers that sign `caller` for it. */
+async function signedRoute(
+  deps: Deps,
+  deploymentId: string,
+  request: { method: string; path: string },
+  caller: Omit<GatewayIdentity, 'expires'>,
+  abandoned: () => boolean,
+): Promise<AgentServerRoute | undefined> {
+  for (let fresh = false, deadline = Date.now() + RESTART_WAIT_MS; ; fresh = true, await new Promise((resolve) => setTimeout(resolve, 200))) {
+    const [server] = await agentServerAddresses(deps, deploymentId, { fresh });
+    if (server) return { url: server.url, headers: gatewayIdentityHeaders(server.signer, server.runtimeId, request, caller) };
+    if (abandoned()) return undefined;
+    // Stopped for outgrowing its limits: no server comes until it fits again, and the caller is told why.
+    if (!fresh) await assertWithinLimits(deps, deploymentId);
+    if (Date.now() > deadline) throw new AppError('UNAVAILABLE', 'The deployment has no running agent server.');
+  }
+}
+
+/** UNAVAILABLE, saying why, for a deployment stopped because its files or database outgrew their limits. */
+async function assertWithinLimits(deps: Deps, deploymentId: string): Promise<void> {
+  const found = await findDeploymentUsage(deps.db, deploymentId);
+  if (found?.status !== 'OVER_LIMIT') return;
+  const megabytes = (bytes: number | undefined) => `${((bytes ?? 0) / 1024 / 1024).toFixed(1)} MB`;
+  const usage = found.usage;
+  throw new AppError(
+    'UNAVAILABLE',
+    `The deployment is stopped: it outgrew its disk limits (files ${megabytes(usage?.filesBytes)} of ${megabytes(usage?.filesLimitBytes)}, database ${megabytes(usage?.databaseBytes)} of ${megabytes(usage?.databaseLimitBytes)}). Raise them (source_config.resource_spec disk_mb, database_mb) to start it again.`,
+  );
+}
+
+/**
+ * Where the gateway forwards a request to a deployment's own agent server, and as whom. A platform
+ * key (`apiKey`) is authenticated and authorised as routeToAgentServer does (UNAUTHENTICATED without
+ * a valid one, NOT_FOUND, FORBIDDEN). At a deployment that declares custom auth, only the studio's
+ * requests (`x-auth-scheme: langsmith`) that carry a key are the platform user's; every other request
+ * is its end user's: forwarded without a platform identity (signed all the same, so its agent server
+ * still refuses what did not come through the gateway) for the deployment's own `authenticate`
+ * handler to decide, which also answers a studio request without a key.
+ */
+export async function routeGatewayRequest(
+  deps: Deps,
+  deploymentId: string,
+  request: { apiKey: string | undefined; authScheme: string | undefined; access: DeploymentAccess; method: string; path: string },
+  abandoned: () => boolean = () => false,
+): Promise<AgentServerRoute | undefined> {
+  const forwarded = { method: request.method, path: request.path };
+  const studio = request.authScheme?.toLowerCase() === 'langsmith' && !!request.apiKey;
+  if (!studio && (await declaresCustomAuth(deps, deploymentId))) {
+    // What the end user may do is the deployment's handlers' to decide, not a workspace role's.
+    return signedRoute(deps, deploymentId, forwarded, { userId: null, apiKeyId: null, access: 'write' }, abandoned);
+  }
+  const viewer = await authenticateApiKey(deps, request.apiKey, undefined);
+  return routeToAgentServer({ ...deps, viewer }, deploymentId, request.access, forwarded, abandoned);
+}
+
+/** POSTs a call to the deployment's agent server as the caller; its response, or the AppError it answered. */
+async function postCall(ctx: ServiceContext, deploymentId: string, access: DeploymentAccess, body: unknown, signal?: AbortSignal): Promise<Response> {
+  const route = await routeToAgentServer(ctx, deploymentId, access, { method: 'POST', path: AGENT_CALL_PATH }, () => signal?.aborted ?? false);
+  if (!route) throw new AppError('UNAVAILABLE', 'The call was abandoned.');
+  const response = await fetch(new URL(AGENT_CALL_PATH, route.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...route.headers },
+    body: JSON.stringify(body),
+    signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(CALL_TIMEOUT_MS)]) : AbortSignal.timeout(CALL_TIMEOUT_MS),
+  }).catch((error: unknown) => {
+    if (signal?.aborted) throw error;
+    ctx.logger.warn({ err: error, deploymentId }, "a deployment's agent server did not answer a platform call");
+    throw new AppError('UNAVAILABLE', "The deployment's agent server did not answer.");
+  });
+  if (response.ok) return response;
+  const failure = (await response.json().catch(() => undefined)) as { error?: { code: ErrorCode; message: string; details?: never } } | undefined;
+  if (failure?.error) throw new AppError(failure.error.code, failure.error.message, failure.error.details);
+  throw new AppError('UNAVAILABLE', `The deployment's agent server answered ${response.status}.`);
+}
+
+/** The calls on local deployments this process hosts (UNAVAILABLE where it hosts none). */
+function localCalls(deps: Deps): LocalAgentCalls {
+  if (!deps.localAgentCalls) throw new AppError('UNAVAILABLE', 'This process serves no local deployments.');
+  return deps.localAgentCalls;
+}
+
+/** Runs `op` on the deployment's resources as `ctx.viewer`, wherever they are (see the top of this file). */
+export async function callAgentServer<K extends PlatformCall>(
+  ctx: ServiceContext,
+  deploymentId: string,
+  op: K,
+  ...args: OperationArgs<K>
+): Promise<Awaited<ReturnType<Operation<K>>>> {
+  type Result = Awaited<ReturnType<Operation<K>>>;
+  if (!(await servedByOwnAgentServer(ctx, deploymentId))) return (await localCalls(ctx).call(ctx, deploymentId, op, args)) as Result;
+  const response = await postCall(ctx, deploymentId, PLATFORM_CALL_ACCESS[op], { op, args });
+  return JSON.parse(await response.text(), reviveDates).result;
+}
+
+/**
+ * The deployment of a run named by id alone (GraphQL `run(id)`): one of the local deployments this
+ * process hosts. A deployed deployment's runs are in its own database, which the platform does not
+ * search: they are named with their `deploymentId` (NOT_FOUND otherwise).
+ */
+export function deploymentOfRun(ctx: ServiceContext, runId: string): Promise<string> {
+  return localCalls(ctx).deploymentOfRun(ctx, runId);
+}
+
+/**
+ * A run's stream events, as streamRun yields them, wherever the deployment's data is: the agent
+ * server answers `streamRun` with one JSON event per line, live until the run ends.
+ */
+export async function* streamRunOf(
+  ctx: ServiceContext,
+  deploymentId: string,
+  runId: string,
+  options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal },
+): AsyncGenerator<RunStreamEvent> {
+  if (!(await servedByOwnAgentServer(ctx, deploymentId))) {
+    yield* localCalls(ctx).streamRun(ctx, deploymentId, runId, options) as AsyncIterable<RunStreamEvent>;
+    return;
+  }
+  const response = await postCall(ctx, deploymentId, 'read', { op: 'streamRun', args: [runId, { afterSeq: options.afterSeq, modes: options.modes }] }, options.signal);
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true });
+    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      if (line) yield JSON.parse(line);
+    }
+  }
+}

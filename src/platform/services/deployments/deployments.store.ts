@@ -1,0 +1,110 @@
+// SQL of the platform's deployments and deployment_runtimes tables (where its launchers record the
+// agent servers they run, and the gateway finds them).
+import type { Database } from '../../../db.js';
+
+export type DeploymentRow = {
+  id: string;
+  tenant_id: string;
+  organization_id: string;
+  name: string;
+  source: string;
+  source_config: Record<string, unknown>;
+  graph_ids: string[];
+  /** Whether its active revision declares custom auth (langgraph.json `auth`). */
+  custom_auth: boolean;
+};
+
+/** One deployment with its tenant's organization. */
+export async function findDeployment(db: Database, deploymentId: string): Promise<DeploymentRow | undefined> {
+  const { rows } = await db.pool.query<DeploymentRow>(
+    `SELECT d.id, d.tenant_id, w.organization_id, d.name, d.source, d.source_config, d.graph_ids, d.custom_auth
+     FROM deployments d JOIN workspaces w ON w.id = d.tenant_id WHERE d.id = $1 AND d.deleted_at IS NULL`,
+    [deploymentId],
+  );
+  return rows[0];
+}
+
+/** The deployment's agent servers that its launchers recorded, the active revision's first, newest first. */
+export async function listDeploymentRuntimes(db: Database, deploymentId: string): Promise<{ id: string; url: string; key_id: string | null }[]> {
+  // The active revision's runtime first: during a deploy the next revision's runtime is already up.
+  const { rows } = await db.pool.query<{ id: string; url: string; key_id: string | null }>(
+    `SELECT r.id, r.url, r.key_id FROM deployment_runtimes r JOIN deployments d ON d.id = r.deployment_id
+     WHERE r.deployment_id = $1 ORDER BY (r.revision_id IS NOT DISTINCT FROM d.active_revision_id) DESC, r.started_at DESC`,
+    [deploymentId],
+  );
+  return rows;
+}
+
+/** Records a live runtime and where it answers. */
+export async function insertDeploymentRuntime(
+  db: Database,
+  values: { id: string; deploymentId: string; url: string; revisionId?: string; keyId?: string },
+): Promise<void> {
+  await db.pool.query('INSERT INTO deployment_runtimes (id, deployment_id, url, revision_id, key_id) VALUES ($1, $2, $3, $4, $5)', [
+    values.id,
+    values.deploymentId,
+    values.url,
+    values.revisionId ?? null,
+    values.keyId ?? null,
+  ]);
+}
+
+/** How many live runtimes of the deployment run a revision other than `revisionId`. */
+export async function countOtherRevisionRuntimes(db: Database, deploymentId: string, revisionId: string): Promise<number> {
+  const { rows } = await db.pool.query<{ count: number }>(
+    'SELECT count(*)::int AS count FROM deployment_runtimes WHERE deployment_id = $1 AND revision_id IS DISTINCT FROM $2',
+    [deploymentId, revisionId],
+  );
+  return rows[0]!.count;
+}
+
+export async function deleteDeploymentRuntime(db: Database, runtimeId: string): Promise<void> {
+  await db.pool.query('DELETE FROM deployment_runtimes WHERE id = $1', [runtimeId]);
+}
+
+/**
+ * Sets a deployment's status (AWAITING_DATABASE while its database is made, READY after; OVER_LIMIT
+ * while it is stopped for outgrowing its disk limits). Returns whether it changed.
+ */
+export async function setDeploymentStatus(db: Database, deploymentId: string, status: 'AWAITING_DATABASE' | 'READY' | 'OVER_LIMIT'): Promise<boolean> {
+  const { rowCount } = await db.pool.query('UPDATE deployments SET status = $2, updated_at = now() WHERE id = $1 AND status IS DISTINCT FROM $2', [deploymentId, status]);
+  return rowCount === 1;
+}
+
+/**
+ * What a deployment used of its limits, as its worker last measured it (deployment-usage.ts). Every
+ * figure is in bytes or a count; a limit beside each.
+ */
+export type DeploymentUsage = {
+  measuredAt: string;
+  pids?: number;
+  pidsLimit: number;
+  memoryBytes?: number;
+  memoryLimitBytes: number;
+  filesBytes?: number;
+  filesLimitBytes: number;
+  databaseBytes?: number;
+  databaseLimitBytes: number;
+  databaseConnections?: number;
+  databaseConnectionsLimit: number;
+};
+
+export async function recordDeploymentUsage(db: Database, deploymentId: string, usage: DeploymentUsage): Promise<void> {
+  await db.pool.query('UPDATE deployments SET usage = $2 WHERE id = $1', [deploymentId, JSON.stringify(usage)]);
+}
+
+/** A deployment's status and last measured usage (why it is OVER_LIMIT, when it is). */
+export async function findDeploymentUsage(db: Database, deploymentId: string): Promise<{ status: string; usage: DeploymentUsage | null } | undefined> {
+  const { rows } = await db.pool.query<{ status: string; usage: DeploymentUsage | null }>('SELECT status, usage FROM deployments WHERE id = $1 AND deleted_at IS NULL', [deploymentId]);
+  return rows[0];
+}
+
+/** The organization's deployments with their status and last measured usage, for /metrics. */
+export async function listOrganizationUsage(db: Database, organizationId: string): Promise<Array<{ id: string; name: string; tenant_id: string; status: string; usage: DeploymentUsage | null }>> {
+  const { rows } = await db.pool.query<{ id: string; name: string; tenant_id: string; status: string; usage: DeploymentUsage | null }>(
+    `SELECT d.id, d.name, d.tenant_id, d.status, d.usage FROM deployments d JOIN workspaces w ON w.id = d.tenant_id
+      WHERE w.organization_id = $1 AND d.deleted_at IS NULL AND d.source <> 'local' ORDER BY d.created_at`,
+    [organizationId],
+  );
+  return rows;
+}
