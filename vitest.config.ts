@@ -8,9 +8,9 @@ export default defineConfig({
   // build: two copies, "schema from another module or realm". Pin every import to the one Node loads.
   resolve: { alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }] },
   test: {
-    globalSetup: ['./test/global-setup.ts'],
+    globalSetup: ['./test/support/global-setup.ts'],
     // Each test file's own database, copied from the template global setup migrates.
-    setupFiles: ['./test/file-database.ts'],
+    setupFiles: ['./test/support/file-database.ts'],
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
@@ -19,8 +19,8 @@ export default defineConfig({
     pool: 'forks',
     // Two files at a time (vitest's default on 2 cores is one): most of a file's time is spent waiting
     // for child processes (serve, the CLI, runtimes) to start and for real clocks, which leaves the
-    // other core idle. Safe because each file has its own database (test/file-database.ts).
+    // other core idle. Safe because each file has its own database (test/support/file-database.ts).
     maxWorkers: 2,
-    reporters: ['default', './test/summary-reporter.ts'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { spawnPlatform } from '../test/processes.js';
+import { spawnPlatform } from '../test/support/processes.js';
 
 const BLOCKS = Number(process.env.BOMB_BLOCKS ?? 20_000);
 const PARALLEL = Number(process.env.BOMB_PARALLEL ?? 8);

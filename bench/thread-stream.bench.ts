@@ -22,7 +22,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { protocolSseEvents } from '../test/agent-server/protocol-socket.js';
+import { protocolSseEvents } from '../test/support/protocol-socket.js';
 import { freePort, startServe } from './processes.js';
 
 const subscribers = Number(process.env.BENCH_SUBSCRIBERS ?? 200);

@@ -11,7 +11,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { protocolSseEvents } from '../test/agent-server/protocol-socket.js';
+import { protocolSseEvents } from '../test/support/protocol-socket.js';
 import { freePort, startProcess, startServe, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;

@@ -1,7 +1,7 @@
 // OpenAPI 3.1 documents built from the zod schemas the services validate with (z.toJSONSchema, input
 // side), so the reference cannot drift from what the server accepts. Each surface lists its operations
 // (agent-server.operations.ts, openapi.operations.ts): a new routes file joins its surface's list in
-// one line, and test/rest/openapi.test.ts fails for any mounted route the list leaves out.
+// one line, and test/platform/rest/openapi.test.ts fails for any mounted route the list leaves out.
 import { z } from 'zod';
 
 type JsonSchema = Record<string, unknown>;

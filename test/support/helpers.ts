@@ -1,0 +1,110 @@
+// Test plumbing: the real platform (HTTP server, event bus, database) in-process on a free port.
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { inject } from 'vitest';
+import { buildApp } from '../../src/platform/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { createDeps } from '../../src/wiring.js';
+import type { Deps, ServiceContext } from '../../src/context.js';
+import { authenticateApiKey } from '../../src/platform/services/tenancy/tenancy.service.js';
+import { SYSTEM_VIEWER } from '../../src/viewer.js';
+import type { Boss } from '../../src/queues.js';
+import { hostLocalDeployments, startPlatformBoss } from '../../src/start.js';
+import { startIngestThreads } from '../../src/platform/ingest/ingest-threads.js';
+import { buildTenant } from './factories.js';
+
+/** This test file's own database (test/support/file-database.ts), copied from the migrated template. */
+export const databaseUrl = () => {
+  const url = process.env.TEST_FILE_DATABASE_URL;
+  if (!url) throw new Error('TEST_FILE_DATABASE_URL is unset: test/support/file-database.ts runs first as a vitest setup file');
+  return url;
+};
+
+/** The login that makes deployments' logins, on this test file's database (AGENT_PLATFORM_ADMIN_DATABASE_URL). */
+export const adminLoginUrl = () => {
+  const url = process.env.TEST_FILE_ADMIN_DATABASE_URL;
+  if (!url) throw new Error('TEST_FILE_ADMIN_DATABASE_URL is unset: test/support/file-database.ts runs first as a vitest setup file');
+  return url;
+};
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig(
+    {},
+    {
+      DATABASE_URL: databaseUrl(),
+      AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl(),
+      PORT: '0',
+      AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
+      AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+      AGENT_PLATFORM_DB_POOL_SIZE: '4',
+      // One ingest thread per test platform: the thread path is what users run, and one starts faster.
+      AGENT_PLATFORM_INGEST_THREADS: '1',
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      // Revision builds and deployed runtimes are slow to start: only the control-plane tests turn
+      // the pipeline on.
+      AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'false',
+      // A cron clock pass each second (30 s in production): a real tick reaches its queue within a
+      // second of its minute instead of keeping a test waiting.
+      AGENT_PLATFORM_CRON_CLOCK_SECONDS: '1',
+      ...overrides,
+    },
+  );
+}
+
+export type TestPlatform = {
+  deps: Deps;
+  url: string;
+  system: ServiceContext;
+  boss?: Boss;
+  stop(): Promise<void>;
+};
+
+/** The API role (and optionally the worker role's job queue) in this process, over the test file's database. */
+export async function startTestPlatform(options: { config?: Record<string, string>; jobs?: boolean } = {}): Promise<TestPlatform> {
+  const config = testConfig(options.config);
+  const logger = pino({ level: config.logLevel });
+  // The file's database is a copy of the migrated template.
+  const wiring = await createDeps(config, logger, { databaseUrl: config.databaseUrl });
+  startIngestThreads(wiring);
+  const { deps } = wiring;
+  // Agent-server requests enqueue runs on the job queue; `jobs` also works the worker role's jobs.
+  const boss = await startPlatformBoss(deps, { work: options.jobs ?? false });
+  wiring.onStop(() => boss.stop({ graceful: false, close: true }));
+  deps.boss = boss;
+  const app = buildApp(deps, { localDeployments: hostLocalDeployments(deps) });
+  wiring.onStop(() => app.stop());
+  const url = await app.start(0, '127.0.0.1');
+  return { deps, url, boss, system: { ...deps, viewer: SYSTEM_VIEWER }, stop: wiring.stop };
+}
+
+/** A service context acting as an API key's holder (a tenant's `adminKey`, say), optionally in one workspace. */
+async function contextOfKey(platform: TestPlatform, key: string, workspaceId?: string): Promise<ServiceContext> {
+  return { ...platform.deps, viewer: await authenticateApiKey(platform.deps, key, workspaceId) };
+}
+
+export type Tenant = Awaited<ReturnType<typeof buildTenant>>;
+
+/** A test platform, a fresh tenant in it, and a service context acting as that tenant's admin key. */
+export async function startTenantPlatform(options: Parameters<typeof startTestPlatform>[0] = {}): Promise<{ platform: TestPlatform; tenant: Tenant; ctx: ServiceContext }> {
+  const platform = await startTestPlatform(options);
+  const tenant = await buildTenant(platform.system);
+  return { platform, tenant, ctx: await contextOfKey(platform, tenant.adminKey) };
+}
+
+/** POSTs a GraphQL operation with an API key (and optional tenant) and returns status and body. */
+export async function graphql(
+  url: string,
+  query: string,
+  options: { key?: string; tenant?: string; variables?: Record<string, unknown> } = {},
+): Promise<{ status: number; body: { data?: any; errors?: { message: string; extensions?: Record<string, any> }[] } }> {
+  const response = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(options.key ? { 'x-api-key': options.key } : {}),
+      ...(options.tenant ? { 'x-tenant-id': options.tenant } : {}),
+    },
+    body: JSON.stringify({ query, variables: options.variables }),
+  });
+  return { status: response.status, body: await response.json() };
+}
