@@ -20,7 +20,26 @@ import { usePlatformConnections } from './runtime/platform-connections.js';
 
 
 const send = (report: ChildReport) => new Promise<void>((resolve) => (process.send ? process.send(report, () => resolve()) : resolve()));
-const describe = (error: unknown) => (error instanceof Error ? (error.stack ?? error.message) : String(error));
+/** The platform's own code and packages: their frames say nothing to the deployment's author. */
+const PLATFORM_CODE = [new URL('../', import.meta.url).pathname, new URL('../../node_modules/', import.meta.url).pathname];
+
+/**
+ * Why the graphs could not load, for the build log: the error's message and its causes', and the
+ * frames of the stack that are the repository's (its code and packages), not the platform's.
+ */
+const describe = (error: unknown): string => {
+  if (!(error instanceof Error)) return String(error);
+  const messages: string[] = [];
+  for (let cause: unknown = error; cause instanceof Error && messages.length < 5; cause = cause.cause) {
+    if (!messages.some((message) => message.includes(cause instanceof Error ? cause.message : ''))) messages.push(cause.message);
+  }
+  const innermost = messages.length > 1 && error.cause instanceof Error ? error.cause : error;
+  const frames = (innermost.stack ?? '')
+    .split('\n')
+    .filter((line) => /^\s+at /.test(line) && !PLATFORM_CODE.some((folder) => line.includes(folder)) && !line.includes('node:internal') && !line.includes('/tsx/'))
+    .slice(0, 8);
+  return [messages.join(': '), ...frames].join('\n');
+};
 
 const configPath = process.env.AGENT_PLATFORM_GRAPH_CONFIG!;
 const deploymentId = process.env.AGENT_PLATFORM_DEPLOYMENT_ID!;

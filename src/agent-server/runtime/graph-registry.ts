@@ -31,8 +31,24 @@ export type Persistence = { checkpointer: BaseCheckpointSaver; store: BaseStore 
 
 const isStateGraph = (value: unknown): value is { compile(): RunnableGraph } =>
   typeof value === 'object' && value !== null && typeof (value as { compile?: unknown }).compile === 'function';
-const isCompiled = (value: unknown): value is RunnableGraph =>
-  typeof value === 'object' && value !== null && (value as { lg_is_pregel?: unknown }).lg_is_pregel === true;
+/**
+ * A compiled graph of any LangGraph.js: marked `lg_is_pregel` since 0.2.19, and before that a Pregel
+ * of the `langgraph.pregel` namespace (LangChain's serialisable id), with the methods the runtime calls.
+ */
+const isCompiled = (value: unknown): value is RunnableGraph => {
+  if (typeof value !== 'object' || value === null) return false;
+  const graph = value as { lg_is_pregel?: unknown; lc_namespace?: unknown; stream?: unknown; getState?: unknown };
+  if (graph.lg_is_pregel === true) return true;
+  return Array.isArray(graph.lc_namespace) && graph.lc_namespace.join('.') === 'langgraph.pregel' && typeof graph.stream === 'function' && typeof graph.getState === 'function';
+};
+
+/** What an export is, for a build error that says why it cannot be served. */
+const describeValue = (value: unknown) => {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  const name = (value as object).constructor?.name;
+  return name && name !== 'Object' ? `a ${name}` : `an object with keys ${Object.keys(value).slice(0, 8).join(', ') || '(none)'}`;
+};
 
 function toCompiled(value: unknown, graphId: string): RunnableGraph {
   if (isCompiled(value)) return value;
@@ -40,7 +56,18 @@ function toCompiled(value: unknown, graphId: string): RunnableGraph {
   // createAgent() and similar wrappers keep the compiled graph under `.graph`.
   const inner = (value as { graph?: unknown } | null)?.graph;
   if (isCompiled(inner)) return inner;
-  throw new Error(`Graph "${graphId}" is not a LangGraph graph (got ${value === null ? 'null' : typeof value})`);
+  throw new Error(`Graph "${graphId}" is not a LangGraph graph: expected a compiled graph, a StateGraph or a function returning one, got ${describeValue(value)}`);
+}
+
+/**
+ * A copy of a graph to give a checkpointer and store of its own. `withConfig` copies a graph since
+ * LangGraph.js 0.2.9; before, it wraps it (Runnable's), and what is set on the wrapper never reaches
+ * the graph: such a graph is copied as an object of its own class.
+ */
+function copyGraph(graph: RunnableGraph): RunnableGraph {
+  const copy = graph.withConfig({}) as RunnableGraph;
+  if (isCompiled(copy)) return copy;
+  return Object.assign(Object.create(Object.getPrototypeOf(graph) as object) as object, graph) as RunnableGraph;
 }
 
 // As the reference server (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS, 30 s by default).
@@ -124,14 +151,21 @@ export class GraphRegistry {
       if (exported === undefined) throw new Error(`Graph "${entry.graphId}": ${entry.file} has no export "${entry.exportName}"`);
       if (typeof exported === 'function' && !isCompiled(exported)) {
         const factory = exported as (config: RunnableConfig) => unknown;
+        // Called once now, with an empty configuration, so a factory that returns no graph fails the
+        // build (not every later request); one that needs a run's configuration to build may throw
+        // here, and is left to its runs.
+        const trial = await Promise.resolve()
+          .then(() => factory({ configurable: {} }))
+          .catch(() => undefined);
+        if (trial !== undefined) toCompiled(trial, entry.graphId);
         graphs.set(entry.graphId, { ...entry, factory: async (runConfig) => toCompiled(await factory(runConfig), entry.graphId) });
         continue;
       }
       const compiled = toCompiled(await exported, entry.graphId);
-      const durable = compiled.withConfig({}) as RunnableGraph;
+      const durable = copyGraph(compiled);
       durable.checkpointer = persistence.checkpointer;
       durable.store = persistence.store;
-      const ephemeral = compiled.withConfig({}) as RunnableGraph;
+      const ephemeral = copyGraph(compiled);
       ephemeral.checkpointer = undefined;
       ephemeral.store = persistence.store;
       graphs.set(entry.graphId, { ...entry, durable, ephemeral });
@@ -163,7 +197,7 @@ export class GraphRegistry {
     if (!graph) throw AppError.notFound(`Graph "${graphId}" not found`);
     if (graph.factory) {
       const built = await graph.factory(config);
-      const copy = built.withConfig({}) as RunnableGraph;
+      const copy = copyGraph(built);
       copy.checkpointer = options.stateless ? undefined : this.persistence.checkpointer;
       copy.store = this.persistence.store;
       return copy;

@@ -107,6 +107,9 @@ export async function* streamGraphRun(graph: RunnableGraph, input: unknown, opti
   const libModes = new Set<string>([...modes].filter((mode) => mode !== 'events' && mode !== 'messages-tuple' && mode !== 'messages'));
   libModes.add('values');
   if (modes.has('messages-tuple')) libModes.add('messages');
+  // LangGraph.js before 0.2.19 (no `lg_is_pregel` marker) yields bare chunks, not [mode, chunk], for a
+  // one-mode list: asked for a second mode, it tags every chunk (what is not asked is not sent on).
+  if (libModes.size === 1 && (graph as { lg_is_pregel?: unknown }).lg_is_pregel !== true) libModes.add('updates');
   const runOptions = {
     ...options.config,
     // The graph's root run takes the agent run's id: its trace is then addressable by the run id.

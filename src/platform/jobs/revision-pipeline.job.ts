@@ -15,7 +15,7 @@ import type { Deps } from '../../context.js';
 import { deploymentGitCredentials, forgetDeploymentRow } from '../services/deployments/deployments.service.js';
 import { logRevision, moveRevision, REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
 import { activateRevision, findControlDeployment, findRevision, setRevisionBuild } from '../services/deployments/revisions.store.js';
-import { checkoutSource, installDependencies, locateGraphConfig, revisionDirectory, revisionGraphConfigPath } from '../launcher/source-checkout.js';
+import { checkoutSource, installRevisionDependencies, locateGraphConfig, revisionDirectory, revisionGraphConfigPath } from '../launcher/source-checkout.js';
 import { describeSandbox, sandboxFor } from '../launcher/sandbox.js';
 import { countOtherRevisionRuntimes, setDeploymentStatus } from '../services/deployments/deployments.store.js';
 import { deploymentDatabaseExists, deploymentTemplate, ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
@@ -43,14 +43,17 @@ async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntime
     const commitSha = await checkoutSource(dir, String(deployment.source_config.repo_url), repoRef, log, await deploymentGitCredentials(deps, deployment), sandbox.files.uid);
     await setRevisionBuild(deps.db, revisionId, { commitSha });
     // The config read here is the one the revision serves: its files are read-only to its sandbox.
-    const { path: configPath, customAuth } = locateGraphConfig(dir, graphConfigPath);
+    const config = locateGraphConfig(dir, graphConfigPath);
+    for (const note of config.notes) await log(`langgraph.json: ${note}`);
     // From here on the repository's code runs: in the deployment's sandbox, as its own OS user (the
-    // clone above already made its files that user's).
-    await installDependencies(dir, configPath, log, sandbox);
+    // clone above already made its files that user's). A redeploy may take the packages of the
+    // revision serving now, where they were installed from the same inputs.
+    const serving = deployment.active_revision_id ? revisionDirectory(deps.config.dataDir, deployment.active_revision_id) : undefined;
+    await installRevisionDependencies(dir, config, log, sandbox, serving ? { dir: serving } : undefined);
     await prepareDeploymentDatabase(deps, deployment.id, log);
     await log('Loading the graphs');
-    const graphIds = await runtimes.prepare(deployment.id, revisionId, configPath);
-    await setRevisionBuild(deps.db, revisionId, { graphIds, customAuth });
+    const graphIds = await runtimes.prepare(deployment.id, revisionId, config.path);
+    await setRevisionBuild(deps.db, revisionId, { graphIds, customAuth: config.auth !== undefined });
     await log(`Build succeeded: graphs ${graphIds.join(', ')}`);
     if (await moveRevision(deps, revisionId, 'AWAITING_DEPLOY', ['BUILDING'])) {
       await boss.send(REVISION_DEPLOY_QUEUE, { revisionId } satisfies RevisionJob, { singletonKey: revisionId });

@@ -14,7 +14,7 @@
 // (its agent server's listening socket, connections to the platform's ingest API) or a socket file
 // (its database's Unix socket), never as a network address.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { SandboxConfig } from '../../config.js';
@@ -66,6 +66,26 @@ function routeCommands(allowed: string[]): string[] {
 /** Whether an allowed range names the host's loopback, which slirp4netns then maps at its gateway address. */
 const allowsHostLoopback = (allowed: string[]) => allowed.some((range) => range.startsWith('127.'));
 
+/** How long a sandbox's network may take to set up before the sandbox is ended. */
+const SETUP_TIMEOUT_MS = 30_000;
+
+/**
+ * Resolves once the namespace of `pid` has its loopback address up (its local table routes 127.0.0.1),
+ * read from /proc; rejects after SETUP_TIMEOUT_MS or when the process is gone.
+ */
+async function loopbackReady(pid: number): Promise<void> {
+  for (const deadline = Date.now() + SETUP_TIMEOUT_MS; ; await new Promise((resolve) => setTimeout(resolve, 2))) {
+    let table: string;
+    try {
+      table = readFileSync(`/proc/${pid}/net/fib_trie`, 'utf8');
+    } catch {
+      throw new Error('the sandbox ended while its network was set up');
+    }
+    if (/127\.0\.0\.1\n\s+\/32 host LOCAL/.test(table)) return;
+    if (Date.now() > deadline) throw new Error(`its loopback was not up within ${SETUP_TIMEOUT_MS / 1000} s`);
+  }
+}
+
 /** Reads bubblewrap's --info-fd JSON (its sandbox's process id); rejects if it closes first. */
 async function sandboxPid(info: Readable): Promise<number> {
   let text = '';
@@ -104,6 +124,9 @@ export async function connectSandboxNetwork(sandbox: ChildProcess, fds: { info: 
   // A sandbox that dies meanwhile resets these pipes: that is its exit, not this process's error.
   for (const fd of [fds.info, fds.block]) sandbox.stdio[fd]?.on('error', () => undefined);
   const pid = await sandboxPid(sandbox.stdio[fds.info] as Readable);
+  // bubblewrap's own process sets up the namespace's loopback after it said which process it is:
+  // anything else done to the namespace before that (slirp4netns brings `lo` up too) makes it fail.
+  await loopbackReady(pid);
   // Root enters any namespace; another user enters the user namespace bubblewrap made for it first.
   const asRoot = process.getuid?.() === 0;
   const namespace = `/proc/${pid}/ns/net`;
@@ -128,12 +151,16 @@ export async function connectSandboxNetwork(sandbox: ChildProcess, fds: { info: 
     slirp.once('exit', (code) => reject(new Error(`slirp4netns exited (${code}): ${slirpErrors.trim()}`)));
   });
   const routes = runToEnd(tools.nsenter, [`--target=${pid}`, ...(asRoot ? [] : ['--user', '--preserve-credentials']), '--net', '--', tools.ip, '-batch', '-'], `${routeCommands(config.allowed).join('\n')}\n`);
+  let timer: NodeJS.Timeout | undefined;
+  const tooLong = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not ready within ${SETUP_TIMEOUT_MS / 1000} s: ${slirpErrors.trim()}`)), SETUP_TIMEOUT_MS)));
   try {
-    await Promise.all([ready, routes]);
+    await Promise.race([Promise.all([ready, routes]), tooLong]);
   } catch (error) {
     stop();
     sandbox.kill('SIGKILL');
     throw new Error(`could not give the sandbox its network: ${(error as Error).message}`);
+  } finally {
+    clearTimeout(timer);
   }
   (sandbox.stdio[fds.block] as Writable).end('1');
 }

@@ -208,13 +208,18 @@ export function deploymentSandbox(
     spawn: spawnIn,
     /**
      * Runs a command in the sandbox to its end (SIGKILL after `timeoutMs`); resolves with its output,
-     * rejects with the last 4 KB of it (or why it could not start) when it fails.
+     * rejects with the last 4 KB of it (or why it could not start) when it fails. `onOutput` sees its
+     * output as it comes.
      */
-    run(command: string, args: string[], mounts: SandboxMounts, options: SandboxSpawnOptions & { timeoutMs: number; label: string }): Promise<string> {
+    run(command: string, args: string[], mounts: SandboxMounts, options: SandboxSpawnOptions & { timeoutMs: number; label: string; onOutput?(text: string): void }): Promise<string> {
       return new Promise((resolvePromise, reject) => {
         const child = spawnIn(command, args, mounts, { env: options.env });
         let output = '';
-        const keep = (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-16 * 1024 * 1024));
+        const keep = (chunk: Buffer) => {
+          const text = chunk.toString('utf8');
+          options.onOutput?.(text);
+          output = (output + text).slice(-16 * 1024 * 1024);
+        };
         child.stdout!.on('data', keep);
         child.stderr!.on('data', keep);
         const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
@@ -224,6 +229,8 @@ export function deploymentSandbox(
           clearTimeout(timer);
           const text = output.trim();
           if (failed) reject(new Error(`${options.label} failed: ${failed.message}`));
+          // Its output went to `onOutput` as it came (a build log): the error says only how it ended.
+          else if (code !== 0 && options.onOutput) reject(new Error(`${options.label} failed (${signal ?? `exit ${code}`}): its output is above`));
           else if (code !== 0) reject(new Error(`${options.label} failed: ${(text || `exit ${signal ?? code}`).slice(-4096)}`));
           else resolvePromise(text);
         });

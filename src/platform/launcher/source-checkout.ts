@@ -10,13 +10,15 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { makeTraversable } from '../../database/traversable.js';
 import { AppError } from '../../errors.js';
-import { readGraphConfig } from '../../contracts/graph-config.js';
+import { type GraphConfig, readGraphConfig } from '../../contracts/graph-config.js';
+import { installDependencies } from './dependency-install.js';
 import { type PreparedSandbox, writeFileOfPlatform } from './sandbox.js';
 
 /** The platform's own packages: a repository without package.json imports from these. */
 const PLATFORM_NODE_MODULES = fileURLToPath(new URL('../../../node_modules', import.meta.url));
 
-export type BuildLog = (message: string) => Promise<void>;
+export type { BuildLog } from './dependency-install.js';
+import type { BuildLog } from './dependency-install.js';
 
 /** A git host integration's access token, for clones from that host over https. */
 export type GitCredentials = { host: string; token: string };
@@ -163,49 +165,45 @@ function inside(root: string, path: string): boolean {
 }
 
 /**
- * The graph config at `graphConfigPath` inside the checked-out repository, read and checked: it and
- * every graph file it names must lie inside the repository (symlinks included). BAD_REQUEST otherwise.
- * `customAuth`: whether it declares custom auth (`auth`), which decides how the gateway lets callers in.
+ * The graph config at `graphConfigPath` inside the checked-out repository, read and checked: it, its
+ * env file, its dependency folders and every graph file it names must lie inside the repository
+ * (symlinks included), and it must be a LangGraph.js project. BAD_REQUEST otherwise.
  */
-export function locateGraphConfig(dir: string, graphConfigPath: string): { path: string; customAuth: boolean } {
+export function locateGraphConfig(dir: string, graphConfigPath: string): GraphConfig {
   const repo = join(dir, 'repo');
   const path = resolve(repo, graphConfigPath);
   if (!existsSync(path)) throw AppError.badRequest(`graph_config_path "${graphConfigPath}" does not exist in the repository`);
   if (!inside(repo, path)) throw AppError.badRequest(`graph_config_path "${graphConfigPath}" points outside the repository`);
-  const config = readGraphConfig(path);
+  const config = readGraphConfig(path, { confineTo: repo });
   for (const graph of config.graphs) {
     if (existsSync(graph.file) && !inside(repo, graph.file)) throw AppError.badRequest(`graph "${graph.graphId}" points outside the repository`);
   }
-  return { path, customAuth: config.auth !== undefined };
+  return config;
 }
 
 /**
- * Installs the repository's dependencies when its config's folder declares any (`npm ci` with a
- * lockfile, else `npm install`), inside the deployment's sandbox: the install scripts of the
- * repository and its packages run there, with nothing of the platform's in reach. Either way the
- * platform's own packages are reachable one folder up (`<dir>/node_modules`), so imports the
- * repository does not install resolve to the platform's (LangGraph and its peers, what a
+ * Installs what the config's dependencies need (dependency-install.ts: each folder at its nearest
+ * lockfile, with the package manager it names, frozen; or the packages of `previousRevisionId`'s
+ * build where they were installed from the same inputs), inside the deployment's sandbox: the install
+ * scripts of the repository and its packages run there, with nothing of the platform's in reach.
+ * Either way the platform's own packages are reachable one folder up (`<dir>/node_modules`), so
+ * imports the repository does not install resolve to the platform's (LangGraph and its peers, what a
  * dependency-free graph imports).
  */
-export async function installDependencies(dir: string, configPath: string, log: BuildLog, sandbox: PreparedSandbox): Promise<void> {
+export async function installRevisionDependencies(dir: string, config: GraphConfig, log: BuildLog, sandbox: PreparedSandbox, previous?: { dir: string }): Promise<void> {
   const platformModules = join(dir, 'node_modules');
   if (!existsSync(platformModules)) symlinkSync(PLATFORM_NODE_MODULES, platformModules, 'dir');
   const repo = join(dir, 'repo');
-  const projectDir = [resolve(configPath, '..'), repo].find((folder) => existsSync(join(folder, 'package.json')));
-  if (!projectDir) {
+  if (![config.root, repo].some((folder) => existsSync(join(folder, 'package.json')))) {
     // Its files load as ES modules (LangGraph.js's templates declare `"type": "module"`), declared
     // beside the checkout, not in it. As CommonJS, which Node assumes without a package.json, its
     // imports of LangGraph would load LangGraph's CommonJS build: a second copy of LangGraph, core
     // and langsmith next to the ESM one the runtime uses, which took about a second and 30 MB more.
     writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ private: true, type: 'module' })}\n`);
     await log("No package.json: its files load as ES modules, and imports resolve from the platform's packages");
-    return;
   }
-  const lockfile = existsSync(join(projectDir, 'package-lock.json'));
-  const args = lockfile ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'];
-  await log(`npm ${args[0]} in ${relative(repo, projectDir) || '.'}`);
-  const output = await run('npm', args, { cwd: projectDir, home: dir, timeoutMs: 15 * 60_000, label: `npm ${args[0]}`, sandbox: { prepared: sandbox, readOnly: [dir], writable: [repo] } });
-  if (output) await log(output.slice(-4096));
+  const revision = { dir, repo };
+  await installDependencies(revision, config, log, sandbox, commandEnvironment(dir), previous && { dir: previous.dir, repo: join(previous.dir, 'repo') });
 }
 
 /** Where a built revision's graph config is (its build checked it lies inside the repository). */

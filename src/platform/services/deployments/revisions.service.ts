@@ -42,7 +42,8 @@ export async function moveRevisionsOf(
 
 /** Appends a line to a revision's build or deploy log. Never throws: a log line is not worth a failed build. */
 export async function logRevision(deps: Deps, revisionId: string, type: 'build' | 'deploy', message: string): Promise<void> {
-  await store.appendRevisionLog(deps.db, revisionId, type, message.slice(0, 16_384)).catch((error: unknown) => deps.logger.warn({ err: error }, 'could not store a revision log line'));
+  // PostgreSQL stores no NUL character: a line holding one (git's output can) would be lost whole, reason and all.
+  await store.appendRevisionLog(deps.db, revisionId, type, message.replaceAll('\u0000', '').slice(0, 16_384)).catch((error: unknown) => deps.logger.warn({ err: error }, 'could not store a revision log line'));
 }
 
 /**
