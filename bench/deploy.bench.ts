@@ -8,7 +8,14 @@
 // It also prints what the sandbox costs one start: `node -e 0` in a deployment's sandbox (bubblewrap,
 // its own OS user and cgroups as the platform makes them) against the same command bare.
 //
+// Then the same with a repository of a template's size (a yarn.lock of about 500 packages: LangGraph,
+// LangChain's core and a template's dev tooling, written at the bench's start): its first deploy (the
+// deployment's own package-manager cache cold), and a redeploy of a commit that changes only its
+// graph's code (the lockfile unchanged, so the serving revision's packages are taken), side by side
+// with the floor: the same frozen `yarn install` by hand on this machine, cold and warm cache.
+//
 //   BENCH_DEPLOYS (default 10)   deployments created one after the other
+//   BENCH_DEPENDENCY_DEPLOYS (3) deployments (each then redeployed) of the template-sized repository; 0 skips it
 //   AGENT_PLATFORM_SANDBOX=none AGENT_PLATFORM_ALLOW_UNSANDBOXED=true   the same without the sandbox
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +27,19 @@ import { deploymentFiles, deploymentSandbox, probeSandbox, sandboxEnvironment } 
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
 
 const DEPLOYS = Number(process.env.BENCH_DEPLOYS ?? 10);
+const DEPENDENCY_DEPLOYS = Number(process.env.BENCH_DEPENDENCY_DEPLOYS ?? 3);
+
+/** What a LangGraph.js template depends on: the graph's packages and the dev tooling templates carry. */
+const TEMPLATE_PACKAGE = {
+  name: 'bench-template',
+  private: true,
+  type: 'module',
+  packageManager: 'yarn@1.22.22',
+  dependencies: { '@langchain/core': '0.3.80', '@langchain/langgraph': '0.2.74', '@langchain/openai': '0.6.17', zod: '3.25.76', dotenv: '16.6.1' },
+  devDependencies: { typescript: '5.9.3', jest: '29.7.0', 'ts-jest': '29.4.5', eslint: '8.57.1', prettier: '3.6.2', '@typescript-eslint/parser': '5.62.0', '@typescript-eslint/eslint-plugin': '5.62.0' },
+};
+const YARN = ['exec', '--yes', '--package=yarn@1.22.22', '--', 'yarn'];
+
 
 function makeRepo(): string {
   const dir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-repo-'));
@@ -115,9 +135,108 @@ try {
   row('DEPLOYED → first run answered', toFirstRun);
   row('create → first run answered', toDeployed.map((value, i) => value + toFirstRun[i]!));
   await sandboxStartCost();
+  if (DEPENDENCY_DEPLOYS > 0) await templateSizedDeploys(call, tenant.key);
 } finally {
   await platform.stop();
   rmSync(repo, { recursive: true, force: true });
+}
+
+type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+
+/** Seconds `yarn install --frozen-lockfile` takes in `dir` with `cache` as yarn's cache (node_modules removed first). */
+function timedYarnInstall(dir: string, cache: string): number {
+  rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
+  const started = performance.now();
+  execFileSync('npm', [...YARN, 'install', '--frozen-lockfile', '--non-interactive', '--no-progress', '--silent'], { cwd: dir, env: { ...process.env, YARN_CACHE_FOLDER: cache }, stdio: 'ignore' });
+  return (performance.now() - started) / 1000;
+}
+
+/** A git repository of a template's size: its yarn.lock written by yarn here, and the floor measured on it. */
+function makeTemplateRepo(): { dir: string; floor: { cold: number; warm: number } } {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-template-'));
+  chmodSync(dir, 0o755);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify(TEMPLATE_PACKAGE, null, 2));
+  writeFileSync(join(dir, '.gitignore'), 'node_modules\n');
+  writeFileSync(join(dir, 'langgraph.json'), JSON.stringify({ node_version: '20', graphs: { agent: './agent.ts:graph' }, env: '.env', dependencies: ['.'] }));
+  writeFileSync(
+    join(dir, 'agent.ts'),
+    `import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+const State = Annotation.Root({ input: Annotation<string>(), reply: Annotation<string>() });
+export const graph = new StateGraph(State).addNode('echo', (s) => ({ reply: s.input })).addEdge(START, 'echo').addEdge('echo', END).compile();
+`,
+  );
+  const cache = mkdtempSync(join(tmpdir(), 'agent-platform-bench-yarn-cache-'));
+  try {
+    execFileSync('npm', [...YARN, 'install', '--non-interactive', '--no-progress', '--silent'], { cwd: dir, env: { ...process.env, YARN_CACHE_FOLDER: cache }, stdio: 'ignore' });
+    rmSync(cache, { recursive: true, force: true });
+    const cold = timedYarnInstall(dir, cache);
+    const warm = timedYarnInstall(dir, cache);
+    rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
+    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.test', ...args], { cwd: dir });
+    git('init', '--quiet', '--initial-branch=main');
+    git('add', '-A');
+    git('commit', '--quiet', '-m', 'template');
+    return { dir, floor: { cold, warm } };
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
+}
+
+/** Waits for a revision to finish; its time since `started`, or throws with its build log. */
+async function deployedAfter(call: Call, deploymentId: string, revisionId: string, started: number): Promise<number> {
+  for (;;) {
+    const revision = await call('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}`);
+    if (revision.body.status === 'DEPLOYED') return performance.now() - started;
+    if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.body.status)) {
+      const logs = await call('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=build&limit=1000`);
+      throw new Error(`revision ended ${revision.body.status}:\n${logs.body.resources.map((line: { message: string }) => line.message).join('\n')}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** First deploys and unchanged-lockfile redeploys of the template-sized repository, beside the floor. */
+async function templateSizedDeploys(call: Call, key: string) {
+  const { dir, floor } = makeTemplateRepo();
+  try {
+    const packages = readFileSync(join(dir, 'yarn.lock'), 'utf8').match(/^"?[^\s#].*:$/gm)?.length ?? 0;
+    console.log(`\ntemplate-sized repository: ${packages} packages in its yarn.lock; load average ${showLoad()}`);
+    const first: number[] = [];
+    const again: number[] = [];
+    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.test', ...args], { cwd: dir });
+    for (let i = 0; i < DEPENDENCY_DEPLOYS; i++) {
+      let started = performance.now();
+      const created = await call('POST', '/v2/deployments', {
+        name: `bench-template-${i}`,
+        source: 'github',
+        source_config: { repo_url: `file://${dir}` },
+        source_revision_config: { repo_ref: 'main', graph_config_path: 'langgraph.json' },
+      });
+      if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body)}`);
+      first.push(await deployedAfter(call, created.body.id, created.body.latest_revision_id, started));
+      // A commit that changes only the graph's code.
+      git('checkout', '--quiet', '-B', `change-${i}`, 'main');
+      writeFileSync(join(dir, 'agent.ts'), `${readFileSync(join(dir, 'agent.ts'), 'utf8')}// change ${i}\n`);
+      git('commit', '--quiet', '-am', `change ${i}`);
+      git('checkout', '--quiet', 'main');
+      started = performance.now();
+      const patched = await call('PATCH', `/v2/deployments/${created.body.id}`, { source_revision_config: { repo_ref: `change-${i}` } });
+      if (patched.status !== 200) throw new Error(`patch answered ${patched.status}: ${JSON.stringify(patched.body)}`);
+      again.push(await deployedAfter(call, created.body.id, patched.body.latest_revision_id, started));
+      const logs = await call('GET', `/v2/deployments/${created.body.id}/revisions/${patched.body.latest_revision_id}/logs?type=build&limit=1000`);
+      const reused = logs.body.resources.some((line: { message: string }) => line.message.includes('its packages taken as they are'));
+      const client = new Client({ apiUrl: created.body.url, defaultHeaders: { 'x-api-key': key } });
+      await client.runs.wait(null, 'agent', { input: { input: 'hi' } });
+      console.log(`template deployment ${i + 1}/${DEPENDENCY_DEPLOYS}: first deploy ${(first.at(-1)! / 1000).toFixed(2)} s, redeploy ${(again.at(-1)! / 1000).toFixed(2)} s (packages ${reused ? 'taken from the serving revision' : 'installed again'})`);
+      await call('DELETE', `/v2/deployments/${created.body.id}`);
+    }
+    console.log(`load average at end: ${showLoad()}`);
+    row('template: create → DEPLOYED (first)', first);
+    row('template: redeploy → DEPLOYED', again);
+    console.log(`${'floor: yarn install --frozen-lockfile'.padEnd(34)} cold ${floor.cold.toFixed(2)} s   warm ${floor.warm.toFixed(2)} s (by hand, no sandbox)`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** One start of `node -e 0` in a deployment's sandbox vs bare, alternated, 20 of each. */
