@@ -51,7 +51,7 @@ const DeploymentRef = builder.objectRef<deployments.Deployment>('Deployment').im
     sourceConfig: t.expose('source_config', { type: 'JSON', description: 'repo_url, integration_id, deployment_type, build_on_push, custom_url, resource_spec.' }),
     sourceRevisionConfig: t.expose('source_revision_config', { type: 'JSON', description: 'repo_ref and graph_config_path of the latest revision.' }),
     secretNames: t.exposeStringList('secret_names', { description: 'Names of its secrets; values are never returned.' }),
-    status: t.exposeString('status', { description: 'AWAITING_DATABASE, READY, UNUSED, AWAITING_DELETE or UNKNOWN.' }),
+    status: t.exposeString('status', { description: 'AWAITING_DATABASE, READY, UNUSED, AWAITING_DELETE or UNKNOWN; OVER_LIMIT while its agent server is stopped for outgrowing its disk limits.' }),
     latestRevisionId: t.exposeID('latest_revision_id', { nullable: true, description: 'The newest revision.' }),
     activeRevisionId: t.exposeID('active_revision_id', { nullable: true, description: 'The revision now serving.' }),
     url: t.string({

@@ -24,7 +24,8 @@ export type RevisionStatus = (typeof REVISION_STATUSES)[number];
 /** Statuses after which the pipeline does nothing more with a revision. */
 export const FINISHED_REVISION_STATUSES: readonly RevisionStatus[] = ['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'];
 
-const DEPLOYMENT_STATUSES = ['AWAITING_DATABASE', 'READY', 'UNUSED', 'AWAITING_DELETE', 'UNKNOWN'] as const;
+// OVER_LIMIT: stopped for outgrowing its disk limits (launcher/deployment-usage.ts), beside the spec's set.
+const DEPLOYMENT_STATUSES = ['AWAITING_DATABASE', 'READY', 'UNUSED', 'AWAITING_DELETE', 'UNKNOWN', 'OVER_LIMIT'] as const;
 
 /**
  * Environment names a secret may not take: what the runtime itself is configured with, and what
