@@ -12,7 +12,9 @@
 //   - its name server is slirp4netns's, which forwards to the host's resolver.
 // What the deployment must reach on the platform's side comes in as sockets the platform hands over
 // (its agent server's listening socket, connections to the platform's ingest API) or a socket file
-// (its database's Unix socket), never as a network address.
+// (its database's Unix socket), never as a network address. Made as root (the platform enters the
+// namespace bubblewrap made); a platform not run as root leaves deployed code on the host's network,
+// and says so.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -52,6 +54,9 @@ function programs(): { slirp: string; nsenter: string; ip: string } | undefined 
 export function probeNetwork(config: NetworkConfig): NetworkStatus {
   if (config.mode === 'host') return { isolated: false, why: "AGENT_PLATFORM_SANDBOX_NETWORK=host: deployed code shares the host's network, its loopback services included" };
   if (!programs()) return { isolated: false, why: 'slirp4netns, nsenter or ip is missing (Debian: apt-get install slirp4netns iproute2): deployed code shares the host\'s network, its loopback services included' };
+  // Rootless, slirp4netns needs /dev/net/tun open to the platform's user and joins bubblewrap's user
+  // namespace: not proven on a machine of this project's, so not claimed.
+  if (process.getuid?.() !== 0) return { isolated: false, why: "the platform does not run as root, and a network of its own per sandbox is made (and tested) only as root: deployed code shares the host's network, its loopback services included" };
   return { isolated: true, how: `a network of its own (slirp4netns); loopback, link-local and private ranges refused${config.allowed.length ? ` but ${config.allowed.join(', ')}` : ''}` };
 }
 
@@ -127,15 +132,12 @@ export async function connectSandboxNetwork(sandbox: ChildProcess, fds: { info: 
   // bubblewrap's own process sets up the namespace's loopback after it said which process it is:
   // anything else done to the namespace before that (slirp4netns brings `lo` up too) makes it fail.
   await loopbackReady(pid);
-  // Root enters any namespace; another user enters the user namespace bubblewrap made for it first.
-  const asRoot = process.getuid?.() === 0;
   const namespace = `/proc/${pid}/ns/net`;
   const slirp = spawn(
     tools.slirp,
     [
       '--configure', '--mtu=65520', '--enable-sandbox', '--enable-seccomp',
       ...(allowsHostLoopback(config.allowed) ? [] : ['--disable-host-loopback']),
-      ...(asRoot ? [] : [`--userns-path=/proc/${pid}/ns/user`]),
       '--ready-fd=3', '--exit-fd=4', '--netns-type=path', namespace, 'tap0',
     ],
     { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },
@@ -150,7 +152,7 @@ export async function connectSandboxNetwork(sandbox: ChildProcess, fds: { info: 
     slirp.once('error', reject);
     slirp.once('exit', (code) => reject(new Error(`slirp4netns exited (${code}): ${slirpErrors.trim()}`)));
   });
-  const routes = runToEnd(tools.nsenter, [`--target=${pid}`, ...(asRoot ? [] : ['--user', '--preserve-credentials']), '--net', '--', tools.ip, '-batch', '-'], `${routeCommands(config.allowed).join('\n')}\n`);
+  const routes = runToEnd(tools.nsenter, [`--target=${pid}`, '--net', '--', tools.ip, '-batch', '-'], `${routeCommands(config.allowed).join('\n')}\n`);
   let timer: NodeJS.Timeout | undefined;
   const tooLong = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not ready within ${SETUP_TIMEOUT_MS / 1000} s: ${slirpErrors.trim()}`)), SETUP_TIMEOUT_MS)));
   try {
