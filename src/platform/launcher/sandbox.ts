@@ -145,7 +145,14 @@ export async function removeDeploymentFiles(dataDir: string, deploymentId: strin
   const cgroups = cgroupDirs(deploymentId).filter(existsSync);
   if (!existsSync(root) && cgroups.length === 0) return false;
   await rm(root, { recursive: true, force: true });
-  for (const dir of cgroups) rmdirSync(dir);
+  for (const dir of cgroups) {
+    try {
+      rmdirSync(dir);
+    } catch (error) {
+      // Removed meanwhile by its runtime's own release: gone is what was asked.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
   return true;
 }
 

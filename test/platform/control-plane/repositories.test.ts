@@ -101,7 +101,8 @@ async function expectServes(deployed: Deployed, graphs: string[], input: string,
 
 const AJV = 'ajv 6.12.6, ajv-keywords 5.1.0';
 
-describe('repositories as people have them', () => {
+// Concurrent: the pipeline builds two at a time, so the file takes about half as long.
+describe.concurrent('repositories as people have them', () => {
   it("an env file kept out of git: the build says so and carries on; the value comes from the deployment's secrets", async () => {
     const deployed = await deploy(makeGitRepo(fixture('env-missing')), { name: 'env-missing', secrets: [{ name: 'GREETING', value: 'Hello' }] });
     expect(deployed.logs).toContain('env file ".env" is not in the repository');
@@ -171,7 +172,7 @@ describe('repositories as people have them', () => {
   }, 400_000);
 });
 
-describe('what cannot run is refused at once, saying why', () => {
+describe.concurrent('what cannot run is refused at once, saying why', () => {
   const refused = async (name: string, files: Record<string, string>, graphConfigPath?: string) => {
     const deployed = await deploy(makeGitRepo(files), { name, graph_config_path: graphConfigPath });
     expect(deployed.revision.status).toBe('BUILD_FAILED');
