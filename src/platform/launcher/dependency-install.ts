@@ -94,9 +94,8 @@ function nearestLockfile(repo: string, start: string): { folder: string; file: s
 const throughNpmExec = (pkg: string, bin: string, args: string[]) => ({ command: 'npm', args: ['exec', '--yes', `--package=${pkg}`, '--', bin, ...args] });
 
 /**
- * How `dependency` (a folder langgraph.json names) gets its packages: undefined when neither it nor a
- * folder above it (within the repository) has a package.json with a lockfile, and it has no
- * package.json of its own (nothing to install).
+ * How `dependency` (a folder langgraph.json names) gets its packages: at its nearest lockfile with
+ * the package manager that wrote it; else `npm install` where it has a package.json; else nothing.
  */
 function planFor(repo: string, dependency: string): InstallPlan | undefined {
   const locked = nearestLockfile(repo, dependency);
@@ -106,7 +105,8 @@ function planFor(repo: string, dependency: string): InstallPlan | undefined {
   }
   const { folder, file } = locked;
   const declared = packageManagerOf(folder);
-  const asked = declared?.name === (locked.manager === 'npm' ? 'npm' : locked.manager) ? declared.version : undefined;
+  // The version `packageManager` asks, when it names the lockfile's package manager (the lockfile wins otherwise).
+  const asked = declared?.name === locked.manager ? declared.version : undefined;
   if (locked.manager === 'npm') return { folder, manager: 'npm', lockfile: file, describe: `npm ci (${file})`, command: 'npm', args: ['ci', '--no-audit', '--no-fund'], env: {} };
   if (locked.manager === 'pnpm') {
     // pnpm's lockfile format names the pnpm that wrote it: 9.0 (pnpm 9 and 10), 6.x (8), 5.x (7).
