@@ -246,7 +246,7 @@ async function sandboxStartCost() {
   console.log(`sandbox: ${status.enabled ? `bubblewrap ${status.version}, own OS user ${status.perDeploymentUser}, limits ${status.limits.how}` : `none (${status.reason})`}`);
   if (!status.enabled) return;
   const deployment = { id: '00000000-0000-4000-8000-00000000be4c', sandbox_id: 999_999 };
-  const files = deploymentFiles(config.dataDir, deployment, status, config.sandbox);
+  const files = deploymentFiles(config.dataDir, deployment, status, config.sandbox, logger);
   const sandbox = deploymentSandbox(status, config.sandbox, files, deployment, logger);
   const env = { ...sandboxEnvironment(status, files) };
   const bare: number[] = [];

@@ -4,13 +4,17 @@
 import type { Deps } from '../../context.js';
 import { deploymentGitCredentials } from '../services/deployments/deployments.service.js';
 import { createRevision } from '../services/deployments/revisions.service.js';
-import { findControlDeployment, listBuildOnPush } from '../services/deployments/revisions.store.js';
+import { findControlDeployment, listBuildOnPush, whileWatchingRefs } from '../services/deployments/revisions.store.js';
 import { sandboxFor } from '../launcher/sandbox.js';
 import { remoteRefCommit } from '../launcher/source-checkout.js';
 import { SYSTEM_VIEWER } from '../../viewer.js';
 
-/** Returns the ids of the deployments that got a new revision. */
-export async function watchPushedRefs(deps: Deps): Promise<string[]> {
+/** Returns the ids of the deployments that got a new revision. One pass at a time, whichever process asks (whileWatchingRefs). */
+export function watchPushedRefs(deps: Deps): Promise<string[]> {
+  return whileWatchingRefs(deps.db, () => watchPass(deps));
+}
+
+async function watchPass(deps: Deps): Promise<string[]> {
   const rebuilt: string[] = [];
   for (const watched of await listBuildOnPush(deps.db)) {
     try {

@@ -102,10 +102,18 @@ const deploymentDirectory = (dataDir: string, deploymentId: string) => resolve(d
  * put in their place that the platform, as root, would follow (an earlier version let the deployment
  * own `root`; such a link is removed here and the folder made again).
  */
-export function deploymentFiles(dataDir: string, deployment: { id: string; sandbox_id: number }, status: SandboxStatus, config: SandboxConfig): DeploymentFiles {
+export function deploymentFiles(
+  dataDir: string,
+  deployment: { id: string; sandbox_id: number },
+  status: SandboxStatus,
+  config: SandboxConfig,
+  logger: { warn(obj: object, msg: string): void },
+): DeploymentFiles {
   const root = deploymentDirectory(dataDir, deployment.id);
   const files: DeploymentFiles = { root, home: join(root, 'home'), cache: join(root, 'cache'), uid: sandboxUid(deployment, status, config) };
   mkdirSync(root, { recursive: true, mode: 0o700 });
+  // Its user reaches its folders by name (git, du and bubblewrap run as that user) through every parent.
+  if (files.uid !== undefined) makeTraversable(dirname(root), logger);
   if (process.getuid?.() === 0) lchownSync(root, 0, 0);
   // Its sandbox user passes through to its two folders (bubblewrap opens them as that user) and may list nothing here.
   chmodSync(root, files.uid === undefined ? 0o700 : 0o711);
@@ -471,7 +479,7 @@ export function sandboxFor(
 ): PreparedSandbox {
   const status = probeSandbox(deps.config.sandbox);
   assertDeployable(status);
-  const files = deploymentFiles(deps.config.dataDir, deployment, status, deps.config.sandbox);
+  const files = deploymentFiles(deps.config.dataDir, deployment, status, deps.config.sandbox, deps.logger);
   const sandbox = deploymentSandbox(status, deps.config.sandbox, files, { id: deployment.id, resourceSpec: deployment.source_config.resource_spec }, deps.logger);
   return { status, files, sandbox, env: sandboxEnvironment(status, files) };
 }

@@ -127,7 +127,9 @@ beforeAll(async () => {
   // The data directory's secret files: the database superuser's password (embedded PostgreSQL) and an installation key file.
   writeFileSync(join(dataDir, 'secret-key'), platform.deps.config.secretKey!.toString('base64'), { mode: 0o600, flag: 'w' });
   const victimRuntime = platform.deps.deployedRuntimes!.runtimeOf(victim.latest_revision_id)!;
-  victimPids = processTree(victimRuntime.pid!()!);
+  // Its sandbox and runtime, which live as long as it serves (not a helper the runtime starts and
+  // ends on its own, such as tsx's esbuild service, whose pid could meanwhile be another process's).
+  victimPids = processTree(victimRuntime.pid!()!).filter((pid) => /bwrap|child-entry/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8')));
   targets = {
     dataDir,
     platformFiles: [join(dataDir, 'postgres-password'), join(dataDir, 'secret-key')],

@@ -1,5 +1,5 @@
 // SQL of the control plane: deployments as the control plane sees them, their revisions and logs.
-import type { Database } from '../../../db.js';
+import { type Database, withTransaction } from '../../../db.js';
 import type { RevisionStatus } from './deployments.schemas.js';
 
 export type ControlDeploymentRow = {
@@ -132,6 +132,18 @@ export async function retiredRevisionsAmong(db: Database, ids: string[], finishe
     [ids, finished],
   );
   return rows.map((row) => row.id);
+}
+
+/**
+ * Runs `work` holding the build-on-push watch's lock (a transaction's advisory lock in the platform's
+ * database): passes of several processes (workers, a pass asked for meanwhile) take turns, so two
+ * that see the same ref move never both make a revision of it.
+ */
+export async function whileWatchingRefs<T>(db: Database, work: () => Promise<T>): Promise<T> {
+  return withTransaction(db, async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('agent-platform:revisions-watch'))");
+    return work();
+  });
 }
 
 /** The deployments whose active revision should be running (for a restart of the platform). */
