@@ -24,7 +24,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createDestination } from '../src/platform/services/exports/destinations.service.js';
 import { createExport, exportFieldsOf } from '../src/platform/services/exports/exports.service.js';
-import { copyRunBatch, runBatchBoundary, runBatchSelect } from '../src/platform/services/traces/trace-runs.store.js';
+import { copyRunBatch, runBatchBoundary, runBatchSelect } from '../src/platform/services/traces/trace-run-export.store.js';
 import { copyFieldSpans, DecodeArena, exportColumns, IpcStreamEncoder, recordBatchFromCopy, recordBatchFromSpans, toWasmBatches, writerProperties } from '../src/platform/services/exports/parquet.js';
 import { MultipartObject } from '../src/platform/services/exports/s3.js';
 import { nextBatchRows } from '../src/platform/services/exports/export-runner.js';

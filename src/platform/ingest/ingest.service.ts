@@ -73,7 +73,7 @@ import {
   insertRuns,
   RUNS_PER_INSERT,
   takePendingPatchesOfStoredRuns,
-} from '../services/traces/trace-runs.store.js';
+} from '../services/traces/trace-run-writes.store.js';
 
 export type { Ingester, IngestResult, RunAttachment, RunBatch, RunCreate } from './ingest-types.js';
 

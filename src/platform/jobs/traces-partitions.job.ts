@@ -1,7 +1,7 @@
 // Creates trace_runs's week partitions ahead of time (this week and the next four), so runs land in
 // their week's partition rather than the default one.
 import type { Deps } from '../../context.js';
-import { createTracePartitions } from '../services/traces/trace-runs.store.js';
+import { createTracePartitions } from '../services/traces/trace-partitions.store.js';
 
 const PARTITION_WEEKS_AHEAD = 4;
 

@@ -5,7 +5,8 @@
 // is left for the next hourly pass; its run ids stay claimed until then (deleteRunIdsBefore releases
 // only ids whose run is gone), and the rest of the pass goes on.
 import type { Deps } from '../../context.js';
-import { deleteAwaitedParentsBefore, deleteExpiredRuns, deleteRunIdsBefore, dropTracePartitionsBefore, longestTraceRetentionDays } from '../services/traces/trace-runs.store.js';
+import { dropTracePartitionsBefore } from '../services/traces/trace-partitions.store.js';
+import { deleteAwaitedParentsBefore, deleteExpiredRuns, deleteRunIdsBefore, longestTraceRetentionDays } from '../services/traces/trace-retention.store.js';
 
 const BATCH = 5_000;
 

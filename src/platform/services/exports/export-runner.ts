@@ -6,7 +6,7 @@ import { destinationConfig, destinationCredentials } from './destinations.servic
 import { exportFieldsOf } from './exports.service.js';
 import type { DestinationConfigValue, FormatVersion } from './exports.schemas.js';
 import * as store from './exports.store.js';
-import { copyRunBatch, runBatchBoundary } from '../traces/trace-runs.store.js';
+import { copyRunBatch, runBatchBoundary } from '../traces/trace-run-export.store.js';
 import { DecodeArena, type ExportColumn, exportColumns, ParquetStreamWriter, recordBatchFromCopy } from './parquet.js';
 import { destinationClient, destinationRoot, MultipartObject, storageErrorReason } from './s3.js';
 

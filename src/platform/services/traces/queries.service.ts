@@ -5,7 +5,8 @@ import type { ServiceContext } from '../../../context.js';
 import { parseInput } from '../../../validate.js';
 import { isUuid } from './derive.js';
 import { validateFilter } from './filter.js';
-import { findChildRuns, findRun, findTraceRuns, searchRuns, type TraceRunRow } from './trace-runs.store.js';
+import { searchRuns } from './trace-run-search.store.js';
+import { findChildRuns, findRun, findTraceRuns, type TraceRunRow } from './trace-runs.store.js';
 import { RunQuery, type RunQueryInput } from './traces.schemas.js';
 import { traceWorkspace } from './workspace.js';
 
