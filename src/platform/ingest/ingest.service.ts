@@ -40,7 +40,7 @@
 import type pg from 'pg';
 import { inTransaction, retryingDeadlocks } from '../../db.js';
 import { AppError } from '../../errors.js';
-import { newId } from '../../ids.js';
+import { isUuid, newId } from '../../ids.js';
 import type { Deps } from '../../context.js';
 import {
   deriveFirstTokenTime,
@@ -49,7 +49,6 @@ import {
   dottedOrderIds,
   dottedOrderSegment,
   invalid,
-  isUuid,
   jsonValue,
   normalizeTimestamp,
   toJsonb,

@@ -7,6 +7,7 @@
 import { type ErrorRequestHandler, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
+import { isUuid } from '../../ids.js';
 import { assertStorableText } from '../../limits/json.js';
 import type { Deps } from '../../context.js';
 import { probeSandbox } from '../launcher/sandbox.js';
@@ -155,7 +156,7 @@ export function tracesRouter(deps: Deps): Router {
 
   router.patch('/runs/:id', ingestAuth, async (req, res) => {
     const id = String(req.params.id);
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+    if (!isUuid(id)) {
       throw new AppError('VALIDATION_FAILED', 'path.id: expected a UUID', [{ loc: ['path', 'id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
     }
     const body = await readRawBody(req, ingestLimit);

@@ -3,11 +3,8 @@
 import { isUtf8 } from 'node:buffer';
 import { AppError } from '../../../errors.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // One dotted-order segment: a UTC timestamp with microseconds, then the run id.
 const SEGMENT = /^(\d{8}T\d{6}\d{1,6})Z([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
-
-export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
 
 /** The run ids of a dotted order, root first; undefined when it is malformed. */
 export function dottedOrderIds(dottedOrder: string): string[] | undefined {

@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import peggy from 'peggy';
 import { escapeLiteral } from 'pg';
 import { AppError } from '../../../errors.js';
-import { isUuid } from './derive.js';
+import { isUuid } from '../../../ids.js';
 
 type Loc = { start: { offset: number; line: number; column: number }; end: { offset: number } };
 type FieldRef = { name: string; loc: Loc };

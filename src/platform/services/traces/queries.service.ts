@@ -1,9 +1,9 @@
 // Reading runs: one run, the runs query (the SDK's listRuns) with the filter language and cursor
 // paging, and children for trace trees.
 import { AppError } from '../../../errors.js';
+import { isUuid } from '../../../ids.js';
 import type { ServiceContext } from '../../../context.js';
 import { parseInput } from '../../../validate.js';
-import { isUuid } from './derive.js';
 import { validateFilter } from './filter.js';
 import { searchRuns } from './trace-run-search.store.js';
 import { findChildRuns, findRun, findTraceRuns, type TraceRunRow } from './trace-runs.store.js';
