@@ -1,6 +1,6 @@
 // The realistic trace runs bench:export exports (and its stage profile reads).
 import type pg from 'pg';
-import { insertClaimingIdsSql } from '../src/platform/services/traces/trace-run-writes.store.js';
+import { insertClaimingIdsSql } from '../src/platform/ingest/ingest.store.js';
 
 /**
  * Realistic trace runs straight into trace_runs (one INSERT … SELECT per chunk): traces of five runs

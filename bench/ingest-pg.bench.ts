@@ -30,7 +30,7 @@ async function main() {
   const STATEMENTS = Number(args.statements);
   const ROUNDS = Number(args.rounds);
   const ingest = await import('../src/platform/ingest/ingest.service.js');
-  const store = await import('../src/platform/services/traces/trace-run-writes.store.js');
+  const store = await import('../src/platform/ingest/ingest.store.js');
   const { resolveProjectIds } = await import('../src/platform/services/traces/projects.service.js');
   const platform = await startBenchPlatform({});
   try {

@@ -123,7 +123,7 @@ async function main() {
   const ROUNDS = Math.max(1, Number(args.rounds));
 
   const ingest = await import('../src/platform/ingest/ingest.service.js');
-  const traceRuns = await import('../src/platform/services/traces/trace-run-writes.store.js');
+  const traceRuns = await import('../src/platform/ingest/ingest.store.js');
   const { resolveProjectIds } = await import('../src/platform/services/traces/projects.service.js');
 
   const platform = await startBenchPlatform({ AGENT_PLATFORM_DB_POOL_SIZE: args.pool, AGENT_PLATFORM_INGEST_THREADS: args['ingest-threads'], AGENT_PLATFORM_INGEST_WRITE_CONNECTIONS: args['write-connections'] });
@@ -359,7 +359,7 @@ const INSERT_ALONE = 'the INSERT alone (driver + round trip; part of the service
 async function profileStages(deps: Pick<import('../src/context.js').Deps, 'db' | 'config'>, who: Ingester, session: string, requests: number): Promise<Breakdown> {
   const wire = await import('../src/platform/ingest/ingest-wire.js');
   const ingest = await import('../src/platform/ingest/ingest.service.js');
-  const traceRuns = await import('../src/platform/services/traces/trace-run-writes.store.js');
+  const traceRuns = await import('../src/platform/ingest/ingest.store.js');
   const bodies = makeRequests(session, requests, 2_000_000);
   const limit = deps.config.ingestBodyLimitBytes;
   const { stages, timed } = stageClock();

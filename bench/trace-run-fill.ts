@@ -6,7 +6,7 @@
 // per index and attaches it, which is what makes 10M affordable.
 import type pg from 'pg';
 import { escapeLiteral } from 'pg';
-import { insertClaimingIdsSql } from '../src/platform/services/traces/trace-run-writes.store.js';
+import { insertClaimingIdsSql } from '../src/platform/ingest/ingest.store.js';
 
 // A version-4-shaped UUID derived from a text (the API validates UUIDs strictly).
 export const uuidOf = (text: string) => `overlay(overlay(md5(${text}) placing '4' from 13) placing '8' from 17)::uuid`;

@@ -13,7 +13,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createBenchTenant, startBenchPlatform } from './tenant.js';
-import { insertClaimingIdsSql } from '../src/platform/services/traces/trace-run-writes.store.js';
+import { insertClaimingIdsSql } from '../src/platform/ingest/ingest.store.js';
 
 const PROJECTS = 50;
 const USERS = 20;

@@ -1,6 +1,6 @@
 // The shapes trace ingestion is called with, shared by the REST adapter, the ingest threads and the
 // service (a leaf module, so none of them imports another for its types).
-import type { JsonbValue, Usage } from '../services/traces/derive.js';
+import type { JsonbValue, Usage } from './derive.js';
 import type { Ingester } from '../../contracts/trace-wire.js';
 
 // The wire's shapes are ground (the agent server sends them too); ingest's own are below.

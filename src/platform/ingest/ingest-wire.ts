@@ -13,7 +13,7 @@ import { DEFAULT_ZSTD_WINDOW_BYTES, decompress } from '../../limits/decompress.j
 import { assertJsonDepth, DEFAULT_JSON_MAX_DEPTH } from '../../limits/json.js';
 import type { Deps } from '../../context.js';
 import { isUuid } from '../../ids.js';
-import { invalid, RawJson } from '../services/traces/derive.js';
+import { invalid, RawJson } from './derive.js';
 import { parseOtlpBody } from './otlp-wire.js';
 import type { IngestRequest } from './ingest-types.js';
 import { ingestOtlpSpans } from './otlp-ingest.service.js';

@@ -54,7 +54,7 @@ import {
   toJsonb,
   toJsonbValue,
   toText,
-} from '../services/traces/derive.js';
+} from './derive.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from '../services/traces/projects.service.js';
 import { RUN_TYPES } from '../services/traces/traces.schemas.js';
 import type { Ingester, IngestResult, NormalizedPatch, NormalizedRun, RunBatch } from './ingest-types.js';
@@ -72,7 +72,7 @@ import {
   insertRuns,
   RUNS_PER_INSERT,
   takePendingPatchesOfStoredRuns,
-} from '../services/traces/trace-run-writes.store.js';
+} from './ingest.store.js';
 
 export type { Ingester, IngestResult, RunAttachment, RunBatch, RunCreate } from './ingest-types.js';
 

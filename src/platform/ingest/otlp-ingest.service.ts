@@ -13,7 +13,7 @@
 //   `llm.token_count.*`). Whatever no rule consumed is kept in extra.metadata under its own key.
 import { hash } from 'node:crypto';
 import { assertJsonTextDepth } from '../../limits/json.js';
-import { RawJson } from '../services/traces/derive.js';
+import { RawJson } from './derive.js';
 import type { Deps } from '../../context.js';
 import { ingestRunBatch, type RunCreate } from './ingest.service.js';
 import type { Ingester, IngestResult } from './ingest-types.js';

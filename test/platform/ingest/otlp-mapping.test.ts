@@ -6,7 +6,7 @@ import { v5 } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import { assertJsonDepth, assertJsonTextDepth } from '../../../src/limits/json.js';
 import { encodeExportRequest, parseOtlpBody } from '../../../src/platform/ingest/otlp-wire.js';
-import { RawJson } from '../../../src/platform/services/traces/derive.js';
+import { RawJson } from '../../../src/platform/ingest/derive.js';
 import { normalizeRunCreate } from '../../../src/platform/ingest/ingest.service.js';
 import { type OtlpSpan, otlpSpansToRuns, spanRunId } from '../../../src/platform/ingest/otlp-ingest.service.js';
 

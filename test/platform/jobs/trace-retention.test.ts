@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTracePartitions, dropTracePartitionsBefore, listTracePartitions } from '../../../src/platform/services/traces/trace-partitions.store.js';
 import { deleteAwaitedParentsBefore, deleteRunIdsBefore } from '../../../src/platform/services/traces/trace-retention.store.js';
-import { insertClaimingIdsSql } from '../../../src/platform/services/traces/trace-run-writes.store.js';
+import { insertClaimingIdsSql } from '../../../src/platform/ingest/ingest.store.js';
 import { ingestRunBatch } from '../../../src/platform/ingest/ingest.service.js';
 import { deleteExpiredTraceRuns } from '../../../src/platform/jobs/traces-retention.job.js';
 import { buildOrganization, buildWorkspace } from '../../support/factories.js';

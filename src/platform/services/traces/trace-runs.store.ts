@@ -1,7 +1,7 @@
 // Reads of stored trace runs: the column lists every read of trace_runs returns, one run, children of
 // runs, one trace's runs and the recent-trace stats of projects. The runs query (the filter language,
 // keyset pages, partition by partition) is trace-run-search.store.ts; the exporter's read
-// trace-run-export.store.ts; ingest's writes trace-run-writes.store.ts; the partition layout
+// trace-run-export.store.ts; ingest's writes platform/ingest/ingest.store.ts; the partition layout
 // trace-partitions.store.ts; what expires trace-retention.store.ts.
 //
 // Every read of a project's runs is shaped so PostgreSQL reads a (tenant_id, session_id, …,

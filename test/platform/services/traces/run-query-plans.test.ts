@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fillTraceRuns } from '../../../../bench/trace-run-fill.js';
 import { createTracePartitions, listTracePartitions } from '../../../../src/platform/services/traces/trace-partitions.store.js';
 import { ALL_TIME, type RunSearch, runSearchSql, searchRuns, type TimeSlice, timeSlices } from '../../../../src/platform/services/traces/trace-run-search.store.js';
-import { applyPatchesStatement, findParentRunsSql } from '../../../../src/platform/services/traces/trace-run-writes.store.js';
+import { applyPatchesStatement, findParentRunsSql } from '../../../../src/platform/ingest/ingest.store.js';
 import { findRunSql } from '../../../../src/platform/services/traces/trace-runs.store.js';
 import { databaseUrl } from '../../../support/helpers.js';
 

@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { deriveStatus, type JsonbValue, toJsonb, toText } from './derive.js';
 import { afterRunsStoredCtes } from './ingest-hooks.js';
-import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from '../../ingest/ingest-types.js';
+import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest-types.js';
 
 /**
  * The statement of findParentRuns ($1 tenant, $2 run ids, and $3 the project when `inProject`): each

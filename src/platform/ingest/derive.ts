@@ -1,7 +1,7 @@
 // Fields the trace store derives from what a client sends: dotted order and hierarchy, status, token
 // counts and cost, first-token time, thread id. Pure functions, shared by every ingest path.
 import { isUtf8 } from 'node:buffer';
-import { AppError } from '../../../errors.js';
+import { AppError } from '../../errors.js';
 
 // One dotted-order segment: a UTC timestamp with microseconds, then the run id.
 const SEGMENT = /^(\d{8}T\d{6}\d{1,6})Z([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;

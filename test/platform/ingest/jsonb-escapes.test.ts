@@ -2,7 +2,7 @@
 // surrogates written as \u escapes are cleaned, and everything else (an escaped surrogate pair above
 // all, as Python's json.dumps writes every emoji) is kept exactly.
 import { describe, expect, it } from 'vitest';
-import { RawJson, toJsonb } from '../../../../src/platform/services/traces/derive.js';
+import { RawJson, toJsonb } from '../../../src/platform/ingest/derive.js';
 
 const stored = (wire: string) => JSON.parse(toJsonb(RawJson.ofBytes(Buffer.from(wire, 'utf8')))!) as { text: string };
 

@@ -5,7 +5,7 @@
 // workspace, API key and user of the request), and whatever these hooks write commits or rolls back
 // with the runs, in the same statement (a trace is counted exactly when it is stored). Usage appends
 // its trace deltas here, grouped by (hour of the root run's start, workspace, project, user, API key).
-import { recordStoredTracesSql } from '../usage/usage.service.js';
+import { recordStoredTracesSql } from '../services/usage/usage.service.js';
 
 /** The CTEs (`name AS (statement)`) the ingest INSERT runs after storing runs, reading its CTE `stored`. */
 export function afterRunsStoredCtes(stored: string): string[] {
