@@ -29,7 +29,7 @@ async function main() {
   const { values: args } = parseArgs({ options: { statements: { type: 'string', default: '50' }, rounds: { type: 'string', default: '2' } } });
   const STATEMENTS = Number(args.statements);
   const ROUNDS = Number(args.rounds);
-  const ingest = await import('../src/platform/ingest/ingest.service.js');
+  const schemas = await import('../src/platform/ingest/ingest.schemas.js');
   const store = await import('../src/platform/ingest/ingest.store.js');
   const { resolveProjectIds } = await import('../src/platform/services/traces/projects.service.js');
   const platform = await startBenchPlatform({});
@@ -41,7 +41,7 @@ async function main() {
     const DEFAULT_PARTITION_AGO_MS = -3 * 365 * 86_400_000; // three years ahead: no week partition exists there
     const parameterSets = (count: number, startAgoMs?: number) =>
       makeRequests(session, count, Math.floor(Math.random() * 1e9), startAgoMs).map((request) => {
-        const runs = request.runs.map((raw, i) => ({ ...ingest.normalizeRunCreate(raw, ['post', i]), sessionId: projectId }));
+        const runs = request.runs.map((raw, i) => ({ ...schemas.normalizeRunCreate(raw, ['post', i]), sessionId: projectId }));
         return store.runColumnArrays(runs, who);
       });
 

@@ -122,7 +122,7 @@ async function main() {
   const RAW_CONNECTIONS = Number(args['raw-connections']);
   const ROUNDS = Math.max(1, Number(args.rounds));
 
-  const ingest = await import('../src/platform/ingest/ingest.service.js');
+  const schemas = await import('../src/platform/ingest/ingest.schemas.js');
   const traceRuns = await import('../src/platform/ingest/ingest.store.js');
   const { resolveProjectIds } = await import('../src/platform/services/traces/projects.service.js');
 
@@ -170,7 +170,7 @@ async function main() {
       const rawRequests = makeRequests(`${session}-raw`, REQUESTS, 1_000_000);
       const statements = rawRequests.map((request) => {
         const runs = request.runs.map((raw, i) => {
-          const run = ingest.normalizeRunCreate(raw, ['post', i]);
+          const run = schemas.normalizeRunCreate(raw, ['post', i]);
           (run as { sessionId: string | null }).sessionId = projects.byName.get(`${session}-raw`)!;
           return run;
         });
@@ -359,6 +359,7 @@ const INSERT_ALONE = 'the INSERT alone (driver + round trip; part of the service
 async function profileStages(deps: Pick<import('../src/context.js').Deps, 'db' | 'config'>, who: Ingester, session: string, requests: number): Promise<Breakdown> {
   const wire = await import('../src/platform/ingest/ingest-wire.js');
   const ingest = await import('../src/platform/ingest/ingest.service.js');
+  const schemas = await import('../src/platform/ingest/ingest.schemas.js');
   const traceRuns = await import('../src/platform/ingest/ingest.store.js');
   const bodies = makeRequests(session, requests, 2_000_000);
   const limit = deps.config.ingestBodyLimitBytes;
@@ -402,7 +403,7 @@ async function profileStages(deps: Pick<import('../src/context.js').Deps, 'db' |
       // The service normalises and builds its parameters inside ingestRunBatch: timed apart here on a
       // second, untimed decoding of the same parts (so nothing parsed lazily is already cached).
       const copy = wire.multipartToBatch(parts);
-      const runs = await timed('validate + derive (normalizeRunCreate)', () => copy.post!.map((raw, i) => ingest.normalizeRunCreate(raw, ['post', i])));
+      const runs = await timed('validate + derive (normalizeRunCreate)', () => copy.post!.map((raw, i) => schemas.normalizeRunCreate(raw, ['post', i])));
       for (const run of runs) {
         run.id = randomUUID(); // stored below apart from the service's copy
         run.sessionId = run.id; // any uuid
@@ -478,7 +479,7 @@ async function profileOtlpStages(
   const wire = await import('../src/platform/ingest/ingest-wire.js');
   const otlpWire = await import('../src/platform/ingest/otlp-wire.js');
   const otlpIngest = await import('../src/platform/ingest/otlp-ingest.service.js');
-  const ingest = await import('../src/platform/ingest/ingest.service.js');
+  const schemas = await import('../src/platform/ingest/ingest.schemas.js');
   const limit = deps.config.ingestBodyLimitBytes;
   const options = { project: `${session}-otlp`, jsonMaxDepth: deps.config.jsonMaxDepth };
   const bodies = makeRequests(session, requests, 4_000_000).map((request) => otlpBody(request.runs).body);
@@ -494,7 +495,7 @@ async function profileOtlpStages(
     decoded += raw.length;
     const traces = await timed('OTLP protobuf → spans (protobufjs + attributes)', () => otlpWire.parseOtlpBody(raw, 'protobuf', options.jsonMaxDepth));
     const { posts } = await timed('OTLP spans → run creates (mapping)', () => otlpIngest.otlpSpansToRuns(traces, options));
-    await timed('OTLP validate + derive (normalizeRunCreate)', () => posts.map((post, i) => ingest.normalizeRunCreate(post, ['post', i])));
+    await timed('OTLP validate + derive (normalizeRunCreate)', () => posts.map((post, i) => schemas.normalizeRunCreate(post, ['post', i])));
     const before = backendCpuMs(backend);
     await timed(OTLP_SERVICE, () => otlpIngest.ingestOtlpSpans(deps, who, traces, options));
     postgresCpuMs += backendCpuMs(backend) - before;

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { assertJsonDepth, assertJsonTextDepth } from '../../../src/limits/json.js';
 import { encodeExportRequest, parseOtlpBody } from '../../../src/platform/ingest/otlp-wire.js';
 import { RawJson } from '../../../src/platform/ingest/derive.js';
-import { normalizeRunCreate } from '../../../src/platform/ingest/ingest.service.js';
+import { normalizeRunCreate } from '../../../src/platform/ingest/ingest.schemas.js';
 import { type OtlpSpan, otlpSpansToRuns, spanRunId } from '../../../src/platform/ingest/otlp-ingest.service.js';
 
 // The namespace run ids have been made in since OTLP ingestion began.

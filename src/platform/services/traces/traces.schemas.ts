@@ -1,5 +1,5 @@
 // Input schemas of the traces area (projects and run queries), shared by REST and GraphQL. Run payloads
-// themselves are normalised by hand in ingest.service.ts: that path is hot (10k+ runs/s) and needs
+// themselves are normalised by hand in platform/ingest/ingest.schemas.ts: that path is hot (10k+ runs/s) and needs
 // locations like `post[3].start_time` that match the wire.
 import { z } from 'zod';
 
