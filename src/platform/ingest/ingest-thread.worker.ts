@@ -4,8 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { isAppError } from '../../errors.js';
 import { createLogger } from '../../logger.js';
 import { configInThread, createDeps } from '../../wiring.js';
-import { decodeAndIngest } from './ingest-wire.js';
-import type { IngestJob, IngestReply, IngestThreadData } from './ingest-threads.js';
+import { decodeAndIngest, type IngestJob, type IngestReply, type IngestThreadData } from './ingest-threads.js';
 
 const data = workerData as IngestThreadData;
 const port = parentPort!;

@@ -1,14 +1,38 @@
-// Trace ingestion's CPU work (decompressing, parsing multipart and JSON, normalising runs, building
-// the INSERT) runs in worker threads, so one busy ingest endpoint does not bound the whole API to a
-// single core: the request thread reads the body, authenticates and hands the still-encoded bytes
-// over; a thread stores the runs on its own connections and answers with the outcome. Errors come
-// back as the AppError they were (same status and details as inline), anything else as a 500.
+// Where trace ingestion's CPU work (decompressing, parsing multipart and JSON, normalising runs,
+// building the INSERT) runs: in worker threads when the process has them, so one busy ingest endpoint
+// does not bound the whole API to a single core, else on the request's thread. The request thread
+// reads the body, authenticates and hands the still-encoded bytes here (ingestEncoded); a thread
+// decodes them (ingest-wire.ts), stores the runs through the ingest services on its own connections
+// and answers with the outcome. Errors come back as the AppError they were (same status and details as
+// inline), anything else as a 500.
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
+import type { Deps } from '../../context.js';
 import type { ProcessDeps } from '../../wiring.js';
 import { type AppError as AppErrorType, AppError } from '../../errors.js';
+import { createGate } from '../../limits/concurrency.js';
 import type { IngestRequest, Ingester, IngestResult } from './ingest-types.js';
+import { decodeIngestRequest } from './ingest-wire.js';
+import { ingestRunBatch } from './ingest.service.js';
+import { ingestOtlpSpans } from './otlp-ingest.service.js';
+
+/** Ingests a request in one of the process's ingest threads when it has them, else here. */
+export function ingestEncoded(deps: Pick<Deps, 'db' | 'config' | 'ingestThreads'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
+  return deps.ingestThreads ? deps.ingestThreads.ingest(who, request) : decodeAndIngest(deps, who, request);
+}
+
+// One body at a time per thread: each may hold about three times the ingest limit while it is
+// decoded and parsed (measured with npm run bench:bombs); the writes that follow still overlap.
+const bodyParsing = createGate(1);
+
+/** Decodes and parses an ingestion request here, then stores it (what an ingest thread does). */
+export async function decodeAndIngest(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
+  const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
+  const decoded = await bodyParsing.run(() => decodeIngestRequest(request, deps.config.ingestBodyLimitBytes, guards));
+  if ('traces' in decoded) return ingestOtlpSpans(deps, who, decoded.traces, { project: request.project, jsonMaxDepth: guards.jsonMaxDepth });
+  return ingestRunBatch(deps, who, decoded.batch);
+}
 
 export type IngestThreadData = { config: Config; databaseUrl: string };
 export type IngestJob = { id: number; who: Ingester; request: IngestRequest };

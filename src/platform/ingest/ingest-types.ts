@@ -1,5 +1,5 @@
-// The shapes trace ingestion is called with, shared by the REST adapter, the ingest threads and the
-// service (a leaf module, so none of them imports another for its types).
+// The shapes trace ingestion is called with, shared by the REST adapter, the ingest threads, the wire
+// and the services (a leaf module, so none of them imports another for its types).
 import type { JsonbValue, Usage } from './derive.js';
 import type { Ingester } from '../../contracts/trace-wire.js';
 
@@ -55,3 +55,34 @@ export type NormalizedPatch = {
   /** The validated wire patch, kept when the run is not stored yet. */
   raw: Record<string, unknown>;
 };
+
+// An OTLP export as its transport decodes it (otlp-wire.ts) and the OTLP mapping reads it (otlp-ingest.service.ts).
+
+/** Attribute values as JSON (the transport has turned OTLP's AnyValue into plain values). */
+export type OtlpAttributes = Record<string, unknown>;
+
+export type OtlpSpan = {
+  /** Lowercase hex: 32 digits for the trace id, 16 for span ids; '' when absent. */
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  kind: number;
+  startTimeUnixNano: bigint;
+  endTimeUnixNano: bigint;
+  attributes: OtlpAttributes;
+  events: { name: string; timeUnixNano: bigint; attributes: OtlpAttributes }[];
+  links: { traceId: string; spanId: string; attributes: OtlpAttributes }[];
+  /** 0 unset, 1 ok, 2 error (OTLP's StatusCode). */
+  status: { code: number; message: string };
+  /** Set by the transport when the span cannot be read (an attribute nested too deep): it is rejected. */
+  invalid?: string;
+};
+
+type OtlpResourceSpans = {
+  resource: OtlpAttributes;
+  scopeSpans: { scope: { name: string; version: string } | null; spans: OtlpSpan[] }[];
+};
+
+/** An ExportTraceServiceRequest, decoded. */
+export type OtlpTraces = { resourceSpans: OtlpResourceSpans[] };

@@ -1,6 +1,7 @@
-// The ingestion wire: request bodies (gzip, deflate, brotli or zstd; chunked or not) and the langsmith
-// SDK's multipart format, turned into a RunBatch for the ingest service (OTLP bodies: otlp-wire.ts). Decoding runs in an ingest
-// thread when the process has them (platform/ingest/ingest-threads.ts), else in the request's thread.
+// The ingestion wire: request bodies (gzip, deflate, brotli or zstd; chunked or not), the langsmith
+// SDK's multipart format and its JSON bodies, turned into a RunBatch, and OTLP bodies into the spans
+// of an export (otlp-wire.ts). It decodes and answers what it decoded; ingest-threads.ts decides where
+// a request is decoded (an ingest thread, or the request's own) and hands the result to the services.
 //
 // Multipart is parsed here rather than with busboy: busboy decodes every part without a filename as
 // text (the SDK's attachments are binary parts without a filename) and hides part headers, and the
@@ -8,16 +9,12 @@
 // which lets us jump over a part instead of scanning it for the boundary.
 import type { Readable } from 'node:stream';
 import { AppError } from '../../errors.js';
-import { createGate } from '../../limits/concurrency.js';
+import { isUuid } from '../../ids.js';
 import { DEFAULT_ZSTD_WINDOW_BYTES, decompress } from '../../limits/decompress.js';
 import { assertJsonDepth, DEFAULT_JSON_MAX_DEPTH } from '../../limits/json.js';
-import type { Deps } from '../../context.js';
-import { isUuid } from '../../ids.js';
 import { invalid, RawJson } from './derive.js';
 import { parseOtlpBody } from './otlp-wire.js';
-import type { IngestRequest } from './ingest-types.js';
-import { ingestOtlpSpans } from './otlp-ingest.service.js';
-import { type Ingester, type IngestResult, ingestRunBatch, type RunAttachment, type RunBatch } from './ingest.service.js';
+import type { IngestRequest, OtlpTraces, RunAttachment, RunBatch } from './ingest-types.js';
 
 export type { IngestRequest } from './ingest-types.js';
 
@@ -83,46 +80,30 @@ export function asObject(value: unknown, loc = 'body'): Record<string, unknown> 
   return value as Record<string, unknown>;
 }
 
-/** Decodes and parses an ingestion request into a RunBatch (`POST /runs/multipart` or `/runs/batch`). */
-async function requestToBatch(request: IngestRequest, limit: number, guards = DEFAULT_GUARDS): Promise<RunBatch> {
+/**
+ * Decodes and parses an ingestion request: the runs of `POST /runs/multipart`, `/runs/batch`,
+ * `POST /runs` or `PATCH /runs/{id}` as a RunBatch, or the spans of an OTLP export. `limit` bounds
+ * the decoded body.
+ */
+export async function decodeIngestRequest(request: IngestRequest, limit: number, guards: WireGuards): Promise<{ batch: RunBatch } | { traces: OtlpTraces }> {
   const raw = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
+  if (request.format === 'otlp-protobuf' || request.format === 'otlp-json') {
+    const body = await decodeBody(raw, request.contentEncoding, limit, guards);
+    return { traces: parseOtlpBody(body, request.format === 'otlp-protobuf' ? 'protobuf' : 'json', guards.jsonMaxDepth) };
+  }
   if (request.format === 'multipart') {
     const boundary = multipartBoundary(request.contentType);
-    return multipartToBatch(parseMultipart(await decodeBody(raw, request.contentEncoding, limit, guards), boundary), guards.jsonMaxDepth);
+    return { batch: multipartToBatch(parseMultipart(await decodeBody(raw, request.contentEncoding, limit, guards), boundary), guards.jsonMaxDepth) };
   }
   const body = asObject(parseJsonBody(await decodeBody(raw, request.contentEncoding, limit, guards), guards.jsonMaxDepth));
-  if (request.format === 'run') return { post: [body], patch: [] };
-  if (request.format === 'patch') return { post: [], patch: [{ ...body, id: request.runId }] };
+  if (request.format === 'run') return { batch: { post: [body], patch: [] } };
+  if (request.format === 'patch') return { batch: { post: [], patch: [{ ...body, id: request.runId }] } };
   for (const key of ['post', 'patch'] as const) {
     if (body[key] !== undefined && body[key] !== null && !Array.isArray(body[key])) {
       throw new AppError('VALIDATION_FAILED', `body.${key}: expected a list`, [{ loc: ['body', key], msg: 'expected a list', type: 'list_type' }]);
     }
   }
-  return { post: (body.post as RunBatch['post']) ?? [], patch: (body.patch as RunBatch['patch']) ?? [] };
-}
-
-// One body at a time per thread: each may hold about three times the ingest limit while it is
-// decoded and parsed (measured with npm run bench:bombs); the writes that follow still overlap.
-const bodyParsing = createGate(1);
-
-/** Decodes and parses an ingestion request here, then stores it (what an ingest thread does). */
-export async function decodeAndIngest(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
-  const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
-  if (request.format === 'otlp-protobuf' || request.format === 'otlp-json') {
-    const traces = await bodyParsing.run(async () => {
-      const raw = Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength);
-      const body = await decodeBody(raw, request.contentEncoding, deps.config.ingestBodyLimitBytes, guards);
-      return parseOtlpBody(body, request.format === 'otlp-protobuf' ? 'protobuf' : 'json', guards.jsonMaxDepth);
-    });
-    return ingestOtlpSpans(deps, who, traces, { project: request.project, jsonMaxDepth: guards.jsonMaxDepth });
-  }
-  const batch = await bodyParsing.run(() => requestToBatch(request, deps.config.ingestBodyLimitBytes, guards));
-  return ingestRunBatch(deps, who, batch);
-}
-
-/** Ingests a request in one of the process's ingest threads when it has them, else here. */
-export function ingestEncoded(deps: Pick<Deps, 'db' | 'config' | 'ingestThreads'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
-  return deps.ingestThreads ? deps.ingestThreads.ingest(who, request) : decodeAndIngest(deps, who, request);
+  return { batch: { post: (body.post as RunBatch['post']) ?? [], patch: (body.patch as RunBatch['patch']) ?? [] } };
 }
 
 export type MultipartPart = { name: string; contentType: string; headers: Record<string, string>; data: Buffer };

@@ -61,7 +61,7 @@ import {
   takePendingPatchesOfStoredRuns,
 } from './ingest.store.js';
 
-export type { Ingester, IngestResult, RunAttachment, RunBatch, RunCreate } from './ingest-types.js';
+export type { Ingester, IngestResult, RunBatch, RunCreate } from './ingest-types.js';
 
 // Requests that post or patch the same runs at once may deadlock (PostgreSQL then ends one of them):
 // how often a batch's transaction or statement is tried in all.

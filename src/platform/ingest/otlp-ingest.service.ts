@@ -1,6 +1,7 @@
-// OpenTelemetry spans as trace runs. The transport (platform/ingest/otlp-wire.ts) decodes an OTLP export request,
-// protobuf or JSON, into the plain shapes below; this module maps each span to a run create as the
-// langsmith SDK would have sent it and stores them through ingestRunBatch, the one write path.
+// OpenTelemetry spans as trace runs. The transport (otlp-wire.ts) decodes an OTLP export request,
+// protobuf or JSON, into plain shapes (OtlpTraces, ingest-types.ts); this module maps each span to a
+// run create as the langsmith SDK would have sent it and stores them through ingestRunBatch, the one
+// write path.
 //
 // The mapping, following LangSmith's own OTLP ingestion:
 // - ids: a run's id is a uuid v5 of its trace and span ids, so a retried export (the exporters retry
@@ -16,37 +17,8 @@ import { assertJsonTextDepth } from '../../limits/json.js';
 import { RawJson } from './derive.js';
 import type { Deps } from '../../context.js';
 import { ingestRunBatch, type RunCreate } from './ingest.service.js';
-import type { Ingester, IngestResult } from './ingest-types.js';
+import type { Ingester, IngestResult, OtlpAttributes, OtlpSpan, OtlpTraces } from './ingest-types.js';
 import { RUN_TYPES } from '../services/traces/traces.schemas.js';
-
-/** Attribute values as JSON (the transport has turned OTLP's AnyValue into plain values). */
-export type OtlpAttributes = Record<string, unknown>;
-
-export type OtlpSpan = {
-  /** Lowercase hex: 32 digits for the trace id, 16 for span ids; '' when absent. */
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  kind: number;
-  startTimeUnixNano: bigint;
-  endTimeUnixNano: bigint;
-  attributes: OtlpAttributes;
-  events: { name: string; timeUnixNano: bigint; attributes: OtlpAttributes }[];
-  links: { traceId: string; spanId: string; attributes: OtlpAttributes }[];
-  /** 0 unset, 1 ok, 2 error (OTLP's StatusCode). */
-  status: { code: number; message: string };
-  /** Set by the transport when the span cannot be read (an attribute nested too deep): it is rejected. */
-  invalid?: string;
-};
-
-type OtlpResourceSpans = {
-  resource: OtlpAttributes;
-  scopeSpans: { scope: { name: string; version: string } | null; spans: OtlpSpan[] }[];
-};
-
-/** An ExportTraceServiceRequest, decoded. */
-export type OtlpTraces = { resourceSpans: OtlpResourceSpans[] };
 
 export type OtlpIngestOptions = {
   /** The project named by the request (`Langsmith-Project`), ahead of the spans' own. */

@@ -11,7 +11,7 @@
 import { isUtf8 } from 'node:buffer';
 import protobuf from 'protobufjs';
 import { AppError } from '../../errors.js';
-import type { OtlpAttributes, OtlpSpan, OtlpTraces } from './otlp-ingest.service.js';
+import type { OtlpAttributes, OtlpSpan, OtlpTraces } from './ingest-types.js';
 import { assertJsonDepth } from '../../limits/json.js';
 
 const OTLP_TRACE_PROTO = `

@@ -20,7 +20,8 @@ import { traceWorkspace } from '../services/traces/workspace.js';
 import { authenticate, authenticateIngest } from './auth.js';
 import { afterRefusedBody, errorHandler, httpStatus } from '../../http/errors.js';
 import { parseQuery } from '../../http/validate.js';
-import { asObject, type IngestRequest, ingestEncoded, multipartBoundary, parseJsonBody, readBody, readRawBody } from '../ingest/ingest-wire.js';
+import { ingestEncoded } from '../ingest/ingest-threads.js';
+import { asObject, type IngestRequest, multipartBoundary, parseJsonBody, readBody, readRawBody } from '../ingest/ingest-wire.js';
 import { encodeExportResponse, encodeStatus, type OtlpEncoding, otlpEncoding } from '../ingest/otlp-wire.js';
 import { presentProject, presentRun } from './traces.presenters.js';
 

@@ -8,7 +8,8 @@ import { assertJsonDepth, assertJsonTextDepth } from '../../../src/limits/json.j
 import { encodeExportRequest, parseOtlpBody } from '../../../src/platform/ingest/otlp-wire.js';
 import { RawJson } from '../../../src/platform/ingest/derive.js';
 import { normalizeRunCreate } from '../../../src/platform/ingest/ingest.schemas.js';
-import { type OtlpSpan, otlpSpansToRuns, spanRunId } from '../../../src/platform/ingest/otlp-ingest.service.js';
+import type { OtlpSpan } from '../../../src/platform/ingest/ingest-types.js';
+import { otlpSpansToRuns, spanRunId } from '../../../src/platform/ingest/otlp-ingest.service.js';
 
 // The namespace run ids have been made in since OTLP ingestion began.
 const NAMESPACE = '6f0c3f55-3b1c-4d43-9a3c-0a7c5e0f2a61';
