@@ -7,7 +7,9 @@ import { exportFieldsOf } from './exports.service.js';
 import type { DestinationConfigValue, FormatVersion } from './exports.schemas.js';
 import * as store from './exports.store.js';
 import { copyRunBatch, runBatchBoundary } from '../traces/trace-run-export.store.js';
-import { DecodeArena, type ExportColumn, exportColumns, ParquetStreamWriter, recordBatchFromCopy } from './parquet.js';
+import { DecodeArena, recordBatchFromCopy } from './copy-decode.js';
+import { type ExportColumn, exportColumns } from './export-columns.js';
+import { ParquetStreamWriter } from './parquet.js';
 import { destinationClient, destinationRoot, MultipartObject, storageErrorReason } from './s3.js';
 
 /** The folder of one day of an export: the spec's Hive layout for v2_beta, `runs/<date>` for v1. */

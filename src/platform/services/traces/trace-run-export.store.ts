@@ -1,6 +1,6 @@
 // The exporter's read of trace runs: an export run's runs in (start_time, id) order, in batches bounded
 // by keys and read by binary COPY (the exporter decodes the bytes straight into Arrow columns, see
-// exports/parquet.ts).
+// exports/copy-decode.ts).
 import type pg from 'pg';
 import { escapeLiteral } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
@@ -9,7 +9,7 @@ import { compileFilter, SqlParams } from './filter.js';
 /**
  * One batch of an export run's trace runs after `cursor`, in (start_time, id) order: keyset paging on
  * the (tenant_id, session_id, start_time, id) index, read by binary COPY (the exporter decodes the
- * bytes straight into Arrow columns, see exports/parquet.ts). Each row is the columns followed by the
+ * bytes straight into Arrow columns, see exports/copy-decode.ts). Each row is the columns followed by the
  * row's `start_time` and `id`, its cursor. The batch is every row up to `upTo` (inclusive; from
  * runBatchBoundary) or, without it, the rest of the range: bounded by keys rather than a LIMIT, so
  * batches planned ahead and read at once meet exactly. The bytes are written into `into` when it is
@@ -26,7 +26,7 @@ export async function copyRunBatch(
   const client = await pool.connect();
   try {
     // Into `into` (grown when too small) rather than a fresh buffer per batch: first touching the pages
-    // of a fresh multi-megabyte buffer costs more than the copy (see exports/parquet.ts, DecodeArena).
+    // of a fresh multi-megabyte buffer costs more than the copy (see exports/copy-decode.ts, DecodeArena).
     let target = into ?? Buffer.allocUnsafe(1 << 20);
     let length = 0;
     for await (const chunk of client.query(copyTo(`COPY (${runBatchSelect(scope, columns, cursor, upTo)}) TO STDOUT (FORMAT binary)`))) {
