@@ -2,6 +2,7 @@
 // it with (trace-run-export.store.ts) and its Arrow type in the file, which together say how its bytes
 // are decoded (copy-decode.ts).
 import { Bool, type DataType, Field, Float64, Int64, List, TimestampMicrosecond, Utf8 } from 'apache-arrow';
+import { isoSql } from '../traces/trace-runs.store.js';
 import type { ExportableField, FormatVersion } from './exports.schemas.js';
 
 /** How a field is read from trace_runs and typed in the file. */
@@ -40,8 +41,6 @@ const FIELD_KINDS: Record<ExportableField, ColumnKind> = {
 };
 
 export type ExportColumn = { name: ExportableField; kind: ColumnKind; sql: string; type: DataType };
-
-const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
  * The columns of an export's files. v2_beta types them (timestamps as timestamp[us, UTC], lists as

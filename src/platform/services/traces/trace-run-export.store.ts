@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { escapeLiteral } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { compileFilter, SqlParams } from './filter.js';
+import { isoSql } from './trace-runs.store.js';
 
 /**
  * One batch of an export run's trace runs after `cursor`, in (start_time, id) order: keyset paging on
@@ -75,7 +76,7 @@ export async function runBatchBoundary(pool: pg.Pool, scope: RunBatchScope, curs
   const conditions = runBatchConditions(scope, cursor, params);
   const { rows: found } = await pool.query<{ start_time: string; id: string }>(
     // Formatted outside: in the inner SELECT to_char would run on every row skipped by the OFFSET.
-    `SELECT to_char(k.start_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS start_time, k.id::text AS id
+    `SELECT ${isoSql('k.start_time')} AS start_time, k.id::text AS id
        FROM (SELECT r.start_time, r.id
                FROM trace_runs r
               WHERE ${conditions.join(' AND ')}
