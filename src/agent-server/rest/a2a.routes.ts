@@ -67,7 +67,7 @@ export function a2aRouter(options: { urlOf?: (req: Request) => string | undefine
             if (!res.writableFinished) closed.abort();
           });
           const events = await streamMessage(ctx, assistantId, params, closed.signal);
-          const sse = openSse(req, res);
+          const sse = openSse(res);
           try {
             for await (const result of events) await sse.write({ event: 'message', data: JSON.stringify({ jsonrpc: '2.0', id, result }) });
           } catch (error) {

@@ -12,12 +12,11 @@ const runPath = (threadId: string | null, runId: string) => (threadId ? `/thread
 
 async function streamToClient(
   ctx: AgentServerContext,
-  req: Request,
   res: Response,
   run: { runId: string; threadId: string | null },
   options: { afterSeq?: number; modes?: string[]; cancelOnDisconnect: boolean; headers?: Record<string, string> },
 ) {
-  const sse = openSse(req, res, options.headers);
+  const sse = openSse(res, options.headers);
   try {
     for await (const event of runs.streamRun(ctx, run.runId, { afterSeq: options.afterSeq, modes: options.modes, signal: sse.signal })) {
       // Event ids count from 0 in each run, as the reference numbers them; `seq` counts from 1.
@@ -56,7 +55,7 @@ export function runsRouter(): Router {
     router.post(`${base}/stream`, async (req, res) => {
       const run = await runs.createRun(req.agent, threadOf(req), req.body ?? {});
       const path = runPath(threadOf(req), run.runId);
-      await streamToClient(req.agent, req, res, { runId: run.runId, threadId: threadOf(req) }, {
+      await streamToClient(req.agent, res, { runId: run.runId, threadId: threadOf(req) }, {
         cancelOnDisconnect: req.body?.on_disconnect === 'cancel',
         headers: { 'Content-Location': path, Location: `${path}/stream` },
       });
@@ -88,7 +87,7 @@ export function runsRouter(): Router {
 
   router.get('/runs/:runId/stream', async (req, res) => {
     const run = await runs.getRun(req.agent, null, req.params.runId);
-    await streamToClient(req.agent, req, res, { runId: run.runId, threadId: null }, {
+    await streamToClient(req.agent, res, { runId: run.runId, threadId: null }, {
       afterSeq: lastEventSeq(req),
       modes: queryStreamModes(req.query.stream_mode),
       cancelOnDisconnect: queryFlag(req.query.cancel_on_disconnect),
@@ -120,7 +119,7 @@ export function runsRouter(): Router {
 
   router.get('/threads/:threadId/runs/:runId/stream', async (req, res) => {
     const run = await runs.getRun(req.agent, req.params.threadId, req.params.runId);
-    await streamToClient(req.agent, req, res, { runId: run.runId, threadId: run.threadId }, {
+    await streamToClient(req.agent, res, { runId: run.runId, threadId: run.threadId }, {
       afterSeq: lastEventSeq(req),
       modes: queryStreamModes(req.query.stream_mode),
       cancelOnDisconnect: queryFlag(req.query.cancel_on_disconnect),

@@ -1,14 +1,14 @@
 // Server-sent events as the langgraph SDK reads them: `event:`, `data:` (one line of JSON) and `id:`
 // per event, comment heartbeats while idle, and respect for a slow reader (backpressure).
 import type { Socket } from 'node:net';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 
 const HEARTBEAT_MS = 15_000;
 
 export type SseEvent = { id?: string; event: string; data: string };
 
 /** Opens an SSE response; `signal` aborts when the client goes away. */
-export function openSse(req: Request, res: Response, headers: Record<string, string> = {}) {
+export function openSse(res: Response, headers: Record<string, string> = {}) {
   const disconnected = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) disconnected.abort();
@@ -25,7 +25,6 @@ export function openSse(req: Request, res: Response, headers: Record<string, str
   res.socket?.setNoDelay(true);
   const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS);
   heartbeat.unref();
-  void req;
   // Events of one batch (a run's events arrive together in one notification, and its end follows its
   // last event) are written in the same tick: corked until the next tick, they go out in one socket
   // write, as one HTTP chunk, instead of one write of three pieces (size, data, CRLF) per event.

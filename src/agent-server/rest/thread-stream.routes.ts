@@ -33,7 +33,7 @@ export function threadStreamRouter(): Router {
     const filter = threadStream.toFilter(body);
     // Checked before the response turns into a stream: an unknown thread is a 404.
     await threadStream.assertThreadExists(req.agent, req.params.threadId);
-    const sse = openSse(req, res);
+    const sse = openSse(res);
     try {
       for await (const event of threadStream.followThreadEvents(req.agent, req.params.threadId, { since: body.since, replay: 'thread', signal: sse.signal })) {
         if (!threadStream.matchesFilter(filter, event)) continue;

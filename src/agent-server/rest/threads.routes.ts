@@ -77,7 +77,7 @@ export function threadsRouter(): Router {
     // Validates the thread and the modes before the response turns into a stream.
     const modes = queryStreamModes(req.query.stream_mode);
     await threads.getThread(req.agent, req.params.threadId);
-    const sse = openSse(req, res);
+    const sse = openSse(res);
     try {
       for await (const event of streamThread(req.agent, req.params.threadId, {
         modes,
