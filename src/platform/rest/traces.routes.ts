@@ -50,7 +50,8 @@ export const ProjectListQuery = z.object({
   include_stats: z.enum(['true', 'false']).optional(),
 });
 
-const SnakeCaseBody = (body: Record<string, unknown>) =>
+/** A snake_case body with its keys in camelCase, as the traces services take their input (`name_contains` -> `nameContains`). */
+const camelCaseKeys = (body: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(body).map(([key, value]) => [key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), value]));
 
 export function tracesRouter(deps: Deps): Router {
@@ -146,7 +147,7 @@ export function tracesRouter(deps: Deps): Router {
 
   router.post('/runs/query', auth, async (req, res) => {
     const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'query'));
-    const page = await queryRuns(req.ctx, SnakeCaseBody(body));
+    const page = await queryRuns(req.ctx, camelCaseKeys(body));
     const select = Array.isArray(body.select) ? (body.select as string[]) : null;
     res.json({ runs: page.runs.map((run) => presentRun(run, select)), cursors: { next: page.nextCursor } });
   });
@@ -168,7 +169,7 @@ export function tracesRouter(deps: Deps): Router {
   router.post('/sessions', auth, async (req, res) => {
     const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'stored'));
     const project = await projects.createProject(req.ctx, {
-      ...(SnakeCaseBody(body) as ProjectCreateInput),
+      ...(camelCaseKeys(body) as ProjectCreateInput),
       upsert: req.query.upsert === 'true',
     });
     res.json(presentProject(project));
@@ -197,7 +198,7 @@ export function tracesRouter(deps: Deps): Router {
 
   router.patch('/sessions/:id', auth, async (req, res) => {
     const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'stored'));
-    res.json(presentProject(await projects.updateProject(req.ctx, String(req.params.id), SnakeCaseBody(body))));
+    res.json(presentProject(await projects.updateProject(req.ctx, String(req.params.id), camelCaseKeys(body))));
   });
 
   router.delete('/sessions/:id', auth, async (req, res) => {
