@@ -1,7 +1,7 @@
 // `npm run bench:conformance`: the conformance fixture project (test/fixtures/conformance, written the
 // way LangGraph Platform users write graphs) served twice, by the reference dev server
 // (`langgraph-cli dev`, installed in bench/reference) and by `agent-platform serve` on its embedded
-// PostgreSQL. The same probes (one per item of the conformance issue) run against both through the
+// PostgreSQL. The same probes (one per conformance item) run against both through the
 // official SDK and fetch, and one table prints what each server answered and whether they agree.
 //
 // Options: --skip-reference (platform column only). Prints; asserts nothing (the tests do).

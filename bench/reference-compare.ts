@@ -90,7 +90,7 @@ const CASES: Case[] = [
   },
   { group: 'store', name: 'searchItems (filter)', run: (s) => sdk(async () => keys(await s.client.store.searchItems(ns(), { filter: { kind: 'note', size: 5 } }))) },
   { group: 'store', name: 'searchItems (filter $gt)', run: (s) => sdk(async () => keys(await s.client.store.searchItems(ns(), { filter: { size: { $gt: 2 } } }))) },
-  { group: 'store', name: 'searchItems (query "dog")', why: 'no `store.index`: ours keeps text matches (issue 13); the reference\'s in-memory store ignores `query` without embeddings', run: (s) => sdk(async () => keys(await s.client.store.searchItems(ns('docs'), { query: 'dog' }))) },
+  { group: 'store', name: 'searchItems (query "dog")', why: 'no `store.index`: ours keeps text matches; the reference\'s in-memory store ignores `query` without embeddings', run: (s) => sdk(async () => keys(await s.client.store.searchItems(ns('docs'), { query: 'dog' }))) },
   { group: 'store', name: 'searchItems (limit 1 offset 1)', run: (s) => sdk(async () => (await s.client.store.searchItems(ns('docs'), { limit: 1, offset: 1 })).items.length) },
   { group: 'store', name: 'listNamespaces (prefix)', run: (s) => sdk(async () => (await s.client.store.listNamespaces({ prefix: ns() })).namespaces) },
   { group: 'store', name: 'listNamespaces (maxDepth 3)', run: (s) => sdk(async () => (await s.client.store.listNamespaces({ prefix: ns(), maxDepth: 3 })).namespaces) },
@@ -131,7 +131,7 @@ const CASES: Case[] = [
   { group: 'store', name: 'PUT namespace ["a",""]', why: 'same status; the reference answers text/plain, ours JSON with the field path', run: (s) => http(s, 'PUT', '/store/items', { namespace: ['a', ''], key: 'k', value: {} }) },
   { group: 'store', name: 'PUT namespace []', why: 'reference 400 "Namespace is required"; ours 422 like every other validation failure', run: (s) => http(s, 'PUT', '/store/items', { namespace: [], key: 'k', value: {} }) },
   { group: 'store', name: 'PUT value "text"', why: 'reference 400 with zod\'s issues; ours 422 (validation dialect of the platform)', run: (s) => http(s, 'PUT', '/store/items', { namespace: ['a'], key: 'k', value: 'text' }) },
-  { group: 'store', name: 'PUT 10 MB value', why: 'ours bounds bodies (issue 13: a 10 MB store value is 413); the reference stores it', run: (s) => http(s, 'PUT', '/store/items', { namespace: ['big'], key: 'k', value: { blob: 'x'.repeat(10 * 1024 * 1024) } }) },
+  { group: 'store', name: 'PUT 10 MB value', why: 'ours bounds bodies (a 10 MB store value is 413); the reference stores it', run: (s) => http(s, 'PUT', '/store/items', { namespace: ['big'], key: 'k', value: { blob: 'x'.repeat(10 * 1024 * 1024) } }) },
   { group: 'store', name: 'GET namespace=a..b', why: 'the reference does not validate GET\'s namespace (500)', run: (s) => http(s, 'GET', '/store/items?namespace=a..b&key=k') },
 
   // Crons.

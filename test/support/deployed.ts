@@ -4,8 +4,8 @@
 // deployment's url, /deployments/<id>, through a loopback proxy that adds the platform key to requests
 // that carry none of their own (their own `fetch` calls included), as a client holding the key does.
 // A deployment with custom auth gets no key added: its callers are its own end users. Not part of the
-// suite (each file deploys once): a way to run every agent-server test at a deployment's url, as the
-// issue of the gateway asks. What serve's harness gives tests is given here for the deployment: its own
+// suite (each file deploys once): a way to run every agent-server test at a deployment's url, through
+// the gateway. What serve's harness gives tests is given here for the deployment: its own
 // database (with its own login), its agent server's process (killed and started again by its launcher),
 // and a second worker on its database.
 import { EventEmitter } from 'node:events';

@@ -14,7 +14,7 @@ import type { Deps } from '../../context.js';
 import type { Ingester, RunCreate, TraceSink } from '../../contracts/trace-wire.js';
 
 /**
- * The tracing seam: a runtime may be given a tracer per run (trace ingestion, issue 4, supplies one
+ * The tracing seam: a runtime may be given a tracer per run (trace ingestion supplies one
  * that records the run in the deployment's tracing project). It gets LangChain callbacks for the run
  * and is told when the run ends.
  */

@@ -1,5 +1,5 @@
 // The runtime of one deployment, wherever a launcher starts it (its own worker thread, this process,
-// issue 10's child process): loads the deployment's graphs with LangGraph's checkpointer and store,
+// a sandboxed child process): loads the deployment's graphs with LangGraph's checkpointer and store,
 // works its run queue, answers the API's graph requests, and records itself in deployment_runtimes
 // for as long as it runs, so any api process can find it.
 import type { PgBoss } from 'pg-boss';
