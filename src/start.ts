@@ -13,7 +13,7 @@ import type { Deps } from './context.js';
 import { platformTraceSink } from './platform/ingest/trace-batcher.js';
 import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
 import { callLocally, streamRunLocally } from './agent-server/services/served-deployment/platform-calls.js';
-import { runDeploymentId } from './agent-server/services/runs/runs.service.js';
+import { runDeploymentId } from './agent-server/services/runs/run-reads.service.js';
 import { deploymentExists, servedByOwnAgentServer } from './platform/services/deployments/deployments.service.js';
 import { authenticateApiKey } from './platform/services/tenancy/tenancy.service.js';
 import { agentServerRouter } from './agent-server/rest/router.js';

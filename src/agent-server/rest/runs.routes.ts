@@ -3,6 +3,8 @@
 // and Location (where the SDK reconnects, with Last-Event-ID, if the stream breaks).
 import { type Request, type Response, Router } from 'express';
 import type { AgentServerContext } from '../services/served-deployment/deployment-scope.js';
+import { joinRun, runResult, streamRun } from '../services/runs/run-follow.service.js';
+import { getRun, listRuns } from '../services/runs/run-reads.service.js';
 import * as runs from '../services/runs/runs.service.js';
 import { presentRun, sendJson } from './presenters.js';
 import { queryFlag, queryStreamModes } from './query.js';
@@ -18,7 +20,7 @@ async function streamToClient(
 ) {
   const sse = openSse(res, options.headers);
   try {
-    for await (const event of runs.streamRun(ctx, run.runId, { afterSeq: options.afterSeq, modes: options.modes, signal: sse.signal })) {
+    for await (const event of streamRun(ctx, run.runId, { afterSeq: options.afterSeq, modes: options.modes, signal: sse.signal })) {
       // Event ids count from 0 in each run, as the reference numbers them; `seq` counts from 1.
       await sse.write({ id: String(event.seq - 1), event: event.event, data: event.data });
     }
@@ -72,7 +74,7 @@ export function runsRouter(): Router {
         return;
       }
       res.set('Content-Location', runPath(threadOf(req), run.runId));
-      sendJson(res, await runs.runResult(req.agent, done, run.kwargs.temporary ? null : run.threadId));
+      sendJson(res, await runResult(req.agent, done, run.kwargs.temporary ? null : run.threadId));
     });
   }
 
@@ -86,7 +88,7 @@ export function runsRouter(): Router {
   });
 
   router.get('/runs/:runId/stream', async (req, res) => {
-    const run = await runs.getRun(req.agent, null, req.params.runId);
+    const run = await getRun(req.agent, null, req.params.runId);
     await streamToClient(req.agent, res, { runId: run.runId, threadId: null }, {
       afterSeq: lastEventSeq(req),
       modes: queryStreamModes(req.query.stream_mode),
@@ -96,11 +98,11 @@ export function runsRouter(): Router {
 
   // ── one thread's runs ──
   router.get('/threads/:threadId/runs', async (req, res) => {
-    sendJson(res, (await runs.listRuns(req.agent, req.params.threadId, req.query)).map(presentRun));
+    sendJson(res, (await listRuns(req.agent, req.params.threadId, req.query)).map(presentRun));
   });
 
   router.get('/threads/:threadId/runs/:runId', async (req, res) => {
-    sendJson(res, presentRun(await runs.getRun(req.agent, req.params.threadId, req.params.runId)));
+    sendJson(res, presentRun(await getRun(req.agent, req.params.threadId, req.params.runId)));
   });
 
   router.delete('/threads/:threadId/runs/:runId', async (req, res) => {
@@ -113,12 +115,12 @@ export function runsRouter(): Router {
     res.on('close', () => {
       if (!res.writableFinished) disconnected.abort();
     });
-    const result = await runs.joinRun(req.agent, req.params.threadId, req.params.runId, disconnected.signal);
+    const result = await joinRun(req.agent, req.params.threadId, req.params.runId, disconnected.signal);
     if (!disconnected.signal.aborted) sendJson(res, result);
   });
 
   router.get('/threads/:threadId/runs/:runId/stream', async (req, res) => {
-    const run = await runs.getRun(req.agent, req.params.threadId, req.params.runId);
+    const run = await getRun(req.agent, req.params.threadId, req.params.runId);
     await streamToClient(req.agent, res, { runId: run.runId, threadId: run.threadId }, {
       afterSeq: lastEventSeq(req),
       modes: queryStreamModes(req.query.stream_mode),

@@ -1,7 +1,7 @@
 // Threads, as the langgraph SDK calls them.
 import { Router } from 'express';
 import * as threads from '../services/threads/threads.service.js';
-import { streamThread } from '../services/runs/runs.service.js';
+import { streamThread } from '../services/runs/run-follow.service.js';
 import { presentThread, selectFields, sendJson } from './presenters.js';
 import { queryFlag, queryStreamModes } from './query.js';
 import { openSse } from './sse.js';

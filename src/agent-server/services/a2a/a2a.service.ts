@@ -8,7 +8,9 @@ import { newId } from '../../../ids.js';
 import { getAssistant, type Assistant } from '../assistants/assistants.service.js';
 import type { AgentServerContext } from '../served-deployment/deployment-scope.js';
 import { isTerminalStatus } from '../runs/run-stream.js';
-import { cancelRunIds, createRun, createRunAndWait, getRun, runResult, streamRun, waitForRun, type Run } from '../runs/runs.service.js';
+import { runResult, streamRun, waitForRun } from '../runs/run-follow.service.js';
+import { getRun } from '../runs/run-reads.service.js';
+import { cancelRunIds, createRun, createRunAndWait, type Run } from '../runs/runs.service.js';
 import { parseInput } from '../../../validate.js';
 import { MessageSendParams, TaskIdParams, TaskQueryParams } from './a2a.schemas.js';
 

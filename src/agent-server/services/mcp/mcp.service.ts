@@ -6,7 +6,8 @@ import { AppError } from '../../../errors.js';
 import { getAssistantSchemas, searchAssistants, type Assistant } from '../assistants/assistants.service.js';
 import type { AgentServerContext } from '../served-deployment/deployment-scope.js';
 import { graphDescriptions } from '../served-deployment/served-deployment.js';
-import { createRunAndWait, runResult } from '../runs/runs.service.js';
+import { runResult } from '../runs/run-follow.service.js';
+import { createRunAndWait } from '../runs/runs.service.js';
 
 export type AgentTool = {
   name: string;

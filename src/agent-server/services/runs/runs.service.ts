@@ -1,6 +1,7 @@
 // Runs: invocations of an assistant's graph on a thread (or on a throwaway thread: stateless runs).
 // Creating a run writes its row and enqueues its job in one transaction; the runtime executes it and
-// appends its stream; readers follow that stream (run-stream.ts) whichever process they are in.
+// appends its stream; readers follow that stream (run-follow.service.ts) whichever process they are
+// in. This file creates, cancels and deletes runs; reading them is run-reads.service.ts.
 import type pg from 'pg';
 import { withTransaction } from '../../../db.js';
 import { AppError } from '../../../errors.js';
@@ -8,45 +9,29 @@ import { isUuid, newId } from '../../../ids.js';
 import { literalTargetProblem } from '../../../limits/outbound-url.js';
 import { parseInput } from '../../../validate.js';
 import type { AgentServerContext } from '../served-deployment/deployment-scope.js';
-import { type AuthFilter, type AuthorizedContext, authConfigurable, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
+import { type AuthorizedContext, authConfigurable, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
-import { insertEmptyThread, selectThreadMetadata, selectThreadValues } from '../threads/threads.store.js';
-import { followRunEvents, isTerminalStatus, type RunEvent, type RunStreamSignal } from './run-stream.js';
+import { insertEmptyThread, selectThreadMetadata } from '../threads/threads.store.js';
+import { followToEnd, waitForRun, withRunSignals } from './run-follow.service.js';
+import { assertThread, getRun, RUN_NOT_FOUND, toRun, visibleRunIds } from './run-reads.service.js';
+import { isTerminalStatus } from './run-stream.js';
 import {
   RunBatchCreate,
   RunCancelQuery,
   RunCreate,
-  RunListQuery,
   RunsCancelRequest,
   type MultitaskStrategy,
   type RunKwargs,
   type RunStatus,
 } from './runs.schemas.js';
 import * as store from './runs.store.js';
-import type { RunRow } from './runs.store.js';
 import type { Run } from '../../../contracts/agent-server-api.js';
 
 export type { Run };
 
 type Json = Record<string, unknown>;
 
-
-const toRun = (row: RunRow): Run => ({
-  runId: row.id,
-  threadId: row.thread_id,
-  assistantId: row.assistant_id,
-  status: row.status,
-  metadata: row.metadata ?? {},
-  kwargs: row.kwargs,
-  multitaskStrategy: row.multitask_strategy,
-  output: row.output,
-  attempt: row.attempt,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-});
-
-const RUN_NOT_FOUND = 'Run not found';
 // The reference server's text for a run naming an assistant or graph it does not have.
 const noAssistantFor = (assistantId: string) =>
   `No assistant found for "${assistantId}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`;
@@ -258,59 +243,6 @@ export async function createRunBatch(ctx: AuthorizedContext, input: unknown): Pr
   return runs;
 }
 
-async function findRunRow(ctx: AgentServerContext, runId: string): Promise<RunRow | undefined> {
-  if (!isUuid(runId)) return undefined;
-  return store.selectRun(ctx.db, runId, ctx.deployment.deploymentId);
-}
-
-/**
- * NOT_FOUND unless the deployment has the thread and (under custom auth) the caller's handler of
- * `threads:<action>` lets them see it; FORBIDDEN when the handler refuses.
- */
-async function assertThread(ctx: AuthorizedContext, threadId: string, action?: 'read' | 'search'): Promise<void> {
-  if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
-  const filter = action ? await authorize(ctx, 'threads', action, { thread_id: threadId }) : undefined;
-  const metadata = await selectThreadMetadata(ctx.db, threadId, ctx.deployment.deploymentId);
-  if (!metadata || !matchesFilter(metadata, filter)) throw AppError.notFound(threadNotFound(threadId));
-}
-
-/** Whether the caller's filter lets them see these runs: judged by each run's thread (see selectRunsOwnerMetadata). */
-async function visibleRunIds(ctx: AuthorizedContext, runIds: string[], filter: AuthFilter | undefined): Promise<string[]> {
-  if (!filter || !runIds.length) return runIds;
-  const owners = await store.selectRunsOwnerMetadata(ctx.db, runIds);
-  return runIds.filter((runId) => matchesFilter(owners.get(runId), filter));
-}
-
-/**
- * One run; `threadId` null for stateless runs. NOT_FOUND unless it exists in this deployment (on that
- * thread) and, under custom auth, its thread passes the caller's filter for `threads:<action>`.
- */
-export async function getRun(ctx: AuthorizedContext, threadId: string | null, runId: string, action: 'read' | 'update' | 'delete' = 'read'): Promise<Run> {
-  const filter = ctx.auth ? await authorize(ctx, 'threads', action, { thread_id: threadId, run_id: runId }) : undefined;
-  const row = await findRunRow(ctx, runId);
-  if (!row || (threadId !== null && row.thread_id !== threadId.toLowerCase())) throw AppError.notFound(RUN_NOT_FOUND);
-  // A read names the thread the filter hides, a change the run, in the reference server's words.
-  if (filter && !(await visibleRunIds(ctx, [row.id], filter)).length) throw AppError.notFound(threadId && action === 'read' ? threadNotFound(threadId) : RUN_NOT_FOUND);
-  return toRun(row);
-}
-
-/** A thread's runs, newest first, optionally by status. */
-export async function listRuns(ctx: AuthorizedContext, threadId: string, input: unknown): Promise<Run[]> {
-  const query = parseInput(RunListQuery, input, 'query');
-  await assertThread(ctx, threadId, 'search');
-  return (await store.selectThreadRuns(ctx.db, threadId, query)).map(toRun);
-}
-
-/**
- * The newest runs of each of the deployment's threads, a list per thread in the order given, in one
- * statement (a GraphQL dataloader's batch); threads of other deployments get none.
- */
-export async function listRunsOfThreads(ctx: AgentServerContext, threadIds: readonly string[], input: unknown): Promise<Run[][]> {
-  const query = parseInput(RunListQuery.pick({ limit: true }), input, 'query');
-  const rows = await store.selectRunsOfThreads(ctx.db, ctx.deployment.deploymentId, threadIds.filter(isUuid), query.limit);
-  return threadIds.map((threadId) => rows.filter((row) => row.thread_id === threadId.toLowerCase()).map(toRun));
-}
-
 /** Deletes a finished or pending run and its stream. CONFLICT while it runs. */
 export async function deleteRun(ctx: AuthorizedContext, threadId: string, runId: string): Promise<void> {
   const run = await getRun(ctx, threadId, runId, 'delete');
@@ -370,15 +302,6 @@ export async function cancelRuns(ctx: AuthorizedContext, input: unknown, options
   await cancelRunIds(ctx, await visibleRunIds(ctx, ids, filter), action);
 }
 
-/** Resolves with the run once it has ended (or undefined if it was deleted, e.g. rolled back). */
-export async function waitForRun(ctx: AgentServerContext, runId: string, signal?: AbortSignal): Promise<Run | undefined> {
-  return withRunSignals(ctx, runId, signal, async (signals) => {
-    const row = await findRunRow(ctx, runId);
-    if (!row || isTerminalStatus(row.status)) return row && toRun(row);
-    return followToEnd(ctx, toRun(row), signals);
-  });
-}
-
 /**
  * Creates a run and resolves once it has ended (runs/wait). The run's signals are subscribed to
  * before the run exists, so its end cannot fall between its creation and the subscription, and the
@@ -396,130 +319,4 @@ export async function createRunAndWait(
     const run = await createParsedRun(ctx, threadId, body, { runId, waited: true });
     return { run, done: await followToEnd(ctx, run, signals) };
   });
-}
-
-async function withRunSignals<T>(
-  ctx: AgentServerContext,
-  runId: string,
-  signal: AbortSignal | undefined,
-  work: (signals: AsyncGenerator<RunStreamSignal>) => Promise<T>,
-): Promise<T> {
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    return await work(ctx.events.subscribe('runs.stream', { key: runId, signal: stop.signal }));
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-    stop.abort();
-  }
-}
-
-/** Follows a run not yet ended (as of `run`) to its end through signals subscribed to before `run` was read. */
-async function followToEnd(ctx: AgentServerContext, run: Run, signals: AsyncGenerator<RunStreamSignal>): Promise<Run | undefined> {
-  for await (const event of signals) {
-    if (event.status && isTerminalStatus(event.status)) {
-      // Small results ride on the final signal; larger ones are read from the row.
-      if (event.output !== undefined) return { ...run, status: event.status as RunStatus, output: JSON.parse(event.output) };
-      break;
-    }
-  }
-  const row = await findRunRow(ctx, run.runId);
-  return row && toRun(row);
-}
-
-/**
- * What runs/wait and join answer: the run's last `values` (or `{__error__}` when it failed); for a run
- * that produced none, the thread's values.
- */
-export async function runResult(ctx: AgentServerContext, run: Run | undefined, threadId: string | null): Promise<unknown> {
-  if (run?.output != null) return run.output;
-  if (!threadId) return null;
-  return selectThreadValues(ctx.db, threadId);
-}
-
-/** Waits for a thread's run to end and returns its result (GET …/runs/{id}/join). */
-export async function joinRun(ctx: AuthorizedContext, threadId: string, runId: string, signal?: AbortSignal): Promise<unknown> {
-  await assertThread(ctx, threadId, 'read');
-  const run = await getRun(ctx, threadId, runId);
-  const done = await waitForRun(ctx, run.runId, signal);
-  return runResult(ctx, done, threadId);
-}
-
-/**
- * A run's stream events after `afterSeq` (from Last-Event-ID), live until it ends. `modes` narrows to
- * some of the run's stream modes. The same iterable feeds SSE and the GraphQL subscription.
- */
-export function streamRun(
-  ctx: AgentServerContext,
-  runId: string,
-  options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal } = {},
-): AsyncIterable<RunEvent> {
-  return followRunEvents(ctx, runId, {
-    ...options,
-    readStatus: async () => (await findRunRow(ctx, runId))?.status,
-  });
-}
-
-/** Events of a thread's current run and every later one, until `signal` aborts (GET /threads/{id}/stream). */
-export async function* streamThread(
-  ctx: AuthorizedContext,
-  threadId: string,
-  options: { modes?: string[]; signal?: AbortSignal; lastEventId?: string } = {},
-): AsyncGenerator<RunEvent & { runId: string }> {
-  await assertThread(ctx, threadId, 'read');
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  const statuses = ctx.events.subscribe('runs.status', { key: threadId, signal: stop.signal });
-  const seen = new Set<string>();
-  const [resumeRun, resumeSeq] = (options.lastEventId ?? '').split(':');
-  try {
-    // Under custom auth the caller's access is checked again before each later run: one who lost it
-    // (the thread's metadata changed, their permission was withdrawn) gets an error event, and the end.
-    const denied = async (): Promise<AppError | undefined> => {
-      if (!ctx.auth || !seen.size) return undefined;
-      return assertThread(ctx, threadId, 'read').then(
-        () => undefined,
-        (error: unknown) => {
-          if (error instanceof AppError) return error;
-          throw error;
-        },
-      );
-    };
-    const follow = async function* (runId: string, afterSeq = 0): AsyncGenerator<RunEvent & { runId: string }, boolean> {
-      const refusal = await denied();
-      if (refusal) {
-        yield { runId, seq: 0, event: 'error', data: JSON.stringify({ error: refusal.code === 'NOT_FOUND' ? 'NotFound' : 'Forbidden', message: refusal.message }) };
-        return false;
-      }
-      seen.add(runId);
-      for await (const event of streamRun(ctx, runId, { afterSeq, modes: options.modes, signal: stop.signal })) yield { ...event, runId };
-      return true;
-    };
-    if (resumeRun && isUuid(resumeRun) && !(yield* follow(resumeRun, Number(resumeSeq) || 0))) return;
-    // Runs not finished yet, oldest first; then whichever start later.
-    for (;;) {
-      const inflight = await store.selectThreadRunIdsInFlight(ctx.db, threadId);
-      const next = inflight.find((id) => !seen.has(id));
-      if (next) {
-        if (!(yield* follow(next))) return;
-        continue;
-      }
-      const { value, done } = await statuses.next();
-      if (done) return;
-      if (!seen.has(value.runId) && !isTerminalStatus(value.status) && !(yield* follow(value.runId))) return;
-    }
-  } finally {
-    options.signal?.removeEventListener('abort', onAbort);
-    stop.abort();
-  }
-}
-
-/** The deployment a run belongs to (GraphQL names runs by id alone); NOT_FOUND if there is no such run. */
-export async function runDeploymentId(deps: Pick<AgentServerContext, 'db'>, runId: string): Promise<string> {
-  if (!isUuid(runId)) throw AppError.notFound(RUN_NOT_FOUND);
-  const deploymentId = await store.selectRunDeploymentId(deps.db, runId);
-  if (!deploymentId) throw AppError.notFound(RUN_NOT_FOUND);
-  return deploymentId;
 }

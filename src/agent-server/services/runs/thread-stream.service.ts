@@ -12,7 +12,9 @@ import { agentContext } from '../served-deployment/served-deployment.js';
 import { getThread, getThreadState, threadNotFound } from '../threads/threads.service.js';
 import { selectThreadMetadata } from '../threads/threads.store.js';
 import { isTerminalStatus } from './run-stream.js';
-import { createProtocolRun, getRun, streamRun } from './runs.service.js';
+import { streamRun } from './run-follow.service.js';
+import { getRun } from './run-reads.service.js';
+import { createProtocolRun } from './runs.service.js';
 import { selectEventsAfter, selectThreadRunPositions, type ThreadRunPosition } from './runs.store.js';
 import { type EventFilter, isChannel, matchesFilter, type ProtocolEvent, RUN_SPAN, RunEventFramer } from './thread-stream.events.js';
 

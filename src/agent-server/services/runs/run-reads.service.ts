@@ -1,0 +1,93 @@
+// Reading runs: one run, a thread's runs, the newest runs of many threads, the deployment a run
+// belongs to, and the checks every run operation makes first (the run's thread exists here and, under
+// custom auth, the caller's handler lets them see it).
+import { AppError } from '../../../errors.js';
+import { isUuid } from '../../../ids.js';
+import { parseInput } from '../../../validate.js';
+import type { AgentServerContext } from '../served-deployment/deployment-scope.js';
+import { type AuthFilter, type AuthorizedContext, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
+import { threadNotFound } from '../threads/threads.service.js';
+import { selectThreadMetadata } from '../threads/threads.store.js';
+import { RunListQuery } from './runs.schemas.js';
+import * as store from './runs.store.js';
+import type { RunRow } from './runs.store.js';
+import type { Run } from '../../../contracts/agent-server-api.js';
+
+/** A run row as the API returns it. */
+export const toRun = (row: RunRow): Run => ({
+  runId: row.id,
+  threadId: row.thread_id,
+  assistantId: row.assistant_id,
+  status: row.status,
+  metadata: row.metadata ?? {},
+  kwargs: row.kwargs,
+  multitaskStrategy: row.multitask_strategy,
+  output: row.output,
+  attempt: row.attempt,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+export const RUN_NOT_FOUND = 'Run not found';
+
+/** A run of this deployment by id (undefined for an unknown or malformed id). */
+export async function findRunRow(ctx: AgentServerContext, runId: string): Promise<RunRow | undefined> {
+  if (!isUuid(runId)) return undefined;
+  return store.selectRun(ctx.db, runId, ctx.deployment.deploymentId);
+}
+
+/**
+ * NOT_FOUND unless the deployment has the thread and (under custom auth) the caller's handler of
+ * `threads:<action>` lets them see it; FORBIDDEN when the handler refuses.
+ */
+export async function assertThread(ctx: AuthorizedContext, threadId: string, action?: 'read' | 'search'): Promise<void> {
+  if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
+  const filter = action ? await authorize(ctx, 'threads', action, { thread_id: threadId }) : undefined;
+  const metadata = await selectThreadMetadata(ctx.db, threadId, ctx.deployment.deploymentId);
+  if (!metadata || !matchesFilter(metadata, filter)) throw AppError.notFound(threadNotFound(threadId));
+}
+
+/** Whether the caller's filter lets them see these runs: judged by each run's thread (see selectRunsOwnerMetadata). */
+export async function visibleRunIds(ctx: AuthorizedContext, runIds: string[], filter: AuthFilter | undefined): Promise<string[]> {
+  if (!filter || !runIds.length) return runIds;
+  const owners = await store.selectRunsOwnerMetadata(ctx.db, runIds);
+  return runIds.filter((runId) => matchesFilter(owners.get(runId), filter));
+}
+
+/**
+ * One run; `threadId` null for stateless runs. NOT_FOUND unless it exists in this deployment (on that
+ * thread) and, under custom auth, its thread passes the caller's filter for `threads:<action>`.
+ */
+export async function getRun(ctx: AuthorizedContext, threadId: string | null, runId: string, action: 'read' | 'update' | 'delete' = 'read'): Promise<Run> {
+  const filter = ctx.auth ? await authorize(ctx, 'threads', action, { thread_id: threadId, run_id: runId }) : undefined;
+  const row = await findRunRow(ctx, runId);
+  if (!row || (threadId !== null && row.thread_id !== threadId.toLowerCase())) throw AppError.notFound(RUN_NOT_FOUND);
+  // A read names the thread the filter hides, a change the run, in the reference server's words.
+  if (filter && !(await visibleRunIds(ctx, [row.id], filter)).length) throw AppError.notFound(threadId && action === 'read' ? threadNotFound(threadId) : RUN_NOT_FOUND);
+  return toRun(row);
+}
+
+/** A thread's runs, newest first, optionally by status. */
+export async function listRuns(ctx: AuthorizedContext, threadId: string, input: unknown): Promise<Run[]> {
+  const query = parseInput(RunListQuery, input, 'query');
+  await assertThread(ctx, threadId, 'search');
+  return (await store.selectThreadRuns(ctx.db, threadId, query)).map(toRun);
+}
+
+/**
+ * The newest runs of each of the deployment's threads, a list per thread in the order given, in one
+ * statement (a GraphQL dataloader's batch); threads of other deployments get none.
+ */
+export async function listRunsOfThreads(ctx: AgentServerContext, threadIds: readonly string[], input: unknown): Promise<Run[][]> {
+  const query = parseInput(RunListQuery.pick({ limit: true }), input, 'query');
+  const rows = await store.selectRunsOfThreads(ctx.db, ctx.deployment.deploymentId, threadIds.filter(isUuid), query.limit);
+  return threadIds.map((threadId) => rows.filter((row) => row.thread_id === threadId.toLowerCase()).map(toRun));
+}
+
+/** The deployment a run belongs to (GraphQL names runs by id alone); NOT_FOUND if there is no such run. */
+export async function runDeploymentId(deps: Pick<AgentServerContext, 'db'>, runId: string): Promise<string> {
+  if (!isUuid(runId)) throw AppError.notFound(RUN_NOT_FOUND);
+  const deploymentId = await store.selectRunDeploymentId(deps.db, runId);
+  if (!deploymentId) throw AppError.notFound(RUN_NOT_FOUND);
+  return deploymentId;
+}
