@@ -30,7 +30,7 @@ import { exportColumns } from '../src/platform/services/exports/export-columns.j
 import { IpcStreamEncoder, toWasmBatches, writerProperties } from '../src/platform/services/exports/parquet.js';
 import { MultipartObject } from '../src/platform/services/exports/s3.js';
 import { nextBatchRows } from '../src/platform/services/exports/export-runner.js';
-import { authenticateApiKey } from '../src/platform/services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from '../src/platform/services/tenancy/authentication.service.js';
 import { startPlatform } from '../src/start.js';
 import { createBenchTenant } from './tenant.js';
 import { startProcess, stopProcess } from './processes.js';

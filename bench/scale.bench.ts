@@ -30,7 +30,7 @@ import { openPersistence } from '../src/agent-server/runtime/persistence.js';
 import { setUpDeploymentDatabase } from '../src/agent-server/services/served-deployment/database-setup.js';
 import type { Database } from '../src/db.js';
 import type { ServiceContext } from '../src/context.js';
-import * as tenancy from '../src/platform/services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from '../src/platform/services/tenancy/authentication.service.js';
 import { getRun, queryRuns } from '../src/platform/services/traces/queries.service.js';
 import { createBenchTenant } from './tenant.js';
 import { fastFillTraceRuns, uuidOf } from './trace-run-fill.js';
@@ -136,7 +136,7 @@ async function main() {
   try {
     const { deps } = wiring;
     const tenant = await createBenchTenant(deps);
-    const viewer = await tenancy.authenticateApiKey(deps, tenant.key, tenant.workspace.id);
+    const viewer = await authenticateApiKey(deps, tenant.key, tenant.workspace.id);
     const recorder = recordingPool(deps.db.pool);
     const ctx: ServiceContext = { ...deps, db: { ...deps.db, pool: recorder.pool }, viewer };
     const projects = Array.from({ length: PROJECTS }, () => randomUUID());

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../src/context.js';
+import * as apiKeys from '../src/platform/services/tenancy/api-keys.service.js';
 import * as tenancy from '../src/platform/services/tenancy/tenancy.service.js';
 import { SYSTEM_VIEWER } from '../src/viewer.js';
 
@@ -18,7 +19,7 @@ export async function createBenchTenant(deps: Deps) {
     organizationRole: 'ORGANIZATION_ADMIN',
     workspaces: [{ workspaceId: workspace.id, role: 'WORKSPACE_ADMIN' }],
   });
-  const { key } = await tenancy.createApiKey(system, { organizationId: organization.id, userId: user.id, workspaceId: null });
+  const { key } = await apiKeys.createApiKey(system, { organizationId: organization.id, userId: user.id, workspaceId: null });
   return { organization, workspace, user, key };
 }
 

@@ -56,6 +56,7 @@ async function main() {
   const start = end - DAYS * DAY_MS;
 
   const tenancy = await import('../src/platform/services/tenancy/tenancy.service.js');
+  const apiKeys = await import('../src/platform/services/tenancy/api-keys.service.js');
   const { SYSTEM_VIEWER } = await import('../src/viewer.js');
   const { resolveProjectIds } = await import('../src/platform/services/traces/projects.service.js');
   const { rebuildUsageRollups } = await import('../src/platform/services/usage/usage.service.js');
@@ -75,7 +76,7 @@ async function main() {
         workspaces: [{ workspaceId: workspace.id, role: 'WORKSPACE_EDITOR' }],
       });
       users.push(user.id);
-      if (i < KEYS) keyIds.push((await tenancy.createApiKey(system, { organizationId: organization.id, userId: user.id, workspaceId: null })).apiKey.id);
+      if (i < KEYS) keyIds.push((await apiKeys.createApiKey(system, { organizationId: organization.id, userId: user.id, workspaceId: null })).apiKey.id);
     }
     const projects = await resolveProjectIds(pool, workspace.id, { ids: [], names: Array.from({ length: PROJECTS }, (_, i) => `bench-project-${i}`) });
     const projectIds = [...projects.byName.values()];

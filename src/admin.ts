@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { createDeps } from './wiring.js';
 import type { ServiceContext } from './context.js';
 import { registerLocalDeployment } from './agent-server/services/served-deployment/served-deployment.js';
+import * as apiKeys from './platform/services/tenancy/api-keys.service.js';
 import * as tenancy from './platform/services/tenancy/tenancy.service.js';
 import { rebuildUsageRollups } from './platform/services/usage/usage.service.js';
 import { SYSTEM_VIEWER } from './viewer.js';
@@ -126,7 +127,7 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
     .option('--description <text>', 'what the key is for', '')
     .action(
       run<Common & { org: string; user: string; workspace?: string; description: string }>(async (ctx, o) => {
-        const created = await tenancy.createApiKey(ctx, {
+        const created = await apiKeys.createApiKey(ctx, {
           organizationId: o.org,
           userId: o.user,
           workspaceId: o.workspace ?? null,
@@ -141,7 +142,7 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
     .option('--all', 'include revoked keys')
     .action(
       run<Common & { org?: string; all?: boolean }>(async (ctx, o) => {
-        const rows = (await tenancy.listApiKeys(ctx, { organizationId: o.org, includeRevoked: o.all })).map(({ secretHash: _hidden, ...row }) => row);
+        const rows = (await apiKeys.listApiKeys(ctx, { organizationId: o.org, includeRevoked: o.all })).map(({ secretHash: _hidden, ...row }) => row);
         print(o.json, rows, (r) => `${r.id}  ${r.shortKey}  user=${r.userId}${r.workspaceId ? ` workspace=${r.workspaceId}` : ''}${r.revokedAt ? '  revoked' : ''}  ${r.description}`);
       }),
     );
@@ -149,7 +150,7 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
     .command('revoke <id>')
     .action(
       run(async (ctx, o, args) => {
-        const { secretHash: _hidden, ...row } = await tenancy.revokeApiKey(ctx, args[0] ?? '');
+        const { secretHash: _hidden, ...row } = await apiKeys.revokeApiKey(ctx, args[0] ?? '');
         print(o.json, row, (r) => `revoked ${r.id}  ${r.shortKey}`);
       }),
     );

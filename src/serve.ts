@@ -18,7 +18,8 @@ import { bundleGraphUis } from './agent-server/runtime/ui-bundles.js';
 import { registerLocalDeployment } from './agent-server/services/served-deployment/served-deployment.js';
 import { hostLocalDeployments, startPlatformBoss } from './start.js';
 import { startIngestThreads } from './platform/ingest/ingest-threads.js';
-import { authenticateApiKey, bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from './platform/services/tenancy/authentication.service.js';
+import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './viewer.js';
 
 export type AgentServer = {

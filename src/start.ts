@@ -15,7 +15,7 @@ import { bootstrapInstallation } from './platform/services/tenancy/tenancy.servi
 import { callLocally, streamRunLocally } from './agent-server/services/served-deployment/platform-calls.js';
 import { runDeploymentId } from './agent-server/services/runs/run-reads.service.js';
 import { deploymentExists, servedByOwnAgentServer } from './platform/services/deployments/deployments.service.js';
-import { authenticateApiKey } from './platform/services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from './platform/services/tenancy/authentication.service.js';
 import { agentServerRouter } from './agent-server/rest/router.js';
 import { threadStreamUpgrade } from './agent-server/rest/thread-stream.socket.js';
 import { startBoss } from './agent-server/jobs/boss.js';

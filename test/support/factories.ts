@@ -1,6 +1,7 @@
 // Chained factories: every test builds the tenants it needs, in its file's own database.
 import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../../src/context.js';
+import * as apiKeys from '../../src/platform/services/tenancy/api-keys.service.js';
 import * as tenancy from '../../src/platform/services/tenancy/tenancy.service.js';
 
 type WorkspaceRole = 'WORKSPACE_ADMIN' | 'WORKSPACE_EDITOR' | 'WORKSPACE_VIEWER';
@@ -27,7 +28,7 @@ export async function buildUser(
 }
 
 export async function buildApiKey(system: ServiceContext, organizationId: string, userId: string, workspaceId?: string) {
-  return tenancy.createApiKey(system, { organizationId, userId, workspaceId: workspaceId ?? null });
+  return apiKeys.createApiKey(system, { organizationId, userId, workspaceId: workspaceId ?? null });
 }
 
 /**

@@ -6,7 +6,7 @@ import { buildApp } from '../../src/platform/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createDeps } from '../../src/wiring.js';
 import type { Deps, ServiceContext } from '../../src/context.js';
-import { authenticateApiKey } from '../../src/platform/services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from '../../src/platform/services/tenancy/authentication.service.js';
 import { SYSTEM_VIEWER } from '../../src/viewer.js';
 import type { Boss } from '../../src/queues.js';
 import { hostLocalDeployments, startPlatformBoss } from '../../src/start.js';

@@ -11,7 +11,7 @@ import { unstorableTextFromDatabase } from '../../limits/json.js';
 import type { Deps } from '../../context.js';
 import { FilterError } from '../services/traces/filter.js';
 import type { Viewer } from '../../viewer.js';
-import { authenticateApiKey } from '../services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from '../services/tenancy/authentication.service.js';
 import type { GraphQLContext } from './builder.js';
 import { schema } from './schema.js';
 

@@ -37,7 +37,7 @@ import { ChildOutputLog } from './child-output.js';
 import { type LaunchedRuntime, type LaunchSpec, type PreparedRuntime, type RuntimeLauncher, runtimeLockKey } from '../../contracts/launcher-protocol.js';
 import { advertisedHost, type ChildCommand, type ChildReport } from '../../contracts/launcher-protocol.js';
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
-import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/tenancy.service.js';
+import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/api-keys.service.js';
 import { deploymentCaches, seedDeploymentCaches } from './runtime-caches.js';
 
 const CHILD_ENTRY = new URL('../../agent-server/child-entry.mjs', import.meta.url).pathname;

@@ -2,7 +2,7 @@
 // tenancy service to the viewer that services receive.
 import type { NextFunction, Request, Response } from 'express';
 import type { Deps, ServiceContext } from '../../context.js';
-import { authenticateApiKey, authenticateIngestKey } from '../services/tenancy/tenancy.service.js';
+import { authenticateApiKey, authenticateIngestKey } from '../services/tenancy/authentication.service.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

@@ -2,6 +2,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { Deps } from '../../context.js';
+import * as apiKeys from '../services/tenancy/api-keys.service.js';
 import * as tenancy from '../services/tenancy/tenancy.service.js';
 import { authenticate } from './auth.js';
 import { parseBody } from '../../http/validate.js';
@@ -30,17 +31,17 @@ export function tenancyRouter(deps: Deps): Router {
   });
 
   router.get('/api-key', async (req, res) => {
-    res.json((await tenancy.listApiKeys(req.ctx)).map(presentApiKey));
+    res.json((await apiKeys.listApiKeys(req.ctx)).map(presentApiKey));
   });
 
   router.post('/api-key', async (req, res) => {
     const body = parseBody(ApiKeyCreateBody, req);
-    const created = await tenancy.createApiKey(req.ctx, { description: body.description, workspaceId: body.workspace_id });
+    const created = await apiKeys.createApiKey(req.ctx, { description: body.description, workspaceId: body.workspace_id });
     res.json({ ...presentApiKey(created.apiKey), key: created.key });
   });
 
   router.delete('/api-key/:id', async (req, res) => {
-    res.json(presentApiKey(await tenancy.revokeApiKey(req.ctx, req.params.id)));
+    res.json(presentApiKey(await apiKeys.revokeApiKey(req.ctx, req.params.id)));
   });
 
   return router;

@@ -3,7 +3,7 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeps } from '../../../src/wiring.js';
-import { revokeApiKey } from '../../../src/platform/services/tenancy/tenancy.service.js';
+import { revokeApiKey } from '../../../src/platform/services/tenancy/api-keys.service.js';
 import { SYSTEM_VIEWER } from '../../../src/viewer.js';
 import { buildApiKey, buildTenant } from '../../support/factories.js';
 import { graphql, startTestPlatform, type TestPlatform, testConfig } from '../../support/helpers.js';

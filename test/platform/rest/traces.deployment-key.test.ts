@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.js';
 import { deleteDeployment } from '../../../src/platform/services/deployments/deployments.service.js';
 import { upsertServedDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.store.js';
-import { authenticateApiKey, createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../../../src/platform/services/tenancy/tenancy.service.js';
+import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../../../src/platform/services/tenancy/api-keys.service.js';
+import { authenticateApiKey } from '../../../src/platform/services/tenancy/authentication.service.js';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 

@@ -1,5 +1,5 @@
 import { builder } from '../builder.js';
-import { createApiKey, listApiKeys, revokeApiKey } from '../../services/tenancy/tenancy.service.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../services/tenancy/api-keys.service.js';
 
 const ApiKeyRef = builder.prismaObject('ApiKey', {
   description: 'An API key. The secret is shown once, when the key is created, and never again.',

@@ -7,7 +7,7 @@ import { AppError, type ErrorCode } from '../../../errors.js';
 import type { Deps, LocalAgentCalls, ServiceContext } from '../../../context.js';
 // Types only: what each call takes and returns is the agent server's (its API's resources).
 import type { Operation, OperationArgs, RunStreamEvent } from '../../../agent-server/services/served-deployment/platform-calls.js';
-import { authenticateApiKey } from '../tenancy/tenancy.service.js';
+import { authenticateApiKey } from '../tenancy/authentication.service.js';
 import { authorizeDeploymentCaller, declaresCustomAuth, servedByOwnAgentServer } from './deployments.service.js';
 import { findDeploymentUsage } from './deployments.store.js';
 import { agentServerAddresses } from './agent-server-addresses.js';

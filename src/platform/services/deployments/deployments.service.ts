@@ -6,7 +6,7 @@ import { AppError } from '../../../errors.js';
 import { dropDeploymentDatabase } from './deployment-database.js';
 import type { Deps, ServiceContext } from '../../../context.js';
 import { integrationAccessToken } from '../integrations/integrations.service.js';
-import { revokeDeploymentTraceKeys } from '../tenancy/tenancy.service.js';
+import { revokeDeploymentTraceKeys } from '../tenancy/api-keys.service.js';
 import { assertCan, deploymentAccessOf, organizationOf, SYSTEM_VIEWER } from '../../../viewer.js';
 import type { DeploymentAccess } from '../../../contracts/gateway-protocol.js';
 import { newId } from '../../../ids.js';

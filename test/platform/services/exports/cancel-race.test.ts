@@ -6,7 +6,7 @@ import { createDestination } from '../../../../src/platform/services/exports/des
 import { createExport, updateExport } from '../../../../src/platform/services/exports/exports.service.js';
 import { claimRunsToStart, listRuns } from '../../../../src/platform/services/exports/exports.store.js';
 import type { ServiceContext } from '../../../../src/context.js';
-import { authenticateApiKey } from '../../../../src/platform/services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from '../../../../src/platform/services/tenancy/authentication.service.js';
 import { buildTenant } from '../../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../../support/helpers.js';
 import { ingestFixtureTraces, type S3Server, startS3, takeTurnWithExportWorkers } from '../../../support/exports.js';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDestination } from '../../../../src/platform/services/exports/destinations.service.js';
 import { createExport, spawnScheduledExports, updateExport } from '../../../../src/platform/services/exports/exports.service.js';
 import type { ServiceContext } from '../../../../src/context.js';
-import { authenticateApiKey } from '../../../../src/platform/services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from '../../../../src/platform/services/tenancy/authentication.service.js';
 import { buildTenant } from '../../../support/factories.js';
 import { startTestPlatform } from '../../../support/helpers.js';
 import { ingestFixtureTraces, listKeys, type S3Server, startS3, waitForExport, takeTurnWithExportWorkers } from '../../../support/exports.js';

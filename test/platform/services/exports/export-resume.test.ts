@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDestination } from '../../../../src/platform/services/exports/destinations.service.js';
 import { createExport } from '../../../../src/platform/services/exports/exports.service.js';
 import type { RunResult } from '../../../../src/platform/services/exports/exports.store.js';
-import { authenticateApiKey } from '../../../../src/platform/services/tenancy/tenancy.service.js';
+import { authenticateApiKey } from '../../../../src/platform/services/tenancy/authentication.service.js';
 import type { Boss } from '../../../../src/queues.js';
 import { startPlatformBoss } from '../../../../src/start.js';
 import { buildTenant } from '../../../support/factories.js';
