@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process';
 import type { Deps } from '../../context.js';
 import { deploymentDatabaseName } from '../services/deployments/deployment-database.js';
 import type { DeploymentUsage } from '../services/deployments/deployments.store.js';
-import { cgroupUsage, type DeploymentFiles, limitsOf } from './sandbox.js';
+import type { DeploymentFiles } from './sandbox.js';
+import { cgroupUsage, limitsOf } from './sandbox-cgroups.js';
 
 /** A deployment's disk limits: `resource_spec.disk_mb` and `database_mb` over the installation's defaults. */
 function diskLimits(config: Deps['config'], resourceSpec: unknown): { filesBytes: number; databaseBytes: number } {
