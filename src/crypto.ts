@@ -14,7 +14,7 @@ export type SecretBox = {
   verify(message: string, signature: string): boolean;
   /**
    * A box of its own keyed by a key derived from this one and `label`: what a process that must not
-   * hold the installation's key (a deployment's runtime) is given, so that the installation can still
+   * hold the installation's key (a deployment's agent server) is given, so that the installation can still
    * sign for it without storing a second secret.
    */
   derive(label: string): { key: Buffer; box: SecretBox };

@@ -46,7 +46,7 @@ const FINISHED = ['DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 
 const isFinished = (status: string) => FINISHED.includes(status);
 /** How often an unfinished revision's log is read again for new lines. */
 const LOG_POLL_MS = 1_000;
-/** How often the serving revision's deploy log (its runtime's output) is read again. */
+/** How often the serving revision's deploy log (its agent server's output) is read again. */
 const LOG_FOLLOW_MS = 3_000;
 /** A finished revision's log is read once more this long after it finished: the pipeline's last line comes after the status. */
 const LOG_LAST_READ_MS = 2_000;
@@ -56,7 +56,7 @@ type LogLine = { id: string; message: string; createdAt: string };
 /**
  * A revision's build or deploy log: what is written so far, then the new lines each second until the
  * revision finishes, and once more shortly after (the pipeline writes its last line after the status).
- * `follow`: the log keeps growing after that (the serving revision's runtime output), read every few seconds.
+ * `follow`: the log keeps growing after that (the serving revision's agent server output), read every few seconds.
  */
 function RevisionLog({
   session,

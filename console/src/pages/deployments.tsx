@@ -63,7 +63,7 @@ function CreateDeploymentForm({ session, onCancel }: { session: Session; onCance
         <input required value={configPath} onInput={(event) => setConfigPath(event.currentTarget.value)} spellcheck={false} />
       </label>
       <fieldset>
-        <legend>Secrets (environment of the runtime; values are stored encrypted and never shown again)</legend>
+        <legend>Secrets (environment of the agent server; values are stored encrypted and never shown again)</legend>
         {secrets.map((row, index) => (
           <div class="secret-row">
             <label>

@@ -38,7 +38,7 @@ import { type LaunchedRuntime, type LaunchSpec, type PreparedRuntime, type Runti
 import { advertisedHost, type ChildCommand, type ChildReport } from '../../contracts/launcher-protocol.js';
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/api-keys.service.js';
-import { deploymentCaches, seedDeploymentCaches } from './runtime-caches.js';
+import { deploymentCaches, seedDeploymentCaches } from './agent-server-caches.js';
 
 const CHILD_ENTRY = new URL('../../agent-server/child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
@@ -305,7 +305,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       AGENT_PLATFORM_RUNTIME_KEY_ID: keyId,
       AGENT_PLATFORM_DATA_DIR: cwd,
       AGENT_PLATFORM_ROLES: 'runtime',
-      // Its own (seeded from the platform's, runtime-caches.ts): a cache shared with other deployments' code could be poisoned by one of them.
+      // Its own (seeded from the platform's, agent-server-caches.ts): a cache shared with other deployments' code could be poisoned by one of them.
       AGENT_PLATFORM_COMPILE_CACHE: deploymentCaches(sandbox.prepared.files).v8,
       AGENT_PLATFORM_TSX_CACHE: deploymentCaches(sandbox.prepared.files).tsx,
       AGENT_PLATFORM_GRAPH_CONFIG: spec.configPath,

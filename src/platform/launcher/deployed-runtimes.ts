@@ -19,7 +19,7 @@ import { recordDeploymentUsage, setDeploymentStatus } from '../services/deployme
 import { logRevision } from '../services/deployments/revisions.service.js';
 import { type MeasuredDeployment, measureDeployments, overLimits } from './deployment-usage.js';
 import { childProcessLauncher } from './child-launcher.js';
-import { warmRuntimeCaches } from './runtime-caches.js';
+import { warmAgentServerCaches } from './agent-server-caches.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../../contracts/launcher-protocol.js';
 
 type Entry = { deploymentId: string; revisionId: string; runtime: LaunchedRuntime };
@@ -250,9 +250,9 @@ export class DeployedRuntimes {
     return true;
   }
 
-  /** Warms the compile caches runtimes start with, off any deploy's path; `stop` ends a warm-up still running. */
+  /** Warms the compile caches deployments' agent servers start with, off any deploy's path; `stop` ends a warm-up still running. */
   warmCaches(): void {
-    this.warming ??= warmRuntimeCaches(this.deps, this.abort.signal);
+    this.warming ??= warmAgentServerCaches(this.deps, this.abort.signal);
   }
 
   /** Aborted when these runtimes stop: ends what listens on their behalf. */

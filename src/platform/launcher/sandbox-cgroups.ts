@@ -24,7 +24,7 @@ const DEPLOYMENTS_CPUS = availableParallelism();
  * A deployment's bounds: a memory limit; a CPU share (cores' worth of weight when cores are contended,
  * no cap when they are idle); and a hard CPU cap only when its `resource_spec` asks for one. A cap by
  * default would slow every start for nothing on an idle machine: a 1-core cap added about a second to
- * create → DEPLOYED, the runtime's start being several threads busy at once.
+ * create → DEPLOYED, the agent server's start being several threads busy at once.
  */
 type Limits = { memoryBytes: number; shareCpus: number; capCpus?: number; pids: number };
 

@@ -1,5 +1,5 @@
 // Deployed code runs in a sandbox: a revision's dependency install, its graph import check and its
-// runtime. The sandbox is made by bubblewrap (Debian's `bubblewrap`, Flatpak's sandbox), which builds
+// agent server. The sandbox is made by bubblewrap (Debian's `bubblewrap`, Flatpak's sandbox), which builds
 // a mount namespace from nothing: the sandboxed process sees /usr and a few files of /etc, Node, the
 // platform's runtime code and packages (read-only), its revision's checkout, a private /tmp, and the
 // writable folders of its own deployment; never the platform's data directory (its secret key, the
@@ -24,7 +24,7 @@ export type SandboxStatus =
   | { enabled: true; tool: 'bubblewrap'; version: string; perDeploymentUser: boolean; limits: { enforced: boolean; how: string }; network: NetworkStatus }
   | { enabled: false; reason: string; allowUnsandboxed: boolean };
 
-/** The platform's own checkout: its runtime code and packages are bound read-only into sandboxes. */
+/** The platform's own checkout: its code (the agent server's among it) and packages are bound read-only into sandboxes. */
 const PLATFORM_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PLATFORM_PARTS = ['src', 'node_modules', 'package.json', 'tsconfig.json', 'prisma/migrations'].map((part) => join(PLATFORM_ROOT, part));
 /** What of /etc a Node program, npm and git need: name resolution, trust anchors, users, time zone. */
@@ -185,7 +185,7 @@ export type SandboxSpawnOptions = { env: NodeJS.ProcessEnv; stdio?: Array<'ignor
  * starts a command inside it, in the deployment's cgroups when limits are enforced and in a network
  * of its own when that can be made (sandbox-network.ts: the command starts once it is connected; a
  * failure to connect it kills the process and is its `error`). Node (this process's) and the
- * platform's runtime code are always readable inside.
+ * platform's code (the agent server's among it) are always readable inside.
  */
 export function deploymentSandbox(
   status: SandboxStatus,

@@ -83,7 +83,7 @@ const controlPlaneOperations = (prefix: string): Operation[] => [
   { method: 'get', path: `${prefix}/v2/deployments`, tag: 'Control plane', summary: 'List deployments', query: DeploymentListQuery },
   { method: 'get', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Get a deployment' },
   { method: 'patch', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Update a deployment (a new revision when its source revision config or secrets change)', body: DeploymentPatch },
-  { method: 'delete', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Delete a deployment: its runtime stops, unfinished revisions are INTERRUPTED', response: empty },
+  { method: 'delete', path: `${prefix}/v2/deployments/:id`, tag: 'Control plane', summary: 'Delete a deployment: its agent server stops, unfinished revisions are INTERRUPTED', response: empty },
   { method: 'get', path: `${prefix}/v2/deployments/:id/revisions`, tag: 'Control plane', summary: "A deployment's revisions, latest first", query: RevisionPageQuery },
   { method: 'get', path: `${prefix}/v2/deployments/:id/revisions/:revisionId`, tag: 'Control plane', summary: 'Get a revision (poll its status)' },
   { method: 'post', path: `${prefix}/v2/deployments/:id/revisions/:revisionId/redeploy`, tag: 'Control plane', summary: 'Redeploy a revision' },

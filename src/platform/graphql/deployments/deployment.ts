@@ -79,7 +79,7 @@ const RevisionStatusEventRef = builder.objectRef<revisions.RevisionStatusEvent>(
 });
 
 const SecretInput = builder.inputType('DeploymentSecretInput', {
-  description: 'A secret: an environment variable of the deployment’s runtime.',
+  description: 'A secret: an environment variable of the deployment’s agent server.',
   fields: (t) => ({
     name: t.string({ required: true, description: 'Environment variable name.' }),
     value: t.string({ required: true, description: 'Its value (stored encrypted, never returned).' }),
@@ -94,7 +94,7 @@ const CreateDeploymentInput = builder.inputType('CreateDeploymentInput', {
     repoRef: t.string({ required: true, description: 'Branch, tag or commit.' }),
     graphConfigPath: t.string({ required: true, description: 'Path of langgraph.json inside the repository.' }),
     buildOnPush: t.boolean({ required: false, description: 'Build a new revision when the ref moves (checked every minute).' }),
-    secrets: t.field({ type: [SecretInput], required: false, description: 'Environment of its runtime.' }),
+    secrets: t.field({ type: [SecretInput], required: false, description: 'Environment of its agent server.' }),
   }),
 });
 
@@ -161,7 +161,7 @@ builder.mutationFields((t) => ({
       }),
   }),
   deleteDeployment: t.boolean({
-    description: 'Deletes a deployment: its runtime stops, unfinished revisions become INTERRUPTED, its url answers 404.',
+    description: 'Deletes a deployment: its agent server stops, unfinished revisions become INTERRUPTED, its url answers 404.',
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
       await deployments.deleteDeployment(ctx, String(args.id));

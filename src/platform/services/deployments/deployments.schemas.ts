@@ -28,8 +28,8 @@ export const FINISHED_REVISION_STATUSES: readonly RevisionStatus[] = ['DEPLOYED'
 const DEPLOYMENT_STATUSES = ['AWAITING_DATABASE', 'READY', 'UNUSED', 'AWAITING_DELETE', 'UNKNOWN', 'OVER_LIMIT'] as const;
 
 /**
- * Environment names a secret may not take: what the runtime itself is configured with, and what
- * changes how node or git behave. A secret is an environment variable of the deployment's runtime.
+ * Environment names a secret may not take: what the agent server itself is configured with, and what
+ * changes how node or git behave. A secret is an environment variable of the deployment's agent server.
  */
 const RESERVED_SECRET_NAMES = /^(DATABASE_URL|PATH|HOME|NODE_.*|AGENT_PLATFORM_.*|GIT_.*|npm_.*|LD_.*|PORT|HOST|LOG_.*)$/i;
 

@@ -122,7 +122,7 @@ export async function deletedDeploymentsAmong(db: Database, ids: string[]): Prom
 }
 
 /**
- * Of these revisions, those no runtime starts from again: finished and not their deployment's active
+ * Of these revisions, those no agent server starts from again: finished and not their deployment's active
  * revision (every revision of a deleted deployment). A redeploy makes a new revision, built afresh.
  */
 export async function retiredRevisionsAmong(db: Database, ids: string[], finished: readonly RevisionStatus[]): Promise<string[]> {

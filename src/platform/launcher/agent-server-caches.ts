@@ -1,5 +1,5 @@
-// The compile caches a deployment's runtime child starts with. Every child imports LangGraph and the
-// platform's runtime: a few hundred TypeScript files that tsx transforms and a few thousand JavaScript
+// The compile caches a deployment's agent server (its child process) starts with. Every child imports
+// LangGraph and the agent server's code: a few hundred TypeScript files that tsx transforms and a few thousand JavaScript
 // files that V8 compiles, which a cold child did on every deployment's first deploy (its sandbox's
 // /tmp, where tsx keeps its cache, is new each time, and its V8 cache folder starts empty).
 //
@@ -32,7 +32,8 @@ const seeds = new Map<string, Promise<CacheSeed | undefined>>();
  * its `stop` aborts `signal`, which ends a warm-up still running (it would outlive the process and
  * keep writing under the data directory otherwise).
  */
-export function warmRuntimeCaches(deps: Pick<Deps, 'config' | 'logger'>, signal?: AbortSignal): Promise<CacheSeed | undefined> {
+export function warmAgentServerCaches(deps: Pick<Deps, 'config' | 'logger'>, signal?: AbortSignal): Promise<CacheSeed | undefined> {
+  // The folder's name is older than the name of what it holds: kept, so an installation's seed stays found.
   const root = join(deps.config.dataDir, 'runtime-cache');
   let seed = seeds.get(root);
   if (!seed) {
@@ -44,7 +45,7 @@ export function warmRuntimeCaches(deps: Pick<Deps, 'config' | 'logger'>, signal?
           return undefined;
         }
         // Not tried again by this process: every launch would wait for a warm-up that fails.
-        deps.logger.warn({ err: error }, 'deployment runtimes start with cold compile caches: warming them failed');
+        deps.logger.warn({ err: error }, 'agent servers of deployments start with cold compile caches: warming them failed');
         return undefined;
       });
     seeds.set(root, seed);
@@ -67,7 +68,7 @@ function seedAt(dir: string): CacheSeed | undefined {
   return tsx ? { id: readFileSync(join(dir, 'id'), 'utf8'), dir, tsx: join(tsxParent, tsx), v8: join(dir, 'v8') } : undefined;
 }
 
-/** Imports the runtime's modules in a child of the platform's code only, with both caches pointed into a new seed. */
+/** Imports the agent server's modules in a child of the platform's code only, with both caches pointed into a new seed. */
 async function warmSeed(root: string, signal: AbortSignal | undefined): Promise<CacheSeed | undefined> {
   signal?.throwIfAborted();
   const id = `${Date.now()}-${process.pid}`;
@@ -149,7 +150,7 @@ done`;
  */
 export async function seedDeploymentCaches(deps: Pick<Deps, 'config' | 'logger'>, prepared: PreparedSandbox): Promise<void> {
   const { files } = prepared;
-  const seed = await warmRuntimeCaches(deps);
+  const seed = await warmAgentServerCaches(deps);
   if (!seed) return;
   const marker = join(files.root, 'cache-seed');
   try {
