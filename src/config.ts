@@ -135,6 +135,11 @@ const EnvSchema = z.object({
   AGENT_SERVER_TRACE_FLUSH_MS: z.coerce.number().int().min(1).max(60_000).default(50),
   /** …which queues at most this many trace operations (runs, patches); beyond that, runs wait for room. */
   AGENT_SERVER_TRACE_QUEUE: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  /**
+   * Agent server: seconds between two keep-alives of an open SSE stream (a comment line), so proxies and
+   * clients that drop an idle connection keep it. A deployed revision's agent server gets the platform's.
+   */
+  AGENT_PLATFORM_SSE_HEARTBEAT_SECONDS: z.coerce.number().min(0.01).max(3600).default(15),
   /** Agent server: how many runs one runtime executes at once. */
   AGENT_PLATFORM_RUNTIME_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   /**
@@ -270,6 +275,7 @@ export type Config = {
   logPretty: boolean;
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   runtimeConcurrency: number;
+  sseHeartbeatSeconds: number;
   runtimeThread: boolean;
   controlPlaneWorker: boolean;
   sandbox: SandboxConfig;
@@ -370,6 +376,7 @@ export function loadConfig(
     logPretty: value.LOG_PRETTY,
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
+    sseHeartbeatSeconds: value.AGENT_PLATFORM_SSE_HEARTBEAT_SECONDS,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
     controlPlaneWorker: value.AGENT_PLATFORM_CONTROL_PLANE_WORKER,
     sandbox: {

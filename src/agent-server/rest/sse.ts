@@ -1,9 +1,13 @@
 // Server-sent events as the langgraph SDK reads them: `event:`, `data:` (one line of JSON) and `id:`
-// per event, comment heartbeats while idle, and respect for a slow reader (backpressure).
+// per event, keep-alive comments, and respect for a slow reader (backpressure).
 import type { Socket } from 'node:net';
 import type { Response } from 'express';
 
-const HEARTBEAT_MS = 15_000;
+// A keep-alive is one comment line with no blank line after it: every SSE reader skips a comment, and
+// only a blank line ends an event. The SDK's decoder (langgraph-sdk utils/sse.js) keeps the last event
+// id across events and dispatches at every blank line once it has one, so a comment followed by a
+// blank line reached its callers as an event with no name and no data.
+const KEEP_ALIVE = ': heartbeat\n';
 
 export type SseEvent = { id?: string; event: string; data: string };
 
@@ -23,7 +27,11 @@ export function openSse(res: Response, headers: Record<string, string> = {}) {
   });
   res.flushHeaders();
   res.socket?.setNoDelay(true);
-  const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+  // Also while events flow: a client that reconnects a stream silent for a few keep-alives' time
+  // (the SDK's idle watchdog) learns their cadence from them. Not into a full buffer: that reader is slow, not gone.
+  const heartbeat = setInterval(() => {
+    if (!res.writableNeedDrain) res.write(KEEP_ALIVE);
+  }, res.req.agent.config.sseHeartbeatSeconds * 1000);
   heartbeat.unref();
   // Events of one batch (a run's events arrive together in one notification, and its end follows its
   // last event) are written in the same tick: corked until the next tick, they go out in one socket

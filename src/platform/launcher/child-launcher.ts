@@ -296,6 +296,8 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       // HOME, TMPDIR and PATH of its sandbox: its own folders, never the platform's.
       ...sandbox.prepared.env,
       LOG_LEVEL: deps.config.logLevel,
+      // The installation's keep-alive cadence (the proxies in front of it are the platform's).
+      AGENT_PLATFORM_SSE_HEARTBEAT_SECONDS: String(deps.config.sseHeartbeatSeconds),
       // Its runtime's own graph-request server, which only its agent server, in the same process, calls:
       // on its network's loopback (the address it is reached at from outside is the launcher's socket).
       HOST: '127.0.0.1',
