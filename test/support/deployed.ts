@@ -71,11 +71,14 @@ function repositoryOf(configPath: string): { files: Record<string, string>; cust
 // Settings of serve's own process, which a deployment cannot be given (the control plane refuses
 // secrets by these names): a deployed agent server runs with the platform's.
 const RUNTIME_SETTING = /^(AGENT_PLATFORM_.*|LOG_.*)$/;
+// Those of them the platform passes on to the agent servers it launches: the platform is started with
+// them (the file's first deployment starts it, so its settings are the file's).
+const PASSED_ON_SETTING = /^AGENT_PLATFORM_SSE_HEARTBEAT_SECONDS$/;
 
 /**
  * Deploys the graph config at `configPath` and returns a url that answers as `serve` would (the
  * proxy's). `env` goes to the deployment as its secrets (its environment), except serve's own settings
- * (RUNTIME_SETTING), which do not apply; AGENT_SERVER_TRACE_WORKSPACE_ID (serve's workspace) says
+ * (RUNTIME_SETTING), which do not apply unless the platform passes them on (PASSED_ON_SETTING); AGENT_SERVER_TRACE_WORKSPACE_ID (serve's workspace) says
  * which workspace the deployment is made in.
  */
 export async function startDeployed(configPath: string, env: Record<string, string> = {}): Promise<Deployed> {
@@ -98,7 +101,7 @@ async function release(): Promise<void> {
 }
 
 async function deploy(configPath: string, env: Record<string, string>): Promise<Deployed> {
-  platform ??= startControlPlanePlatform();
+  platform ??= startControlPlanePlatform(Object.fromEntries(Object.entries(env).filter(([name]) => PASSED_ON_SETTING.test(name))));
   const started = await platform;
   const key = await deployerKey(started, env.AGENT_SERVER_TRACE_WORKSPACE_ID);
   const api = controlPlaneApi(started.url, key);
