@@ -1,10 +1,11 @@
 // Child servers for the benches: the platform's `serve` and the reference server, each in its own
 // process group so that stopping one stops everything it started.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import pg from 'pg';
 
 /** A port free on 127.0.0.1 right now. */
 export const freePort = () =>
@@ -102,4 +103,13 @@ export async function startServe(configPath: string, port: number, options: { tr
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Connects to the embedded PostgreSQL of a `serve --data-dir <dataDir>`. */
+export async function connectEmbedded(dataDir: string): Promise<pg.Client> {
+  const password = readFileSync(join(dataDir, 'postgres-password'), 'utf8').trim();
+  const port = Number(readFileSync(join(dataDir, 'postgres/postmaster.pid'), 'utf8').split('\n')[3]);
+  const db = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'agent_platform' });
+  await db.connect();
+  return db;
 }

@@ -35,7 +35,7 @@
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
@@ -43,7 +43,7 @@ import pg from 'pg';
 import { printSummaries, summarizeProfiles } from './cpu-profile-summary.js';
 import { graph } from './graphs/two-node.js';
 import { CHILD_PARTS, CPU_PARTS, type PerRun, perRun, sampleProcesses, WAIT_PARTS } from './process-cpu.js';
-import { freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
+import { connectEmbedded, freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const root = join(here, '..');
@@ -90,15 +90,6 @@ const STATEMENT_KINDS: [kind: string, pattern: RegExp][] = [
   ['LISTEN/NOTIFY', /^\s*(LISTEN|UNLISTEN|SELECT pg_notify)/i],
 ];
 const kindOf = (query: string) => STATEMENT_KINDS.find(([, pattern]) => pattern.test(query))?.[0] ?? 'other';
-
-/** Connects to the embedded PostgreSQL of a `serve --data-dir <dataDir>`. */
-async function connectEmbedded(dataDir: string): Promise<pg.Client> {
-  const password = readFileSync(join(dataDir, 'postgres-password'), 'utf8').trim();
-  const port = Number(readFileSync(join(dataDir, 'postgres/postmaster.pid'), 'utf8').split('\n')[3]);
-  const db = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'agent_platform' });
-  await db.connect();
-  return db;
-}
 
 async function statementsByKind(db: pg.Client): Promise<Map<string, number>> {
   const { rows } = await db.query<{ query: string; calls: number }>(

@@ -29,8 +29,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Client } from '@langchain/langgraph-sdk';
-import pg from 'pg';
-import { freePort, startServe } from './processes.js';
+import { connectEmbedded, freePort, startServe } from './processes.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 350);
 const OPEN_RUNS = Number(process.env.BENCH_OPEN_RUNS ?? 45);
@@ -64,15 +63,6 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 };
 const ms = (value: number) => (Number.isFinite(value) ? `${Math.round(value)} ms` : '–');
-
-/** Connects to the embedded PostgreSQL of a `serve --data-dir <dataDir>`. */
-async function connectEmbedded(dataDir: string): Promise<pg.Client> {
-  const password = readFileSync(join(dataDir, 'postgres-password'), 'utf8').trim();
-  const port = Number(readFileSync(join(dataDir, 'postgres/postmaster.pid'), 'utf8').split('\n')[3]);
-  const db = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'agent_platform' });
-  await db.connect();
-  return db;
-}
 
 /** An SDK client for one consumer, noting when its stream's response headers arrived. */
 function clientFor(url: string, consumer: Consumer): Client {
