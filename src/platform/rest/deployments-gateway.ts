@@ -13,7 +13,7 @@ import { type Duplex, Transform } from 'node:stream';
 import express, { type RequestHandler, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../context.js';
-import { routeGatewayRequest } from '../services/deployments/agent-operations.js';
+import { assertWithinLimits, routeGatewayRequest } from '../services/deployments/agent-operations.js';
 import { servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
 import { agentServerAddresses } from '../services/deployments/agent-server-addresses.js';
 import { type DeploymentAccess, GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../../contracts/gateway-protocol.js';
@@ -175,12 +175,14 @@ async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerRespo
     outgoing.once('response', resolve);
     outgoing.once('error', reject);
     sendBody(req, outgoing, deps.config.bodyLimitBytes, reject);
-  }).catch((error: unknown) => {
+  }).catch(async (error: unknown) => {
     if (!res.headersSent) res.setHeader('X-Request-Id', requestId);
     if (error instanceof AppError) throw error;
     if (callerGone) return undefined;
     // Read the deployment's servers again on the next request: this one may be gone.
     void agentServerAddresses(deps, deploymentId, { fresh: true }).catch(() => undefined);
+    // It may have been stopped since it was routed to, for outgrowing its limits: then say so.
+    await assertWithinLimits(deps, deploymentId);
     deps.logger.warn({ err: error, deploymentId }, "a deployment's agent server did not answer");
     throw new AppError('UNAVAILABLE', "The deployment's agent server did not answer.");
   });

@@ -66,7 +66,7 @@ async function signedRoute(
 }
 
 /** UNAVAILABLE, saying why, for a deployment stopped because its files or database outgrew their limits. */
-async function assertWithinLimits(deps: Deps, deploymentId: string): Promise<void> {
+export async function assertWithinLimits(deps: Deps, deploymentId: string): Promise<void> {
   const found = await findDeploymentUsage(deps.db, deploymentId);
   if (found?.status !== 'OVER_LIMIT') return;
   const megabytes = (bytes: number | undefined) => `${((bytes ?? 0) / 1024 / 1024).toFixed(1)} MB`;
@@ -111,8 +111,10 @@ async function postCall(ctx: ServiceContext, deploymentId: string, access: Deplo
     headers: { 'content-type': 'application/json', ...route.headers },
     body: JSON.stringify(body),
     signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(CALL_TIMEOUT_MS)]) : AbortSignal.timeout(CALL_TIMEOUT_MS),
-  }).catch((error: unknown) => {
+  }).catch(async (error: unknown) => {
     if (signal?.aborted) throw error;
+    // Its server may have been stopped since it was routed to, for outgrowing its limits: say so.
+    await assertWithinLimits(ctx, deploymentId);
     ctx.logger.warn({ err: error, deploymentId }, "a deployment's agent server did not answer a platform call");
     throw new AppError('UNAVAILABLE', "The deployment's agent server did not answer.");
   });
