@@ -36,7 +36,7 @@ module.exports = {
     {
       name: 'platform-imports-no-agent-server',
       comment:
-        "The platform reaches a deployment's agent server over HTTP (the gateway, the platform's calls), and a local deployment's through what an entry point hands it (Deps.localAgentCalls, buildApp's localDeployments): it imports nothing of the agent server's tree but the platform calls' types.",
+        "The platform reaches every deployment's agent server over HTTP (the gateway, the platform's calls); where one process runs both (a local deployment's agent server), an entry point wires them: the platform imports nothing of the agent server's tree but the platform calls' types.",
       severity: 'error',
       from: { path: PLATFORM },
       to: { path: AGENT_SERVER, pathNot: PLATFORM_CALLS },

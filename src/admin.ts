@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import type { Config } from './config.js';
 import { createDeps } from './wiring.js';
 import type { ServiceContext } from './context.js';
-import { registerLocalDeployment } from './agent-server/services/served-deployment/served-deployment.js';
+import { registerLocalDeployment } from './platform/services/deployments/local-deployments.js';
 import * as apiKeys from './platform/services/tenancy/api-keys.service.js';
 import * as tenancy from './platform/services/tenancy/tenancy.service.js';
 import { rebuildUsageRollups } from './platform/services/usage/usage.service.js';

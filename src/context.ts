@@ -6,7 +6,7 @@ import type { SecretBox } from './crypto.js';
 import type { Database } from './db.js';
 import type { EventBus } from './events.js';
 import type { PgBoss } from 'pg-boss';
-import type { IngestRequest, Ingester, IngestResult, TraceSink } from './contracts/trace-wire.js';
+import type { IngestRequest, Ingester, IngestResult } from './contracts/trace-wire.js';
 import type { ViewerCache } from './viewer-cache.js';
 import type { Viewer } from './viewer.js';
 
@@ -32,25 +32,6 @@ export type Deps = {
   boss?: PgBoss;
   /** The control-plane runtimes this process launched (worker role); stopped before the job queue. */
   deployedRuntimes?: LaunchedRuntimes;
-  /**
-   * The platform's calls on the resources of the local deployments this process hosts (start.ts,
-   * hostLocalDeployments), answered here as a deployment's own agent server answers them.
-   */
-  localAgentCalls?: LocalAgentCalls;
-  /**
-   * Where a runtime of this process stores its runs' traces when it sends them to no ingest API: the
-   * platform's own trace tables, for the local deployments a platform process hosts (start.ts).
-   * Absent in a deployed agent server, whose traces go through the public ingest API.
-   */
-  directTraceSink?: () => TraceSink;
-};
-
-/** The platform's calls (agent-server/services/served-deployment/platform-calls.ts) on a local deployment, in this process. */
-export type LocalAgentCalls = {
-  call(ctx: ServiceContext, deploymentId: string, op: string, args: unknown[]): Promise<unknown>;
-  streamRun(ctx: ServiceContext, deploymentId: string, runId: string, options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal }): AsyncIterable<unknown>;
-  /** The local deployment a run named by id alone belongs to; NOT_FOUND when none has it. */
-  deploymentOfRun(ctx: ServiceContext, runId: string): Promise<string>;
 };
 
 /**

@@ -95,6 +95,16 @@ export class EventBus {
     this.listener = undefined;
   }
 
+  /**
+   * Deletes the large payloads published more than an hour ago: they are only needed while
+   * subscribers read them. Each database with an event bus (the platform's, every agent server's)
+   * prunes its own, on a schedule of its tree's jobs. Returns how many.
+   */
+  async prunePayloads(): Promise<number> {
+    const { rowCount } = await this.pool.query("DELETE FROM event_payloads WHERE created_at < now() - interval '1 hour'");
+    return rowCount ?? 0;
+  }
+
   /** Publishes to every subscriber in every process. Call after the transaction that caused it commits. */
   async publish<N extends EventName>(name: N, payload: EventMap[N], key?: string): Promise<void> {
     let envelope: Envelope = { n: name, k: key, p: payload };

@@ -102,10 +102,10 @@ program
     applyGraphConfigEnv(readGraphConfig(options.config));
     const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) }, SERVE_DEFAULTS);
     const logger = createLogger(config);
-    const { startAgentServer } = await import('./serve.js');
-    const server = await startAgentServer(config, logger, { configPath: options.config, dev: options.dev ?? false });
+    const { startServe } = await import('./serve.js');
+    const server = await startServe(config, logger, { configPath: options.config, dev: options.dev ?? false });
     // Printed before the URL line, which tells scripts (and tests) that the server is ready.
-    if (server.runtime) console.log(`Graphs run in ${server.runtime === 'worker thread' ? 'a worker thread' : "the HTTP server's thread"} (AGENT_PLATFORM_RUNTIME_THREAD)`);
+    console.log(`Graphs run in ${server.runtime === 'worker thread' ? 'a worker thread' : "the HTTP server's thread"} (AGENT_PLATFORM_RUNTIME_THREAD)`);
     console.log(`Agent server (graphs: ${server.graphIds.join(', ')}; deployment ${server.deploymentId}) running at ${server.url}`);
     if (server.tracing) console.log(`Runs are traced into project "${server.tracing.project}" of workspace ${server.tracing.workspaceId}`);
     if (server.firstApiKey) console.log(`First start: created the default organization, workspace and admin user. API key (shown once):\nAPI key: ${server.firstApiKey}`);

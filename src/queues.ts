@@ -3,7 +3,8 @@
 // retention every queue gets, and how a fixed queue is declared and worked. The fixed queues, their
 // handlers and schedules are declared in agent-server/jobs/boss.ts (the agent server's) and
 // platform/jobs/platform-jobs.ts (the platform's).
-import type { ConstructorOptions, Job, PgBoss, Queue } from 'pg-boss';
+import { type ConstructorOptions, type Job, PgBoss, type Queue } from 'pg-boss';
+import type { Deps } from './context.js';
 import { PreparingClient } from './database/prepared-statements.js';
 
 /** The PostgreSQL schema pg-boss keeps its tables in (stores that delete jobs with their rows name it). */
@@ -22,6 +23,40 @@ export const bossConnection = (url: string): ConstructorOptions => ({
   ...({ Client: PreparingClient } as object),
 });
 
+/**
+ * Starts a pg-boss on the process's database (the platform's, or an agent server's own), as every
+ * process of either tree starts it: its connection, finished-job retention and cron clock from the
+ * configuration. `work`: it runs schedules and the cron clock and hears pg-boss's notifications;
+ * `maintain`: queue maintenance (expiry, deletion), by default where it works; `install`: installs or
+ * migrates pg-boss's schema. The queues are its tree's to declare.
+ */
+export async function startJobQueue(
+  deps: Pick<Deps, 'db' | 'config' | 'logger'>,
+  options: { work: boolean; maintain?: boolean; applicationName: string; install: boolean },
+): Promise<PgBoss> {
+  const boss = new PgBoss({
+    ...bossConnection(deps.db.url),
+    application_name: options.applicationName,
+    max: deps.config.jobsPoolSize,
+    supervise: options.maintain ?? options.work,
+    // pg-boss deletes a queue's finished jobs at most once per maintenance interval (a day by default),
+    // which would keep a day of jobs whatever the retention: as often as the retention, within 1–60 min.
+    maintenanceIntervalSeconds: Math.max(60, Math.min(3600, deps.config.jobRetentionSeconds || 3600)),
+    schedule: options.work,
+    // The cron clock's pass, and the polling of the queue it hands due ticks to (5 s in pg-boss),
+    // which would otherwise add its own delay to a shortened pass.
+    cronMonitorIntervalSeconds: deps.config.cronClockSeconds,
+    cronWorkerIntervalSeconds: Math.min(5, deps.config.cronClockSeconds),
+    // Runtimes are woken by the agent server's own `runs.queued` event (agent-server/runtime/runtime.ts), not pg-boss's.
+    useListenNotify: options.work,
+    migrate: options.install,
+  });
+  boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
+  rememberJobRetention(boss, deps.config.jobRetentionSeconds);
+  await boss.start();
+  return boss;
+}
+
 // Every queue keeps finished jobs for the configured time (AGENT_PLATFORM_JOB_RETENTION_SECONDS): the
 // rows they point at hold the state, so a finished job is only history. Set on each queue, whose
 // option pg-boss copies into each job it inserts; recorded per job queue object so a deployment's
@@ -29,7 +64,7 @@ export const bossConnection = (url: string): ConstructorOptions => ({
 const jobRetentionSeconds = new WeakMap<PgBoss, number>();
 
 /** Records the finished-job retention of a job queue object's queues (its process's configuration). */
-export const rememberJobRetention = (boss: PgBoss, seconds: number) => void jobRetentionSeconds.set(boss, seconds);
+const rememberJobRetention = (boss: PgBoss, seconds: number) => void jobRetentionSeconds.set(boss, seconds);
 
 /** The finished-job retention of every queue of this job queue object (pg-boss `deleteAfterSeconds`). */
 export const finishedJobRetention = (boss: PgBoss): Pick<Queue, 'deleteAfterSeconds'> => ({
@@ -50,6 +85,20 @@ export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
 };
 
 export type QueueDefinition = Omit<Queue, 'name'> & { name: string };
+
+/**
+ * The pruning of the event bus's large payloads (EventBus.prunePayloads), a queue of each database's
+ * own: the platform's jobs and every agent server's declare it on theirs.
+ */
+export const EVENTS_PRUNE_QUEUE: QueueDefinition = {
+  name: 'events.prune',
+  notify: true,
+  // One prune at a time is enough; duplicates while one waits are dropped.
+  policy: 'singleton',
+  retryLimit: 2,
+  retryDelay: 60,
+  expireInSeconds: 300,
+};
 
 /** Creates (or brings to their options) queues: what sends to them fails on a queue that does not exist. */
 export async function declareQueues(boss: PgBoss, queues: QueueDefinition[]): Promise<void> {

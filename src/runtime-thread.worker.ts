@@ -1,11 +1,11 @@
 // The body of a runtime thread (see runtime-thread.ts): wires the thread like any process, runs the
-// deployment's runtime until the main thread says stop. An entry point, so it composes: its runs'
-// traces go into the platform's trace tables (the thread is a platform process's or serve's), unless
-// its spec names an ingest API.
+// deployment's runtime until the main thread says stop. An entry point, so it composes: a local
+// deployment's runs' traces go into the trace tables of the platform's database (its spec's tracing
+// `store`), a deployed revision's to the ingest API its spec names.
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from './logger.js';
 import { configInThread } from './wiring.js';
-import { platformTraceSink } from './platform/ingest/trace-batcher.js';
+import { openPlatformTraceStore } from './platform/ingest/trace-batcher.js';
 import { startStandaloneRuntime } from './agent-server/runtime/standalone-runtime.js';
 import type { RuntimeThreadCommand, RuntimeThreadData, RuntimeThreadReport } from './agent-server/runtime/runtime-thread.js';
 
@@ -22,7 +22,8 @@ const stop = async () => {
 
 try {
   // The main thread's PgBoss maintains the queues; this one only fetches and completes jobs.
-  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec, platformTraceSink);
+  const openTraceStore = (databaseUrl: string) => openPlatformTraceStore({ config, logger }, databaseUrl);
+  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec, openTraceStore);
   stopProcess = stopRuntime;
 
   port.on('message', (command: RuntimeThreadCommand) => {

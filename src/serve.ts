@@ -1,28 +1,26 @@
 // `agent-platform serve --config langgraph.json`: one graph config served at the root of its own port
-// (like `langgraph dev`), on the embedded PostgreSQL or DATABASE_URL. It is simply the api and runtime
-// roles for one deployment, on the path `start` uses: the config is recorded as a deployment in the
-// database, the runtime role runs it (in a worker thread by default) and the api answers for it from
-// the database, asking the runtime what needs the graphs. The REST surface is the router the platform
-// mounts per deployment; /graphql serves the platform schema, where this deployment is visible.
+// (like `langgraph dev`), on the embedded PostgreSQL or DATABASE_URL. It is a platform process (the
+// api and worker roles: its GraphQL at /graphql, where this deployment is visible, its trace tables,
+// its first API key) that records the config as a local deployment and runs that deployment's agent
+// server in this process, on a database of its own, answering at the root of the port: requests
+// without credentials as the developer's, the platform's own calls (its GraphQL's) signed as the
+// gateway signs them.
 import type { Logger } from 'pino';
 import { buildApp } from './platform/app.js';
 import type { Config } from './config.js';
 import { createDeps } from './wiring.js';
-import { agentServerRouter } from './agent-server/rest/router.js';
-import { threadStreamUpgrade } from './agent-server/rest/thread-stream.socket.js';
-import { bindSdkClientsToServer, loadCustomApp } from './agent-server/runtime/custom-app.js';
-import { loadCustomAuth } from './agent-server/runtime/custom-auth.js';
 import { readGraphConfig } from './contracts/graph-config.js';
-import { startRuntimeRole } from './agent-server/runtime/role.js';
-import { bundleGraphUis } from './agent-server/runtime/ui-bundles.js';
-import { registerLocalDeployment } from './agent-server/services/served-deployment/served-deployment.js';
-import { hostLocalDeployments, startPlatformBoss } from './start.js';
+import { advertisedHost } from './contracts/launcher-protocol.js';
+import { startLocalAgentServer } from './start.js';
 import { startIngestThreads } from './platform/ingest/ingest-threads.js';
+import { startPlatformJobs } from './platform/jobs/platform-jobs.js';
+import { recordAgentServer } from './platform/launcher/child-launcher.js';
+import { registerLocalDeployment } from './platform/services/deployments/local-deployments.js';
 import { authenticateApiKey } from './platform/services/tenancy/authentication.service.js';
 import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './viewer.js';
 
-export type AgentServer = {
+export type ServedConfig = {
   url: string;
   deploymentId: string;
   graphIds: string[];
@@ -30,64 +28,53 @@ export type AgentServer = {
   firstApiKey: string | undefined;
   /** Where runs are traced, unless tracing is off. */
   tracing: { workspaceId: string; project: string } | undefined;
-  /** Where graphs execute: a worker thread, the HTTP server's thread, or elsewhere (no runtime role). */
-  runtime: 'worker thread' | 'server thread' | 'child process' | undefined;
+  /** Where graphs execute: a worker thread, or the HTTP server's thread. */
+  runtime: string;
   stop(): Promise<void>;
 };
 
 /** Starts the agent server for one graph config; resolves once it listens. */
-export async function startAgentServer(config: Config, logger: Logger, options: { configPath: string; dev: boolean }): Promise<AgentServer> {
+export async function startServe(config: Config, logger: Logger, options: { configPath: string; dev: boolean }): Promise<ServedConfig> {
   const wiring = await createDeps(config, logger);
   const { deps } = wiring;
   startIngestThreads(wiring);
   try {
-    // The worker role's schedules (event payload pruning, run recovery) run here too unless left out.
-    const work = config.roles.includes('worker');
-    const runsHere = config.roles.includes('runtime');
-    const boss = await startPlatformBoss(deps, { work, maintain: work || runsHere });
+    // The worker role's schedules (usage folds, trace partitions and retention) run here too unless left out.
+    const boss = await startPlatformJobs(deps, { work: config.roles.includes('worker') });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
-    // The platform's GraphQL (at /graphql) answers for this deployment, and its runs are traced, in
-    // this process; its agent server's routes are mounted at the root below, not at /deployments/<id>.
-    hostLocalDeployments(deps);
     // The installation's first start creates its default tenant and key, as `start` does; the
     // deployment belongs to that workspace (or AGENT_SERVER_TRACE_WORKSPACE_ID), which receives its traces.
     const bootstrap = await bootstrapInstallation(deps);
-    const system = { ...deps, viewer: SYSTEM_VIEWER };
-    const deployment = await registerLocalDeployment(system, { configPath: options.configPath, workspaceId: config.agentServerTracing.workspaceId });
+    const deployment = await registerLocalDeployment({ ...deps, viewer: SYSTEM_VIEWER }, { configPath: options.configPath, workspaceId: config.agentServerTracing.workspaceId });
     const { deploymentId } = deployment;
+    // Served without credentials, like `langgraph dev`; a platform key is checked only for the
+    // studio's scheme under custom auth.
+    const platformKeys = (apiKey: string | undefined) => authenticateApiKey(deps, apiKey, undefined);
+    const agentServer = await startLocalAgentServer(deps, deployment, { anonymous: true, dev: options.dev, platformKeys });
+    wiring.onStop(() => agentServer.stop());
 
-    const runtimes = runsHere ? await startRuntimeRole(deps, boss, [deploymentId]) : undefined;
-    if (runtimes) wiring.onStop(() => runtimes.stop());
-
-    // Served without credentials, like `langgraph dev`: a GraphQL request without a key may use this
-    // deployment but none of the platform's tenants (their data needs an API key, as on the platform).
-    // The project's `http.app`, `ui` and `auth` are loaded here, in serve's own process (the graphs are not).
-    const graphConfig = readGraphConfig(options.configPath);
-    // Bound before the app loads: it may make its Client at import.
-    const listeningAt = bindSdkClientsToServer();
-    const customApp = await loadCustomApp(graphConfig, logger);
-    const ui = await bundleGraphUis(graphConfig, logger);
-    // The project's custom auth (langgraph.json `auth`) is deployment code too: its handlers run here.
-    const auth = await loadCustomAuth(graphConfig, logger);
-    // A platform key is checked only for the studio's scheme under custom auth.
-    const target = { deploymentId, anonymous: true, dev: options.dev, platformKeys: (apiKey: string | undefined) => authenticateApiKey(deps, apiKey, undefined) } as const;
-    const app = buildApp(deps, {
-      routers: [agentServerRouter(deps, target, { customApp, ui, auth })],
-      upgrades: [threadStreamUpgrade(deps, target, { auth })],
-      // With custom auth, GraphQL (which does not run the project's handlers) needs a platform key.
-      anonymousViewer: auth ? undefined : localViewer(deploymentId),
-    });
+    // A GraphQL request without a key may use this deployment but none of the platform's tenants
+    // (their data needs an API key, as on the platform); with custom auth, which GraphQL does not
+    // run, it needs a platform key.
+    const customAuth = readGraphConfig(options.configPath).auth !== undefined;
+    const app = buildApp(deps, { routers: [agentServer.router], upgrades: [agentServer.upgrade], anonymousViewer: customAuth ? undefined : localViewer(deploymentId) });
     wiring.onStop(() => app.stop());
     const url = await app.start(config.port, config.host);
-    listeningAt(url);
+    agentServer.listening(url);
+    // The platform's GraphQL (at /graphql, and any platform process's) reaches the agent server here,
+    // as the gateway reaches any: recorded where the platform finds agent servers.
+    const reachedAt = `http://${advertisedHost(config.host, config.publicUrl)}:${new URL(url).port}`;
+    const removeRecord = await recordAgentServer(deps, { id: agentServer.runtimeId, deploymentId, url: reachedAt });
+    wiring.onStop(removeRecord);
+    const { tracing } = agentServer.runtime;
     return {
       url,
       deploymentId,
-      graphIds: deployment.graphIds,
+      graphIds: agentServer.graphIds,
       firstApiKey: bootstrap?.key,
-      tracing: runtimes?.runtimes[0]?.tracing,
-      runtime: runtimes?.runtimes[0]?.where,
+      tracing: tracing && { workspaceId: tracing.workspaceId, project: tracing.project },
+      runtime: agentServer.runtime.where,
       stop: wiring.stop,
     };
   } catch (error) {

@@ -1,26 +1,30 @@
 // Start-up and shutdown of one platform process: its dependencies (wiring.ts), the job queue,
-// first-start bootstrap and, for the roles this process runs, the HTTP server. Where the platform's
-// tree and the agent server's meet: the agent server's jobs, routes and calls of the local
-// deployments a platform process hosts (an operator's graph config, `admin deployments create`) are
-// composed with the platform's here, and nowhere in either tree.
+// first-start bootstrap and, for the roles this process runs, the HTTP server and the agent servers
+// of the local deployments it runs. Where the platform's tree and the agent server's meet: a local
+// deployment's agent server (an operator's graph config, `admin deployments create`; `serve`'s) runs
+// in this process, on a database of its own as a deployed revision's does, given what only the
+// platform has (its trace tables, its API keys); the platform reaches it through the gateway, as any.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { type AppOptions, buildApp } from './platform/app.js';
+import type { Router } from 'express';
+import { type AgentServer, type AgentServerSpec, startAgentServer } from './agent-server/agent-server.js';
+import { agentServerReference as agentServerReferenceRouter } from './agent-server/rest/openapi.operations.js';
 import type { Config } from './config.js';
-import { createDeps } from './wiring.js';
-import type { RunningRuntime } from './agent-server/runtime/role.js';
-import type { PgBoss } from 'pg-boss';
 import type { Deps } from './context.js';
-import { platformTraceSink } from './platform/ingest/trace-batcher.js';
-import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
-import { callLocally, streamRunLocally } from './agent-server/services/served-deployment/platform-calls.js';
-import { runDeploymentId } from './agent-server/services/runs/run-reads.service.js';
-import { deploymentExists, servedByOwnAgentServer } from './platform/services/deployments/deployments.service.js';
-import { authenticateApiKey } from './platform/services/tenancy/authentication.service.js';
-import { agentServerRouter } from './agent-server/rest/router.js';
-import { threadStreamUpgrade } from './agent-server/rest/thread-stream.socket.js';
-import { startBoss } from './agent-server/jobs/boss.js';
+import { advertisedHost } from './contracts/launcher-protocol.js';
+import { buildApp } from './platform/app.js';
+import { openPlatformTraceStore } from './platform/ingest/trace-batcher.js';
 import { startIngestThreads } from './platform/ingest/ingest-threads.js';
-import { workPlatformJobs } from './platform/jobs/platform-jobs.js';
+import { startPlatformJobs } from './platform/jobs/platform-jobs.js';
+import { recordAgentServer } from './platform/launcher/child-launcher.js';
+import { ensureDeploymentDatabase } from './platform/services/deployments/deployment-database.js';
+import { findLocalDeployment, type LocalDeployment } from './platform/services/deployments/local-deployments.js';
+import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
+import { createDeps } from './wiring.js';
+
+/** A local deployment's agent server that this process runs (the runtime role), where it answers, and its own dependencies. */
+export type RunningLocalDeployment = { deploymentId: string; url: string; graphIds: string[]; where: string; deps: Deps; stop(): Promise<void> };
 
 export type RunningPlatform = {
   deps: Deps;
@@ -28,8 +32,8 @@ export type RunningPlatform = {
   url: string | undefined;
   /** The first API key, on the installation's first start only. */
   firstApiKey: string | undefined;
-  /** The deployment runtimes this process runs (runtime role). */
-  runtimes: RunningRuntime[];
+  /** The local deployments' agent servers this process runs (runtime role). */
+  runtimes: RunningLocalDeployment[];
   stop(): Promise<void>;
 };
 
@@ -38,63 +42,107 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
   const { deps } = wiring;
   startIngestThreads(wiring);
   try {
-    const work = config.roles.includes('worker');
-    const boss = await startPlatformBoss(deps, { work, maintain: work || config.roles.includes('runtime') });
-    const localDeployments = hostLocalDeployments(deps);
+    const boss = await startPlatformJobs(deps, { work: config.roles.includes('worker') });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
     deps.boss = boss;
     // Registered after the queue's stop, so it runs before it: runtimes end while the database is up.
     wiring.onStop(async () => deps.deployedRuntimes?.stop());
     const bootstrap = await bootstrapInstallation(deps);
-    // Loaded only here: the runtime's modules (LangGraph, the checkpointer) are not every command's business.
-    const runtimes = config.roles.includes('runtime')
-      ? await (await import('./agent-server/runtime/role.js')).startRuntimeRole(deps, boss, config.runtimeDeployments)
-      : undefined;
-    if (runtimes) wiring.onStop(() => runtimes.stop());
+    const runtimes: RunningLocalDeployment[] = [];
+    if (config.roles.includes('runtime')) {
+      for (const deploymentId of config.runtimeDeployments) {
+        const running = await runLocalDeployment(deps, deploymentId);
+        wiring.onStop(() => running.stop());
+        runtimes.push(running);
+      }
+    }
     let url: string | undefined;
     if (config.roles.includes('api')) {
-      const app = buildApp(deps, { localDeployments });
+      const app = buildApp(deps, { agentServerReference: agentServerReference() });
       // Stopped first: no new requests while jobs and the bus wind down.
       wiring.onStop(() => app.stop());
       url = await app.start(config.port, config.host);
     }
     logger.info({ url, roles: config.roles }, 'agent platform started');
-    return { deps, url: config.publicUrl ?? url, firstApiKey: bootstrap?.key, runtimes: runtimes?.runtimes ?? [], stop: wiring.stop };
+    return { deps, url: config.publicUrl ?? url, firstApiKey: bootstrap?.key, runtimes, stop: wiring.stop };
   } catch (error) {
     await wiring.stop();
     throw error;
   }
 }
 
+/** The agent server's API reference, which the platform serves at every deployment's url (buildApp's `agentServerReference`). */
+export const agentServerReference = (): Router => agentServerReferenceRouter();
+
 /**
- * A platform process's job queue: the agent server's queues and jobs (for the local deployments it
- * hosts: their runs, crons and sweeps) and the platform's own. `work`: the worker role works them.
+ * Starts the agent server of a local deployment in this process, on its own database (made by the
+ * admin login, as a control-plane deployment's, for a login of its own: ensureDeploymentDatabase).
+ * Its runs are traced into the platform's trace tables, in its workspace, in a project named after it
+ * (AGENT_SERVER_TRACING_PROJECT, AGENT_SERVER_TRACING=false).
  */
-export async function startPlatformBoss(deps: Deps, options: Parameters<typeof startBoss>[1]): Promise<PgBoss> {
-  const boss = await startBoss(deps, options);
-  await workPlatformJobs(deps, boss, options);
-  return boss;
+export async function startLocalAgentServer(
+  deps: Deps,
+  deployment: LocalDeployment,
+  options: Pick<AgentServerSpec, 'anonymous' | 'dev' | 'platformKeys'> = {},
+): Promise<AgentServer> {
+  const database = await ensureDeploymentDatabase(deps, deployment.deploymentId, { local: true });
+  const { config } = deps;
+  return startAgentServer(config, deps.logger.child({ deploymentId: deployment.deploymentId }), {
+    deploymentId: deployment.deploymentId,
+    name: deployment.name,
+    workspaceId: deployment.tenantId,
+    organizationId: deployment.organizationId,
+    configPath: deployment.configPath,
+    databaseUrl: database.url,
+    poolSize: config.dbPoolSize,
+    ...options,
+    tracing: { workspaceId: deployment.tenantId, project: deployment.name, store: { databaseUrl: deps.db.url, open: (url) => openPlatformTraceStore(deps, url) } },
+  });
 }
 
 /**
- * Makes this platform process the host of local deployments (an operator's graph config, or `serve`'s):
- * the platform's GraphQL calls on their resources are answered here, their runtimes trace straight
- * into the platform's tables, and the returned routes (buildApp's `localDeployments`) answer their
- * agent servers at /deployments/<id>, for keys of the deployment's organization with a role in its
- * workspace, as at the gateway. Deployments with an agent server of their own are the gateway's,
- * their WebSockets included.
+ * The runtime role for one local deployment (`start --role runtime --deployment <id>`): its agent
+ * server on a port of its own, recorded in deployment_runtimes, where the gateway finds it.
  */
-export function hostLocalDeployments(deps: Deps): NonNullable<AppOptions['localDeployments']> {
-  deps.localAgentCalls = { call: callLocally, streamRun: streamRunLocally, deploymentOfRun: runDeploymentId };
-  deps.directTraceSink = () => platformTraceSink(deps);
-  const target = {
-    fromPath: 'deploymentId',
-    platformKeys: (apiKey: string | undefined) => authenticateApiKey(deps, apiKey, undefined),
-    // Even the public pages (the reference) answer only at the url of a deployment that exists.
-    exists: (deploymentId: string) => deploymentExists(deps, deploymentId),
-  } as const;
-  return {
-    router: agentServerRouter(deps, target),
-    threadStream: (forward) => threadStreamUpgrade(deps, target, { forward, servedElsewhere: (deploymentId) => servedByOwnAgentServer(deps, deploymentId) }),
-  };
+export async function runLocalDeployment(deps: Deps, deploymentId: string): Promise<RunningLocalDeployment> {
+  const deployment = await findLocalDeployment(deps, deploymentId);
+  const agentServer = await startLocalAgentServer(deps, deployment);
+  const server = createServer((request, response) => agentServer.handle(request, response));
+  server.on('upgrade', (request, socket, head) => agentServer.handleUpgrade(request, socket, head));
+  const stopServer = () =>
+    new Promise<void>((resolve) => {
+      agentServer.upgrade.close();
+      server.close(() => resolve());
+      server.closeIdleConnections();
+      setTimeout(() => server.closeAllConnections(), 5000).unref();
+    });
+  let removeRecord: (() => Promise<void>) | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, deps.config.host, () => resolve());
+    });
+    const url = `http://${advertisedHost(deps.config.host, deps.config.publicUrl)}:${(server.address() as AddressInfo).port}`;
+    agentServer.listening(url);
+    removeRecord = await recordAgentServer(deps, { id: agentServer.runtimeId, deploymentId, url });
+    deps.logger.info({ deploymentId, url }, "a local deployment's agent server started");
+    return {
+      deploymentId,
+      url,
+      graphIds: agentServer.graphIds,
+      where: agentServer.runtime.where,
+      deps: agentServer.deps,
+      async stop() {
+        // Out of deployment_runtimes first: the gateway sends it nothing more.
+        await removeRecord?.();
+        await stopServer();
+        await agentServer.stop();
+      },
+    };
+  } catch (error) {
+    await removeRecord?.();
+    await stopServer();
+    await agentServer.stop();
+    throw error;
+  }
 }

@@ -4,8 +4,8 @@
 //   1. load every graph of the config and report `loaded` with their ids (or `failed` with the
 //      loader's error): this is the build's import check;
 //   2. on `serve` (with the listening socket its launcher made), start the deployment's agent server
-//      on its own database (deployed-agent-server.ts) and report `ready`: the deploy takes over the
-//      process the build checked, instead of starting a second cold one;
+//      on its own database (agent-server.ts) and report `ready`: the deploy takes over the process the
+//      build checked, instead of starting a second cold one;
 //   3. on `stop` (or when the launcher goes away), stop and exit.
 import type { Server as NetServer, Socket } from 'node:net';
 import { MemorySaver } from '@langchain/langgraph';
@@ -111,7 +111,6 @@ try {
     workspaceId: process.env.AGENT_PLATFORM_WORKSPACE_ID!,
     organizationId: process.env.AGENT_PLATFORM_ORGANIZATION_ID!,
     configPath,
-    revisionId: process.env.AGENT_PLATFORM_REVISION_ID,
   });
   stopProcess = server.stop;
   await send({ type: 'ready', graphIds: server.graphIds, runtimeId: server.runtimeId });

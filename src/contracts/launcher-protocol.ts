@@ -6,11 +6,12 @@
 // implement it.
 
 /**
- * Where a runtime's runs are traced, unless tracing is off: a project of a workspace, written straight
- * into the trace tables, or, with `ingest`, sent to the platform's public ingest API with that key (a
- * deployed revision's agent server, which cannot reach those tables; the key names the project).
+ * Where a runtime's runs are traced, unless tracing is off: a project of a workspace, sent to the
+ * platform's public ingest API with `ingest`'s key (a deployed revision's agent server, which cannot
+ * reach the trace tables; the key names the project), or written straight into the trace tables of
+ * the platform's database at `store` (a local deployment's, which its platform process runs).
  */
-export type RuntimeTracing = { workspaceId: string; project: string; ingest?: { url: string; apiKey: string } };
+export type RuntimeTracing = { workspaceId: string; project: string; ingest?: { url: string; apiKey: string }; store?: { databaseUrl: string } };
 
 /** What a launcher is asked to run: a deployment's graph config, and the control-plane revision it is of (recorded with it). */
 export type LaunchSpec = { deploymentId: string; configPath: string; tracing: RuntimeTracing | undefined; revisionId?: string };

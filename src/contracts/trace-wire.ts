@@ -1,8 +1,8 @@
 // Traces as they travel to the platform: the langsmith wire's runs and batches, who sends them, an
 // ingest request and its result, and the sink an agent server's runtime hands its runs' traces to.
 // Ground: the platform's ingest (services/traces) reads them, and an agent server writes them, through
-// the public ingest API (a deployed one) or straight into the trace tables (a local one the platform
-// hosts, whose sink the platform gives it: Deps.directTraceSink).
+// the public ingest API (a deployed one) or straight into the platform's trace tables (a local one, run
+// by a platform process, which gives it the sink: start.ts, startLocalAgentServer).
 
 /**
  * Who ingests: the workspace the runs are stored in, and the key and user stored on every run.

@@ -7,6 +7,3 @@ export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Bu
 
 /** An endpoint's handler, and its close (ending its open sockets) at the server's stop. */
 export type UpgradeEndpoint = { handle: UpgradeHandler; close(): void };
-
-/** Hands an upgrade on to another server (the gateway forwarding it to a deployment's agent server). */
-export type UpgradeForward = (request: IncomingMessage, socket: Duplex, head: Buffer) => void;

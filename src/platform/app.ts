@@ -17,7 +17,7 @@ import { requestIdOf } from '../http/request-id.js';
 import { restRouter } from './rest/router.js';
 import { deploymentsGateway, deploymentsGatewayFirst, forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from '../context.js';
-import type { UpgradeEndpoint, UpgradeForward } from '../http/upgrade.js';
+import type { UpgradeEndpoint } from '../http/upgrade.js';
 import type { Viewer } from '../viewer.js';
 
 type EnvelopedRoot = ReturnType<ReturnType<typeof createGraphQLServer>['getEnveloped']>;
@@ -47,11 +47,11 @@ export type AppOptions = {
    */
   upgrades?: UpgradeEndpoint[];
   /**
-   * The local deployments this process hosts (start.ts, hostLocalDeployments): their agent servers'
-   * routes at /deployments/<id> and the thread stream's WebSocket there (given the gateway's `forward`
-   * for the deployments it declines). Without it, /deployments/<id> is only the gateway's.
+   * The agent server's API reference, served at every deployment's url (/deployments/<id>/docs and
+   * /openapi.json) by the platform itself: an entry point gives it, the platform importing nothing of
+   * the agent server.
    */
-  localDeployments?: { router: Router; threadStream(forward: UpgradeForward): UpgradeEndpoint };
+  agentServerReference?: Router;
 };
 
 // How long stop() lets open requests (streams, long polls) finish before closing their connections.
@@ -90,7 +90,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   app.all(GRAPHQL_PATH, graphqlContentType, ...jsonBody(deps.config), (req, res) => yoga(req, res));
   app.use(GRAPHQL_PATH, graphqlBodyErrorHandler);
   // The platform's default surfaces: the web console at `/` and the REST APIs.
-  for (const router of options.routers ?? [consoleRouter(), restRouter(deps, options.localDeployments?.router)]) app.use(router);
+  for (const router of options.routers ?? [consoleRouter(), restRouter(deps, options.agentServerReference)]) app.use(router);
   app.use((req, res) => {
     res.status(404).json({ detail: 'Not Found' });
   });
@@ -115,10 +115,7 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   // here rather than by attaching ws to the server, so a listen error (a busy port) stays the
   // server's own, reported by start(), instead of reaching graphql-ws as a crash with a stack.
   const wsServer = new WebSocketServer({ noServer: true, path: GRAPHQL_PATH, maxPayload: deps.config.bodyLimitBytes });
-  const forward: UpgradeForward = (request, socket, head) => void forwardDeploymentUpgrade(deps, request, socket, head);
-  // The platform's default: the thread stream of the deployments its own router serves at
-  // /deployments/<id>; those with an agent server of their own are the gateway's.
-  const upgrades = options.upgrades ?? (options.localDeployments ? [options.localDeployments.threadStream(forward)] : []);
+  const upgrades = options.upgrades ?? [];
   server.on('upgrade', (request, socket, head) => {
     if (upgrades.some((upgrade) => upgrade.handle(request, socket, head))) return;
     // A WebSocket at a deployment's url is its own agent server's (the gateway forwards it).

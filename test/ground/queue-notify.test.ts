@@ -3,9 +3,8 @@
 // worker. These pin that a job does not wait for that backstop, nor does a failed job's retry.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Boss } from '../../src/queues.js';
-import { startPlatformBoss } from '../../src/start.js';
+import { startPlatformJobs } from '../../src/platform/jobs/platform-jobs.js';
 import { workNotified } from '../../src/queues.js';
-import { QUEUES } from '../../src/agent-server/jobs/boss.js';
 import { startTestPlatform, type TestPlatform } from '../support/helpers.js';
 
 let platform: TestPlatform;
@@ -14,7 +13,7 @@ let worker: Boss;
 beforeAll(async () => {
   platform = await startTestPlatform();
   // A worker role's job queue (LISTEN/NOTIFY on) next to the platform's, which only sends.
-  worker = await startPlatformBoss(platform.deps, { work: true });
+  worker = await startPlatformJobs(platform.deps, { work: true });
 });
 afterAll(async () => {
   await worker?.stop({ graceful: false, close: true });
@@ -25,7 +24,7 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
 
 describe('notify queues', () => {
   it('declares the worker role’s queues with notify on', async () => {
-    const queue = await platform.boss!.getQueue(QUEUES.runsSweep.name);
+    const queue = await platform.boss!.getQueue('usage.fold');
     expect(queue?.notify).toBe(true);
   });
 

@@ -12,7 +12,9 @@ import { PgBoss } from 'pg-boss';
 import { pino } from 'pino';
 import type { TestProject } from 'vitest/node';
 import { SUPERUSER_PASSWORD_FILE, startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
+import { openAdminLogin } from '../../src/database/admin-login.js';
 import { migrateDatabase } from '../../src/database/migrate.js';
+import { deploymentTemplate } from '../../src/platform/services/deployments/deployment-database.js';
 import { bossConnection } from '../../src/queues.js';
 import { TEMPLATE_DATABASE, TEST_DATABASE_PREFIX } from './database-names.js';
 
@@ -49,6 +51,15 @@ export default async function setup(project: TestProject) {
   const boss = new PgBoss({ ...bossConnection(templateUrl.toString()), supervise: false, schedule: false });
   await boss.start();
   await boss.stop({ graceful: false, close: true });
+  // The template every deployment's database is copied from (`serve`'s, local and deployed ones'), made
+  // once here as a platform's worker makes it when it starts: test files, each on a database of its
+  // own, do not share the advisory lock under which platform processes make it.
+  const adminLogin = openAdminLogin(logins.admin);
+  try {
+    if (!(await deploymentTemplate({ adminLogin, logger }))) throw new Error('the deployment databases\' template could not be made');
+  } finally {
+    await adminLogin.close();
+  }
 
   project.provide('adminDatabaseUrl', adminUrl);
   project.provide('databaseLogins', logins);

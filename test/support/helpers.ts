@@ -9,7 +9,10 @@ import type { Deps, ServiceContext } from '../../src/context.js';
 import { authenticateApiKey } from '../../src/platform/services/tenancy/authentication.service.js';
 import { SYSTEM_VIEWER } from '../../src/viewer.js';
 import type { Boss } from '../../src/queues.js';
-import { hostLocalDeployments, startPlatformBoss } from '../../src/start.js';
+import { agentServerReference, runLocalDeployment } from '../../src/start.js';
+import { startPlatformJobs } from '../../src/platform/jobs/platform-jobs.js';
+import { registerLocalDeployment } from '../../src/platform/services/deployments/local-deployments.js';
+import { newId } from '../../src/ids.js';
 import { startIngestThreads } from '../../src/platform/ingest/ingest-threads.js';
 import { buildTenant } from './factories.js';
 
@@ -67,14 +70,29 @@ export async function startTestPlatform(options: { config?: Record<string, strin
   const wiring = await createDeps(config, logger, { databaseUrl: config.databaseUrl });
   startIngestThreads(wiring);
   const { deps } = wiring;
-  // Agent-server requests enqueue runs on the job queue; `jobs` also works the worker role's jobs.
-  const boss = await startPlatformBoss(deps, { work: options.jobs ?? false });
+  // The platform's job queue; `jobs` also works the worker role's jobs.
+  const boss = await startPlatformJobs(deps, { work: options.jobs ?? false });
   wiring.onStop(() => boss.stop({ graceful: false, close: true }));
   deps.boss = boss;
-  const app = buildApp(deps, { localDeployments: hostLocalDeployments(deps) });
+  const app = buildApp(deps, { agentServerReference: agentServerReference() });
   wiring.onStop(() => app.stop());
   const url = await app.start(0, '127.0.0.1');
   return { deps, url, boss, system: { ...deps, viewer: SYSTEM_VIEWER }, stop: wiring.stop };
+}
+
+/**
+ * A local deployment of the platform (a graph config, as `admin deployments create` records one) whose
+ * agent server runs in this process on its own database, as `start --role runtime --deployment <id>`
+ * runs it, answering at the platform's /deployments/<id> through the gateway. `deps`: the agent
+ * server's own, on its database (its services' context with a viewer).
+ */
+export async function startTestLocalDeployment(
+  platform: TestPlatform,
+  input: { configPath: string; workspaceId: string; deploymentId?: string },
+): Promise<{ deploymentId: string; deps: Deps; system: ServiceContext; stop(): Promise<void> }> {
+  const { deploymentId } = await registerLocalDeployment(platform.system, { deploymentId: newId(), ...input });
+  const running = await runLocalDeployment(platform.deps, deploymentId);
+  return { deploymentId, deps: running.deps, system: { ...running.deps, viewer: SYSTEM_VIEWER }, stop: running.stop };
 }
 
 /** A service context acting as an API key's holder (a tenant's `adminKey`, say), optionally in one workspace. */

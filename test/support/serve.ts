@@ -1,6 +1,7 @@
-// A real `agent-platform serve` child process over the fixture graphs, on the test file's database.
-// Each call copies the fixture config into its own folder, so each server is its own deployment
-// (its own assistants, threads and runs) and test files can run side by side.
+// A real `agent-platform serve` child process over the fixture graphs, on the test file's database
+// (its platform's) and a database of its own (its agent server's). Each call copies the fixture config
+// into its own folder, so each server is its own deployment (its own database of assistants, threads
+// and runs) and test files can run side by side.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,9 @@ import { Client } from '@langchain/langgraph-sdk';
 import type pg from 'pg';
 import { inject } from 'vitest';
 import { pathOf, storeSchema } from '../../src/agent-server/services/store/store-items.store.js';
-import { databaseUrl, startTestPlatform } from './helpers.js';
+import { createSecretBox } from '../../src/crypto.js';
+import { deploymentDatabaseUrl } from '../../src/platform/services/deployments/deployment-database.js';
+import { adminLoginUrl, databaseUrl } from './helpers.js';
 import type { Deps } from '../../src/context.js';
 import { spawnPlatform, type PlatformProcess } from './processes.js';
 import { startDeployed, startDeploymentWorker } from './deployed.js';
@@ -21,7 +24,7 @@ export type ServeProcess = PlatformProcess & {
   configPath: string;
   dir: string;
   deploymentId: string;
-  /** The database its agent server keeps its data in: the test file's at serve, the deployment's own (and its login) when deployed. */
+  /** The database its agent server keeps its data in: the deployment's own (and its login), at serve as when deployed. */
   databaseUrl: string;
   /** Whether it is a deployed revision (TEST_AGENT_SERVER=deployed) rather than `serve`. */
   deployed: boolean;
@@ -90,6 +93,8 @@ export async function startServe(options: { configPath?: string; dir?: string; p
   }
   const child = await spawnPlatform(['serve', '--config', configPath, '--port', '0', '--dev'], {
     DATABASE_URL: databaseUrl(),
+    // The login that makes its agent server's database, as a deployment's.
+    AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl(),
     AGENT_PLATFORM_SECRET_KEY: secretKey,
     AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
@@ -107,7 +112,7 @@ export async function startServe(options: { configPath?: string; dir?: string; p
     configPath,
     dir,
     deploymentId,
-    databaseUrl: databaseUrl(),
+    databaseUrl: deploymentDatabaseUrl(databaseUrl(), createSecretBox(Buffer.from(secretKey, 'base64')), deploymentId),
     deployed: false,
     async stop(signal) {
       const code = await child.stop(signal);
@@ -119,12 +124,11 @@ export async function startServe(options: { configPath?: string; dir?: string; p
 }
 
 /**
- * Another worker of the server's deployment, with its own pool and job queue on the server's
- * database (working the job queues when `jobs`): a platform process on serve's, a second worker on
- * a deployed revision's.
+ * Another worker of the server's deployment, with its own pool and job queue on its agent server's
+ * database (working the job queues when `jobs`).
  */
 export async function startWorker(server: ServeProcess, options: { jobs?: boolean } = {}): Promise<{ deps: Deps; stop(): Promise<void> }> {
-  return server.deployed ? startDeploymentWorker(server.databaseUrl, options) : startTestPlatform(options);
+  return startDeploymentWorker(server.databaseUrl, options);
 }
 
 export function removeDir(dir: string) {

@@ -1,9 +1,9 @@
-// pg-boss: the job queue on the same PostgreSQL (schema `pgboss`). The agent server's queues and
+// pg-boss: the job queue on the agent server's own database (schema `pgboss`). Its queues and
 // schedules (runs, crons, store and thread sweeps, event pruning: what every agent server works on its
-// own database, a deployed one included) are declared here with explicit options, the platform's own
-// (usage, exports, traces, the control plane's pipeline) in platform-jobs.ts, which a deployed agent
-// server never loads. Queues are created at start-up, and a process that works them runs the cron
-// clock. Job payloads carry ids only; the rows they point at hold the state.
+// own database) are declared here with explicit options; the platform's own (usage, exports, traces,
+// the control plane's pipeline) are in platform/jobs/platform-jobs.ts, on the platform's database,
+// which an agent server never loads. Queues are created at start-up, and a process that works them
+// runs the cron clock. Job payloads carry ids only; the rows they point at hold the state.
 import { PgBoss } from 'pg-boss';
 import type { Deps } from '../../context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
@@ -12,7 +12,7 @@ import { sweepStoreJob } from './store-sweep.job.js';
 import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
 import { fireCronJob } from './cron-fire.job.js';
 import { sweepExpiredThreads } from './threads-sweep.job.js';
-import { bossConnection, declareQueues, type QueueDefinition, rememberJobRetention, workNotified } from '../../queues.js';
+import { declareQueues, EVENTS_PRUNE_QUEUE, type QueueDefinition, startJobQueue, workNotified } from '../../queues.js';
 
 /**
  * The agent server's fixed-name queues, with their options.
@@ -24,15 +24,7 @@ import { bossConnection, declareQueues, type QueueDefinition, rememberJobRetenti
  * (its worker died) waits for the backstop, at most 30 s more.
  */
 export const QUEUES = {
-  eventsPrune: {
-    name: 'events.prune',
-    notify: true,
-    // One prune at a time is enough; duplicates while one waits are dropped.
-    policy: 'singleton',
-    retryLimit: 2,
-    retryDelay: 60,
-    expireInSeconds: 300,
-  },
+  eventsPrune: EVENTS_PRUNE_QUEUE,
   runsSweep: {
     name: 'runs.sweep',
     notify: true,
@@ -92,9 +84,9 @@ const SCHEDULES: { queue: string; cron: string }[] = [
 ];
 
 /**
- * Starts this process's pg-boss and creates the agent server's queues. `work`: work them (handlers,
- * schedules, cron clock). `maintain`: queue maintenance (expiry, deletion), done by a worker or a
- * runtime process; a runtime's worker thread leaves it to its process.
+ * Starts this process's pg-boss on the agent server's database and creates its queues. `work`: work
+ * them (handlers, schedules, cron clock). `maintain`: queue maintenance (expiry, deletion), done by a
+ * process that works them; a runtime's worker thread leaves it to its process.
  */
 export async function startBoss(
   deps: Deps,
@@ -107,26 +99,7 @@ export async function startBoss(
   },
 ): Promise<PgBoss> {
   const install = options.install ?? true;
-  const boss = new PgBoss({
-    ...bossConnection(deps.db.url),
-    application_name: options.applicationName ?? 'agent-platform-jobs',
-    max: deps.config.jobsPoolSize,
-    supervise: options.maintain ?? options.work,
-    // pg-boss deletes a queue's finished jobs at most once per maintenance interval (a day by default),
-    // which would keep a day of jobs whatever the retention: as often as the retention, within 1–60 min.
-    maintenanceIntervalSeconds: Math.max(60, Math.min(3600, deps.config.jobRetentionSeconds || 3600)),
-    schedule: options.work,
-    // The cron clock's pass, and the polling of the queue it hands due ticks to (5 s in pg-boss),
-    // which would otherwise add its own delay to a shortened pass.
-    cronMonitorIntervalSeconds: deps.config.cronClockSeconds,
-    cronWorkerIntervalSeconds: Math.min(5, deps.config.cronClockSeconds),
-    // Runtimes are woken by the platform's own `runs.queued` event (see runtime.ts), not pg-boss's.
-    useListenNotify: options.work,
-    migrate: install,
-  });
-  boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
-  rememberJobRetention(boss, deps.config.jobRetentionSeconds);
-  await boss.start();
+  const boss = await startJobQueue(deps, { ...options, applicationName: options.applicationName ?? 'agent-server-jobs', install });
   if (install) await declareQueues(boss, Object.values(QUEUES));
   if (options.work) {
     await workNotified(boss, QUEUES.eventsPrune, async () => pruneEventPayloads(deps));

@@ -2,6 +2,5 @@
 import type { Deps } from '../../context.js';
 
 export async function pruneEventPayloads(deps: Deps): Promise<{ deleted: number }> {
-  const deleted = await deps.db.prisma.eventPayload.deleteMany({ where: { createdAt: { lt: new Date(Date.now() - 3600_000) } } });
-  return { deleted: deleted.count };
+  return { deleted: await deps.events.prunePayloads() };
 }

@@ -10,7 +10,7 @@ import type { AgentServerContext } from '../services/served-deployment/deploymen
 import { type AuthIdentity, type AuthorizedContext, AuthRefusal, type CustomAuth } from '../services/custom-auth/custom-auth.js';
 import { agentContext } from '../services/served-deployment/served-deployment.js';
 import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, requestAccess } from '../../contracts/gateway-protocol.js';
-import { verifiedGatewayIdentity } from './gateway-identity.js';
+import { gatewayIdentityOf } from './gateway-identity.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -47,11 +47,11 @@ function fetchRequest(req: CallerRequest): globalThis.Request {
 }
 
 /**
- * How a studio request's credential is checked: where the platform's keys are in reach (`serve`, the
- * platform's own mount), a key of the workspace of the deployment the request is for; in a deployed
- * agent server, behind the gateway, the caller the gateway signed for (it checked their key and role).
+ * How a studio request's credential is checked: the caller the gateway signed for (it checked their
+ * key and role), or, where the platform's keys are in reach (`serve`), a key of the workspace of the
+ * deployment the request is for.
  */
-export type StudioCredential = { deploymentIdOf(req: CallerRequest): string; platformKeys: PlatformKeyCheck | undefined } | { gatewayRuntimeId(): string };
+export type StudioCredential = { gatewayRuntimeId(): string; deploymentId: string; platformKeys: PlatformKeyCheck | undefined };
 
 /** The viewer of a platform API key (UNAUTHENTICATED without a valid one), given where the platform's keys are in reach. */
 export type PlatformKeyCheck = (apiKey: string | undefined) => Promise<Viewer>;
@@ -59,23 +59,22 @@ export type PlatformKeyCheck = (apiKey: string | undefined) => Promise<Viewer>;
 const NO_STUDIO_KEY = 'Studio access needs a valid API key of the deployment’s workspace (X-Api-Key).';
 
 async function checkStudioCredential(deps: Deps, studio: StudioCredential, req: CallerRequest, access: DeploymentAccess): Promise<void> {
-  if ('gatewayRuntimeId' in studio) {
-    let identity: GatewayIdentity;
-    try {
-      identity = verifiedGatewayIdentity(deps, studio.gatewayRuntimeId(), req);
-    } catch {
-      throw new AuthRefusal(401, NO_STUDIO_KEY);
-    }
+  let identity: GatewayIdentity | undefined;
+  try {
+    identity = gatewayIdentityOf(deps, studio.gatewayRuntimeId(), req, { required: !studio.platformKeys });
+  } catch {
+    throw new AuthRefusal(401, NO_STUDIO_KEY);
+  }
+  if (identity) {
     // The gateway forwards a studio request without a key as an end user's: it names no platform user.
     if (identity.userId === null) throw new AuthRefusal(401, NO_STUDIO_KEY);
     return;
   }
-  if (!studio.platformKeys) throw new AuthRefusal(401, NO_STUDIO_KEY);
-  const viewer = await studio.platformKeys(req.get('x-api-key')).catch(() => {
+  const viewer = await studio.platformKeys!(req.get('x-api-key')).catch(() => {
     throw new AuthRefusal(401, NO_STUDIO_KEY);
   });
   // As at the deployment's url: a workspace viewer's key reads.
-  await agentContext({ ...deps, viewer }, studio.deploymentIdOf(req), { access }).catch(() => {
+  await agentContext({ ...deps, viewer }, studio.deploymentId, { access }).catch(() => {
     throw new AuthRefusal(403, 'This API key may not make this request to this deployment.');
   });
 }
@@ -101,7 +100,7 @@ export async function authenticateCaller(deps: Deps, auth: CustomAuth, studio: S
  */
 export function customAuthentication(deps: Deps, auth: CustomAuth, studio: StudioCredential): RequestHandler {
   return async (req, _res, next) => {
-    if (isPublic(req) || ('gatewayRuntimeId' in studio && req.method === 'POST' && req.path === AGENT_CALL_PATH)) return next();
+    if (isPublic(req) || (req.method === 'POST' && req.path === AGENT_CALL_PATH)) return next();
     // The body is not parsed yet, so a JSON-RPC call counts as a write for the studio's key here.
     req.customAuth = await authenticateCaller(deps, auth, studio, req, requestAccess(req));
     next();

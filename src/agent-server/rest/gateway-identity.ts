@@ -10,10 +10,19 @@ import { httpStatus } from '../../http/errors.js';
 import type { Deps } from '../../context.js';
 import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, type GatewayIdentity, signedGatewayRequest } from '../../contracts/gateway-protocol.js';
 
-/** The caller the gateway signed for; UNAUTHENTICATED when the signature is missing, wrong or expired. */
-export function verifiedGatewayIdentity(deps: Pick<Deps, 'secrets'>, runtimeId: string, req: Pick<Request, 'get' | 'method' | 'originalUrl'>): GatewayIdentity {
+/**
+ * The caller the gateway signed for; UNAUTHENTICATED when the signature is wrong or expired, or
+ * missing where it is `required` (else undefined: a request that did not come through the gateway).
+ */
+export function gatewayIdentityOf(
+  deps: Pick<Deps, 'secrets'>,
+  runtimeId: string,
+  req: Pick<Request, 'get' | 'method' | 'originalUrl'>,
+  options: { required: boolean },
+): GatewayIdentity | undefined {
   const identity = req.get(GATEWAY_IDENTITY_HEADER);
   const signature = req.get(GATEWAY_SIGNATURE_HEADER);
+  if (!identity && !signature && !options.required) return undefined;
   if (!identity || !signature || !deps.secrets.verify(signedGatewayRequest(runtimeId, req.method, req.originalUrl, identity), signature)) {
     throw AppError.unauthenticated('This agent server answers only requests through the platform (/deployments/<id>).');
   }

@@ -1,6 +1,8 @@
 // Every operation of the agent server (`serve`, and each deployment at /deployments/<id>), with the
 // zod schemas its services parse. A new routes file exports its operations and joins OPERATIONS below
 // in one line; the OpenAPI test fails for a mounted route missing here.
+import type { Router } from 'express';
+import { apiReferenceRouter } from '../../http/openapi/reference.routes.js';
 import { JsonRpcRequest } from '../services/a2a/a2a.schemas.js';
 import { CronCount, CronCreate, CronPatch, CronSearch } from '../services/crons/crons.schemas.js';
 import {
@@ -33,6 +35,12 @@ const systemOperations: Operation[] = [
   { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and its database answer, 503 otherwise' },
   { method: 'get', path: '/info', tag: 'System', summary: 'Server version and feature flags' },
   { method: 'get', path: '/metrics', tag: 'System', summary: 'Prometheus metrics: runs by status, queue depth, run latency, ingested traces', response: { kind: 'text' } },
+  {
+    method: 'post',
+    path: '/internal/platform-calls',
+    tag: 'System',
+    summary: "The platform's calls on this deployment's resources (its GraphQL's), signed by its gateway: only the platform makes them",
+  },
 ];
 
 const assistantsOperations: Operation[] = [
@@ -183,3 +191,10 @@ export const agentServerSurface = (options: { apiKey: boolean }): Surface => ({
   operations: OPERATIONS,
   ...(options.apiKey ? { apiKeyHeader: 'x-api-key' } : {}),
 });
+
+/**
+ * The agent server's API reference (/docs, /openapi.json) as a platform serves it at every
+ * deployment's url, before and while its agent server runs: the same document, which names no
+ * deployment's data, with the platform's API key as its credential.
+ */
+export const agentServerReference = (): Router => apiReferenceRouter(agentServerSurface({ apiKey: true }));

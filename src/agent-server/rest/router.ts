@@ -1,13 +1,13 @@
-// The agent server's REST surface for one deployment. `serve` mounts it at the root of its own port;
-// the platform mounts the same router at /deployments/:deployment_id with the deployment's scope.
-// Errors are plain text (the SDK reports them as "HTTP 404: Assistant not found").
+// The agent server's REST surface for the one deployment it serves, at the root of its server (the
+// platform's gateway forwards /deployments/<id>/… there; `serve` answers on its own port). Errors are
+// plain text (the SDK reports them as "HTTP 404: Assistant not found").
 import { type Request, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../context.js';
 import { type CustomAuth, platformCaller } from '../services/custom-auth/custom-auth.js';
 import type { AgentServerContext } from '../services/served-deployment/deployment-scope.js';
 import { agentContext } from '../services/served-deployment/served-deployment.js';
-import { AGENT_CALL_PATH, type DeploymentAccess, requestAccess } from '../../contracts/gateway-protocol.js';
+import { AGENT_CALL_PATH, type DeploymentAccess, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../../contracts/gateway-protocol.js';
 import { truncateDeployment } from '../services/served-deployment/truncate.js';
 import { localViewer } from '../../viewer.js';
 import { deploymentMetrics } from '../services/system/metrics.service.js';
@@ -19,7 +19,7 @@ import { healthCheck } from '../../http/health.js';
 import { jsonBody } from '../../http/json-body.js';
 import { a2aRouter } from './a2a.routes.js';
 import { jsonRpcErrorHandler } from '../../http/json-rpc-errors.js';
-import { platformCallRoute, verifiedGatewayIdentity } from './gateway-identity.js';
+import { gatewayIdentityOf, platformCallRoute } from './gateway-identity.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
 import { attachCustomAuth, customAuthentication, customAuthErrors, type PlatformKeyCheck, type StudioCredential } from './custom-auth.js';
@@ -37,99 +37,83 @@ declare global {
     interface Request {
       /** Set by the agent-server router: the service context of this request, in its deployment. */
       agent: AgentServerContext;
+      /** Set by the agent-server router for a request through the gateway: the deployment's url as its caller reached it. */
+      deploymentUrl?: string;
     }
   }
 }
 
 /**
- * Which deployment a router serves: `serve` fixes one (answered without credentials, like `langgraph
- * dev`); the platform takes it from the path (/deployments/:deploymentId, keys of its organization:
- * its local deployments); a deployed revision's own agent server serves its deployment to the
- * platform's gateway, whose signed identity headers it checks (`runtimeId`: whom they must be signed for).
- * `platformKeys` checks a platform API key where the platform's keys are in reach (`serve`, which
- * needs it only for the studio's scheme under custom auth, and the platform's own mount), and
- * `exists` whether the platform knows the deployment: the agent server's code never reads the
- * platform's tables itself.
+ * The deployment an agent server serves and who may call it: requests the platform's gateway signed
+ * for this server (`runtimeId`), as the caller it let through; with `anonymous` (`serve`, like
+ * `langgraph dev`) any other request too, as the developer on this machine. `platformKeys` checks a
+ * platform API key where the platform's keys are in reach (`serve`, which needs it only for the
+ * studio's scheme under custom auth): the agent server's code never reads the platform's tables.
  */
-export type AgentServerTarget =
-  | { deploymentId: string; anonymous: true; dev: boolean; platformKeys?: PlatformKeyCheck }
-  | { fromPath: 'deploymentId'; platformKeys: PlatformKeyCheck; exists(deploymentId: string): Promise<boolean> }
-  | { deploymentId: string; behindGateway: { runtimeId(): string } };
+export type AgentServerTarget = { deploymentId: string; runtimeId(): string; anonymous: boolean; dev: boolean; platformKeys?: PlatformKeyCheck };
 
 /**
- * The service context of a request to the agent server: the deployment (fixed by `serve` or by a
- * deployed revision's own server, or named by the path at the platform, for a key of its
- * organization) and what the request may do (`access`: FORBIDDEN for a write the caller may not make).
- * Behind the gateway, `callerAccess` is what the gateway's signed identity lets the caller do and
- * `callerUserId` the platform user it signed for (absent for an end user, whom only a deployment with
- * `customAuth` accepts: its handlers decide who they are). The deployment is looked up in the
- * database on every request, so any api process serves any deployment. The REST routes and the
- * thread stream's WebSocket both resolve callers here.
+ * The service context of a request to the agent server, in its deployment, and what the request may
+ * do (`access`: FORBIDDEN for a write the caller may not make). `callerAccess` is what the gateway's
+ * signed identity lets the caller do and `callerUserId` the platform user it signed for (absent for
+ * an end user, whom only a deployment with `customAuth` accepts: its handlers decide who they are),
+ * both absent for serve's developer. The REST routes and the thread stream's WebSocket both resolve
+ * callers here.
  */
 export async function resolveAgentContext(
   deps: Deps,
   target: AgentServerTarget,
-  request: { deploymentId?: string; access: DeploymentAccess; request: Pick<Request, 'get' | 'method' | 'originalUrl'>; customAuth: boolean },
-): Promise<{ ctx: AgentServerContext; callerAccess?: DeploymentAccess; callerUserId?: string }> {
-  if ('anonymous' in target) return { ctx: await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId, { dev: target.dev }) };
-  if ('behindGateway' in target) {
-    // The gateway authenticated the caller and checked their role; what it let through is signed.
-    const identity = verifiedGatewayIdentity(deps, target.behindGateway.runtimeId(), request.request as Request);
-    // An end user (no platform key) is let through for the deployment's own auth; without it, refused
-    // here too, whatever the gateway believed this revision to declare.
-    if (identity.userId === null && !request.customAuth) throw AppError.unauthenticated('Missing API key: send it in the X-Api-Key header.');
-    if (request.access === 'write' && identity.access !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
-    const ctx = await agentContext({ ...deps, viewer: localViewer(target.deploymentId) }, target.deploymentId);
-    return { ctx, callerAccess: identity.access, callerUserId: identity.userId ?? undefined };
-  }
-  const viewer = await target.platformKeys(request.request.get('x-api-key'));
-  // agentContext answers NOT_FOUND to a key with no role in the deployment's workspace (it learns
-  // nothing about the deployment) and FORBIDDEN to a viewer's write.
-  return { ctx: await agentContext({ ...deps, viewer }, String(request.deploymentId), { access: request.access }) };
+  request: { access: DeploymentAccess; request: Pick<Request, 'get' | 'method' | 'originalUrl'>; customAuth: boolean },
+): Promise<{ ctx: AgentServerContext; callerAccess?: DeploymentAccess; callerUserId?: string; throughGateway: boolean }> {
+  const viewer = localViewer(target.deploymentId);
+  // The gateway authenticated the caller and checked their role; what it let through is signed.
+  const identity = gatewayIdentityOf(deps, target.runtimeId(), request.request as Request, { required: !target.anonymous });
+  if (!identity) return { ctx: await agentContext({ ...deps, viewer }, target.deploymentId, { dev: target.dev }), throughGateway: false };
+  // An end user (no platform key) is let through for the deployment's own auth; without it, refused
+  // here too, whatever the gateway believed this revision to declare.
+  if (identity.userId === null && !request.customAuth) throw AppError.unauthenticated('Missing API key: send it in the X-Api-Key header.');
+  if (request.access === 'write' && identity.access !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
+  const ctx = await agentContext({ ...deps, viewer }, target.deploymentId, { dev: target.dev });
+  return { ctx, callerAccess: identity.access, callerUserId: identity.userId ?? undefined, throughGateway: true };
 }
 
-/** The studio's credential at a target: behind the gateway, the platform user it signed for; elsewhere a platform key. */
-export function studioCredentialOf(target: AgentServerTarget): StudioCredential {
-  if ('behindGateway' in target) return { gatewayRuntimeId: target.behindGateway.runtimeId };
-  if ('anonymous' in target) return { deploymentIdOf: () => target.deploymentId, platformKeys: target.platformKeys };
-  return { deploymentIdOf: (req) => String((req as Request).params[target.fromPath]), platformKeys: target.platformKeys };
-}
+/** The studio's credential at a target: the platform user the gateway signed for, else (at `serve`) a platform key. */
+export const studioCredentialOf = (target: AgentServerTarget): StudioCredential => ({
+  gatewayRuntimeId: target.runtimeId,
+  deploymentId: target.deploymentId,
+  platformKeys: target.platformKeys,
+});
+
+const deploymentUrlOf = (req: Request) => req.deploymentUrl;
 
 /**
- * The agent-server API for a target. `customApp` (langgraph.json `http.app`) and `ui` are the
- * project's own routes and UI bundles, which `serve` loads in its process; at the platform's
- * /deployments/:id mount the deployment's runtime, which alone may run its code, answers the app's
- * routes and UI bundles (deployed-app.routes.ts forwards them).
+ * The agent-server API for a target. `customApp` (langgraph.json `http.app`), `ui` and `auth` are the
+ * project's own routes, UI bundles and custom auth, loaded where its code runs (agent-server.ts).
  */
 export function agentServerRouter(
   deps: Deps,
   target: AgentServerTarget,
-  options: { customApp?: CustomApp; ui?: UiBundles; urlOf?: (req: Request) => string | undefined; auth?: CustomAuth } = {},
+  options: { customApp?: CustomApp; ui?: UiBundles; auth?: CustomAuth } = {},
 ): Router {
   const router = Router({ mergeParams: true });
-  if ('fromPath' in target) {
-    // Even the public pages (the reference) answer only at the url of a deployment that exists.
-    router.use(async (req, _res, next) => {
-      next((await target.exists(String(req.params[target.fromPath]))) ? undefined : AppError.notFound('Deployment not found'));
-    });
-  }
   // Custom auth (langgraph.json `auth`, loaded where the project's code runs) decides who the caller
   // is before anything else answers, the project's own routes included, as on the reference server.
   if (options.auth) router.use(customAuthentication(deps, options.auth, studioCredentialOf(target)));
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp, deps.config));
   // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.
-  router.use(apiReferenceRouter(agentServerSurface({ apiKey: !('anonymous' in target) })));
+  router.use(apiReferenceRouter(agentServerSurface({ apiKey: !target.anonymous })));
   router.use(jsonBody(deps.config, { strict: false }));
   router.use(async (req, res, next) => {
     const resolved = await resolveAgentContext(deps, target, {
-      deploymentId: 'fromPath' in target ? String(req.params[target.fromPath]) : undefined,
       access: requestAccess(req),
       request: req,
       customAuth: options.auth !== undefined,
     });
     // The platform's calls (platformCallRoute) are a platform user's: an end user has no callerAccess.
     if (resolved.callerAccess && resolved.callerUserId) res.locals.callerAccess = resolved.callerAccess;
+    // The deployment's url as the caller reached it, which the gateway sends (UI links, A2A cards).
+    if (resolved.throughGateway) req.deploymentUrl = req.get(RUNTIME_DEPLOYMENT_URL_HEADER);
     // Without custom auth, a deployed agent server's caller is the platform user the gateway signed
     // for: their runs record them (config.configurable.langgraph_auth_user_id), as on the hosted platform.
     req.agent = resolved.callerUserId && !options.auth ? platformCaller(resolved.ctx, resolved.callerUserId) : resolved.ctx;
@@ -161,12 +145,12 @@ export function agentServerRouter(
   router.use(cronsRouter());
   router.use(storeRouter());
   router.use(mcpRouter());
-  router.use(a2aRouter({ urlOf: options.urlOf }));
+  router.use(a2aRouter({ urlOf: deploymentUrlOf }));
   // The platform's GraphQL calls on this deployment's resources (platform/services/deployments/agent-operations.ts).
-  if ('behindGateway' in target) router.post(AGENT_CALL_PATH, platformCallRoute(deps));
-  if (options.ui) router.use(uiRouter(options.ui, options.urlOf ? { urlOf: options.urlOf } : { publicUrl: deps.config.publicUrl }));
+  router.post(AGENT_CALL_PATH, platformCallRoute(deps));
+  if (options.ui) router.use(uiRouter(options.ui, { urlOf: deploymentUrlOf, publicUrl: deps.config.publicUrl }));
 
-  if ('dev' in target && target.dev) {
+  if (target.dev) {
     router.post('/internal/truncate', async (req, res) => {
       await truncateDeployment(req.agent, req.body ?? {});
       res.status(200).json({ ok: true });

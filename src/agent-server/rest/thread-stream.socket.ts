@@ -7,7 +7,7 @@
 // its followers.
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { UpgradeEndpoint, UpgradeForward, UpgradeHandler } from '../../http/upgrade.js';
+import type { UpgradeEndpoint, UpgradeHandler } from '../../http/upgrade.js';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
@@ -26,10 +26,8 @@ export type SocketLimits = { maxFrameBytes: number; maxSubscriptions: number; hi
 const DEFAULT_LIMITS: SocketLimits = { maxFrameBytes: 1 << 20, maxSubscriptions: 64, highWaterBytes: 256 << 10, stallMs: 30_000, pingMs: 30_000 };
 
 
-// Where a thread's event stream is, under the agent server's url (serve's and a deployed revision's
-// own server: the root; the platform, for its local deployments: /deployments/<id>).
-const SERVE_PATH = /^\/threads\/([^/]+)\/stream\/events\/?$/;
-const PLATFORM_PATH = /^\/deployments\/([^/]+)\/threads\/([^/]+)\/stream\/events\/?$/;
+// Where a thread's event stream is, at the root of the agent server's server.
+const STREAM_PATH = /^\/threads\/([^/]+)\/stream\/events\/?$/;
 
 function refuse(socket: Duplex, status: number, reason: string, message: string, headers: Record<string, string> = {}) {
   if (!socket.writable) return socket.destroy();
@@ -49,16 +47,12 @@ const REASONS: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden',
  * event). The caller is resolved as the router resolves it (a viewer may subscribe; run.start needs
  * write access) and, when the project declares custom auth, authenticated by its handlers on the
  * upgrade request, which then authorise each command and subscription as they do the HTTP routes.
- * At the platform (`fromPath`), a deployment with an agent server of its own goes to `forward`.
  */
 export function threadStreamUpgrade(
   deps: Deps,
   target: AgentServerTarget,
   options: {
     limits?: Partial<SocketLimits>;
-    /** At the platform's mount: whether a deployment has an agent server of its own, which `forward` (the gateway) reaches. */
-    servedElsewhere?: (deploymentId: string) => Promise<boolean>;
-    forward?: UpgradeForward;
     /** The project's custom auth (langgraph.json `auth`), where its code runs. */
     auth?: CustomAuth;
   } = {},
@@ -67,20 +61,15 @@ export function threadStreamUpgrade(
   const wss = new WebSocketServer({ noServer: true, maxPayload: bounds.maxFrameBytes });
   const handle: UpgradeHandler = (request, socket, head) => {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
-    const match = 'fromPath' in target ? PLATFORM_PATH.exec(path) : SERVE_PATH.exec(path);
+    const match = STREAM_PATH.exec(path);
     if (!match) return false;
-    const [deploymentId, threadId] = 'fromPath' in target ? [decodeURIComponent(match[1]!), decodeURIComponent(match[2]!)] : [undefined, decodeURIComponent(match[1]!)];
+    const threadId = decodeURIComponent(match[1]!);
     void (async () => {
       let ctx: AuthorizedContext;
       let callerAccess: DeploymentAccess | undefined;
       try {
-        // A deployment with an agent server of its own is answered there: `forward` (the gateway) takes it.
-        if (deploymentId !== undefined && (await options.servedElsewhere?.(deploymentId))) {
-          if (options.forward) return options.forward(request, socket, head);
-          return refuse(socket, 502, 'Bad Gateway', 'This deployment’s WebSocket is answered by its own agent server.');
-        }
         const asRequest = upgradeRequest(request, path);
-        const resolved = await resolveAgentContext(deps, target, { deploymentId, access: 'read', request: asRequest, customAuth: options.auth !== undefined });
+        const resolved = await resolveAgentContext(deps, target, { access: 'read', request: asRequest, customAuth: options.auth !== undefined });
         callerAccess = resolved.callerAccess;
         ctx = resolved.ctx;
         if (options.auth) {

@@ -1,9 +1,10 @@
-// The runtime of one deployment, wherever a launcher starts it (its own worker thread, this process,
-// a sandboxed child process): loads the deployment's graphs with LangGraph's checkpointer and store,
-// works its run queue, answers the API's graph requests, and records itself in deployment_runtimes
-// for as long as it runs, so any api process can find it.
+// The runtime of one deployment, wherever a launcher starts it (its own worker thread, or the agent
+// server's thread): loads the deployment's graphs with LangGraph's checkpointer and store, works its
+// run queue, answers the API's graph requests, and records itself in its database's runtimes for as
+// long as it runs, so any of the agent server's processes can find it.
 import type { PgBoss } from 'pg-boss';
 import type { LaunchSpec } from '../../contracts/launcher-protocol.js';
+import type { TraceSink } from '../../contracts/trace-wire.js';
 import type { Deps } from '../../context.js';
 import { deleteRuntime, insertRuntime } from '../services/served-deployment/served-deployment.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
@@ -38,8 +39,11 @@ export type RunningDeployment = {
   stop(): Promise<void>;
 };
 
-/** Starts the runtime of one deployment on this process's dependencies and job queue. */
-export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec): Promise<RunningDeployment> {
+/**
+ * Starts the runtime of one deployment on this process's dependencies and job queue; its runs' traces
+ * go to the platform's ingest API, or where `openTraceStore` stores them (its host's trace tables).
+ */
+export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec, openTraceStore?: (databaseUrl: string) => TraceSink): Promise<RunningDeployment> {
   const steps: (() => Promise<unknown>)[] = [];
   const stop = async () => {
     for (const step of steps.splice(0).reverse()) await step().catch((error: unknown) => deps.logger.error({ err: error }, 'runtime shutdown step failed'));
@@ -59,7 +63,8 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec)
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after
     // the runtime stopped, once its last run ended.
-    const sink = spec.tracing?.ingest ? new IngestApiTraceSink(spec.tracing.ingest, deps.logger) : spec.tracing ? deps.directTraceSink?.() : undefined;
+    const tracing = spec.tracing;
+    const sink = tracing?.ingest ? new IngestApiTraceSink(tracing.ingest, deps.logger) : tracing?.store ? openTraceStore?.(tracing.store.databaseUrl) : undefined;
     if (spec.tracing && !sink) deps.logger.warn({ deploymentId: spec.deploymentId }, 'tracing is on but this process has nowhere to send traces: runs are not traced');
     if (sink) steps.push(() => sink.close());
     const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces: sink } };

@@ -1,6 +1,6 @@
 // The agent server's own launchers of its runtime (graphs, run queue): a worker thread, or its own
 // thread. The platform's launcher of a deployment's whole agent server (a sandboxed child process) is
-// ../platform/launcher/child-launcher.ts; both implement ../launcher-protocol.ts.
+// platform/launcher/child-launcher.ts; both implement contracts/launcher-protocol.ts.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../../context.js';
 import { runQueueFor } from '../services/runs/run-queue.js';
@@ -8,6 +8,7 @@ import { runDeployment } from './deployment-runtime.js';
 
 import { startRuntimeThread } from './runtime-thread.js';
 import type { RuntimeLauncher } from '../../contracts/launcher-protocol.js';
+import type { TraceSink } from '../../contracts/trace-wire.js';
 
 /**
  * Runs each runtime in a worker thread of this process: graph execution no longer shares an event
@@ -31,9 +32,9 @@ export const threadLauncher = (deps: Deps, boss: PgBoss): RuntimeLauncher => ({
 });
 
 /** Runs each runtime on this process's own thread (AGENT_PLATFORM_RUNTIME_THREAD=false). */
-export const inProcessLauncher = (deps: Deps, boss: PgBoss): RuntimeLauncher => ({
+export const inProcessLauncher = (deps: Deps, boss: PgBoss, openTraceStore?: (databaseUrl: string) => TraceSink): RuntimeLauncher => ({
   async launch(spec) {
-    const running = await runDeployment(deps, boss, spec);
+    const running = await runDeployment(deps, boss, spec, openTraceStore);
     return { url: running.url, graphIds: running.graphIds, where: 'server thread', stop: running.stop };
   },
 });

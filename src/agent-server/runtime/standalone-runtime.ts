@@ -3,7 +3,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { createDeps } from '../../wiring.js';
-import type { Deps } from '../../context.js';
 import type { TraceSink } from '../../contracts/trace-wire.js';
 import { startBoss } from '../jobs/boss.js';
 import { runDeployment, type RunningDeployment, type RuntimeSpec } from './deployment-runtime.js';
@@ -14,19 +13,18 @@ export async function startStandaloneRuntime(
   logger: Logger,
   databaseUrl: string | undefined,
   spec: RuntimeSpec,
-  /** Where its traces go when it sends them to no ingest API (a platform's thread: its trace tables). */
-  directTraceSink?: (deps: Deps) => TraceSink,
+  /** Stores its runs' traces where its spec's tracing says `store` (a local deployment's host's trace tables). */
+  openTraceStore?: (databaseUrl: string) => TraceSink,
 ): Promise<{ running: RunningDeployment; stop: () => Promise<void> }> {
   const wiring = await createDeps(config, logger, {
     databaseUrl,
     poolSize: config.runtimeDbPoolSize,
     applicationName: 'agent-platform-runtime',
   });
-  if (directTraceSink) wiring.deps.directTraceSink = () => directTraceSink(wiring.deps);
   try {
     const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
-    const running = await runDeployment(wiring.deps, boss, spec);
+    const running = await runDeployment(wiring.deps, boss, spec, openTraceStore);
     wiring.onStop(() => running.stop());
     return { running, stop: wiring.stop };
   } catch (error) {

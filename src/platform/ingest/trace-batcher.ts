@@ -5,6 +5,7 @@
 // nothing). When the queue is full, a run waits for room (backpressure) instead of dropping its trace;
 // the counts are on the deployment's /metrics.
 import type { Deps } from '../../context.js';
+import { connectDatabase } from '../../db.js';
 import { type Ingester, ingestRunBatch, type RunBatch } from './ingest.service.js';
 import { ingesterKey } from './ingest-types.js';
 import type { TraceSink, TraceSinkStats } from '../../contracts/trace-wire.js';
@@ -165,6 +166,22 @@ function foldPatches(posts: NonNullable<RunBatch['post']>, patches: NonNullable<
   return { post: posts, patch: standalone };
 }
 
-/** The sink of a runtime hosted by a platform process: this batcher, on the configured bounds (AGENT_SERVER_TRACE_*). */
-export const platformTraceSink = (deps: Pick<Deps, 'db' | 'config' | 'logger'>): TraceBatcher =>
-  new TraceBatcher(deps, { capacity: deps.config.agentServerTracing.queueCapacity, flushIntervalMs: deps.config.agentServerTracing.flushIntervalMs });
+/**
+ * The trace sink a platform process gives the runtime of a local deployment it runs (whose agent server
+ * keeps its own data in a database of its own): this batcher on the configured bounds
+ * (AGENT_SERVER_TRACE_*), writing into the trace tables of the platform's database at `databaseUrl`
+ * over a small pool of its own, closed with it.
+ */
+export function openPlatformTraceStore(deps: Pick<Deps, 'config' | 'logger'>, databaseUrl: string): TraceSink {
+  // One write at a time: a connection for it, and one for the project look-ups it may make meanwhile.
+  const db = connectDatabase(databaseUrl, { poolSize: 2, applicationName: 'agent-platform-traces' });
+  const batcher = new TraceBatcher({ ...deps, db }, { capacity: deps.config.agentServerTracing.queueCapacity, flushIntervalMs: deps.config.agentServerTracing.flushIntervalMs });
+  return {
+    add: (who, batch) => batcher.add(who, batch),
+    stats: () => batcher.stats(),
+    async close() {
+      await batcher.close();
+      await db.close();
+    },
+  };
+}

@@ -1,11 +1,12 @@
-// The platform's own queues and their work (usage folds, exports, trace retention and partitions,
-// the control plane's pipeline and ref watch): what the platform's processes start beside the agent
-// server's (boss.ts, for the local deployments they host; see start.ts), and what a deployed agent
-// server never loads.
+// The platform's queues and their work (usage folds, exports, trace retention and partitions, the
+// control plane's pipeline and ref watch, its event payloads and the records of agent servers whose
+// launcher died), on the platform's database: an agent server's are its own, on its own database
+// (agent-server/jobs/boss.ts), and it never loads these.
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../../context.js';
 import { REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
-import { declareQueues, type QueueDefinition, workNotified } from '../../queues.js';
+import { pruneDeadAgentServers } from '../services/deployments/deployments.service.js';
+import { declareQueues, EVENTS_PRUNE_QUEUE, type QueueDefinition, startJobQueue, workNotified } from '../../queues.js';
 import { EXPORT_RUN_QUEUE, workExports } from './export-run.job.js';
 import { workRevisionPipeline } from './revision-pipeline.job.js';
 import { watchPushedRefs } from './revisions-watch.job.js';
@@ -13,8 +14,17 @@ import { createTracePartitionsAhead } from './traces-partitions.job.js';
 import { deleteExpiredTraceRuns } from './traces-retention.job.js';
 import { foldUsage } from './usage-fold.job.js';
 
-/** The platform's fixed-name queues, with their options (see boss.ts for `notify`). */
+/** The platform's fixed-name queues, with their options (see agent-server/jobs/boss.ts for `notify`). */
 const PLATFORM_QUEUES = {
+  eventsPrune: EVENTS_PRUNE_QUEUE,
+  agentServersSweep: {
+    name: 'deployments.agent-servers-sweep',
+    notify: true,
+    // Forgets agent servers whose launcher died; one sweep at a time.
+    policy: 'singleton',
+    retryLimit: 0,
+    expireInSeconds: 120,
+  },
   usageFold: {
     name: 'usage.fold',
     notify: true,
@@ -82,6 +92,8 @@ const PLATFORM_QUEUES = {
 
 /** The platform's recurring jobs, worked by the worker role. */
 const PLATFORM_SCHEDULES: { queue: string; cron: string }[] = [
+  { queue: PLATFORM_QUEUES.eventsPrune.name, cron: '*/10 * * * *' },
+  { queue: PLATFORM_QUEUES.agentServersSweep.name, cron: '* * * * *' },
   // Every minute (cron's finest grain): the unfolded tail a usage read adds stays a minute of deltas.
   { queue: PLATFORM_QUEUES.usageFold.name, cron: '* * * * *' },
   // Retention is in days; hourly keeps each pass small.
@@ -92,12 +104,24 @@ const PLATFORM_SCHEDULES: { queue: string; cron: string }[] = [
 ];
 
 /**
+ * A platform process's job queue, on the platform's database: the platform's queues declared and, with
+ * `work` (the worker role), worked with their schedules.
+ */
+export async function startPlatformJobs(deps: Deps, options: { work: boolean }): Promise<PgBoss> {
+  const boss = await startJobQueue(deps, { work: options.work, applicationName: 'agent-platform-jobs', install: true });
+  await workPlatformJobs(deps, boss, options);
+  return boss;
+}
+
+/**
  * Declares the platform's queues on a process's started pg-boss and, with `work` (the worker role),
  * works them and runs their schedules.
  */
-export async function workPlatformJobs(deps: Deps, boss: PgBoss, options: { work: boolean; install?: boolean }): Promise<void> {
+async function workPlatformJobs(deps: Deps, boss: PgBoss, options: { work: boolean; install?: boolean }): Promise<void> {
   if (options.install ?? true) await declareQueues(boss, Object.values(PLATFORM_QUEUES));
   if (!options.work) return;
+  await workNotified(boss, PLATFORM_QUEUES.eventsPrune, async () => ({ deleted: await deps.events.prunePayloads() }));
+  await workNotified(boss, PLATFORM_QUEUES.agentServersSweep, async () => ({ pruned: await pruneDeadAgentServers(deps) }));
   await workNotified(boss, PLATFORM_QUEUES.usageFold, async () => foldUsage(deps));
   await workExports(deps, boss);
   await workNotified(boss, PLATFORM_QUEUES.tracesRetention, async () => deleteExpiredTraceRuns(deps));

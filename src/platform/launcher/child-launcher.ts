@@ -80,11 +80,13 @@ function holdsOnlyDatabaseSockets(dir: string): boolean {
 }
 
 /**
- * Records a serving child in deployment_runtimes, where the gateway finds it, for as long as it runs:
- * the row's liveness lock (recovery.ts) is held on a connection of the launcher's own, so a launcher
- * that dies leaves a row the sweep removes. Returns its removal.
+ * Records a serving agent server in deployment_runtimes, where the gateway finds it, for as long as it
+ * runs: the row's liveness lock is held on a connection of the launcher's own, so a launcher that dies
+ * leaves a row the platform's sweep removes (pruneDeadAgentServers). Returns its removal. `keyId`
+ * names the key its requests are signed with (none: the installation's, for an agent server the
+ * platform process runs itself).
  */
-async function recordServingChild(deps: Deps, values: { id: string; deploymentId: string; url: string; revisionId?: string; keyId: string }): Promise<() => Promise<void>> {
+export async function recordAgentServer(deps: Deps, values: { id: string; deploymentId: string; url: string; revisionId?: string; keyId?: string }): Promise<() => Promise<void>> {
   const client = new pg.Client({ connectionString: deps.db.url, application_name: 'agent-platform-runtime-liveness' });
   client.on('error', () => undefined);
   await client.connect();
@@ -328,7 +330,7 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       const alive = child && child.process.exitCode === null && child.process.signalCode === null && child.process.connected;
       const running = alive ? child : await spawnLoadedWithKey(spec, row, log, sandbox);
       const report = await serveChild(running, deps.config.host, deps.config.publicUrl);
-      const removeRow = await recordServingChild(deps, { id: report.runtimeId, deploymentId: spec.deploymentId, url: report.url, revisionId: spec.revisionId, keyId: running.keyId });
+      const removeRow = await recordAgentServer(deps, { id: report.runtimeId, deploymentId: spec.deploymentId, url: report.url, revisionId: spec.revisionId, keyId: running.keyId });
       running.process.once('exit', () => void removeRow());
       return { ...running, report, removeRow };
     };

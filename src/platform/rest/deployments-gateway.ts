@@ -1,12 +1,12 @@
-// The gateway at /deployments/<id>/… for deployments that run their own agent server (control-plane
-// deployments: a sandboxed process on a database of its own). It authenticates the caller's platform
-// key, checks their role in the deployment's workspace (no role: 404; a viewer's write: 403), and
+// The gateway at /deployments/<id>/… to every deployment's own agent server (a control-plane
+// deployment's, in its sandbox; a local deployment's, in the platform process that runs it; both on a
+// database of their own). It authenticates the caller's platform key, checks their role in the deployment's workspace (no role: 404; a viewer's write: 403), and
 // forwards the request as it came (SSE and long polls stream through, a disconnect is passed on as
 // one) with the caller's identity in signed headers instead of their key: deployed code never sees a
 // platform credential. A deployment that declares custom auth gets its end users' requests without a
 // key, signed as coming through the gateway, and authenticates them itself (routeGatewayRequest).
-// Local deployments (an operator's graph config) are answered by the router after this one, in this
-// process.
+// The agent server's API reference (/docs, /openapi.json), the same for every deployment, is the
+// platform's own page, served by the router after this one.
 import { type ClientRequest, request as httpRequest, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import { connect } from 'node:net';
 import { type Duplex, Transform } from 'node:stream';
@@ -14,7 +14,7 @@ import express, { type RequestHandler, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../context.js';
 import { assertWithinLimits, routeGatewayRequest } from '../services/deployments/agent-operations.js';
-import { servedByOwnAgentServer } from '../services/deployments/deployments.service.js';
+import { deploymentExists } from '../services/deployments/deployments.service.js';
 import { agentServerAddresses } from '../services/deployments/agent-server-addresses.js';
 import { type DeploymentAccess, GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../../contracts/gateway-protocol.js';
 import { jsonRpcErrorHandler } from '../../http/json-rpc-errors.js';
@@ -31,8 +31,8 @@ const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 
 // What the gateway sets on a deployment's answers itself.
 const SET_BY_GATEWAY = new Set(['x-request-id', 'content-security-policy']);
 
-// The public pages of an agent server (its API reference).
-const PUBLIC_PAGES = /^\/(docs|openapi\.json)\/?(\?|$)/;
+// The public pages of an agent server (its API reference, with its script and assets).
+const PUBLIC_PAGES = /^\/(docs(\/init\.js|\/assets\/[^/?]+)?|openapi\.json)\/?(\?|$)/;
 // JSON-RPC routes whose access depends on the method in the body, which the agent server reads and checks.
 const JSON_RPC = /^\/(mcp|a2a\/[^/?]+)\/?(\?|$)/;
 
@@ -128,14 +128,14 @@ type GatewayRequest = {
 
 /**
  * Forwards a request to the deployment's own agent server; false when the deployment's url is not the
- * gateway's to answer (its public pages, a local deployment), which the platform's routers answer.
+ * gateway's to answer (its public pages, a deployment that does not exist), which the platform's routers answer.
  * Rejects with the AppError to answer before the agent server's response began.
  */
 async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerResponse, at: GatewayRequest): Promise<boolean> {
   const { deploymentId, path } = at;
   // The API reference is the platform's own page (the same for every agent server): served here,
   // even before the deployment's first revision runs.
-  if (PUBLIC_PAGES.test(path) || !(await servedByOwnAgentServer(deps, deploymentId))) return false;
+  if (PUBLIC_PAGES.test(path) || !(await deploymentExists(deps, deploymentId))) return false;
   // A JSON-RPC call's access depends on its method: the agent server checks it against the caller's.
   const access = JSON_RPC.test(path) ? 'read' : requestAccess({ method: req.method!, path: at.pathname, body: undefined });
   const route = await routeGatewayRequest(deps, deploymentId, callerOf(req, access, path), () => res.closed);
@@ -278,7 +278,7 @@ export async function forwardDeploymentUpgrade(deps: Deps, req: IncomingMessage,
   socket.on('error', () => undefined);
   try {
     const [, deploymentId = '', rest = '/', query = ''] = UPGRADE_PATH.exec(req.url ?? '') ?? [];
-    if (!(await servedByOwnAgentServer(deps, deploymentId))) throw AppError.notFound(`Not found: GET ${req.url}`);
+    if (!(await deploymentExists(deps, deploymentId))) throw AppError.notFound(`Not found: GET ${req.url}`);
     const path = `${rest}${query}`;
     const route = await routeGatewayRequest(deps, deploymentId, callerOf(req, 'read', path), () => socket.closed);
     if (!route) return;

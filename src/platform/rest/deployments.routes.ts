@@ -5,6 +5,8 @@ import * as deployments from '../services/deployments/deployments.service.js';
 import * as revisions from '../services/deployments/revisions.service.js';
 import { presentDeployment, presentRevision, presentRevisionLog } from './deployments.presenters.js';
 import { authenticate } from './auth.js';
+import { AppError } from '../../errors.js';
+import { errorHandler, notFoundHandler } from '../../http/errors.js';
 
 export function deploymentsRouter(deps: Deps): Router {
   const router = Router();
@@ -54,5 +56,22 @@ export function deploymentMetricsRouter(deps: Deps): Router {
     const metrics = await deployments.deploymentUsageMetrics(req.ctx);
     res.type(metrics.contentType).send(metrics.text);
   });
+  return router;
+}
+
+/**
+ * What the platform itself answers at /deployments/:deploymentId (the gateway forwards the rest to the
+ * deployment's agent server): the agent server's public API reference at the url of a deployment that
+ * exists, even before its first revision runs, and 404 (plain text, as the agent server's errors) at
+ * the url of one that does not.
+ */
+export function deploymentPages(deps: Deps, agentServerReference: Router | undefined): Router {
+  const router = Router({ mergeParams: true });
+  router.use(async (req, _res, next) => {
+    next((await deployments.deploymentExists(deps, String(req.params.deploymentId))) ? undefined : AppError.notFound('Deployment not found'));
+  });
+  if (agentServerReference) router.use(agentServerReference);
+  router.use(notFoundHandler);
+  router.use(errorHandler('plain', deps.logger));
   return router;
 }

@@ -3,7 +3,7 @@ import { Router } from 'express';
 import type { Deps } from '../../context.js';
 import { bulkExportsRouter } from './exports.routes.js';
 import { authIntegrationsListenersRouter } from './auth-integrations-listeners.routes.js';
-import { deploymentMetricsRouter, deploymentsRouter } from './deployments.routes.js';
+import { deploymentMetricsRouter, deploymentPages, deploymentsRouter } from './deployments.routes.js';
 import { errorHandler, notFoundHandler } from '../../http/errors.js';
 import { healthCheck } from '../../http/health.js';
 import { platformSurface } from './openapi.operations.js';
@@ -13,16 +13,21 @@ import { tenancyRouter } from './tenancy.routes.js';
 import { tracesRouter } from './traces.routes.js';
 import { usageRouter } from './usage.routes.js';
 
-export function restRouter(deps: Deps, localDeployments?: Router): Router {
+/**
+ * The platform's REST surfaces. `agentServerReference`: the agent server's API reference, which the
+ * platform serves at every deployment's url (an entry point gives it: the platform imports nothing of
+ * the agent server); the rest of a deployment's url is its own agent server's (the gateway, in app.ts).
+ */
+export function restRouter(deps: Deps, agentServerReference?: Router): Router {
   const router = Router();
 
   router.get('/ok', healthCheck(deps));
   // The platform's own reference (/openapi.json, /docs), public like the page a browser opens.
   router.use(apiReferenceRouter(platformSurface));
 
-  // The agent servers of the local deployments this process hosts (plain-text errors), for keys of the
-  // deployment's organization; the others' are forwarded by the gateway, mounted ahead of everything in app.ts.
-  if (localDeployments) router.use('/deployments/:deploymentId', localDeployments);
+  // A deployment's url: the gateway, mounted ahead of everything in app.ts, forwards it to the
+  // deployment's agent server, but for its public reference and the url of a deployment that does not exist.
+  router.use('/deployments/:deploymentId', deploymentPages(deps, agentServerReference));
 
   // Control plane OAuth providers, integrations and listeners (FastAPI dialect) at the root and, for
   // self-hosted clients, under /api-host.

@@ -2,13 +2,12 @@
 // key uses them; another organization's key sees 404 for the deployment, its crons and its items.
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../../src/ids.js';
-import { registerLocalDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
 import { buildTenant } from '../../support/factories.js';
-import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { startTestLocalDeployment, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 import { fixtureConfig, removeDir } from '../../support/serve.js';
 
 let platform: TestPlatform;
+let local: Awaited<ReturnType<typeof startTestLocalDeployment>>;
 let dir: string;
 let owner: Client;
 let stranger: Client;
@@ -17,13 +16,13 @@ beforeAll(async () => {
   const fixture = fixtureConfig();
   dir = fixture.dir;
   const [tenant, other] = [await buildTenant(platform.system), await buildTenant(platform.system)];
-  // No runtime: creating crons and reading the store need none.
-  const deployment = await registerLocalDeployment(platform.system, { configPath: fixture.configPath, workspaceId: tenant.workspace.id, deploymentId: newId() });
-  const apiUrl = `${platform.url}/deployments/${deployment.deploymentId}`;
+  local = await startTestLocalDeployment(platform, { configPath: fixture.configPath, workspaceId: tenant.workspace.id });
+  const apiUrl = `${platform.url}/deployments/${local.deploymentId}`;
   owner = new Client({ apiUrl, apiKey: tenant.adminKey, callerOptions: { maxRetries: 0 } });
   stranger = new Client({ apiUrl, apiKey: other.adminKey, callerOptions: { maxRetries: 0 } });
 }, 120_000);
 afterAll(async () => {
+  await local?.stop();
   await platform?.stop();
   removeDir(dir);
 });

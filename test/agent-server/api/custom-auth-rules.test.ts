@@ -15,10 +15,10 @@ import { GraphRegistry } from '../../../src/agent-server/runtime/graph-registry.
 import { createAssistant, searchAssistants } from '../../../src/agent-server/services/assistants/assistants.service.js';
 import { searchCrons } from '../../../src/agent-server/services/crons/crons.service.js';
 import { type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../../src/agent-server/services/custom-auth/custom-auth.js';
-import { agentContext, registerLocalDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
+import { agentContext } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
 import { countThreads, createThread, deleteThread, getThread, searchThreads, updateThread } from '../../../src/agent-server/services/threads/threads.service.js';
 import { buildTenant } from '../../support/factories.js';
-import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { startTestLocalDeployment, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 import { fixtureConfig, removeDir } from '../../support/serve.js';
 
 const FIXTURE = new URL('../../fixtures/custom-auth/', import.meta.url).pathname;
@@ -93,6 +93,7 @@ describe('a project whose auth module does not load', () => {
 
 describe('filters in the services, on the database', () => {
   let platform: TestPlatform;
+  let local: Awaited<ReturnType<typeof startTestLocalDeployment>>;
   let dir: string;
   let system: AuthorizedContext;
   let dana: AuthorizedContext;
@@ -101,12 +102,14 @@ describe('filters in the services, on the database', () => {
     const tenant = await buildTenant(platform.system);
     const fixture = fixtureConfig('custom-auth');
     dir = fixture.dir;
-    const { deploymentId } = await registerLocalDeployment(platform.system, { configPath: fixture.configPath, workspaceId: tenant.workspace.id, deploymentId: newId() });
-    system = await agentContext(platform.system, deploymentId);
+    local = await startTestLocalDeployment(platform, { configPath: fixture.configPath, workspaceId: tenant.workspace.id });
+    // The services on its agent server's own database.
+    system = await agentContext(local.system, local.deploymentId);
     const handlers: CustomAuth = (await load('answers'))!;
     dana = { ...system, auth: { ...(await handlers.authenticate(new Request('http://x/')))!, handlers } };
   }, 120_000);
   afterAll(async () => {
+    await local?.stop();
     await platform?.stop();
     removeDir(dir);
   });

@@ -5,12 +5,12 @@
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.js';
-import { registerLocalDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
 import { buildApiKey, buildTenant, buildUser, buildWorkspace } from '../../support/factories.js';
-import { graphql, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { graphql, startTestLocalDeployment, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 import { fixtureConfig, removeDir } from '../../support/serve.js';
 
 let platform: TestPlatform;
+let local: Awaited<ReturnType<typeof startTestLocalDeployment>>;
 let dir: string;
 let deploymentId: string;
 let keys: Record<'admin' | 'editor' | 'viewer' | 'memberWithoutRole' | 'boundElsewhere' | 'otherOrganization', string>;
@@ -37,10 +37,11 @@ beforeAll(async () => {
     boundElsewhere: (await buildApiKey(platform.system, organizationId, both.id, secondWorkspace.id)).key,
     otherOrganization: other.adminKey,
   };
-  // No runtime: these routes read and write rows; a created run waits in the queue.
-  ({ deploymentId } = await registerLocalDeployment(platform.system, { configPath: fixture.configPath, workspaceId: tenant.workspace.id, deploymentId: newId() }));
+  local = await startTestLocalDeployment(platform, { configPath: fixture.configPath, workspaceId: tenant.workspace.id });
+  ({ deploymentId } = local);
 }, 120_000);
 afterAll(async () => {
+  await local?.stop();
   await platform?.stop();
   removeDir(dir);
 });
@@ -51,7 +52,8 @@ async function writeEverything(sdk: Client) {
   await sdk.assistants.update(assistant.assistant_id, { metadata: { touched: true } });
   const thread = await sdk.threads.create({ metadata: { by: 'test' } });
   await sdk.threads.update(thread.thread_id, { metadata: { touched: true } });
-  const run = await sdk.runs.create(thread.thread_id, 'agent', { input: { messages: [] } });
+  // Due in an hour: it stays pending (the deployment's runtime runs), so a refused cancel shows.
+  const run = await sdk.runs.create(thread.thread_id, 'agent', { input: { messages: [] }, afterSeconds: 3600 });
   const cron = await sdk.crons.create('agent', { schedule: '0 0 1 1 *', input: {} });
   await sdk.store.putItem(['roles', 'test'], 'k', { v: 1 });
   return { assistant, thread, run, cron };

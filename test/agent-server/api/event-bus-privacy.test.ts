@@ -10,8 +10,10 @@ const MARKER = 'confidential-7f3a9c';
 
 let guarded: ServeProcess;
 let inline: ServeProcess;
-let listener: pg.Client;
+// A listener on each server's database (each agent server's own), and what each heard.
+const listeners: pg.Client[] = [];
 const notifications: string[] = [];
+let listener: pg.Client;
 
 beforeAll(async () => {
   // A deployed revision puts run data on its own database's bus whatever serve's setting (it takes no
@@ -20,14 +22,17 @@ beforeAll(async () => {
   [guarded, inline] = atDeployed
     ? ([undefined, await startServe()] as unknown as [ServeProcess, ServeProcess])
     : await Promise.all([startServe({ env: { AGENT_PLATFORM_RUN_DATA_ON_EVENT_BUS: 'false' } }), startServe()]);
-  // On the guarded server's database (at serve, the inline one's too).
-  listener = new pg.Client({ connectionString: (guarded ?? inline).databaseUrl });
-  await listener.connect();
-  listener.on('notification', (message) => notifications.push(message.payload ?? ''));
-  await listener.query('LISTEN agent_platform_events');
+  for (const server of [guarded, inline].filter(Boolean)) {
+    const client = new pg.Client({ connectionString: server.databaseUrl });
+    await client.connect();
+    client.on('notification', (message) => notifications.push(message.payload ?? ''));
+    await client.query('LISTEN agent_platform_events');
+    listeners.push(client);
+  }
+  listener = listeners[0]!;
 }, 120_000);
 afterAll(async () => {
-  await listener?.end();
+  for (const client of listeners) await client.end();
   for (const server of [guarded, inline]) {
     await server?.stop();
     removeDir(server?.dir);

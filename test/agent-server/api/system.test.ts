@@ -2,10 +2,10 @@
 // Prometheus text; and the new routes (metrics, MCP, A2A) at /deployments/<id> on the platform keep
 // the deployment to its own organization's keys.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerLocalDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
+import { registerLocalDeployment } from '../../../src/platform/services/deployments/local-deployments.js';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
-import { atDeployed, fixtureConfig, removeDir, startServe, type ServeProcess } from '../../support/serve.js';
+import { fixtureConfig, removeDir, startServe, type ServeProcess } from '../../support/serve.js';
 
 let server: ServeProcess;
 let platform: TestPlatform;
@@ -72,8 +72,8 @@ describe('system endpoints', () => {
     expect((await fetch(`${base}/openapi.json`)).status).toBe(200);
   });
 
-  // Deployments sharing serve's database; a deployed revision's threads are in a database of its own, where no other deployment's ids are.
-  it.skipIf(atDeployed)("an A2A contextId (or a run's if_not_exists thread) that is another deployment's thread is a 409, not a 500", async () => {
+  // Deployments that shared a database: every deployment's threads are in a database of its own now, where no other deployment's ids are.
+  it.skip("an A2A contextId (or a run's if_not_exists thread) that is another deployment's thread is a 409, not a 500", async () => {
     const stranger = await buildTenant(platform.system);
     const { dir, configPath } = fixtureConfig();
     try {

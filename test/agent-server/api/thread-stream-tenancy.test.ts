@@ -4,12 +4,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { newId } from '../../../src/ids.js';
-import { registerLocalDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
 import { buildTenant } from '../../support/factories.js';
-import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { startTestLocalDeployment, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 import { fixtureConfig, removeDir } from '../../support/serve.js';
 
 let platform: TestPlatform;
+let local: Awaited<ReturnType<typeof startTestLocalDeployment>>;
 let dir: string;
 let deploymentId: string;
 let keys: Record<'admin' | 'viewer' | 'otherOrganization', string>;
@@ -20,10 +20,11 @@ beforeAll(async () => {
   dir = fixture.dir;
   const [tenant, other] = [await buildTenant(platform.system), await buildTenant(platform.system)];
   keys = { admin: tenant.adminKey, viewer: tenant.viewerKey, otherOrganization: other.adminKey };
-  // No runtime: a started run waits in the queue, which is all these checks need.
-  ({ deploymentId } = await registerLocalDeployment(platform.system, { configPath: fixture.configPath, workspaceId: tenant.workspace.id, deploymentId: newId() }));
+  local = await startTestLocalDeployment(platform, { configPath: fixture.configPath, workspaceId: tenant.workspace.id });
+  ({ deploymentId } = local);
 }, 120_000);
 afterAll(async () => {
+  await local?.stop();
   await platform?.stop();
   removeDir(dir);
 });

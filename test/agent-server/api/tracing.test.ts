@@ -3,6 +3,7 @@
 // runtime's batcher after the run is reported done, so readers poll, as a LangSmith user does; a
 // SIGTERM under load loses none of them.
 import { Client as LangSmith } from 'langsmith';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
@@ -116,7 +117,10 @@ serveOnly('agent-run traces at shutdown', () => {
       restarted = await loaded.restart();
 
       // Every run that completed (before or during the shutdown) has its trace, once.
-      const { rows: completed } = await platform.deps.db.pool.query<{ id: string }>(`SELECT id FROM agent_runs WHERE id = ANY($1::uuid[]) AND status = 'success'`, [created]);
+      // The runs in its agent server's own database, their traces in the platform's.
+      const agentDb = new pg.Client({ connectionString: restarted.databaseUrl });
+      await agentDb.connect();
+      const { rows: completed } = await agentDb.query<{ id: string }>(`SELECT id FROM agent_runs WHERE id = ANY($1::uuid[]) AND status = 'success'`, [created]).finally(() => agentDb.end());
       expect(completed.length).toBeGreaterThanOrEqual(12);
       const { rows: traces } = await platform.deps.db.pool.query<{ trace_id: string; runs: number; roots: number }>(
         `SELECT trace_id, count(*)::int AS runs, (count(*) FILTER (WHERE parent_run_id IS NULL))::int AS roots FROM trace_runs WHERE trace_id = ANY($1::uuid[]) GROUP BY trace_id`,

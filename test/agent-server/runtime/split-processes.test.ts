@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.js';
-import { registerLocalDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
+import { registerLocalDeployment } from '../../../src/platform/services/deployments/local-deployments.js';
 import { buildTenant } from '../../support/factories.js';
-import { databaseUrl, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { adminLoginUrl, databaseUrl, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 import { type PlatformProcess, spawnPlatform } from '../../support/processes.js';
 import { collect } from '../../support/serve.js';
 import { inject } from 'vitest';
@@ -35,6 +35,8 @@ beforeAll(async () => {
   const deployment = await registerLocalDeployment(platform.system, { configPath, workspaceId: tenant.workspace.id, deploymentId: newId() });
   const env = {
     DATABASE_URL: databaseUrl(),
+    // The runtime process makes the deployment's own database with it.
+    AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl(),
     AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
     AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
     AGENT_SERVER_TRACING: 'false',

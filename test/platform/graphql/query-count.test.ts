@@ -8,14 +8,15 @@ import { buildApp, type App } from '../../../src/platform/app.js';
 import { PreparingClient } from '../../../src/database/prepared-statements.js';
 import { PrismaClient } from '../../../src/generated/prisma/client.js';
 import { newId } from '../../../src/ids.js';
-import { registerLocalDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
 import { ViewerCache } from '../../../src/viewer-cache.js';
 import { ingestRunBatch } from '../../../src/platform/ingest/ingest.service.js';
 import { fixtureConfig } from '../../support/serve.js';
 import { buildApiKey, buildTenant, buildWorkspace } from '../../support/factories.js';
-import { graphql, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { graphql, startTestLocalDeployment, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 
 let platform: TestPlatform;
+// The local deployments' agent servers this file runs, each on its own database.
+const locals: { stop(): Promise<void> }[] = [];
 let app: App;
 let url: string;
 let statements = 0;
@@ -46,6 +47,7 @@ afterAll(async () => {
   await app?.stop();
   await counting?.$disconnect();
   await countingPool?.end();
+  for (const local of locals) await local.stop();
   await platform?.stop();
 });
 
@@ -72,9 +74,10 @@ const THREADS = `query($deploymentId: ID!) { threads(deploymentId: $deploymentId
 
 /**
  * A tenant with `size` traces (a root, two children, a grandchild) in a project `main`, each grandchild
- * in a project of its own, `size` finished bulk exports of two day runs, and a deployment with `size` threads of two runs.
+ * in a project of its own, `size` finished bulk exports of two day runs, and (`deployment`) a local
+ * deployment, its agent server running on its own database, with `size` threads of two runs.
  */
-async function tenantOfSize(size: number) {
+async function tenantOfSize(size: number, options: { deployment?: boolean } = {}) {
   const tenant = await buildTenant(platform.system, { planTier: 'plus' });
   const t0 = Date.parse('2026-03-01T12:00:00Z');
   const at = (ms: number) => new Date(t0 + ms).toISOString();
@@ -115,16 +118,20 @@ async function tenantOfSize(size: number) {
       },
     });
   }
+  if (!options.deployment) return { tenant, projectId: main.id, deploymentId: '' };
   const { configPath } = fixtureConfig();
-  const deployment = await registerLocalDeployment(platform.system, { configPath, workspaceId: tenant.workspace.id, deploymentId: newId() });
-  const { rows } = await platform.deps.db.pool.query<{ assistant_id: string }>('SELECT id AS assistant_id FROM agent_assistants WHERE deployment_id = $1 LIMIT 1', [
+  const deployment = await startTestLocalDeployment(platform, { configPath, workspaceId: tenant.workspace.id });
+  locals.push(deployment);
+  // Its rows are in its own database.
+  const { pool } = deployment.deps.db;
+  const { rows } = await pool.query<{ assistant_id: string }>('SELECT id AS assistant_id FROM agent_assistants WHERE deployment_id = $1 LIMIT 1', [
     deployment.deploymentId,
   ]);
   for (let i = 0; i < size; i++) {
     const threadId = newId();
-    await platform.deps.db.pool.query(`INSERT INTO agent_threads (id, deployment_id, updated_at) VALUES ($1, $2, now())`, [threadId, deployment.deploymentId]);
+    await pool.query(`INSERT INTO agent_threads (id, deployment_id, updated_at) VALUES ($1, $2, now())`, [threadId, deployment.deploymentId]);
     for (const status of ['success', 'error']) {
-      await platform.deps.db.pool.query(
+      await pool.query(
         `INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, updated_at) VALUES ($1, $2, $3, $4, $5, now())`,
         [newId(), deployment.deploymentId, threadId, rows[0]!.assistant_id, status],
       );
@@ -181,12 +188,12 @@ describe('GraphQL query count', () => {
   });
 
   it('is the same for one thread as for four: each thread’s runs', async () => {
-    const small = await tenantOfSize(1);
-    const large = await tenantOfSize(4);
+    const small = await tenantOfSize(1, { deployment: true });
+    const large = await tenantOfSize(4, { deployment: true });
     const one = await countFor(THREADS, small.tenant.adminKey, { variables: { deploymentId: small.deploymentId } });
     const four = await countFor(THREADS, large.tenant.adminKey, { variables: { deploymentId: large.deploymentId } });
     expect(four.body.data.threads).toHaveLength(4);
     for (const thread of four.body.data.threads) expect(thread.runs.map((run: { status: string }) => run.status).sort()).toEqual(['error', 'success']);
     expect(four.statements).toBe(one.statements);
-  });
+  }, 120_000);
 });

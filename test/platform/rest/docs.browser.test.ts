@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upsertServedDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.store.js';
+import { upsertLocalDeployment } from '../../../src/platform/services/deployments/deployments.store.js';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 
@@ -28,7 +28,7 @@ describe('/docs in headless Chromium', () => {
     if (chromiumMissing) return;
     platform = await startTestPlatform();
     const tenant = await buildTenant(platform.system);
-    await upsertServedDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'docs', configPath: '/nowhere/langgraph.json', graphIds: [] });
+    await upsertLocalDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'docs', configPath: '/nowhere/langgraph.json', graphIds: [] });
     browser = await chromium.launch({
       executablePath: CHROMIUM_PATH,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

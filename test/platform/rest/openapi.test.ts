@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentServerRouter } from '../../../src/agent-server/rest/router.js';
 import { openApiPaths } from '../../../src/http/openapi/document.js';
 import { restRouter } from '../../../src/platform/rest/router.js';
-import { upsertServedDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.store.js';
+import { upsertLocalDeployment } from '../../../src/platform/services/deployments/deployments.store.js';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 
@@ -73,13 +73,13 @@ describe('OpenAPI documents', () => {
     // Served at the url of a deployment that exists (an unknown one answers 404).
     const deploymentId = randomUUID();
     const tenant = await buildTenant(platform.system);
-    await upsertServedDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'openapi', configPath: '/nowhere/langgraph.json', graphIds: [] });
+    await upsertLocalDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: 'openapi', configPath: '/nowhere/langgraph.json', graphIds: [] });
     const document = await fetchDocument(`/deployments/${deploymentId}/openapi.json`);
     expect(document.servers).toEqual([{ url: `/deployments/${deploymentId}` }]);
     const result = await validate(structuredClone(document) as never);
     expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
 
-    const router = agentServerRouter(platform.deps, { deploymentId, anonymous: true, dev: false });
+    const router = agentServerRouter(platform.deps, { deploymentId, runtimeId: () => deploymentId, anonymous: true, dev: false });
     const mounted = mountedRoutes(router);
     expect(mounted).toEqual(expect.arrayContaining(['POST /threads/{thread_id}/runs/stream', 'POST /mcp', 'POST /a2a/{assistant_id}', 'GET /metrics']));
     expect(mounted.filter((route) => !documented(document).includes(route))).toEqual([]);

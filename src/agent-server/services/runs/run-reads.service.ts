@@ -83,11 +83,3 @@ export async function listRunsOfThreads(ctx: AgentServerContext, threadIds: read
   const rows = await store.selectRunsOfThreads(ctx.db, ctx.deployment.deploymentId, threadIds.filter(isUuid), query.limit);
   return threadIds.map((threadId) => rows.filter((row) => row.thread_id === threadId.toLowerCase()).map(toRun));
 }
-
-/** The deployment a run belongs to (GraphQL names runs by id alone); NOT_FOUND if there is no such run. */
-export async function runDeploymentId(deps: Pick<AgentServerContext, 'db'>, runId: string): Promise<string> {
-  if (!isUuid(runId)) throw AppError.notFound(RUN_NOT_FOUND);
-  const deploymentId = await store.selectRunDeploymentId(deps.db, runId);
-  if (!deploymentId) throw AppError.notFound(RUN_NOT_FOUND);
-  return deploymentId;
-}

@@ -130,12 +130,6 @@ export async function selectRun(db: Pick<Database, 'pool'>, runId: string, deplo
   return rows[0];
 }
 
-/** The deployment a run belongs to, whichever it is. */
-export async function selectRunDeploymentId(db: Pick<Database, 'pool'>, runId: string): Promise<string | undefined> {
-  const { rows } = await db.pool.query<{ deployment_id: string }>('SELECT deployment_id FROM agent_runs WHERE id = $1', [runId]);
-  return rows[0]?.deployment_id;
-}
-
 export type NewRun = {
   runId: string;
   deploymentId: string;

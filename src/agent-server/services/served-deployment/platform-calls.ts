@@ -11,9 +11,7 @@ import { getRun, listRunsOfThreads } from '../runs/run-reads.service.js';
 import { startRun } from '../runs/runs.service.js';
 import { deleteItem, getItem, listNamespaces, putItem, searchItems } from '../store/store.service.js';
 import { getThread, getThreadState, listThreads, startThread } from '../threads/threads.service.js';
-import type { ServiceContext } from '../../../context.js';
 import type { AgentServerContext } from './deployment-scope.js';
-import { agentContext } from './served-deployment.js';
 
 /** Each platform call's service function (its access: PLATFORM_CALL_ACCESS, the gateway's contract). */
 const AGENT_OPERATIONS = {
@@ -66,21 +64,4 @@ export async function answerPlatformCall(
   const run = AGENT_OPERATIONS[op as PlatformCall];
   if (PLATFORM_CALL_ACCESS[op as PlatformCall] === 'write' && callerAccess !== 'write') throw AppError.forbidden('This API key may only read this deployment.');
   write.json({ result: (await (run as (ctx: AgentServerContext, ...args: unknown[]) => Promise<unknown>)(ctx, ...args)) ?? null });
-}
-
-/** A platform call on a deployment this process serves itself (a local one), as the caller: its access checked as at its url. */
-export async function callLocally(ctx: ServiceContext, deploymentId: string, op: string, args: unknown[]): Promise<unknown> {
-  if (!Object.hasOwn(AGENT_OPERATIONS, op)) throw AppError.notFound(`No platform call ${op}`);
-  const run = AGENT_OPERATIONS[op as PlatformCall] as (ctx: AgentServerContext, ...args: unknown[]) => Promise<unknown>;
-  return run(await agentContext(ctx, deploymentId, { access: PLATFORM_CALL_ACCESS[op as PlatformCall] }), ...args);
-}
-
-/** A run's stream events, for a reader of a deployment this process serves itself. */
-export async function* streamRunLocally(
-  ctx: ServiceContext,
-  deploymentId: string,
-  runId: string,
-  options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal },
-): AsyncGenerator<unknown> {
-  yield* streamRun(await agentContext(ctx, deploymentId), runId, options);
 }

@@ -1,9 +1,7 @@
 // The deployment an agent server serves, as it knows it from its own database: recorded there when
-// it starts (serve's graph config, a deployed revision, a local deployment the operator registered),
-// read back for every request (who may use it, its graphs, its run queue). The platform keeps its own
-// rows of deployments in its own database (deployments/deployments.service.ts); a deployed agent
+// it starts, read back for every request (who may use it, its graphs, its run queue). The platform
+// keeps its own rows of deployments in its own database (platform/services/deployments/); an agent
 // server never sees them.
-import { basename, dirname } from 'node:path';
 import { AppError } from '../../../errors.js';
 import type { DeploymentAccess } from '../../../contracts/gateway-protocol.js';
 import { readGraphConfig } from '../../../contracts/graph-config.js';
@@ -12,14 +10,14 @@ import type { Deps, ServiceContext } from '../../../context.js';
 import { runQueueFor } from '../runs/run-queue.js';
 import { deploymentAccessOf } from '../../../viewer.js';
 import { findServedDeployment, type ServedDeploymentRow, upsertServedDeployment } from './served-deployment.store.js';
-import { type AgentServerContext, type DeploymentScope, serveDeploymentId } from './deployment-scope.js';
+import type { AgentServerContext, DeploymentScope } from './deployment-scope.js';
 
 const NOT_FOUND = 'Deployment not found';
 
 // Every request needs the deployment's row; a row read in the last second is reused, so a busy
 // deployment costs one lookup per second per process rather than one per request. Reused only on the
-// database it was read from: a process may hold two (a platform hosting a local deployment, and a
-// test's worker on a deployed revision's own database, where the same id is recorded too).
+// database it was read from: a process may hold several (a platform process running local
+// deployments' agent servers, a test's workers).
 const ROW_TTL_MS = 1000;
 const recentRows = new Map<string, { row: ServedDeploymentRow; readAt: number; database: string }>();
 
@@ -59,47 +57,17 @@ export async function agentContext(ctx: ServiceContext, deploymentId: string, op
   return { ...ctx, deployment };
 }
 
-export type LocalDeployment = { deploymentId: string; tenantId: string; name: string; configPath: string; graphIds: string[] };
-
 /**
- * Records a deployment of a graph config on this machine (what `serve` runs, and what `start --role
- * runtime --deployment <id>` can run): its graphs are read from the config's names, never imported.
- * The id is stable per config path unless given; the tenant is `workspaceId` or the installation's
- * first workspace. Each graph's default assistant is created (LANGGRAPH_CONFIG gives their config).
- * NOT_FOUND for an unknown workspace; BAD_REQUEST for an unreadable config.
+ * Records the deployment this agent server serves in its own database: its graph config (read as
+ * JSON: graph names, no code), the platform's workspace and organization it belongs to (whose keys
+ * may use it), and each graph's default assistant (LANGGRAPH_CONFIG gives their config). An earlier
+ * version's schema keeps its deployments beside a workspace and an organization: those rows are
+ * made here to satisfy its foreign keys. Idempotent: every start of the deployment's agent servers runs it.
  */
-export async function registerLocalDeployment(
-  ctx: ServiceContext,
-  input: { configPath: string; workspaceId?: string; name?: string; deploymentId?: string },
-): Promise<LocalDeployment> {
-  if (ctx.viewer.kind !== 'system') throw AppError.forbidden();
-  const graphConfig = readGraphConfig(input.configPath);
-  const workspace = input.workspaceId
-    ? await ctx.db.prisma.workspace.findUnique({ where: { id: input.workspaceId } })
-    : await ctx.db.prisma.workspace.findFirst({ orderBy: [{ organization: { createdAt: 'asc' } }, { createdAt: 'asc' }] });
-  if (!workspace) throw AppError.notFound(input.workspaceId ? `Workspace ${input.workspaceId} not found.` : 'No workspace yet: start the platform once first.');
-  const deployment: LocalDeployment = {
-    deploymentId: input.deploymentId ?? serveDeploymentId(graphConfig.path),
-    tenantId: workspace.id,
-    name: input.name ?? basename(dirname(graphConfig.path)),
-    configPath: graphConfig.path,
-    graphIds: graphConfig.graphs.map((graph) => graph.graphId),
-  };
-  await upsertServedDeployment(ctx.db, { id: deployment.deploymentId, ...deployment });
-  recentRows.delete(deployment.deploymentId);
-  await ensureSystemAssistants(await agentContext(ctx, deployment.deploymentId), ctx.config.langgraphConfig);
-  return deployment;
-}
-
-/**
- * A deployed revision's agent server, on its own database: the deployment's workspace (and
- * organization) are recorded there as its one tenant, then the deployment as `serve` records its own
- * (with its default assistants). Idempotent: every start of the deployment's agent servers runs it.
- */
-export async function registerOwnDeployment(
+export async function registerServedDeployment(
   ctx: ServiceContext,
   input: { deploymentId: string; name: string; workspaceId: string; organizationId: string; configPath: string },
-): Promise<LocalDeployment> {
+): Promise<void> {
   const { prisma } = ctx.db;
   await prisma.organization.upsert({ where: { id: input.organizationId }, create: { id: input.organizationId, name: 'Deployment organization' }, update: {} });
   await prisma.workspace.upsert({
@@ -107,15 +75,16 @@ export async function registerOwnDeployment(
     create: { id: input.workspaceId, organizationId: input.organizationId, name: 'Deployment workspace' },
     update: {},
   });
-  return registerLocalDeployment(ctx, { configPath: input.configPath, workspaceId: input.workspaceId, deploymentId: input.deploymentId, name: input.name });
-}
-
-/** A local deployment's graph config path, for the runtime that runs it. NOT_FOUND otherwise. */
-export async function localDeploymentConfig(deps: Deps, deploymentId: string): Promise<{ configPath: string; tenantId: string; name: string }> {
-  const row = await findServedDeployment(deps.db, deploymentId);
-  const configPath = row?.source === 'local' ? row.source_config.config_path : undefined;
-  if (!row || typeof configPath !== 'string') throw AppError.notFound(`Deployment ${deploymentId} not found (or not a local graph config).`);
-  return { configPath, tenantId: row.tenant_id, name: row.name };
+  const graphConfig = readGraphConfig(input.configPath);
+  await upsertServedDeployment(ctx.db, {
+    id: input.deploymentId,
+    tenantId: input.workspaceId,
+    name: input.name,
+    configPath: graphConfig.path,
+    graphIds: graphConfig.graphs.map((graph) => graph.graphId),
+  });
+  recentRows.delete(input.deploymentId);
+  await ensureSystemAssistants(await agentContext(ctx, input.deploymentId), ctx.config.langgraphConfig);
 }
 
 /**

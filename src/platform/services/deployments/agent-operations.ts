@@ -1,15 +1,15 @@
 // The agent-server operations the platform's GraphQL schema exposes on a deployment's resources
-// (assistants, threads, runs, crons, store items), called where the deployment's data is: through the
+// (assistants, threads, runs, crons, store items), called where the deployment's data is: at the
 // deployment's own agent server, signed by the gateway as the caller, which runs the service function
-// on its own database (agent-server/services/served-deployment/platform-calls.ts); for a local deployment, by the
-// agent server this process hosts for it (Deps.localAgentCalls). One service function per operation.
+// on its own database (agent-server/services/served-deployment/platform-calls.ts). One service
+// function per operation.
 import { AppError, type ErrorCode } from '../../../errors.js';
-import type { Deps, LocalAgentCalls, ServiceContext } from '../../../context.js';
+import type { Deps, ServiceContext } from '../../../context.js';
 // Types only: what each call takes and returns is the agent server's (its API's resources).
 import type { Operation, OperationArgs, RunStreamEvent } from '../../../agent-server/services/served-deployment/platform-calls.js';
 import { authenticateApiKey } from '../tenancy/authentication.service.js';
-import { authorizeDeploymentCaller, declaresCustomAuth, servedByOwnAgentServer } from './deployments.service.js';
-import { findDeploymentUsage } from './deployments.store.js';
+import { authorizeDeploymentCaller, declaresCustomAuth } from './deployments.service.js';
+import { findDeploymentUsage, listLocalDeploymentIds } from './deployments.store.js';
 import { agentServerAddresses } from './agent-server-addresses.js';
 import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, gatewayIdentityHeaders, PLATFORM_CALL_ACCESS, type PlatformCall } from '../../../contracts/gateway-protocol.js';
 
@@ -124,12 +124,6 @@ async function postCall(ctx: ServiceContext, deploymentId: string, access: Deplo
   throw new AppError('UNAVAILABLE', `The deployment's agent server answered ${response.status}.`);
 }
 
-/** The calls on local deployments this process hosts (UNAVAILABLE where it hosts none). */
-function localCalls(deps: Deps): LocalAgentCalls {
-  if (!deps.localAgentCalls) throw new AppError('UNAVAILABLE', 'This process serves no local deployments.');
-  return deps.localAgentCalls;
-}
-
 /** Runs `op` on the deployment's resources as `ctx.viewer`, wherever they are (see the top of this file). */
 export async function callAgentServer<K extends PlatformCall>(
   ctx: ServiceContext,
@@ -137,19 +131,31 @@ export async function callAgentServer<K extends PlatformCall>(
   op: K,
   ...args: OperationArgs<K>
 ): Promise<Awaited<ReturnType<Operation<K>>>> {
-  type Result = Awaited<ReturnType<Operation<K>>>;
-  if (!(await servedByOwnAgentServer(ctx, deploymentId))) return (await localCalls(ctx).call(ctx, deploymentId, op, args)) as Result;
   const response = await postCall(ctx, deploymentId, PLATFORM_CALL_ACCESS[op], { op, args });
   return JSON.parse(await response.text(), reviveDates).result;
 }
 
 /**
- * The deployment of a run named by id alone (GraphQL `run(id)`): one of the local deployments this
- * process hosts. A deployed deployment's runs are in its own database, which the platform does not
- * search: they are named with their `deploymentId` (NOT_FOUND otherwise).
+ * The deployment of a run named by id alone (GraphQL `run(id)`): the running local deployment that has
+ * it, of those the viewer may read (`serve`'s caller: its own), asked in turn. A control-plane
+ * deployment's runs are named with their `deploymentId`; NOT_FOUND when no local deployment has the run.
  */
-export function deploymentOfRun(ctx: ServiceContext, runId: string): Promise<string> {
-  return localCalls(ctx).deploymentOfRun(ctx, runId);
+export async function deploymentOfRun(ctx: ServiceContext, runId: string): Promise<string> {
+  const viewer = ctx.viewer;
+  if (viewer.kind === 'trace-writer') throw AppError.notFound('Run not found');
+  const candidates = viewer.kind === 'local' ? [viewer.deploymentId] : await listLocalDeploymentIds(ctx.db, viewer.kind === 'api-key' ? viewer.organizationId : undefined);
+  for (const deploymentId of candidates) {
+    // One whose agent server does not run now is not waited for.
+    if (!(await agentServerAddresses(ctx, deploymentId)).length) continue;
+    try {
+      await callAgentServer(ctx, deploymentId, 'getRun', null, runId);
+      return deploymentId;
+    } catch (error) {
+      // Not this one's (or not the viewer's to read, or not running): the next.
+      if (!(error instanceof AppError)) throw error;
+    }
+  }
+  throw AppError.notFound('Run not found');
 }
 
 /**
@@ -162,10 +168,6 @@ export async function* streamRunOf(
   runId: string,
   options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal },
 ): AsyncGenerator<RunStreamEvent> {
-  if (!(await servedByOwnAgentServer(ctx, deploymentId))) {
-    yield* localCalls(ctx).streamRun(ctx, deploymentId, runId, options) as AsyncIterable<RunStreamEvent>;
-    return;
-  }
   const response = await postCall(ctx, deploymentId, 'read', { op: 'streamRun', args: [runId, { afterSeq: options.afterSeq, modes: options.modes }] }, options.signal);
   const decoder = new TextDecoder();
   let buffered = '';

@@ -122,22 +122,28 @@ export function deploymentTemplate(deps: Pick<Deps, 'adminLogin' | 'logger'>): P
  * every other, and returns the URL the deployment's agent server connects with: the platform's
  * server, its own database and login. The password is derived from the installation's key for the
  * deployment, so every runtime of it (the serving one, the next revision's, a restarted one) logs in
- * with the same one. `made`: the database did not exist before.
+ * with the same one. `made`: the database did not exist before. A `local` deployment's (a graph config
+ * the operator runs in a platform process: code as trusted as the platform's) takes connections as
+ * its agent server needs them, outside the deployments' budget: no connection limit of its own.
  */
-export async function ensureDeploymentDatabase(deps: Pick<Deps, 'db' | 'adminLogin' | 'secrets' | 'config' | 'logger'>, deploymentId: string): Promise<DeploymentDatabase> {
+export async function ensureDeploymentDatabase(
+  deps: Pick<Deps, 'db' | 'adminLogin' | 'secrets' | 'config' | 'logger'>,
+  deploymentId: string,
+  options: { local?: boolean } = {},
+): Promise<DeploymentDatabase> {
   await closePlatformDatabase(deps);
   const role = runtimeLoginRole(deploymentId);
   const password = deps.secrets.derive(`database-login:${deploymentId}`).key.toString('hex');
   const name = deploymentDatabaseName(deploymentId);
   let made: boolean;
   try {
+    const connections = options.local ? -1 : deps.config.deploymentDatabaseConnections;
     await deps.adminLogin.ensureLogin(role, password, {
-      connections: deps.config.deploymentDatabaseConnections,
+      connections,
       tempFileKb: Math.ceil(deps.config.deploymentTempFileBytes / 1024),
-      sharedWith: RUNTIME_LOGIN_PATTERN,
+      sharedWith: options.local ? undefined : RUNTIME_LOGIN_PATTERN,
     });
     const template = await deploymentTemplate(deps);
-    const connections = deps.config.deploymentDatabaseConnections;
     made = await deps.adminLogin.ensureDatabase(name, role, connections, template).catch(async (error: unknown) => {
       if (!template) throw error;
       // A copy that failed half way is a database just made: dropped, and made empty instead.
@@ -151,12 +157,20 @@ export async function ensureDeploymentDatabase(deps: Pick<Deps, 'db' | 'adminLog
       `could not make the deployment's own database and login (${(error as Error).message}); give the platform an admin login that may create roles and databases (AGENT_PLATFORM_ADMIN_DATABASE_URL)`,
     );
   }
-  const url = new URL(deps.db.url);
-  url.username = role;
-  url.password = password;
-  url.pathname = `/${name}`;
+  return { url: deploymentDatabaseUrl(deps.db.url, deps.secrets, deploymentId), made };
+}
+
+/**
+ * The URL a deployment's agent server connects with: the platform's server (`platformUrl`), the
+ * deployment's own database and login, whose password is derived from the installation's key.
+ */
+export function deploymentDatabaseUrl(platformUrl: string, secrets: Pick<Deps['secrets'], 'derive'>, deploymentId: string): string {
+  const url = new URL(platformUrl);
+  url.username = runtimeLoginRole(deploymentId);
+  url.password = secrets.derive(`database-login:${deploymentId}`).key.toString('hex');
+  url.pathname = `/${deploymentDatabaseName(deploymentId)}`;
   url.searchParams.delete('options');
-  return { url: url.toString(), made };
+  return url.toString();
 }
 
 /**

@@ -1,7 +1,7 @@
 // Deployments as the platform sees them: the control plane (/v2/deployments) and what its gateway
 // asks of a deployment's row (who may call it, whether it authenticates its own callers), looked up in
 // the platform's database by id, so any api process can serve any deployment. What an agent server
-// knows of the deployment it serves is its own (agent-server/served-deployment.ts).
+// knows of the deployment it serves is its own (agent-server/services/served-deployment/).
 import { AppError } from '../../../errors.js';
 import { dropDeploymentDatabase } from './deployment-database.js';
 import type { Deps, ServiceContext } from '../../../context.js';
@@ -17,7 +17,8 @@ import { moveRevisionsOf, queueRevision, UNFINISHED } from './revisions.service.
 import * as revisionsStore from './revisions.store.js';
 import type { GitCredentials } from '../../launcher/source-checkout.js';
 import type { ControlDeploymentRow } from './revisions.store.js';
-import { type DeploymentRow, type DeploymentUsage, findDeployment, listOrganizationUsage } from './deployments.store.js';
+import { deleteDeploymentRuntime, type DeploymentRow, type DeploymentUsage, findDeployment, listAllDeploymentRuntimeIds, listOrganizationUsage } from './deployments.store.js';
+import { runtimeLockKey } from '../../../contracts/launcher-protocol.js';
 import { Gauge, Registry } from 'prom-client';
 
 const NOT_FOUND = 'Deployment not found';
@@ -47,17 +48,6 @@ export async function authorizeDeploymentCaller(ctx: ServiceContext, deploymentI
   return deploymentAccessOf(ctx.viewer, row, access);
 }
 
-/**
- * Whether the platform's gateway forwards the deployment's url to the deployment's own agent server
- * (a control-plane deployment, which runs in its sandbox on its own database), rather than serving it
- * in this process (a local deployment: an operator's graph config, on the platform's database).
- * False for a deployment that does not exist (the router answers 404).
- */
-export async function servedByOwnAgentServer(deps: Deps, deploymentId: string): Promise<boolean> {
-  const row = await deploymentRow(deps, deploymentId);
-  return row !== undefined && row.source !== 'local';
-}
-
 /** Whether a deployment exists (and is not deleted): the public pages of its url answer 404 otherwise. */
 export async function deploymentExists(deps: Deps, deploymentId: string): Promise<boolean> {
   return (await deploymentRow(deps, deploymentId)) !== undefined;
@@ -70,7 +60,7 @@ export async function deploymentExists(deps: Deps, deploymentId: string): Promis
  */
 export async function declaresCustomAuth(deps: Deps, deploymentId: string): Promise<boolean> {
   const row = await deploymentRow(deps, deploymentId);
-  return row !== undefined && row.source !== 'local' && row.custom_auth;
+  return row !== undefined && row.custom_auth;
 }
 
 // ───────────────────────────── control plane (/v2/deployments) ─────────────────────────────
@@ -182,6 +172,31 @@ export async function deleteDeployment(ctx: ServiceContext, id: string): Promise
   // Its database (its threads, runs, store…) and login go with it. The deletion stands if that fails
   // (say, the admin login may no longer drop them): the login can still reach only that database.
   await dropDeploymentDatabase(ctx, row.id).catch((error: unknown) => ctx.logger.warn({ err: error, deploymentId: row.id }, "could not drop the deleted deployment's database"));
+}
+
+/**
+ * Forgets the agent servers recorded in deployment_runtimes whose launcher died without removing its
+ * row: each live one's launcher holds its liveness lock (child-launcher.ts, recordAgentServer), so a
+ * row whose lock is free is a dead one's. Returns how many.
+ */
+export async function pruneDeadAgentServers(deps: Pick<Deps, 'db'>): Promise<number> {
+  const ids = await listAllDeploymentRuntimeIds(deps.db);
+  if (!ids.length) return 0;
+  let pruned = 0;
+  // Try-lock and unlock must happen on one session.
+  const client = await deps.db.pool.connect();
+  try {
+    for (const id of ids) {
+      const { rows } = await client.query<{ free: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS free', [runtimeLockKey(id)]);
+      if (!rows[0]?.free) continue;
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [runtimeLockKey(id)]);
+      await deleteDeploymentRuntime(deps.db, id);
+      pruned++;
+    }
+  } finally {
+    client.release();
+  }
+  return pruned;
 }
 
 /** Forgets a cached deployment row (its graphs or deletion changed). */

@@ -1,5 +1,5 @@
 // SQL of the platform's deployments and deployment_runtimes tables (where its launchers record the
-// agent servers they run, and the gateway finds them).
+// agent servers they run, and the gateway finds them): control-plane deployments and local ones.
 import type { Database } from '../../../db.js';
 
 export type DeploymentRow = {
@@ -22,6 +22,30 @@ export async function findDeployment(db: Database, deploymentId: string): Promis
     [deploymentId],
   );
   return rows[0];
+}
+
+/** Records (or updates) a local deployment: a graph config on the machine that runs its agent server. */
+export async function upsertLocalDeployment(
+  db: Database,
+  values: { id: string; tenantId: string; name: string; configPath: string; graphIds: string[] },
+): Promise<void> {
+  await db.pool.query(
+    `INSERT INTO deployments (id, tenant_id, name, source, source_config, graph_ids, updated_at)
+     VALUES ($1, $2, $3, 'local', $4, $5, now())
+     ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id, name = excluded.name, source_config = excluded.source_config,
+       graph_ids = excluded.graph_ids, updated_at = now()`,
+    [values.id, values.tenantId, values.name, { config_path: values.configPath }, values.graphIds],
+  );
+}
+
+/** The local deployments (of one organization, or all), oldest first. */
+export async function listLocalDeploymentIds(db: Database, organizationId?: string): Promise<string[]> {
+  const { rows } = await db.pool.query<{ id: string }>(
+    `SELECT d.id FROM deployments d JOIN workspaces w ON w.id = d.tenant_id
+      WHERE d.source = 'local' AND d.deleted_at IS NULL AND ($1::uuid IS NULL OR w.organization_id = $1) ORDER BY d.created_at`,
+    [organizationId ?? null],
+  );
+  return rows.map((row) => row.id);
 }
 
 /** The deployment's agent servers that its launchers recorded, the active revision's first, newest first. */
@@ -60,6 +84,12 @@ export async function countOtherRevisionRuntimes(db: Database, deploymentId: str
 
 export async function deleteDeploymentRuntime(db: Database, runtimeId: string): Promise<void> {
   await db.pool.query('DELETE FROM deployment_runtimes WHERE id = $1', [runtimeId]);
+}
+
+/** Every recorded agent server, to find those whose launcher died without removing its row. */
+export async function listAllDeploymentRuntimeIds(db: Database): Promise<string[]> {
+  const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM deployment_runtimes');
+  return rows.map((row) => row.id);
 }
 
 /**

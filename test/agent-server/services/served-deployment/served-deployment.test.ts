@@ -1,6 +1,6 @@
 // A deployment's row is read once a second per process and reused, but only on the database it came
-// from: one process holding two databases (the platform's, and a deployed revision's own, where the
-// same deployment is recorded as its agent server's local one) must not answer one with the other's.
+// from: one process holding two agent servers' databases where the same deployment id is recorded
+// (a test's workers, a platform process running local deployments) must not answer one with the other's.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,10 +8,9 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createDeps } from '../../../../src/wiring.js';
-import { agentContext, registerLocalDeployment } from '../../../../src/agent-server/services/served-deployment/served-deployment.js';
+import { agentContext, registerServedDeployment } from '../../../../src/agent-server/services/served-deployment/served-deployment.js';
 import { SYSTEM_VIEWER } from '../../../../src/viewer.js';
 import { TEMPLATE_DATABASE } from '../../../support/database-names.js';
-import { buildTenant } from '../../../support/factories.js';
 import { databaseUrl, testConfig } from '../../../support/helpers.js';
 import { fixtureConfig, removeDir } from '../../../support/serve.js';
 
@@ -55,8 +54,7 @@ describe("a deployment's cached row", () => {
     writeFileSync(one, JSON.stringify({ graphs: { only: (JSON.parse(readFileSync(project.configPath, 'utf8')) as { graphs: Record<string, string> }).graphs.agent } }));
     const [platform, own] = wirings.map((wiring) => ({ ...wiring.deps, viewer: SYSTEM_VIEWER }));
     for (const [ctx, configPath] of [[platform!, project.configPath], [own!, one]] as const) {
-      const tenant = await buildTenant(ctx);
-      await registerLocalDeployment(ctx, { configPath, deploymentId, workspaceId: tenant.workspace.id });
+      await registerServedDeployment(ctx, { configPath, deploymentId, name: 'cached', workspaceId: randomUUID(), organizationId: randomUUID() });
     }
     // Read from each, within the cache's second.
     for (let round = 0; round < 2; round++) {

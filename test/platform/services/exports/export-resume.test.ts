@@ -9,7 +9,7 @@ import { createExport } from '../../../../src/platform/services/exports/exports.
 import type { RunResult } from '../../../../src/platform/services/exports/exports.store.js';
 import { authenticateApiKey } from '../../../../src/platform/services/tenancy/authentication.service.js';
 import type { Boss } from '../../../../src/queues.js';
-import { startPlatformBoss } from '../../../../src/start.js';
+import { startPlatformJobs } from '../../../../src/platform/jobs/platform-jobs.js';
 import { buildTenant } from '../../../support/factories.js';
 import { databaseUrl, startTestPlatform, type TestPlatform } from '../../../support/helpers.js';
 import { spawnPlatform } from '../../../support/processes.js';
@@ -75,7 +75,7 @@ it('finishes a run whose worker was killed after its first file, from its checkp
   expect(checkpoint.rows_written).toBeLessThan(runCount);
 
   // A second worker (this process) takes the run over when the dead worker's lease lapses.
-  boss = await startPlatformBoss(platform.deps, { work: true });
+  boss = await startPlatformJobs(platform.deps, { work: true });
   const finished = await waitForExport(platform.deps, created.id);
   expect(finished.status).toBe('Completed');
   const result = (finished.runs[0]!.metadata as { result: RunResult }).result;
