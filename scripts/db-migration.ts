@@ -1,11 +1,18 @@
-// Creates a Prisma migration without the native schema engine (which cannot be downloaded here).
+// Creates a Prisma migration without the native schema engine (which cannot be downloaded here), for
+// either tree's schema: the platform's (schema.prisma, prisma/migrations) or, with --agent-server, the
+// agent server's (src/agent-server/prisma/schema.prisma and migrations/).
 //
-//   npm run db:migration -- <name>    write prisma/migrations/<UTC yyyymmddHHMMSS>_<name>/migration.sql
-//   npm run db:migration -- --check   exit 1 and print the SQL when schema.prisma and the migrations drift
-//                                     (0 when in sync, 2 on usage or other errors, like diff(1))
+//   npm run db:migration -- <name>                  write prisma/migrations/<UTC yyyymmddHHMMSS>_<name>/migration.sql
+//   npm run db:migration -- --agent-server <name>   the same in src/agent-server/prisma/migrations
+//   npm run db:migration -- --check                 exit 1 and print the SQL when either schema and its
+//                                                   migrations drift (0 when in sync, 2 on usage or
+//                                                   other errors, like diff(1))
 //
-// It replays the existing migrations into a throwaway embedded PostgreSQL (the same shadow-database
-// idea as `prisma migrate dev`) and diffs that database against schema.prisma with the wasm engine.
+// It replays a chain's migrations into a throwaway embedded PostgreSQL (the same shadow-database idea
+// as `prisma migrate dev`) and diffs that database against its schema.prisma with the wasm engine. The
+// agent server's chain is also replayed on top of the platform's chain as it stood before the two
+// were apart (the database of a deployment made by an earlier version, which its first migration
+// converts): that must build the agent server's schema too.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -16,11 +23,27 @@ import pg from 'pg';
 import { diffDatabaseToSchema } from './lib/schema-diff.js';
 
 const root = new URL('..', import.meta.url).pathname;
-const migrationsDir = join(root, 'prisma', 'migrations');
-const schemaPath = join(root, 'schema.prisma');
+
+type Chain = { name: string; migrationsDir: string; schemaPath: string };
+const CHAINS = {
+  platform: { name: 'the platform', migrationsDir: join(root, 'prisma', 'migrations'), schemaPath: join(root, 'schema.prisma') },
+  agentServer: {
+    name: 'the agent server',
+    migrationsDir: join(root, 'src', 'agent-server', 'prisma', 'migrations'),
+    schemaPath: join(root, 'src', 'agent-server', 'prisma', 'schema.prisma'),
+  },
+} satisfies Record<string, Chain>;
+
+/**
+ * The platform's last migration before the agent server's tables had a schema of their own: what a
+ * deployment's database made by an earlier version holds, which the agent server's first migration
+ * converts.
+ */
+const LAST_SHARED_PLATFORM_MIGRATION = '20261128160000_deployment_usage';
 
 /** Migration folder names in apply order (the timestamp prefix makes lexical order chronological). */
-function migrationNames(): string[] {
+function migrationNames(chain: Chain): string[] {
+  const { migrationsDir } = chain;
   if (!existsSync(migrationsDir)) return [];
   return readdirSync(migrationsDir, { withFileTypes: true })
     .filter((entry) => entry.isDirectory() && existsSync(join(migrationsDir, entry.name, 'migration.sql')))
@@ -38,8 +61,8 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Starts a disposable PostgreSQL and returns its URL; `stop` also deletes its files. */
-async function startThrowawayPostgres(): Promise<{ url: string; stop: () => Promise<void> }> {
+/** Starts a disposable PostgreSQL with `databases` and returns their URLs; `stop` also deletes its files. */
+async function startThrowawayPostgres(databases: string[]): Promise<{ urls: string[]; stop: () => Promise<void> }> {
   // Under /tmp, not the repo: as root, PostgreSQL runs as the `postgres` user, which must be able to
   // traverse every parent folder. mkdtemp creates 0700 folders, so open this one up to traversal.
   const dir = mkdtempSync(join(tmpdir(), 'db-migration-'));
@@ -66,14 +89,14 @@ async function startThrowawayPostgres(): Promise<{ url: string; stop: () => Prom
   try {
     await server.initialise();
     await server.start();
-    await server.createDatabase('migrations');
+    for (const database of databases) await server.createDatabase(database);
   } catch (error) {
     await server.stop().catch(() => {});
     cleanup();
     throw error;
   }
   return {
-    url: `postgresql://postgres:${password}@127.0.0.1:${port}/migrations`,
+    urls: databases.map((database) => `postgresql://postgres:${password}@127.0.0.1:${port}/${database}`),
     stop: async () => {
       await server.stop();
       cleanup();
@@ -81,8 +104,9 @@ async function startThrowawayPostgres(): Promise<{ url: string; stop: () => Prom
   };
 }
 
-/** Applies each migration.sql in its own transaction, like src/database/migrate.ts does at start-up. */
-async function applyMigrations(url: string, names: string[]): Promise<void> {
+/** Applies each migration.sql of `chain` in its own transaction, like src/database/migrate.ts does at start-up. */
+async function applyMigrations(url: string, chain: Chain, names: string[]): Promise<void> {
+  const { migrationsDir } = chain;
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -106,9 +130,20 @@ function utcStamp(date = new Date()): string {
   return date.toISOString().replace(/\D/g, '').slice(0, 14); // yyyymmddHHMMSS
 }
 
+/** The SQL that takes `chain`'s migrations (after the platform's earlier chain, with `onLegacy`) to its schema. */
+async function drift(url: string, chain: Chain, options: { onLegacy?: boolean } = {}): Promise<string> {
+  if (options.onLegacy) {
+    const platform = migrationNames(CHAINS.platform);
+    await applyMigrations(url, CHAINS.platform, platform.slice(0, platform.indexOf(LAST_SHARED_PLATFORM_MIGRATION) + 1));
+  }
+  await applyMigrations(url, chain, migrationNames(chain));
+  return diffDatabaseToSchema(url, readFileSync(chain.schemaPath, 'utf8'));
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const check = args.includes('--check');
+  const chain = args.includes('--agent-server') ? CHAINS.agentServer : CHAINS.platform;
   // Same normalisation as `prisma migrate dev --name`: snake_case, safe as a folder name.
   const name = args
     .find((arg) => !arg.startsWith('--'))
@@ -116,33 +151,47 @@ async function main(): Promise<number> {
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
   if (!check && !name) {
-    console.error('usage: npm run db:migration -- <name> | --check');
+    console.error('usage: npm run db:migration -- [--agent-server] <name> | --check');
     return 2;
   }
 
-  const names = migrationNames();
-  const database = await startThrowawayPostgres();
-  let sql: string;
-  try {
-    await applyMigrations(database.url, names);
-    sql = await diffDatabaseToSchema(database.url, readFileSync(schemaPath, 'utf8'));
-  } finally {
-    await database.stop();
-  }
-
   if (check) {
-    if (!sql) {
-      console.log(`schema.prisma matches prisma/migrations (${names.length} migrations)`);
+    const database = await startThrowawayPostgres(['platform', 'agent_server', 'agent_server_upgraded']);
+    let found: [string, string][];
+    try {
+      const [platform, agentServer, upgraded] = database.urls as [string, string, string];
+      found = [
+        [`schema.prisma and prisma/migrations`, await drift(platform, CHAINS.platform)],
+        [`src/agent-server/prisma/schema.prisma and its migrations`, await drift(agentServer, CHAINS.agentServer)],
+        [`src/agent-server/prisma/schema.prisma and its migrations, on a deployment's database of an earlier version`, await drift(upgraded, CHAINS.agentServer, { onLegacy: true })],
+      ];
+    } finally {
+      await database.stop();
+    }
+    const drifted = found.filter(([, sql]) => sql);
+    if (!drifted.length) {
+      console.log(`Both schemas match their migrations (${migrationNames(CHAINS.platform).length} of the platform's, ${migrationNames(CHAINS.agentServer).length} of the agent server's)`);
       return 0;
     }
-    console.error('schema.prisma and prisma/migrations differ; run `npm run db:migration -- <name>`. Missing SQL:\n');
-    console.error(sql);
+    for (const [what, sql] of drifted) {
+      console.error(`${what} differ; run \`npm run db:migration -- [--agent-server] <name>\`. Missing SQL:\n`);
+      console.error(sql);
+    }
     return 1;
+  }
+
+  const database = await startThrowawayPostgres(['migrations']);
+  let sql: string;
+  try {
+    sql = await drift(database.urls[0]!, chain);
+  } finally {
+    await database.stop();
   }
   if (!sql) {
     console.log('No schema changes: no migration written.');
     return 0;
   }
+  const { migrationsDir } = chain;
   mkdirSync(migrationsDir, { recursive: true });
   // Prisma's CLI (migrate deploy/status, where it can run) expects this file next to the migrations.
   const lockFile = join(migrationsDir, 'migration_lock.toml');

@@ -21,6 +21,7 @@ import { recordAgentServer } from './platform/launcher/child-launcher.js';
 import { ensureDeploymentDatabase } from './platform/services/deployments/deployment-database.js';
 import { findLocalDeployment, type LocalDeployment } from './platform/services/deployments/local-deployments.js';
 import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
+import { countIngestedTraces } from './platform/services/usage/usage.service.js';
 import { createDeps } from './wiring.js';
 
 /** A local deployment's agent server that this process runs (the runtime role), where it answers, and its own dependencies. */
@@ -97,6 +98,7 @@ export async function startLocalAgentServer(
     poolSize: config.dbPoolSize,
     ...options,
     tracing: { workspaceId: deployment.tenantId, project: deployment.name, store: { databaseUrl: deps.db.url, open: (url) => openPlatformTraceStore(deps, url) } },
+    tracesIngested: () => countIngestedTraces(deps, deployment.tenantId),
   });
 }
 

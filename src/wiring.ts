@@ -47,7 +47,7 @@ async function openDatabase(config: Config, logger: Logger): Promise<OpenedDatab
   const url = config.databaseUrl ?? embedded!.url;
   const adminUrl = embedded?.adminUrl ?? config.adminDatabaseUrl ?? url;
   try {
-    await migrateDatabase(url, logger);
+    await migrateDatabase(url, logger, 'platform');
     if (!embedded) {
       const launchesDeployments = config.roles.includes('worker') && config.controlPlaneWorker;
       await checkDatabaseLogins({ platform: url, admin: adminUrl, adminConfigured: config.adminDatabaseUrl !== undefined }, { launchesDeployments }, logger);

@@ -57,6 +57,8 @@ export type AgentServerSpec = {
    * included; undefined: its runs are not traced.
    */
   tracing?: { workspaceId: string; project: string; store: { databaseUrl: string; open(databaseUrl: string): TraceSink } };
+  /** The platform's count of the traces ingested into its workspace (its /metrics), where its host can read it. */
+  tracesIngested?: () => Promise<number>;
 };
 
 export type AgentServer = {
@@ -82,7 +84,7 @@ export type AgentServer = {
 
 /** Starts the agent server; resolves once its runtime works the run queue. */
 export async function startAgentServer(config: Config, logger: Logger, spec: AgentServerSpec): Promise<AgentServer> {
-  if (!spec.migrated) await migrateDatabase(spec.databaseUrl, logger);
+  if (!spec.migrated) await migrateDatabase(spec.databaseUrl, logger, 'agent-server');
   const wiring = await createDeps(config, logger, { databaseUrl: spec.databaseUrl, poolSize: spec.poolSize ?? config.runtimeDbPoolSize, applicationName: 'agent-server' });
   const { deps } = wiring;
   try {
@@ -114,7 +116,7 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
     // langgraph.json `auth`: the project's handlers decide who its callers are, here where its code runs.
     const auth = await loadCustomAuth(graphConfig, logger);
     const target = { deploymentId: spec.deploymentId, runtimeId: () => runtimeId, anonymous: spec.anonymous ?? false, dev: spec.dev ?? false, platformKeys: spec.platformKeys };
-    const router = agentServerRouter(deps, target, { customApp, ui, auth });
+    const router = agentServerRouter(deps, target, { customApp, ui, auth, tracesIngested: spec.tracesIngested });
     const app = express();
     app.disable('x-powered-by');
     app.use(router);

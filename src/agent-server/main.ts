@@ -80,9 +80,9 @@ applyGraphConfigEnv(graphConfig);
 const config = loadConfig(process.env);
 const logger = createLogger(config).child({ deploymentId, revisionId: process.env.AGENT_PLATFORM_REVISION_ID });
 
-// The deployment's database is migrated (by its own login, its owner) while the graphs load, so the
-// agent server that `serve` starts finds it ready.
-const databaseMigrated = import('../database/migrate.js').then(({ migrateDatabase }) => migrateDatabase(config.databaseUrl!, logger));
+// The deployment's database is migrated with the agent server's own chain (by its own login, its
+// owner) while the graphs load, so the agent server that `serve` starts finds it ready.
+const databaseMigrated = import('../database/migrate.js').then(({ migrateDatabase }) => migrateDatabase(config.databaseUrl!, logger, 'agent-server'));
 databaseMigrated.catch(() => undefined); // reported by serve(), if it is asked to
 
 try {

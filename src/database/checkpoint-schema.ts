@@ -8,11 +8,14 @@ export const CHECKPOINT_SCHEMA = 'langgraph';
 
 const SETUP_LOCK = 'agent-platform:langgraph-setup';
 
-let checkpointTables: Promise<void> | undefined;
+// Per database: a process may run several agent servers (a platform process's local deployments).
+const checkpointTables = new Map<string, Promise<void>>();
 
-/** LangGraph's checkpoint tables (schema `langgraph`), created once per process under the set-up lock. */
-export function ensureCheckpointTables(db: { pool: pg.Pool }): Promise<void> {
-  checkpointTables ??= (async () => {
+/** LangGraph's checkpoint tables (schema `langgraph`), created once per process and database under the set-up lock. */
+export function ensureCheckpointTables(db: { pool: pg.Pool; url: string }): Promise<void> {
+  let made = checkpointTables.get(db.url);
+  if (made) return made;
+  made = (async () => {
     const client = await db.pool.connect();
     try {
       // Concurrent first starts race on CREATE SCHEMA/TABLE; the advisory lock serialises them.
@@ -23,8 +26,9 @@ export function ensureCheckpointTables(db: { pool: pg.Pool }): Promise<void> {
       client.release();
     }
   })().catch((error: unknown) => {
-    checkpointTables = undefined;
+    checkpointTables.delete(db.url);
     throw error;
   });
-  return checkpointTables;
+  checkpointTables.set(db.url, made);
+  return made;
 }

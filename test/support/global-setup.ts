@@ -46,7 +46,7 @@ export default async function setup(project: TestProject) {
   });
   const templateUrl = new URL(logins.platform);
   templateUrl.pathname = `/${TEMPLATE_DATABASE}`;
-  await migrateDatabase(templateUrl.toString(), logger);
+  await migrateDatabase(templateUrl.toString(), logger, 'platform');
   // pg-boss creates its schema on first start: once here rather than in every file.
   const boss = new PgBoss({ ...bossConnection(templateUrl.toString()), supervise: false, schedule: false });
   await boss.start();

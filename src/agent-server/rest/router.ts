@@ -93,7 +93,7 @@ const deploymentUrlOf = (req: Request) => req.deploymentUrl;
 export function agentServerRouter(
   deps: Deps,
   target: AgentServerTarget,
-  options: { customApp?: CustomApp; ui?: UiBundles; auth?: CustomAuth } = {},
+  options: { customApp?: CustomApp; ui?: UiBundles; auth?: CustomAuth; tracesIngested?: () => Promise<number> } = {},
 ): Router {
   const router = Router({ mergeParams: true });
   // Custom auth (langgraph.json `auth`, loaded where the project's code runs) decides who the caller
@@ -132,7 +132,7 @@ export function agentServerRouter(
   });
 
   router.get('/metrics', async (req, res) => {
-    const { contentType, text } = await deploymentMetrics(req.agent);
+    const { contentType, text } = await deploymentMetrics(req.agent, { tracesIngested: options.tracesIngested });
     res.type(contentType).send(text);
   });
 

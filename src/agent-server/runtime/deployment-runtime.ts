@@ -81,7 +81,7 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec,
     steps.push(() => server.stop());
     await insertRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url });
     steps.push(() => deleteRuntime(deps.db, runtime.workerId));
-    // First at stop: it fetches no more runs and finishes its own before it leaves deployment_runtimes,
+    // First at stop: it fetches no more runs and finishes its own before it leaves runtimes,
     // so a deploy that waits for the previous revision's row to go knows it takes no new run.
     steps.push(stopRuntime);
     return { runtimeId: runtime.workerId, url: server.url, graphIds: graphs.graphIds(), wake: () => queue.wakeLocal(), stop };

@@ -8,6 +8,7 @@ import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
 import type { Deps } from '../../context.js';
 import { runQueueName } from '../services/runs/run-queue-name.js';
 import * as store from '../services/runs/runs.store.js';
+import { deleteRuntime, listRuntimeIds } from '../services/served-deployment/served-deployment.store.js';
 
 /**
  * Ends as `error` every running run (of one deployment, or all) whose runtime's liveness lock is free,
@@ -48,15 +49,15 @@ export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { d
 
 /** Forgets the recorded runtimes (of one deployment, or all) whose process died without removing its row. */
 export async function pruneDeadRuntimes(deps: Deps, deploymentId?: string): Promise<void> {
-  const { rows } = await deps.db.pool.query<{ id: string }>('SELECT id FROM deployment_runtimes WHERE $1::uuid IS NULL OR deployment_id = $1', [deploymentId ?? null]);
-  if (!rows.length) return;
+  const ids = await listRuntimeIds(deps.db, deploymentId);
+  if (!ids.length) return;
   const client = await deps.db.pool.connect();
   try {
-    for (const { id } of rows) {
+    for (const id of ids) {
       const { rows: lock } = await client.query<{ free: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS free', [runtimeLockKey(id)]);
       if (!lock[0]?.free) continue;
       await client.query('SELECT pg_advisory_unlock(hashtext($1))', [runtimeLockKey(id)]);
-      await client.query('DELETE FROM deployment_runtimes WHERE id = $1', [id]);
+      await deleteRuntime(deps.db, id);
     }
   } finally {
     client.release();

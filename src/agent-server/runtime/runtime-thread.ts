@@ -2,7 +2,7 @@
 // (LangGraph's CPU work, checkpoints, stream writes) then no longer shares an event loop with the HTTP
 // server, so the server keeps answering while graphs run, and a second core is used. The thread is a
 // runtime like any other (its own pools, event bus and queue handle, its liveness lock, its row in
-// deployment_runtimes); the main thread wakes it directly when it creates a run, instead of through a
+// runtimes); the main thread wakes it directly when it creates a run, instead of through a
 // NOTIFY round trip.
 import { SHARE_ENV, Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';

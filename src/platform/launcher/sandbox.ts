@@ -24,9 +24,12 @@ export type SandboxStatus =
   | { enabled: true; tool: 'bubblewrap'; version: string; perDeploymentUser: boolean; limits: { enforced: boolean; how: string }; network: NetworkStatus }
   | { enabled: false; reason: string; allowUnsandboxed: boolean };
 
-/** The platform's own checkout: its code (the agent server's among it) and packages are bound read-only into sandboxes. */
+/**
+ * The platform's own checkout: its code (the agent server's among it, its migrations included) and
+ * packages are bound read-only into sandboxes; the platform's migrations, in prisma/, are not.
+ */
 const PLATFORM_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const PLATFORM_PARTS = ['src', 'node_modules', 'package.json', 'tsconfig.json', 'prisma/migrations'].map((part) => join(PLATFORM_ROOT, part));
+const PLATFORM_PARTS = ['src', 'node_modules', 'package.json', 'tsconfig.json'].map((part) => join(PLATFORM_ROOT, part));
 /** What of /etc a Node program, npm and git need: name resolution, trust anchors, users, time zone. */
 const ETC_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf', '/etc/localtime', '/etc/ssl/certs', '/etc/ca-certificates', '/etc/alternatives', '/etc/ld.so.cache'];
 /** /usr-merged systems make these links into /usr; older ones have them as folders. */

@@ -118,7 +118,7 @@ describe('thread TTL', () => {
   });
 
   it('applies langgraph.json checkpointer.ttl: its default to threads without a TTL, swept at its interval', async () => {
-    expect((await configuredPool.query('SELECT thread_default_ttl_minutes, thread_sweep_interval_minutes FROM deployments WHERE id = $1', [configured.deploymentId])).rows[0]).toEqual({
+    expect((await configuredPool.query('SELECT thread_default_ttl_minutes, thread_sweep_interval_minutes FROM served_deployments WHERE id = $1', [configured.deploymentId])).rows[0]).toEqual({
       thread_default_ttl_minutes: 10,
       thread_sweep_interval_minutes: 5,
     });
@@ -131,7 +131,7 @@ describe('thread TTL', () => {
     await age(elsewhere.thread_id, 11);
     await age(young.thread_id, 9, configuredPool);
     const sweptAgo = (minutes: number) =>
-      configuredPool.query('UPDATE deployments SET threads_swept_at = now() - make_interval(mins => $2) WHERE id = $1', [configured.deploymentId, minutes]);
+      configuredPool.query('UPDATE served_deployments SET threads_swept_at = now() - make_interval(mins => $2) WHERE id = $1', [configured.deploymentId, minutes]);
     // Each database's sweep (one database at serve).
     const sweepJob = async () => {
       for (const on of server.databaseUrl === configured.databaseUrl ? [configuredPool] : [configuredPool, pool]) await sweepExpiredThreads({ db: { pool: on } } as never);
@@ -149,7 +149,7 @@ describe('thread TTL', () => {
     for (const thread of [ownTtl, young]) expect((await configured.client.threads.get(thread.thread_id)).thread_id).toBe(thread.thread_id);
     expect((await server.client.threads.get(elsewhere.thread_id)).thread_id).toBe(elsewhere.thread_id);
     // The sweep recorded its visit, so the next one waits the interval again.
-    const { rows } = await configuredPool.query(`SELECT threads_swept_at > now() - interval '1 minute' AS recent FROM deployments WHERE id = $1`, [configured.deploymentId]);
+    const { rows } = await configuredPool.query(`SELECT threads_swept_at > now() - interval '1 minute' AS recent FROM served_deployments WHERE id = $1`, [configured.deploymentId]);
     expect(rows[0].recent).toBe(true);
   });
 

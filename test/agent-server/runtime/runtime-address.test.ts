@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { advertisedHost } from '../../../src/contracts/launcher-protocol.js';
 
-// A runtime records where the api reaches it (deployment_runtimes.url); an api on another machine
-// cannot reach "0.0.0.0" or another machine's loopback.
+// A runtime records where the agent server's api reaches it (runtimes.url), and a deployment's agent
+// server where the gateway reaches it (the platform's deployment_runtimes.url); a process on another
+// machine cannot reach "0.0.0.0" or another machine's loopback.
 describe('the address a runtime advertises', () => {
   it('is the bound address when the runtime binds one', () => {
     expect(advertisedHost('127.0.0.1', 'https://agents.example.com')).toBe('127.0.0.1');

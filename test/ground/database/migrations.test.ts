@@ -1,5 +1,6 @@
-// The migrations in prisma/migrations must build exactly the schema in schema.prisma, and the
-// start-up migrator must apply them idempotently.
+// Each tree's migrations must build exactly its schema (prisma/migrations and schema.prisma, the
+// platform's; src/agent-server/prisma/, the agent server's), and the start-up migrator must apply them
+// idempotently.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -11,7 +12,7 @@ import { databaseUrl } from '../../support/helpers.js';
 const run = promisify(execFile);
 
 describe('migrations', () => {
-  it('match schema.prisma (no drift: create one with `npm run db:migration -- <name>`)', async () => {
+  it('match their schema.prisma (no drift: create one with `npm run db:migration -- [--agent-server] <name>`)', async () => {
     // A child process: it starts its own throwaway PostgreSQL, replays the migrations and diffs.
     const result = await run(process.execPath, ['--import', 'tsx', 'scripts/db-migration.ts', '--check'], {
       cwd: new URL('../../..', import.meta.url).pathname,
@@ -21,11 +22,11 @@ describe('migrations', () => {
 
   it('are recorded in _prisma_migrations and re-running applies nothing', async () => {
     const logger = pino({ level: 'silent' });
-    expect(await migrateDatabase(databaseUrl(), logger)).toEqual([]);
+    expect(await migrateDatabase(databaseUrl(), logger, 'platform')).toEqual([]);
     const client = new pg.Client({ connectionString: databaseUrl() });
     await client.connect();
     const { rows } = await client.query('SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL ORDER BY migration_name');
     await client.end();
-    expect(rows.map((row) => row.migration_name)).toEqual(readMigrations().map((m) => m.name));
+    expect(rows.map((row) => row.migration_name)).toEqual(readMigrations('platform').map((m) => m.name));
   });
 });

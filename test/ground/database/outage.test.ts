@@ -43,7 +43,7 @@ beforeAll(async () => {
   await postgres.start();
   await postgres.createDatabase('outage');
   const url = `postgresql://postgres:outage@127.0.0.1:${port}/outage`;
-  await migrateDatabase(url, pino({ level: 'silent' }));
+  await migrateDatabase(url, pino({ level: 'silent' }), 'platform');
   platform = await startTestPlatform({ config: { DATABASE_URL: url, AGENT_PLATFORM_INGEST_THREADS: '0' } });
 }, 120_000);
 

@@ -14,12 +14,12 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { openAdminLogin } from '../../../src/database/admin-login.js';
 import { type EmbeddedDatabase, SUPERUSER_PASSWORD_FILE, startEmbeddedPostgres } from '../../../src/database/embedded-postgres.js';
-import { migrateDatabase } from '../../../src/database/migrate.js';
+import { migrateDatabase, readMigrations } from '../../../src/database/migrate.js';
 import { connectDatabase } from '../../../src/db.js';
 import { createDeps } from '../../../src/wiring.js';
 import { createSecretBox } from '../../../src/crypto.js';
 import { deploymentDatabaseName, dropDeploymentDatabase, ensureDeploymentDatabase, runtimeLoginRole } from '../../../src/platform/services/deployments/deployment-database.js';
-import { setUpDeploymentDatabase } from '../../../src/agent-server/services/served-deployment/database-setup.js';
+import { ensureStoreTables } from '../../../src/agent-server/services/store/store-items.store.js';
 import { CHECKPOINT_SCHEMA } from '../../../src/database/checkpoint-schema.js';
 import { bossConnection } from '../../../src/queues.js';
 import { adminLoginUrl, databaseUrl } from '../../support/helpers.js';
@@ -82,6 +82,25 @@ const deploymentLoginExists = async (url: string, deploymentId: string) =>
 
 type DeploymentDatabaseDeps = Parameters<typeof ensureDeploymentDatabase>[0];
 
+/** The platform's last migration of the versions before the agent server's tables had a database of their own. */
+const LAST_EARLIER_MIGRATION = '20261128160000_deployment_usage';
+
+/** The platform's migrations as those versions applied them (this version's own later ones left for its start). */
+async function migrateAsEarlierVersions(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`CREATE TABLE "_prisma_migrations" ("id" VARCHAR(36) PRIMARY KEY NOT NULL, "checksum" VARCHAR(64) NOT NULL, "finished_at" TIMESTAMPTZ,
+      "migration_name" VARCHAR(255) NOT NULL, "logs" TEXT, "rolled_back_at" TIMESTAMPTZ, "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "applied_steps_count" INTEGER NOT NULL DEFAULT 0)`);
+    for (const migration of readMigrations('platform').filter((m) => m.name <= LAST_EARLIER_MIGRATION)) {
+      await client.query(migration.sql);
+      await client.query('INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count) VALUES ($1, $2, now(), $3, 1)', [randomUUID(), migration.checksum, migration.name]);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 /**
  * Makes a deployment's database and login as a build does (ensureDeploymentDatabase), logs in with
  * it, and shows what it may do: own its database (a runtime migrates it), not enter the platform's.
@@ -121,19 +140,20 @@ describe('the embedded database', () => {
     cleanups.push(() => wiring.stop());
     const { deps } = wiring;
     expect(await loginOf(deps.db.url)).toMatchObject({ name: 'agent_platform', superuser: false });
-    // Migrated, pg-boss and LangGraph's tables set up, all by the platform's login, which owns them.
+    // Migrated and pg-boss set up, all by the platform's login, which owns them.
     const boss = new PgBoss({ ...bossConnection(deps.db.url), supervise: false, schedule: false });
     await boss.start();
     cleanups.push(() => boss.stop({ graceful: false, close: true }));
     const deploymentId = randomUUID();
-    await setUpDeploymentDatabase(deps.db, deploymentId, { threadTtl: {} });
     expect(await objectsOwnedBy(deps.db.url, 'postgres')).toEqual([]);
-    expect(await objectsOwnedBy(deps.db.url, 'agent_platform')).toEqual(expect.arrayContaining(['schema pgboss', 'schema langgraph', 'relation agent_threads', 'relation langgraph.checkpoints']));
+    expect(await objectsOwnedBy(deps.db.url, 'agent_platform')).toEqual(expect.arrayContaining(['schema pgboss', 'relation deployments', 'relation api_keys']));
 
     const runtimeUrl = await makeDeploymentDatabase(deps, deploymentId);
-    // It arrives migrated (a copy of the template the admin login migrated once), everything in it
-    // its own login's (its later migrations alter those tables), nothing the template's role's.
-    expect(await migrateDatabase(runtimeUrl, logger)).toEqual([]);
+    // It arrives migrated with the agent server's chain (a copy of the template the admin login
+    // migrated once), everything in it its own login's (its later migrations alter those tables),
+    // nothing the template's role's, and none of the platform's tables.
+    expect(await migrateDatabase(runtimeUrl, logger, 'agent-server')).toEqual([]);
+    expect(await query(runtimeUrl, "SELECT to_regclass('deployments') AS platform, to_regclass('served_deployments') AS own")).toEqual([{ platform: null, own: 'served_deployments' }]);
     expect(await objectsOwnedBy(runtimeUrl, runtimeLoginRole(deploymentId))).toEqual(expect.arrayContaining(['relation agent_threads', 'relation _prisma_migrations', 'schema pgboss', 'relation langgraph.checkpoints']));
     expect(await objectsOwnedBy(runtimeUrl, 'agent_platform_admin')).toEqual([]);
     expect(await query(runtimeUrl, `SELECT 1 FROM pg_roles WHERE rolname = 'agent_deployment_template' AND pg_has_role(current_user, oid, 'USAGE')`)).toEqual([]);
@@ -166,8 +186,9 @@ describe('the embedded database', () => {
     const legacyRole = runtimeLoginRole(legacyDeployment);
     try {
       // The installation as earlier versions left it: no platform or admin login, everything made by
-      // the superuser (migrations, pg-boss, LangGraph, a deployment's store), and a deployment's
-      // runtime login made and granted by the superuser too, member of the superuser's role.
+      // the superuser (their migrations, pg-boss, LangGraph, a deployment's store in the platform's
+      // database), and a deployment's runtime login made and granted by the superuser too, member of
+      // the superuser's role.
       await query(superUrl, 'ALTER DATABASE agent_platform OWNER TO postgres');
       await query(superUrl, 'REASSIGN OWNED BY agent_platform, agent_platform_admin TO postgres');
       await query(superUrl, 'DROP OWNED BY agent_platform, agent_platform_admin');
@@ -175,7 +196,7 @@ describe('the embedded database', () => {
       unlinkSync(join(dataDir, 'platform-login-password'));
       unlinkSync(join(dataDir, 'admin-login-password'));
       chmodSync(join(dataDir, SUPERUSER_PASSWORD_FILE), 0o644);
-      await migrateDatabase(superUrl, logger);
+      await migrateAsEarlierVersions(superUrl);
       const boss = new PgBoss({ ...bossConnection(superUrl), supervise: false, schedule: false });
       await boss.start();
       await boss.stop({ graceful: false, close: true });
@@ -183,7 +204,7 @@ describe('the embedded database', () => {
       try {
         // (This process already set the checkpoint tables up once, in another database: not again.)
         await new PostgresSaver(superDb.pool, undefined, { schema: CHECKPOINT_SCHEMA }).setup();
-        await setUpDeploymentDatabase(superDb, legacyDeployment, { threadTtl: {} });
+        await ensureStoreTables(superDb, legacyDeployment);
         await superDb.pool.query(`CREATE ROLE "${legacyRole}" LOGIN PASSWORD 'legacy'`);
         await superDb.pool.query(`GRANT postgres TO "${legacyRole}"`);
         // What earlier versions granted a runtime login on the shared tables.
@@ -205,8 +226,8 @@ describe('the embedded database', () => {
     expect(await query(embedded.url, 'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = current_database()')).toEqual([{ owner: 'agent_platform' }]);
     // The old runtime login is no member of the superuser's role any more.
     expect(await query(embedded.url, 'SELECT 1 FROM pg_auth_members WHERE member = $1::regrole', [legacyRole])).toEqual([]);
-    // The platform works on it: nothing left to migrate, pg-boss starts, its tables can be written.
-    expect(await migrateDatabase(embedded.url, logger)).toEqual([]);
+    // The platform works on it: this version's migrations apply, pg-boss starts, its tables can be written.
+    expect(await migrateDatabase(embedded.url, logger, 'platform')).toEqual(readMigrations('platform').map((m) => m.name).filter((name) => name > LAST_EARLIER_MIGRATION));
     const boss = new PgBoss({ ...bossConnection(embedded.url), supervise: false, schedule: false });
     await boss.start();
     await boss.stop({ graceful: false, close: true });
@@ -216,7 +237,7 @@ describe('the embedded database', () => {
       await adminLogin.close();
       await db.close();
     });
-    await setUpDeploymentDatabase(db, legacyDeployment, { threadTtl: {} });
+    await db.pool.query(`INSERT INTO organizations (id, name, updated_at) VALUES ($1, 'after the upgrade', now())`, [randomUUID()]);
     // The admin login took over the old runtime login: it can give it a new password and a database
     // of its own (and the platform's is closed to it now), and drop both.
     const deps = { db, adminLogin, logger, secrets: createSecretBox(Buffer.alloc(32, 3)), config: loadConfig({}, { AGENT_PLATFORM_DATA_DIR: dataDir }) };

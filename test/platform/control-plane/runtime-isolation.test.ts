@@ -24,9 +24,10 @@ import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, PLATFORM_CALLS_
 
 // What deployed code tries with its own login, in its own database; each answer is 'ok <rows>' or the SQLSTATE.
 const PROBES: Record<string, string> = {
-  // The platform's tables exist in its database too (the agent server's schema), holding only its own rows.
+  // The platform's tables, which its database does not have (the agent server's schema is its own), and its own record of itself.
   api_keys: 'SELECT * FROM api_keys',
   deployments: 'SELECT * FROM deployments',
+  served_deployments: 'SELECT * FROM served_deployments',
   own_database: 'SELECT 1 WHERE current_database() = current_setting(\'probe.database\')',
   // The platform's event bus channel: a forged stop of its own runtimes and a forged ping.
   forge_stop: "SELECT pg_notify('agent_platform_events', json_build_object('n', 'deployments.stop-runtimes', 'k', null, 'p', json_build_object('deploymentId', current_setting('probe.deployment')))::text)",
@@ -200,9 +201,10 @@ describe("a deployed agent server's database", () => {
       // 28P01: the socket asks for a password as TCP does (no peer or trust login for anyone).
       superuser: '28P01',
       own_database: 'ok 1',
-      // Its own database's copies of the platform's tables: no key (the platform has several), one deployment.
-      api_keys: 'ok 0',
-      deployments: 'ok 1',
+      // 42P01: no such table. Its own database has none of the platform's tables, and its own record of one deployment.
+      api_keys: '42P01',
+      deployments: '42P01',
+      served_deployments: 'ok 1',
       // Made, and heard by no platform process (below).
       forge_stop: 'ok 1',
       forge_ping: 'ok 1',

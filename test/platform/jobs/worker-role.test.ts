@@ -44,7 +44,7 @@ describe('the worker role alone', () => {
     const [runId, threadId, deploymentId] = [newId(), newId(), newId()];
     // An agent server's jobs on its deployment's own database.
     const { url } = await ensureDeploymentDatabase(platform.deps, deploymentId, { local: true });
-    await migrateDatabase(url, platform.deps.logger);
+    await migrateDatabase(url, platform.deps.logger, 'agent-server');
     const agentServer = await startDeploymentWorker(url, { jobs: true });
     try {
       // A run claimed by a runtime (worker id) whose process is gone: nobody holds its lock.

@@ -8,7 +8,7 @@ import { Client } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/ids.js';
 import { deleteDeployment } from '../../../src/platform/services/deployments/deployments.service.js';
-import { upsertServedDeployment } from '../../../src/agent-server/services/served-deployment/served-deployment.store.js';
+import { upsertLocalDeployment } from '../../../src/platform/services/deployments/deployments.store.js';
 import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../../../src/platform/services/tenancy/api-keys.service.js';
 import { authenticateApiKey } from '../../../src/platform/services/tenancy/authentication.service.js';
 import { buildTenant } from '../../support/factories.js';
@@ -23,7 +23,7 @@ beforeAll(async () => {
   platform = await startTestPlatform();
   tenant = await buildTenant(platform.system);
   deploymentId = newId();
-  await upsertServedDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: `weather-${deploymentId.slice(-6)}`, configPath: '/nowhere/langgraph.json', graphIds: [] });
+  await upsertLocalDeployment(platform.deps.db, { id: deploymentId, tenantId: tenant.workspace.id, name: `weather-${deploymentId.slice(-6)}`, configPath: '/nowhere/langgraph.json', graphIds: [] });
   traceKey = await createDeploymentTraceKey(platform.deps, deploymentId);
 });
 afterAll(() => platform?.stop());

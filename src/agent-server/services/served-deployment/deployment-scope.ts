@@ -9,7 +9,7 @@ export type DeploymentScope = {
   /** The workspace it belongs to, and that workspace's organization (whose keys may use it). */
   tenantId: string;
   organizationId: string;
-  /** The graphs it serves, by name (from the deployments table). */
+  /** The graphs it serves, by name (from served_deployments). */
   graphIds: readonly string[];
   /** Where new runs are enqueued for the deployment's runtime. */
   queue: RunQueue;

@@ -3,7 +3,7 @@
 //
 // Graph requests: the reads and writes that need the deployment's graphs, asked by the agent-server
 // API of its runtime (a worker thread, or the same process) over HTTP (agent-server/runtime/runtime-server.ts),
-// found through the deployment_runtimes table of the agent server's database. Chosen over the event
+// found through the runtimes table of the agent server's database. Chosen over the event
 // bus because a reply (a thread's history with subgraph states) can be far larger than a NOTIFY
 // payload, and HTTP gives each request a deadline and an error of its own when the runtime is gone.
 // Requests carry a MAC made with the process's secret key.

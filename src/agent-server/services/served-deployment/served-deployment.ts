@@ -60,25 +60,18 @@ export async function agentContext(ctx: ServiceContext, deploymentId: string, op
 /**
  * Records the deployment this agent server serves in its own database: its graph config (read as
  * JSON: graph names, no code), the platform's workspace and organization it belongs to (whose keys
- * may use it), and each graph's default assistant (LANGGRAPH_CONFIG gives their config). An earlier
- * version's schema keeps its deployments beside a workspace and an organization: those rows are
- * made here to satisfy its foreign keys. Idempotent: every start of the deployment's agent servers runs it.
+ * may use it: ids only, their rows are the platform's) and each graph's default assistant
+ * (LANGGRAPH_CONFIG gives their config). Idempotent: every start of the deployment's agent servers runs it.
  */
 export async function registerServedDeployment(
   ctx: ServiceContext,
   input: { deploymentId: string; name: string; workspaceId: string; organizationId: string; configPath: string },
 ): Promise<void> {
-  const { prisma } = ctx.db;
-  await prisma.organization.upsert({ where: { id: input.organizationId }, create: { id: input.organizationId, name: 'Deployment organization' }, update: {} });
-  await prisma.workspace.upsert({
-    where: { id: input.workspaceId },
-    create: { id: input.workspaceId, organizationId: input.organizationId, name: 'Deployment workspace' },
-    update: {},
-  });
   const graphConfig = readGraphConfig(input.configPath);
   await upsertServedDeployment(ctx.db, {
     id: input.deploymentId,
     tenantId: input.workspaceId,
+    organizationId: input.organizationId,
     name: input.name,
     configPath: graphConfig.path,
     graphIds: graphConfig.graphs.map((graph) => graph.graphId),
@@ -89,13 +82,12 @@ export async function registerServedDeployment(
 
 /**
  * The graph config's description of each graph (`"graphs": {"id": {"path", "description"}}`), for a
- * local deployment whose config this machine can read; empty otherwise. Read from the file, never by
+ * deployment whose config this machine can read; empty otherwise. Read from the file, never by
  * loading graph code.
  */
 export async function graphDescriptions(deps: Deps, deploymentId: string): Promise<Record<string, string>> {
-  const row = await deploymentRow(deps, deploymentId);
-  const configPath = row?.source === 'local' ? row.source_config.config_path : undefined;
-  if (typeof configPath !== 'string') return {};
+  const configPath = (await deploymentRow(deps, deploymentId))?.config_path;
+  if (!configPath) return {};
   try {
     const config = readGraphConfig(configPath);
     return Object.fromEntries(config.graphs.flatMap((graph) => (graph.description ? [[graph.graphId, graph.description]] : [])));

@@ -5,7 +5,9 @@
 //   agent_server_run_queue_depth           gauge: runs waiting to start (pending)
 //   agent_server_run_duration_seconds      histogram: start to end of the runs that ended since this
 //                                          process started (cumulative per process, as Prometheus expects)
-//   agent_platform_traces_ingested_total   counter: traces ingested into the deployment's workspace
+//   agent_platform_traces_ingested_total   counter: traces ingested into the deployment's workspace, as the
+//                                          platform counts them where its host can read them (a local
+//                                          deployment's platform process); 0 elsewhere
 //   agent_server_trace_batcher_*           the live runtime's trace batcher (asked over the runtime
 //                                          channel; absent when no runtime answers or tracing is off):
 //                                          _queued (gauge), _flushed_total, _backpressure_waits_total,
@@ -15,7 +17,7 @@ import type { AgentServerContext } from '../served-deployment/deployment-scope.j
 import { askRuntime } from '../served-deployment/runtime-client.js';
 import type { TraceSinkStats } from '../../../contracts/trace-wire.js';
 import { RUN_STATUSES } from '../runs/runs.schemas.js';
-import { countIngestedTraces, countRunsByStatus, runsEndedAfter } from './metrics.store.js';
+import { countRunsByStatus, runsEndedAfter } from './metrics.store.js';
 
 const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 // Runs observed per scrape at most; a backlog larger than that is taken over the next scrapes.
@@ -41,12 +43,15 @@ async function durationHistogram(ctx: AgentServerContext): Promise<Histogram> {
   return entry.histogram;
 }
 
-/** The deployment's metrics in Prometheus text format, with its content type. */
-export async function deploymentMetrics(ctx: AgentServerContext): Promise<{ contentType: string; text: string }> {
+/**
+ * The deployment's metrics in Prometheus text format, with its content type. `tracesIngested`: the
+ * platform's count of the workspace's traces, where the agent server's host gives it.
+ */
+export async function deploymentMetrics(ctx: AgentServerContext, options: { tracesIngested?: () => Promise<number> } = {}): Promise<{ contentType: string; text: string }> {
   const registry = new Registry();
   const [byStatus, traces, histogram, runtime] = await Promise.all([
     countRunsByStatus(ctx.db, ctx.deployment.deploymentId),
-    countIngestedTraces(ctx.db, ctx.deployment.tenantId),
+    options.tracesIngested?.() ?? 0,
     durationHistogram(ctx),
     // A scrape never fails for want of a runtime: its figures are left out.
     (askRuntime(ctx, { kind: 'runtime-metrics' }) as Promise<{ traceBatcher: TraceSinkStats | null }>).catch(() => undefined),

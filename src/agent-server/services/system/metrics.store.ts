@@ -1,5 +1,5 @@
-// Read-only SQL behind GET /metrics: counts the runs and usage areas already keep, per deployment and
-// workspace. Nothing is written for metrics: any api process answers the same numbers.
+// Read-only SQL behind GET /metrics: counts of the runs the agent server keeps. Nothing is written for
+// metrics: any of its processes answers the same numbers.
 import type { Database } from '../../../db.js';
 
 /** Runs of a deployment by status (index agent_runs(deployment_id, status)). */
@@ -22,14 +22,4 @@ export async function runsEndedAfter(db: Database, deploymentId: string, after: 
     [deploymentId, after, limit],
   );
   return rows.map((row) => ({ seconds: row.seconds, endedAt: row.ended_at }));
-}
-
-/** Traces ingested into a workspace: the daily rollups plus the deltas not yet folded into them. */
-export async function countIngestedTraces(db: Database, workspaceId: string): Promise<number> {
-  const { rows } = await db.pool.query<{ traces: string }>(
-    `SELECT (SELECT coalesce(sum(traces), 0) FROM usage_daily_rollups WHERE workspace_id = $1 AND dimension = 'workspace')
-          + (SELECT coalesce(sum(traces), 0) FROM usage_trace_deltas WHERE workspace_id = $1) AS traces`,
-    [workspaceId],
-  );
-  return Number(rows[0]?.traces ?? 0);
 }

@@ -91,7 +91,7 @@ export async function insertEmptyThread(client: pg.PoolClient, threadId: string,
  */
 export async function claimThreadSweeps(db: Pick<Database, 'pool'>): Promise<string[]> {
   const { rows } = await db.pool.query<{ id: string }>(
-    `UPDATE deployments SET threads_swept_at = now()
+    `UPDATE served_deployments SET threads_swept_at = now()
       WHERE thread_sweep_interval_minutes IS NOT NULL
         AND (threads_swept_at IS NULL OR threads_swept_at + make_interval(mins => thread_sweep_interval_minutes) <= now() + interval '10 seconds')
       RETURNING id`,
@@ -111,7 +111,7 @@ export async function claimThreadSweeps(db: Pick<Database, 'pool'>): Promise<str
 export async function deleteExpiredThreads(db: Pick<Database, 'pool'>, limit: number, dueDeployments: string[] = []): Promise<string[]> {
   return withTransaction(db, async (client) => {
     const { rows } = await client.query<{ id: string }>(
-      `SELECT t.id FROM agent_threads t JOIN deployments d ON d.id = t.deployment_id
+      `SELECT t.id FROM agent_threads t JOIN served_deployments d ON d.id = t.deployment_id
         WHERE COALESCE(t.ttl_minutes, d.thread_default_ttl_minutes) IS NOT NULL
           AND t.updated_at + make_interval(secs => COALESCE(t.ttl_minutes, d.thread_default_ttl_minutes) * 60) <= now()
           AND (d.thread_sweep_interval_minutes IS NULL OR d.id = ANY($2::uuid[]))

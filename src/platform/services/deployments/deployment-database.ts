@@ -7,8 +7,9 @@
 // of the platform's or of another deployment's in reach: not by grants to remember, but because it is
 // never connected where they are. The agent server migrates its database itself, as its owner.
 //
-// The DDL an agent server itself needs (checkpoint tables, store schema, run queue) is its own
-// (agent-server/services/served-deployment/database-setup.ts); the template below holds what every one needs.
+// The agent server migrates its database with its own chain (src/agent-server/prisma/migrations) and
+// makes the rest of the DDL it needs itself (agent-server/services/served-deployment/database-setup.ts);
+// the template below holds what every one needs.
 import { createHash } from 'node:crypto';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
@@ -70,16 +71,17 @@ export type DeploymentDatabase = { url: string; made: boolean };
 
 const TEMPLATE_PREFIX = 'agent_deployment_template_';
 // Named into the template's name with the migrations: a change to what fillTemplate puts in makes a new one.
-const TEMPLATE_CONTENTS = 'migrations, pg-boss, checkpoint tables';
+const TEMPLATE_CONTENTS = "the agent server's migrations, pg-boss, checkpoint tables";
 const templates = new WeakMap<AdminLogin, Promise<DatabaseTemplate | undefined>>();
 
 /**
- * What every deployment's database holds before its agent server first starts: the migrations,
- * pg-boss's schema and LangGraph's checkpoint tables (each of which an agent server made on its first
- * start otherwise, on the deploy's path).
+ * What every deployment's database holds before its agent server first starts: the agent server's own
+ * migrations (src/agent-server/prisma/migrations; none of the platform's), pg-boss's schema and
+ * LangGraph's checkpoint tables (each of which an agent server made on its first start otherwise, on
+ * the deploy's path).
  */
 async function fillTemplate(url: string, logger: Deps['logger']): Promise<void> {
-  await migrateDatabase(url, logger);
+  await migrateDatabase(url, logger, 'agent-server');
   const boss = new PgBoss({ ...bossConnection(url), supervise: false, schedule: false, migrate: true });
   boss.on('error', () => undefined);
   await boss.start();
@@ -102,7 +104,7 @@ async function fillTemplate(url: string, logger: Deps['logger']): Promise<void> 
 export function deploymentTemplate(deps: Pick<Deps, 'adminLogin' | 'logger'>): Promise<DatabaseTemplate | undefined> {
   let template = templates.get(deps.adminLogin);
   if (!template) {
-    const migrations = readMigrations();
+    const migrations = readMigrations('agent-server');
     const digest = createHash('sha256').update([TEMPLATE_CONTENTS, ...migrations.map((migration) => `${migration.name}:${migration.checksum}`)].join('\n')).digest('hex');
     const spec = { name: `${TEMPLATE_PREFIX}${digest.slice(0, 16)}`, role: 'agent_deployment_template', prefix: TEMPLATE_PREFIX };
     template = deps.adminLogin

@@ -8,6 +8,7 @@ import { parseInput } from '../../../validate.js';
 import { type UsageDimension, UsageQuery, type UsageQueryInput } from './usage.schemas.js';
 import {
   appendTraceDeltasSql,
+  countWorkspaceTraces,
   foldTraceDeltas,
   NO_DIMENSION_ID,
   rebuildRollups,
@@ -61,6 +62,14 @@ export async function foldUsageDeltas(deps: Pick<Deps, 'db'>): Promise<{ folded:
  * Recomputes every rollup from the stored root runs (`agent-platform admin usage rebuild`), exactly
  * once per trace even while ingestion goes on. System only: throws FORBIDDEN for API keys.
  */
+/**
+ * Traces ingested into a workspace so far, for the agent_platform_traces_ingested_total of a local
+ * deployment's agent server, which its platform process gives it (start.ts).
+ */
+export async function countIngestedTraces(deps: Pick<Deps, 'db'>, workspaceId: string): Promise<number> {
+  return countWorkspaceTraces(deps.db.pool, workspaceId);
+}
+
 export async function rebuildUsageRollups(ctx: ServiceContext): Promise<{ traces: number; rollupRows: number }> {
   if (ctx.viewer.kind !== 'system') throw AppError.forbidden('Rebuilding usage rollups is an operator command.');
   return rebuildRollups(ctx.db.pool);

@@ -250,3 +250,13 @@ export async function selectOrganizationWorkspaces(pool: pg.Pool, organizationId
   });
   return rows;
 }
+
+/** Traces ingested into a workspace: the daily rollups plus the deltas not yet folded into them. */
+export async function countWorkspaceTraces(pool: pg.Pool, workspaceId: string): Promise<number> {
+  const { rows } = await pool.query<{ traces: string }>(
+    `SELECT (SELECT coalesce(sum(traces), 0) FROM usage_daily_rollups WHERE workspace_id = $1 AND dimension = 'workspace')
+          + (SELECT coalesce(sum(traces), 0) FROM usage_trace_deltas WHERE workspace_id = $1) AS traces`,
+    [workspaceId],
+  );
+  return Number(rows[0]?.traces ?? 0);
+}
