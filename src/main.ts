@@ -83,9 +83,15 @@ program
   .addOption(dataDirOption)
   .action(async (options: ProcessOptions) => {
     const config = configFrom(options);
-    // createDeps applies pending migrations before it returns.
-    const { stop } = await createDeps(config, createLogger({ ...config, logLevel: 'info', logPretty: false }), { listen: false });
-    await stop();
+    // createDeps applies pending migrations before it returns; an earlier version's deployments' rows
+    // in the platform's database then move to their own databases, which lets the last ones apply.
+    const { deps, stop } = await createDeps(config, createLogger({ ...config, logLevel: 'info', logPretty: false }), { listen: false });
+    try {
+      const { moveSharedAgentRows } = await import('./platform/services/deployments/shared-agent-rows.js');
+      await moveSharedAgentRows(deps);
+    } finally {
+      await stop();
+    }
   });
 
 program

@@ -16,6 +16,7 @@ import { startIngestThreads } from './platform/ingest/ingest-threads.js';
 import { startPlatformJobs } from './platform/jobs/platform-jobs.js';
 import { recordAgentServer } from './platform/launcher/child-launcher.js';
 import { registerLocalDeployment } from './platform/services/deployments/local-deployments.js';
+import { moveSharedAgentRows } from './platform/services/deployments/shared-agent-rows.js';
 import { authenticateApiKey } from './platform/services/tenancy/authentication.service.js';
 import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './viewer.js';
@@ -39,6 +40,8 @@ export async function startServe(config: Config, logger: Logger, options: { conf
   const { deps } = wiring;
   startIngestThreads(wiring);
   try {
+    // An earlier version kept its deployment's rows in the platform's database: they go to its own first.
+    await moveSharedAgentRows(deps);
     // The worker role's schedules (usage folds, trace partitions and retention) run here too unless left out.
     const boss = await startPlatformJobs(deps, { work: config.roles.includes('worker') });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));

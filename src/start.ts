@@ -20,6 +20,7 @@ import { startPlatformJobs } from './platform/jobs/platform-jobs.js';
 import { recordAgentServer } from './platform/launcher/child-launcher.js';
 import { ensureDeploymentDatabase } from './platform/services/deployments/deployment-database.js';
 import { findLocalDeployment, type LocalDeployment } from './platform/services/deployments/local-deployments.js';
+import { moveSharedAgentRows } from './platform/services/deployments/shared-agent-rows.js';
 import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
 import { countIngestedTraces } from './platform/services/usage/usage.service.js';
 import { createDeps } from './wiring.js';
@@ -43,6 +44,8 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
   const { deps } = wiring;
   startIngestThreads(wiring);
   try {
+    // An earlier version's deployments' rows in the platform's database go to their own databases first.
+    await moveSharedAgentRows(deps);
     const boss = await startPlatformJobs(deps, { work: config.roles.includes('worker') });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
     deps.boss = boss;

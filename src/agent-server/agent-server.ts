@@ -30,6 +30,7 @@ import { loadCustomAuth } from './runtime/custom-auth.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
 import { registerServedDeployment } from './services/served-deployment/served-deployment.js';
+import { scheduleUnscheduledCrons } from './services/crons/crons.service.js';
 
 export type AgentServerSpec = {
   deploymentId: string;
@@ -92,6 +93,8 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
     await registerServedDeployment({ ...deps, viewer: SYSTEM_VIEWER }, spec);
+    // Crons moved here from the platform's database come without their schedules.
+    await scheduleUnscheduledCrons(deps);
     const runtimeId = randomUUID();
     const { enabled, project } = config.agentServerTracing;
     const sent = config.deploymentTraces;

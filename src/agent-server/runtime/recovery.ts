@@ -8,6 +8,9 @@ import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
 import type { Deps } from '../../context.js';
 import { runQueueName } from '../services/runs/run-queue-name.js';
 import * as store from '../services/runs/runs.store.js';
+import type { RunQueue } from '../services/runs/run-queue.js';
+import { withTransaction } from '../../db.js';
+import { newId } from '../../ids.js';
 import { deleteRuntime, listRuntimeIds } from '../services/served-deployment/served-deployment.store.js';
 
 /**
@@ -72,6 +75,34 @@ export async function wakeIfThreadHasMore(deps: Deps, deploymentId: string, runI
   if (!(await store.threadHasAnotherPendingRun(deps.db, runId))) return false;
   await deps.events.publish('runs.queued', { deploymentId, origin }, deploymentId);
   return true;
+}
+
+/**
+ * Enqueues the deployment's pending runs that have no job: runs an earlier version kept in the
+ * platform's database come here without theirs when the platform moves a deployment's rows into its
+ * own database (platform/services/deployments/shared-agent-rows.ts). Each gets its job as its
+ * creation would have given it (due when its old job was, `kwargs.start_after`), in its own
+ * transaction with the run's row, oldest first (a thread's runs keep their order), and the
+ * deployment's runtimes are woken. Returns how many.
+ */
+export async function enqueueRunsWithoutJob(deps: Deps, queue: RunQueue): Promise<number> {
+  const runs = await store.selectPendingRunsWithoutJob(deps.db, queue.deploymentId);
+  let enqueued = 0;
+  for (const run of runs) {
+    const jobId = newId();
+    const claimed = await withTransaction(deps.db, async (client) => {
+      if (!(await store.claimRunForJob(client, run.id, jobId))) return false;
+      const startAfterSeconds = run.due_in_seconds && run.due_in_seconds > 0 ? run.due_in_seconds : undefined;
+      await queue.send(client, { runId: run.id, threadId: run.thread_id, stateful: !run.temporary, jobId, startAfterSeconds });
+      return true;
+    });
+    if (claimed) enqueued++;
+  }
+  if (enqueued) {
+    await deps.events.publish('runs.queued', { deploymentId: queue.deploymentId }, queue.deploymentId);
+    deps.logger.info({ deploymentId: queue.deploymentId, runs: enqueued }, 'enqueued pending runs that had no job (moved from the platform\'s database)');
+  }
+  return enqueued;
 }
 
 /**

@@ -9,7 +9,7 @@ import { failUnendedRun } from '../services/runs/runs.store.js';
 import { latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
 import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
-import { pruneDeadRuntimes, recoverOrphanedRuns, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
+import { enqueueRunsWithoutJob, pruneDeadRuntimes, recoverOrphanedRuns, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
 import type { RuntimeContext } from './runtime-context.js';
 
 export type Runtime = { workerId: string; stop(): Promise<void> };
@@ -143,8 +143,9 @@ export async function startRuntime(
   wake();
 
   // Runs left `running` by a dead runtime of this deployment are recovered now; later ones by the
-  // `runs.sweep` schedule (agent-server/jobs/boss.ts).
+  // `runs.sweep` schedule (agent-server/jobs/boss.ts). Pending runs moved here without their jobs get them.
   await recoverOrphanedRuns(ctx, queue.boss, { deploymentId: ctx.deployment.deploymentId, exceptWorkerId: workerId });
+  await enqueueRunsWithoutJob(ctx, queue);
   await pruneDeadRuntimes(ctx, ctx.deployment.deploymentId);
 
   return {

@@ -109,8 +109,26 @@ const PLATFORM_SCHEDULES: { queue: string; cron: string }[] = [
  */
 export async function startPlatformJobs(deps: Deps, options: { work: boolean }): Promise<PgBoss> {
   const boss = await startJobQueue(deps, { work: options.work, applicationName: 'agent-platform-jobs', install: true });
+  await forgetEarlierAgentServerQueues(boss);
   await workPlatformJobs(deps, boss, options);
   return boss;
+}
+
+/**
+ * The agent server's queues an earlier version kept in the platform's job queue, beside the
+ * platform's own, for the local deployments a platform process hosted: their run queues
+ * (`runs.execute.<id>`), their crons' ticks and the agent server's sweeps. No platform process works
+ * them any more: every agent server has its own, on its own database, where the platform moves those
+ * deployments' runs and crons (shared-agent-rows.ts), and where they get their jobs and schedules again.
+ */
+const EARLIER_AGENT_SERVER_QUEUES = new Set(['runs.sweep', 'runs.prune-stateless', 'store.sweep', 'threads.sweep', 'crons.fire']);
+
+async function forgetEarlierAgentServerQueues(boss: PgBoss): Promise<void> {
+  for (const { name } of await boss.getQueues()) {
+    if (!EARLIER_AGENT_SERVER_QUEUES.has(name) && !name.startsWith('runs.execute.')) continue;
+    for (const schedule of await boss.getSchedules(name)) await boss.unschedule(name, schedule.key);
+    await boss.deleteQueue(name);
+  }
 }
 
 /**

@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeSchema } from '../../../src/agent-server/services/store/store-items.store.js';
+import { storeSchema } from '../../../src/database/store-schema.js';
 import { sweepStoreJob } from '../../../src/agent-server/jobs/store-sweep.job.js';
 import { fixtureConfig, removeDir, startServe, storedExpiry, type ServeProcess } from '../../support/serve.js';
 

@@ -19,10 +19,11 @@ import { connectDatabase } from '../../../src/db.js';
 import { createDeps } from '../../../src/wiring.js';
 import { createSecretBox } from '../../../src/crypto.js';
 import { deploymentDatabaseName, dropDeploymentDatabase, ensureDeploymentDatabase, runtimeLoginRole } from '../../../src/platform/services/deployments/deployment-database.js';
-import { ensureStoreTables } from '../../../src/agent-server/services/store/store-items.store.js';
+import { ensureStoreSchema } from '../../../src/database/store-schema.js';
 import { CHECKPOINT_SCHEMA } from '../../../src/database/checkpoint-schema.js';
 import { bossConnection } from '../../../src/queues.js';
 import { adminLoginUrl, databaseUrl } from '../../support/helpers.js';
+import { LAST_EARLIER_MIGRATION, migrateAsEarlierVersions } from '../../support/earlier-version.js';
 
 const logger = pino({ level: 'silent' });
 const cleanups: (() => Promise<void>)[] = [];
@@ -81,25 +82,6 @@ const deploymentLoginExists = async (url: string, deploymentId: string) =>
   (await query(url, 'SELECT 1 FROM pg_roles WHERE rolname = $1', [runtimeLoginRole(deploymentId)])).length === 1;
 
 type DeploymentDatabaseDeps = Parameters<typeof ensureDeploymentDatabase>[0];
-
-/** The platform's last migration of the versions before the agent server's tables had a database of their own. */
-const LAST_EARLIER_MIGRATION = '20261128160000_deployment_usage';
-
-/** The platform's migrations as those versions applied them (this version's own later ones left for its start). */
-async function migrateAsEarlierVersions(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(`CREATE TABLE "_prisma_migrations" ("id" VARCHAR(36) PRIMARY KEY NOT NULL, "checksum" VARCHAR(64) NOT NULL, "finished_at" TIMESTAMPTZ,
-      "migration_name" VARCHAR(255) NOT NULL, "logs" TEXT, "rolled_back_at" TIMESTAMPTZ, "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(), "applied_steps_count" INTEGER NOT NULL DEFAULT 0)`);
-    for (const migration of readMigrations('platform').filter((m) => m.name <= LAST_EARLIER_MIGRATION)) {
-      await client.query(migration.sql);
-      await client.query('INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, applied_steps_count) VALUES ($1, $2, now(), $3, 1)', [randomUUID(), migration.checksum, migration.name]);
-    }
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * Makes a deployment's database and login as a build does (ensureDeploymentDatabase), logs in with
@@ -204,7 +186,7 @@ describe('the embedded database', () => {
       try {
         // (This process already set the checkpoint tables up once, in another database: not again.)
         await new PostgresSaver(superDb.pool, undefined, { schema: CHECKPOINT_SCHEMA }).setup();
-        await ensureStoreTables(superDb, legacyDeployment);
+        await ensureStoreSchema(superDb, legacyDeployment);
         await superDb.pool.query(`CREATE ROLE "${legacyRole}" LOGIN PASSWORD 'legacy'`);
         await superDb.pool.query(`GRANT postgres TO "${legacyRole}"`);
         // What earlier versions granted a runtime login on the shared tables.

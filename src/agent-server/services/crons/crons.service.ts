@@ -212,6 +212,25 @@ export async function countCrons(ctx: AuthorizedContext, input: unknown): Promis
   return store.countCrons(ctx.db, ctx.deployment.deploymentId, { assistantId: assistantFilter(ctx, body.assistant_id), threadId: body.thread_id, metadata: owned });
 }
 
+/**
+ * Gives every cron that may still fire and has no pg-boss schedule in this database its schedule:
+ * crons an earlier version kept in the platform's database come here without theirs (the platform
+ * moves a deployment's rows into its own database: platform/services/deployments/shared-agent-rows.ts).
+ * Run when the agent server starts; returns how many it scheduled.
+ */
+export async function scheduleUnscheduledCrons(deps: Deps): Promise<number> {
+  const crons = await store.selectLiveCrons(deps.db);
+  if (!crons.length || !deps.boss) return 0;
+  const scheduled = new Set((await deps.boss.getSchedules(CRON_FIRE_QUEUE)).map((schedule) => schedule.key));
+  let made = 0;
+  for (const row of crons) {
+    if (scheduled.has(row.id)) continue;
+    await syncSchedule(deps.boss, toCron(row));
+    made++;
+  }
+  return made;
+}
+
 /** How long after its occurrence a tick may arrive and still be that occurrence's. */
 const EARLY_TICK_MS = 10_000;
 

@@ -52,6 +52,12 @@ export async function selectCron(db: Database, deploymentId: string | null, cron
   return rows[0];
 }
 
+/** The crons that may still fire (enabled, with a next occurrence), oldest first. */
+export async function selectLiveCrons(db: Database): Promise<CronRow[]> {
+  const { rows } = await db.pool.query<CronRow>('SELECT * FROM agent_crons WHERE enabled AND next_run_date IS NOT NULL ORDER BY created_at');
+  return rows;
+}
+
 /** The cron's row, locked until the transaction of `client` ends. */
 export async function lockCron(client: pg.PoolClient, deploymentId: string, cronId: string): Promise<CronRow | undefined> {
   const { rows } = await client.query<CronRow>('SELECT * FROM agent_crons WHERE id = $1 AND deployment_id = $2 FOR UPDATE', [cronId, deploymentId]);

@@ -130,6 +130,30 @@ export async function selectRun(db: Pick<Database, 'pool'>, runId: string, deplo
   return rows[0];
 }
 
+/**
+ * The deployment's pending runs that have no job (runs moved here from the platform's database by an
+ * earlier version's upgrade come without one, and with when it was due: `kwargs.start_after`; a run
+ * created here always has its job), oldest first.
+ */
+export async function selectPendingRunsWithoutJob(
+  db: Pick<Database, 'pool'>,
+  deploymentId: string,
+): Promise<{ id: string; thread_id: string; temporary: boolean; due_in_seconds: number | null }[]> {
+  const { rows } = await db.pool.query<{ id: string; thread_id: string; temporary: boolean; due_in_seconds: number | null }>(
+    `SELECT id, thread_id, coalesce((kwargs->>'temporary')::boolean, false) AS temporary,
+            ceil(extract(epoch FROM (kwargs->>'start_after')::timestamptz - now()))::int AS due_in_seconds FROM agent_runs
+      WHERE deployment_id = $1 AND status = 'pending' AND job_id IS NULL ORDER BY created_at, id`,
+    [deploymentId],
+  );
+  return rows;
+}
+
+/** Gives a pending run without a job the job id about to be sent (in the caller's transaction); whether it was still without one. */
+export async function claimRunForJob(client: pg.PoolClient, runId: string, jobId: string): Promise<boolean> {
+  const { rowCount } = await client.query("UPDATE agent_runs SET job_id = $2 WHERE id = $1 AND status = 'pending' AND job_id IS NULL", [runId, jobId]);
+  return rowCount === 1;
+}
+
 export type NewRun = {
   runId: string;
   deploymentId: string;

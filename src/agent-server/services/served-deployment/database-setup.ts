@@ -6,7 +6,8 @@ import { ensureCheckpointTables } from '../../../database/checkpoint-schema.js';
 import type { Database } from '../../../db.js';
 import type { GraphConfig } from '../../../contracts/graph-config.js';
 import { runQueueFor } from '../runs/run-queue.js';
-import { ensureStoreTables, type StoreSettings, writeStoreSettings } from '../store/store-items.store.js';
+import { type StoreSettings, writeStoreSettings } from '../store/store-items.store.js';
+import { ensureStoreSchema } from '../../../database/store-schema.js';
 import { recordThreadTtl } from './served-deployment.store.js';
 
 /**
@@ -23,7 +24,7 @@ export async function setUpDeploymentDatabase(
   boss?: PgBoss,
 ): Promise<StoreSettings> {
   await ensureCheckpointTables(db);
-  await ensureStoreTables(db, deploymentId);
+  await ensureStoreSchema(db, deploymentId);
   const { index, ttl } = config.store ?? {};
   const settings = await writeStoreSettings(db, deploymentId, {
     // The runtime loads the embedding function `index.embed` names, and fails to start without it.

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { parseInput } from '../../../validate.js';
 import { ensureSystemAssistants } from '../assistants/assistants.service.js';
-import { storeSchema } from '../store/store-items.store.js';
+import { storeSchema } from '../../../database/store-schema.js';
 import { deleteDeploymentRuns } from '../runs/runs.store.js';
 import { deleteThreadCheckpoints } from '../threads/checkpoints.store.js';
 import type { AgentServerContext } from './deployment-scope.js';

@@ -1,18 +1,18 @@
 // SQL of the long-term store: the tables LangGraph's PostgresStore keeps for a deployment (one schema
-// per deployment, `langgraph_store_<id>`), read and written here on the platform's pool, so an item a
-// graph writes through `store` is the item the API serves, and the other way round. Namespaces are
+// per deployment, `langgraph_store_<id>`, made by database/store-schema.ts), read and written here on the
+// agent server's pool, so an item a graph writes through `store` is the item the API serves, and the
+// other way round. Namespaces are
 // stored as their labels joined by ':' (PostgresStore's layout, labels encoded: namespace-labels.ts); expired items are invisible at once
 // and deleted by the `store.sweep` schedule. Beside PostgresStore's tables the platform keeps two of its
 // own in the schema: the store's settings (the graph config's `store` section, written by the runtime,
 // which alone can load the embedding function) and the embeddings of indexed items, ranked by cosine
 // similarity with pgvector when the server has it, otherwise exactly over `real[]` in SQL.
-import { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
 import type pg from 'pg';
 import { type Database, withTransaction } from '../../../db.js';
+import { storeSchema } from '../../../database/store-schema.js';
 import { decodeLabel, encodeLabel } from './namespace-labels.js';
 import { isFilterOperator } from './store.schemas.js';
 
-export const storeSchema = (deploymentId: string) => `langgraph_store_${deploymentId.replace(/-/g, '')}`;
 const table = (deploymentId: string) => `"${storeSchema(deploymentId)}".store`;
 const settingsTable = (deploymentId: string) => `"${storeSchema(deploymentId)}".platform_store_settings`;
 const embeddingsTable = (deploymentId: string) => `"${storeSchema(deploymentId)}".platform_store_embeddings`;
@@ -42,40 +42,6 @@ const LIVE = '(expires_at IS NULL OR expires_at > now())';
 // A refresh keeps the item's time to live: PostgresStore sets expires_at = write time + ttl and the
 // table's trigger sets updated_at on every write, so their difference is the ttl the item was given.
 const REFRESH = 'expires_at = now() + (expires_at - updated_at)';
-
-const ready = new Set<string>();
-
-/**
- * Creates the deployment's store tables if its runtime has not yet (the API may be asked before the
- * runtime first starts), with PostgresStore's own migrations under the lock the runtimes take.
- */
-export async function ensureStoreTables(db: Pick<Database, 'pool' | 'url'>, deploymentId: string): Promise<void> {
-  if (ready.has(deploymentId)) return;
-  const { rows } = await db.pool.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [
-    storeSchema(deploymentId),
-    'platform_store_settings',
-  ]);
-  if (!rows[0]) {
-    const store = new PostgresStore({ connectionOptions: { connectionString: db.url, max: 1, application_name: 'agent-platform-store' }, schema: storeSchema(deploymentId) });
-    const client = await db.pool.connect();
-    try {
-      await client.query('SELECT pg_advisory_lock(hashtext($1))', [SETUP_LOCK]);
-      await store.setup();
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${settingsTable(deploymentId)} (
-           singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-           settings jsonb NOT NULL,
-           swept_at timestamptz
-         )`,
-      );
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SETUP_LOCK]).catch(() => undefined);
-      client.release();
-      await store.stop().catch(() => undefined);
-    }
-  }
-  ready.add(deploymentId);
-}
 
 /** The deployment's store settings, as its runtime last wrote them (none before it first started). */
 export async function readStoreSettings(db: Db, deploymentId: string): Promise<StoreSettings> {

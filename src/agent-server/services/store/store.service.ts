@@ -10,6 +10,7 @@ import { type AuthFilter, type AuthorizedContext, AuthRefusal, authorize, matche
 import { parseInput } from '../../../validate.js';
 import { StoreItemDelete, StoreItemGetQuery, StoreItemPut, StoreNamespacesRequest, StoreSearchRequest } from './store.schemas.js';
 import * as sql from './store-items.store.js';
+import { ensureStoreSchema } from '../../../database/store-schema.js';
 import { type Embedder, getStoreItem, putStoreItem, searchStoreItems, type StoreScope } from './store-operations.js';
 import type { StoreItem } from '../../../contracts/agent-server-api.js';
 
@@ -32,13 +33,13 @@ const runtimeEmbedder = (ctx: AgentServerContext): Embedder => ({
 });
 
 async function tables(ctx: AgentServerContext): Promise<string> {
-  await sql.ensureStoreTables(ctx.db, ctx.deployment.deploymentId);
+  await ensureStoreSchema(ctx.db, ctx.deployment.deploymentId);
   return ctx.deployment.deploymentId;
 }
 
 async function scope(ctx: AgentServerContext): Promise<StoreScope> {
   const { deploymentId } = ctx.deployment;
-  await sql.ensureStoreTables(ctx.db, deploymentId);
+  await ensureStoreSchema(ctx.db, deploymentId);
   return { db: ctx.db, deploymentId, settings: await sql.readStoreSettings(ctx.db, deploymentId), embedder: runtimeEmbedder(ctx) };
 }
 
