@@ -105,11 +105,22 @@ export async function startServe(configPath: string, port: number, options: { tr
   };
 }
 
-/** Connects to the embedded PostgreSQL of a `serve --data-dir <dataDir>`. */
+/**
+ * Connects to the embedded PostgreSQL of a `serve --data-dir <dataDir>`, in the database its agent
+ * server keeps its runs in: its deployment's own (`agent_deployment_<id>`), or, for a checkout from
+ * before deployments had databases of their own (BENCH_BEFORE_ROOT), the platform's.
+ */
 export async function connectEmbedded(dataDir: string): Promise<pg.Client> {
   const password = readFileSync(join(dataDir, 'postgres-password'), 'utf8').trim();
   const port = Number(readFileSync(join(dataDir, 'postgres/postmaster.pid'), 'utf8').split('\n')[3]);
-  const db = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'agent_platform' });
-  await db.connect();
-  return db;
+  const connect = async (database: string) => {
+    const db = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database });
+    await db.connect();
+    return db;
+  };
+  const platform = await connect('agent_platform');
+  const { rows } = await platform.query<{ name: string }>(`SELECT datname AS name FROM pg_database WHERE datname LIKE 'agent\\_deployment\\_%' AND NOT datistemplate`);
+  if (!rows[0]) return platform;
+  await platform.end();
+  return connect(rows[0].name);
 }

@@ -2,12 +2,13 @@
 // process (its graph config sets `checkpointer.ttl`: threads without a TTL are deleted a minute after
 // their last update, swept every minute; finished queue jobs are kept 60 s) on its own embedded
 // PostgreSQL, while a few clients run runs on threads continuously (a new thread every few runs). Every
-// minute it prints the rows and total size (heap, indexes, TOAST) of each table a run writes to; at the
+// minute it prints the rows and total size (heap, indexes, TOAST) of each table a run writes to (in
+// its agent server's own database); at the
 // end, whether the sizes stayed flat over the second half of the soak. Tracing is off: trace runs are
 // kept for days by their own retention (dropped by week partitions), not by the thread TTL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
@@ -15,6 +16,8 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createDeps } from '../src/wiring.js';
+import { createSecretBox } from '../src/crypto.js';
+import { deploymentDatabaseUrl } from '../src/platform/services/deployments/deployment-database.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const root = new URL('..', import.meta.url).pathname;
@@ -48,10 +51,17 @@ export async function soak(minutes: number): Promise<void> {
     }),
   );
   let server: ChildProcess | undefined;
-  const stats = new pg.Pool({ connectionString: wiring.deps.db.url, max: 1 });
+  let stats: pg.Pool | undefined;
   try {
-    const { child, url } = await startServe(configPath, dataDir, wiring.deps.db.url);
+    // serve's platform on the embedded server's platform database; its agent server (runs, threads,
+    // checkpoints, queue) on a database of its own there, made by the embedded admin login.
+    const secretKey = randomBytes(32).toString('base64');
+    const adminUrl = new URL(wiring.deps.db.url);
+    adminUrl.username = 'agent_platform_admin';
+    adminUrl.password = readFileSync(join(config.dataDir, 'admin-login-password'), 'utf8').trim();
+    const { child, url, deploymentId } = await startServe(configPath, dataDir, wiring.deps.db.url, adminUrl.toString(), secretKey);
     server = child;
+    stats = new pg.Pool({ connectionString: deploymentDatabaseUrl(wiring.deps.db.url, createSecretBox(Buffer.from(secretKey, 'base64')), deploymentId), max: 1 });
     console.log(`bench:scale soak — ${minutes} min, ${CLIENTS} clients, ${RUNS_PER_THREAD} runs per thread, thread TTL 1 min (langgraph.json), jobs kept 60 s; load ${load()}`);
     const client = new Client({ apiUrl: url, callerOptions: { maxRetries: 0 } });
     let runs = 0;
@@ -107,20 +117,21 @@ export async function soak(minutes: number): Promise<void> {
     }
     console.log(`\n${runs.toLocaleString('en')} runs, ${failures} failed calls; load ${load()}`);
   } finally {
-    await stats.end();
+    await stats?.end();
     if (server) await stop(server);
     await wiring.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-function startServe(configPath: string, dataDir: string, databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
+function startServe(configPath: string, dataDir: string, databaseUrl: string, adminDatabaseUrl: string, secretKey: string): Promise<{ child: ChildProcess; url: string; deploymentId: string }> {
   const child = spawn(process.execPath, [join(root, 'bin/agent-platform.mjs'), 'serve', '--config', configPath, '--port', '0', '--data-dir', join(dataDir, 'serve')], {
     cwd: root,
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
-      AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+      AGENT_PLATFORM_ADMIN_DATABASE_URL: adminDatabaseUrl,
+      AGENT_PLATFORM_SECRET_KEY: secretKey,
       AGENT_PLATFORM_JOB_RETENTION_SECONDS: '60',
       AGENT_SERVER_TRACING: 'false',
       LOG_LEVEL: 'warn',
@@ -132,10 +143,10 @@ function startServe(configPath: string, dataDir: string, databaseUrl: string): P
     const timer = setTimeout(() => reject(new Error(`serve not ready in 180 s:\n${output}`)), 180_000);
     const onData = (chunk: Buffer) => {
       output += chunk;
-      const match = /running at (http:\/\/\S+)/.exec(output);
+      const match = /deployment ([0-9a-f-]{36})\) running at (http:\/\/\S+)/.exec(output);
       if (match) {
         clearTimeout(timer);
-        resolve({ child, url: match[1]! });
+        resolve({ child, url: match[2]!, deploymentId: match[1]! });
       }
     };
     child.stdout!.on('data', onData);

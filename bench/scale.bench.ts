@@ -28,8 +28,10 @@ import { loadConfig } from '../src/config.js';
 import { createDeps } from '../src/wiring.js';
 import { openPersistence } from '../src/agent-server/runtime/persistence.js';
 import { setUpDeploymentDatabase } from '../src/agent-server/services/served-deployment/database-setup.js';
-import type { Database } from '../src/db.js';
-import type { ServiceContext } from '../src/context.js';
+import { connectDatabase } from '../src/db.js';
+import type { Deps, ServiceContext } from '../src/context.js';
+import { migrateDatabase } from '../src/database/migrate.js';
+import { dropDeploymentDatabase, ensureDeploymentDatabase } from '../src/platform/services/deployments/deployment-database.js';
 import { authenticateApiKey } from '../src/platform/services/tenancy/authentication.service.js';
 import { getRun, queryRuns } from '../src/platform/services/traces/queries.service.js';
 import { createBenchTenant } from './tenant.js';
@@ -216,17 +218,23 @@ async function main() {
 
     }
 
-    await benchCheckpoints(deps.db);
+    await benchCheckpoints(deps);
   } finally {
     await wiring.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-/** A thread grown checkpoint by checkpoint through the runtime's saver; history and get state at each size. */
-async function benchCheckpoints(db: Database) {
+/**
+ * A thread grown checkpoint by checkpoint through the runtime's saver, in a deployment's own database
+ * (an agent server's, made as a local deployment's is); history and get state at each size.
+ */
+async function benchCheckpoints(deps: Deps) {
   if (!CHECKPOINT_SIZES.length) return;
   const deploymentId = randomUUID();
+  const { url } = await ensureDeploymentDatabase(deps, deploymentId, { local: true });
+  await migrateDatabase(url, deps.logger, 'agent-server');
+  const db = connectDatabase(url, { poolSize: 2 });
   await setUpDeploymentDatabase(db, deploymentId, { threadTtl: {} });
   const persistence = await openPersistence(db.url, deploymentId, { poolSize: 2 });
   try {
@@ -267,6 +275,8 @@ async function benchCheckpoints(db: Database) {
     for (const row of rows) console.log(row);
   } finally {
     await persistence.close();
+    await db.close();
+    await dropDeploymentDatabase(deps, deploymentId);
   }
 }
 
