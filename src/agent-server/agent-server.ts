@@ -19,6 +19,7 @@ import type { RuntimeTracing } from '../contracts/launcher-protocol.js';
 import type { TraceSink } from '../contracts/trace-wire.js';
 import { migrateDatabase } from '../database/migrate.js';
 import type { UpgradeEndpoint } from '../http/upgrade.js';
+import { corsPolicy } from '../http/cors.js';
 import { SYSTEM_VIEWER } from '../viewer.js';
 import { createDeps } from '../wiring.js';
 import { startBoss } from './jobs/boss.js';
@@ -119,12 +120,14 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
     // langgraph.json `auth`: the project's handlers decide who its callers are, here where its code runs.
     const auth = await loadCustomAuth(graphConfig, logger);
     const target = { deploymentId: spec.deploymentId, runtimeId: () => runtimeId, anonymous: spec.anonymous ?? false, dev: spec.dev ?? false, platformKeys: spec.platformKeys };
-    const router = agentServerRouter(deps, target, { customApp, ui, auth, tracesIngested: spec.tracesIngested });
+    // langgraph.json `http.cors`: which browser pages of other origins may call it (any, unless it says).
+    const cors = corsPolicy(graphConfig.cors);
+    const router = agentServerRouter(deps, target, { customApp, ui, auth, cors, tracesIngested: spec.tracesIngested });
     const app = express();
     app.disable('x-powered-by');
     app.use(router);
     // The thread stream's WebSocket (the gateway forwards upgrades with the caller's signed identity).
-    const threadStream = threadStreamUpgrade(deps, target, { auth });
+    const threadStream = threadStreamUpgrade(deps, target, { auth, cors });
     // Registered after the server's stop, so it runs before it: open sockets do not hold the server.
     wiring.onStop(async () => threadStream.close());
     const handleUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -6,6 +6,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpa
 import { dirname, extname, isAbsolute, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import type { CorsOptions } from '../http/cors.js';
 
 const GraphSpec = z.union([
   z.string().regex(/^[^:]+(:[A-Za-z_$][\w$]*)?$/, 'expected "./path/to/file.ts:exportName"'),
@@ -20,6 +21,32 @@ const CheckpointerTtl = z.object({
   /** How often the sweep looks for expired threads. */
   sweep_interval_minutes: z.number().int().min(1).max(525_600).optional(),
 });
+
+/** A regular expression, as `allow_origin_regex` gives one. */
+const Pattern = z.string().refine((text) => {
+  try {
+    new RegExp(text);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'expected a regular expression');
+
+/**
+ * `http.cors`: which browser pages of other origins may call the agent server, with the reference's
+ * field names (`langgraph dev`'s and the hosted Agent Server's).
+ */
+const HttpCors = z
+  .object({
+    allow_origins: z.array(z.string().min(1)).optional(),
+    allow_origin_regex: Pattern.optional(),
+    allow_methods: z.array(z.string().regex(/^([A-Za-z]+|\*)$/, 'expected an HTTP method or "*"')).optional(),
+    allow_headers: z.array(z.string().regex(/^([!#$%&'*+.^_`|~\w-]+|\*)$/, 'expected a header name or "*"')).optional(),
+    allow_credentials: z.boolean().optional(),
+    expose_headers: z.array(z.string().regex(/^[!#$%&'*+.^_`|~\w-]+$/, 'expected a header name')).optional(),
+    max_age: z.number().int().min(0).optional(),
+  })
+  .passthrough();
 
 const GraphConfigFile = z
   .object({
@@ -49,7 +76,7 @@ const GraphConfigFile = z
       .passthrough()
       .optional(),
     checkpointer: z.object({ ttl: CheckpointerTtl.nullish() }).passthrough().optional(),
-    http: z.object({}).passthrough().optional(),
+    http: z.object({ cors: HttpCors.optional() }).passthrough().optional(),
     ui: z.record(z.string().min(1), z.string().min(1)).optional(),
     ui_config: z.object({ shared: z.array(z.string()).optional() }).optional(),
     node_version: z.union([z.string(), z.number()]).optional(),
@@ -78,6 +105,8 @@ export type GraphConfig = {
   httpApp?: string;
   /** `ui`: generative UI components per graph, `{"<graph id>": "./path/to/ui.tsx"}`, and `ui_config`. */
   ui?: { components: Record<string, string>; shared?: string[] };
+  /** `http.cors`: the agent server's policy for browser pages of other origins; undefined: any origin may call it. */
+  cors?: CorsOptions;
   /** `store`: the long-term store's embedding index and time to live. */
   store?: StoreConfig;
   /** `auth`: the project's `Auth` object (`@langchain/langgraph-sdk/auth`), by absolute file and export; undefined: no custom auth. */
@@ -137,6 +166,7 @@ export function readGraphConfig(configPath: string, options: { confineTo?: strin
     return folder;
   });
   const httpApp = typeof parsed.data.http?.app === 'string' ? parsed.data.http.app : undefined;
+  const cors = corsOptionsOf(parsed.data.http?.cors);
   const ui = parsed.data.ui ? { components: parsed.data.ui, shared: parsed.data.ui_config?.shared } : undefined;
   const ttl = parsed.data.checkpointer?.ttl;
   const threadTtl = { defaultMinutes: ttl?.default_ttl, sweepIntervalMinutes: ttl?.sweep_interval_minutes };
@@ -145,7 +175,21 @@ export function readGraphConfig(configPath: string, options: { confineTo?: strin
   checkNodeVersion(parsed.data.node_version, notes);
   const dockerOnly = DOCKER_ONLY_FIELDS.filter((field) => (raw as Record<string, unknown>)[field] !== undefined);
   if (dockerOnly.length) notes.push(`${dockerOnly.join(', ')} only shape the hosted platform's Docker image: ignored here (deployed code runs in a sandbox on this machine)`);
-  return { path, root, graphs, env, httpApp, ui, store: parsed.data.store, threadTtl, auth, dependencies, notes };
+  return { path, root, graphs, env, httpApp, cors, ui, store: parsed.data.store, threadTtl, auth, dependencies, notes };
+}
+
+/** `http.cors` as the agent server's middleware takes it. */
+function corsOptionsOf(cors: z.infer<typeof HttpCors> | undefined): CorsOptions | undefined {
+  if (!cors) return undefined;
+  return {
+    allowOrigins: cors.allow_origins,
+    allowOriginRegex: cors.allow_origin_regex,
+    allowMethods: cors.allow_methods?.map((method) => method.toUpperCase()),
+    allowHeaders: cors.allow_headers,
+    allowCredentials: cors.allow_credentials,
+    exposeHeaders: cors.expose_headers,
+    maxAge: cors.max_age,
+  };
 }
 
 /**

@@ -17,6 +17,7 @@ import { agentServerSurface } from './openapi.operations.js';
 import { apiReferenceRouter } from '../../http/openapi/reference.routes.js';
 import { healthCheck } from '../../http/health.js';
 import { jsonBody } from '../../http/json-body.js';
+import { corsPolicy, type CorsPolicy } from '../../http/cors.js';
 import { a2aRouter } from './a2a.routes.js';
 import { jsonRpcErrorHandler } from '../../http/json-rpc-errors.js';
 import { gatewayIdentityOf, platformCallRoute } from './gateway-identity.js';
@@ -88,16 +89,23 @@ const deploymentUrlOf = (req: Request) => req.deploymentUrl;
 
 /**
  * The agent-server API for a target. `customApp` (langgraph.json `http.app`), `ui` and `auth` are the
- * project's own routes, UI bundles and custom auth, loaded where its code runs (agent-server.ts).
+ * project's own routes, UI bundles and custom auth, loaded where its code runs (agent-server.ts);
+ * `cors` its policy for browser pages of other origins (`http.cors`; by default any origin).
  */
 export function agentServerRouter(
   deps: Deps,
   target: AgentServerTarget,
-  options: { customApp?: CustomApp; ui?: UiBundles; auth?: CustomAuth; tracesIngested?: () => Promise<number> } = {},
+  options: { customApp?: CustomApp; ui?: UiBundles; auth?: CustomAuth; cors?: CorsPolicy; tracesIngested?: () => Promise<number> } = {},
 ): Router {
   const router = Router({ mergeParams: true });
+  // Before anything that asks who is calling: a browser's preflight carries no credentials (and
+  // reaches a deployed server through the gateway without a platform key), and an answer the policy
+  // allows a page to read must say so, errors included. As on the reference server, the project's
+  // own routes are behind it too.
+  router.use((options.cors ?? corsPolicy()).middleware);
   // Custom auth (langgraph.json `auth`, loaded where the project's code runs) decides who the caller
-  // is before anything else answers, the project's own routes included, as on the reference server.
+  // is before anything else but the CORS policy answers, the project's own routes included, as on
+  // the reference server.
   if (options.auth) router.use(customAuthentication(deps, options.auth, studioCredentialOf(target)));
   // The project's own routes (langgraph.json `http.app`) come first, as on the reference server.
   if (options.customApp) router.use(customRoutes(options.customApp, deps.config));

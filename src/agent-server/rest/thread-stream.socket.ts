@@ -8,6 +8,7 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { UpgradeEndpoint, UpgradeHandler } from '../../http/upgrade.js';
+import type { CorsPolicy } from '../../http/cors.js';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { AppError } from '../../errors.js';
 import { isUuid, newId } from '../../ids.js';
@@ -55,6 +56,8 @@ export function threadStreamUpgrade(
     limits?: Partial<SocketLimits>;
     /** The project's custom auth (langgraph.json `auth`), where its code runs. */
     auth?: CustomAuth;
+    /** The agent server's policy for browser pages of other origins (`http.cors`). */
+    cors?: CorsPolicy;
   } = {},
 ): UpgradeEndpoint {
   const bounds = { ...DEFAULT_LIMITS, ...options.limits };
@@ -64,6 +67,13 @@ export function threadStreamUpgrade(
     const match = STREAM_PATH.exec(path);
     if (!match) return false;
     const threadId = decodeURIComponent(match[1]!);
+    // Browsers open a WebSocket to any origin without asking: a page of an origin the policy does not
+    // allow is refused here, as its HTTP requests that would change something are.
+    const refused = options.cors?.refusal(request);
+    if (refused) {
+      refuse(socket, 403, REASONS[403]!, refused);
+      return true;
+    }
     void (async () => {
       let ctx: AuthorizedContext;
       let callerAccess: DeploymentAccess | undefined;
