@@ -7,12 +7,28 @@ import { assertJsonDepth, assertStorableText, mayHoldUnstorableBytes } from '../
 
 const needsTextCheck = new WeakSet<Request>();
 
-/** Parses JSON bodies (`strict: false` also accepts top-level scalars, as the agent server does). */
-export function jsonBody(config: Pick<Config, 'bodyLimit' | 'jsonMaxDepth'>, options: { strict?: boolean } = {}): RequestHandler[] {
+/**
+ * Whether a body of this Content-Type is read as JSON: JSON's own type; with `lenient` also a body
+ * labelled text/plain, as the reference agent server reads it (a proxy that forwards the body as a
+ * string sends JSON so: fetch labels it `text/plain;charset=UTF-8`), or not labelled at all (curl
+ * with -d and no header), which the reference would run as an empty body.
+ */
+export function readsAsJson(contentType: string | undefined, lenient: boolean): boolean {
+  const type = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
+  return type === 'application/json' || (lenient && (type === '' || type === 'text/plain'));
+}
+
+/**
+ * Parses JSON bodies (`strict: false` also accepts top-level scalars, as the agent server does;
+ * `lenient`: also those labelled text/plain or not labelled, see readsAsJson).
+ */
+export function jsonBody(config: Pick<Config, 'bodyLimit' | 'jsonMaxDepth'>, options: { strict?: boolean; lenient?: boolean } = {}): RequestHandler[] {
+  const lenient = options.lenient ?? false;
   return [
     express.json({
       limit: config.bodyLimit,
       strict: options.strict ?? true,
+      type: (req) => readsAsJson(req.headers['content-type'], lenient),
       verify: (req, _res, body) => {
         assertJsonDepth(body, config.jsonMaxDepth);
         if (mayHoldUnstorableBytes(body)) needsTextCheck.add(req as Request);

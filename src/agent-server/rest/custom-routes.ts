@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
 import type { Config } from '../../config.js';
 import type { CustomApp } from '../services/served-deployment/runtime-protocol.js';
-import { setJsonBody } from '../../http/json-body.js';
+import { readsAsJson, setJsonBody } from '../../http/json-body.js';
 
 const FALL_THROUGH = 'x-agent-platform-fall-through';
 // Names the request across the app's fetch, so the fall-through handler can say what became of its body.
@@ -54,7 +54,8 @@ export function customRoutes(app: CustomApp, config: Pick<Config, 'bodyLimitByte
     const bytes = left !== undefined ? Buffer.from(left) : read();
     if (bytes) {
       try {
-        if (req.is('application/json')) setJsonBody(req, bytes, config);
+        // Read as the agent server's parser reads bodies (router.ts): text/plain and unlabelled too.
+        if (readsAsJson(req.headers['content-type'], true)) setJsonBody(req, bytes, config);
       } catch (error) {
         return next(error);
       }

@@ -111,7 +111,8 @@ export function agentServerRouter(
   if (options.customApp) router.use(customRoutes(options.customApp, deps.config));
   // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.
   router.use(apiReferenceRouter(agentServerSurface({ apiKey: !target.anonymous })));
-  router.use(jsonBody(deps.config, { strict: false }));
+  // A body labelled text/plain is JSON, as on the reference server; one not labelled is read as JSON too.
+  router.use(jsonBody(deps.config, { strict: false, lenient: true }));
   router.use(async (req, res, next) => {
     const resolved = await resolveAgentContext(deps, target, {
       access: requestAccess(req),
