@@ -5,6 +5,8 @@
 // one) with the caller's identity in signed headers instead of their key: deployed code never sees a
 // platform credential. A deployment that declares custom auth gets its end users' requests without a
 // key, signed as coming through the gateway, and authenticates them itself (routeGatewayRequest).
+// A browser's CORS preflight, which carries no credentials, is forwarded without a key for the
+// deployment's own `http.cors` to answer; the Access-Control-* headers of its answers pass through.
 // The agent server's API reference (/docs, /openapi.json), the same for every deployment, is the
 // platform's own page, served by the router after this one.
 import { type ClientRequest, request as httpRequest, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
@@ -13,13 +15,14 @@ import { type Duplex, Transform } from 'node:stream';
 import express, { type RequestHandler, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../context.js';
-import { assertWithinLimits, routeGatewayRequest } from '../services/deployments/agent-operations.js';
+import { assertWithinLimits, routeGatewayRequest, routePreflight } from '../services/deployments/agent-operations.js';
 import { deploymentExists } from '../services/deployments/deployments.service.js';
 import { agentServerAddresses } from '../services/deployments/agent-server-addresses.js';
 import { type DeploymentAccess, GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../../contracts/gateway-protocol.js';
 import { jsonRpcErrorHandler } from '../../http/json-rpc-errors.js';
 import { errorHandler, httpStatus } from '../../http/errors.js';
 import { requestIdOf } from '../../http/request-id.js';
+import { isCorsPreflight } from '../../http/cors.js';
 
 // What of a caller's request never reaches a deployment: its platform key, and what the gateway sets
 // itself (the signed identity, the deployment's url, the host).
@@ -138,7 +141,10 @@ async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerRespo
   if (PUBLIC_PAGES.test(path) || !(await deploymentExists(deps, deploymentId))) return false;
   // A JSON-RPC call's access depends on its method: the agent server checks it against the caller's.
   const access = JSON_RPC.test(path) ? 'read' : requestAccess({ method: req.method!, path: at.pathname, body: undefined });
-  const route = await routeGatewayRequest(deps, deploymentId, callerOf(req, access, path), () => res.closed);
+  // A browser sends its preflight without credentials: the deployment's own `http.cors` answers it.
+  const route = isCorsPreflight(req)
+    ? await routePreflight(deps, deploymentId, { method: 'OPTIONS', path }, () => res.closed)
+    : await routeGatewayRequest(deps, deploymentId, callerOf(req, access, path), () => res.closed);
   if (!route) return true;
 
   // The request's id, as the platform's other routes give one; the agent server gets it too, and its

@@ -102,6 +102,20 @@ export async function routeGatewayRequest(
   return routeToAgentServer({ ...deps, viewer }, deploymentId, request.access, forwarded, abandoned);
 }
 
+/**
+ * Where the gateway forwards a browser's CORS preflight to a deployment's own agent server, whose
+ * `http.cors` answers it: a preflight carries no credentials (browsers send none), so it is signed as
+ * an end user who may only read, which the agent server's policy answers before it asks who is calling.
+ */
+export async function routePreflight(
+  deps: Deps,
+  deploymentId: string,
+  request: { method: string; path: string },
+  abandoned: () => boolean = () => false,
+): Promise<AgentServerRoute | undefined> {
+  return signedRoute(deps, deploymentId, request, { userId: null, apiKeyId: null, access: 'read' }, abandoned);
+}
+
 /** POSTs a call to the deployment's agent server as the caller; its response, or the AppError it answered. */
 async function postCall(ctx: ServiceContext, deploymentId: string, access: DeploymentAccess, body: unknown, signal?: AbortSignal): Promise<Response> {
   const route = await routeToAgentServer(ctx, deploymentId, access, { method: 'POST', path: AGENT_CALL_PATH }, () => signal?.aborted ?? false);
