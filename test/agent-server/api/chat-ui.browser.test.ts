@@ -22,7 +22,7 @@ if (chromiumMissing) console.warn('Chat UI browser test skipped: /usr/bin/chromi
 
 const CHAT_GRAPH = readFileSync(new URL('../../fixtures/chat-ui/chat.ts', import.meta.url), 'utf8');
 
-type Seen = { threadId?: string; streamedParts: number; runCreated?: { run_id: string; thread_id?: string }; historyLength: number; errors: string[] };
+type Seen = { threadId?: string; streamedParts: number; runCreated?: { run_id: string; thread_id?: string }; historyLength: number; replies: number; errors: string[] };
 
 const seenBy = (page: Page) => page.evaluate(() => (window as unknown as { chatTest: Seen }).chatTest);
 
@@ -56,6 +56,8 @@ async function chatRoundTrip(browser: Browser, pageUrl: string, query: Record<st
     await page.getByRole('button', { name: 'Send' }).click();
     const reply = `You said: ${text}`;
     await page.locator('#messages li[data-type="ai"]', { hasText: reply }).waitFor();
+    // The page has read the thread back after the run, as the UI does.
+    await expect.poll(async () => ((seen) => seen.replies + seen.errors.length)(await seenBy(page)), { timeout: 20_000 }).toBe(1);
     const seen = await seenBy(page);
     expect(seen.errors).toEqual([]);
     // Streamed as the model wrote it, a token at a time, and the run's ids read from Content-Location.
