@@ -38,14 +38,19 @@ serveOnly('agent runs traced', () => {
     await server.client.runs.join(thread.thread_id, run.run_id);
 
     const langsmith = new LangSmith({ apiUrl: platform.url, apiKey: tenant.adminKey });
-    // The trace is stored shortly after the run (the batcher's interval): wait for its root's end.
+    // The trace is stored shortly after the run (the batcher's interval): wait for its root's end. Until
+    // its first batch is stored, the project itself may not exist yet (the SDK throws "not found").
     const listTrace = async () => {
       const found = [];
-      for await (const traced of langsmith.listRuns({ projectName: 'weather-agent', traceId: run.run_id })) found.push(traced);
+      try {
+        for await (const traced of langsmith.listRuns({ projectName: 'weather-agent', traceId: run.run_id })) found.push(traced);
+      } catch (error) {
+        if (!/not found/i.test(String(error))) throw error;
+      }
       return found;
     };
     let runs = await listTrace();
-    for (let attempt = 0; attempt < 100 && !runs.some((traced) => traced.id === run.run_id && traced.status === 'success'); attempt++) {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !runs.some((traced) => traced.id === run.run_id && traced.status === 'success'); ) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       runs = await listTrace();
     }
