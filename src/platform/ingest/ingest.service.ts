@@ -30,6 +30,11 @@
 //   parent's (adoptOrphans). Either side checks after its own commit, so whichever of the two commits
 //   last sees the other; a run nobody awaits costs one probe of the awaited table, not a search of
 //   trace_runs.
+// - Token and cost roll-ups: a run's usage columns hold its own usage (an LLM run's) plus its stored
+//   descendants'. Storing a run with usage, a patch changing it, and an adoption (its runs gain
+//   ancestors) add the change to the ancestors in parent_run_ids in the same transaction; what an
+//   ancestor not stored yet is owed waits with the early patches and is swept with them
+//   (usage-rollups.store.ts). A duplicate post adds nothing; a patch adds its difference only.
 // - Posts alone (the SDK's usual batch) are one statement: an INSERT (ids claimed in trace_run_ids in the same statement, duplicates left out) from per-column
 //   arrays that also appends usage's trace deltas (the seam, ingest-hooks.ts), shared with the
 //   concurrent requests of the same ingester (run-writer.ts: group commit; each request is answered
@@ -60,6 +65,7 @@ import {
   RUNS_PER_INSERT,
   takePendingPatchesOfStoredRuns,
 } from './ingest.store.js';
+import { addWaitingUsage, hasUsage, rollUpUsage, type UsageContribution } from './usage-rollups.store.js';
 
 export type { Ingester, IngestResult, RunBatch, RunCreate } from './ingest-types.js';
 
@@ -114,15 +120,16 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
     await deriveHierarchy(client, who.workspaceId, unique, batch.parentsMayFollow, onlySessionId);
     await resolveProjects(client, who.workspaceId, unique);
     const merged = mergePatches(patches);
-    const { inserted, patched, deferred } = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>
+    const { inserted, patched, deferred, waiting } = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>
       inTransaction(client, async () => {
         await recordAwaitedParents(client, who.workspaceId, unique);
         const inserted = await insertRuns(client, who, unique);
-        const patched = await applyPatches(client, who.workspaceId, merged, onlySessionId);
+        const { patched, contributions } = await applyPatches(client, who.workspaceId, merged, onlySessionId);
+        const waiting = await rollUpUsage(client, who.workspaceId, [...postedUsage(unique, inserted), ...contributions], onlySessionId);
         const deferred = merged.filter((patch) => !patched.has(patch.id));
         if (deferred.length) await deferPatches(client, who.workspaceId, deferred, onlySessionId);
         if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
-        return { inserted, patched, deferred };
+        return { inserted, patched, deferred, waiting };
       }),
     ).catch((error: unknown) => {
       throw asClientError(error);
@@ -131,8 +138,9 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
 
     // Early patches: ours may have been deferred while a concurrent request stored the post, or a
     // concurrent request deferred a patch for a run we just stored. Whichever request commits last
-    // sees both, so each sweeps its own ids after commit.
-    const sweepIds = [...inserted, ...deferred.map((patch) => patch.id)];
+    // sees both, so each sweeps its own ids after commit. Usage left waiting for an ancestor not
+    // stored is swept the same way.
+    const sweepIds = [...inserted, ...deferred.map((patch) => patch.id), ...waiting];
     if (sweepIds.length) await applyPendingPatches(client, who.workspaceId, sweepIds);
     await adoptAfterInsert(client, who.workspaceId, unique, inserted, onlySessionId);
 
@@ -192,15 +200,35 @@ function runWriter(deps: Pick<Deps, 'db' | 'config'>): RunWriter {
   return writer;
 }
 
-/** Awaited parents, one grouped INSERT, then the sweep for patches that raced ahead of these posts (see below), then adoptions. */
+/**
+ * Awaited parents, one grouped INSERT (with the roll-up of its runs' usage when they carry any), then
+ * the sweep for patches and usage that raced ahead of these posts (see below), then adoptions.
+ */
 async function insertRunsThenSweep(client: pg.PoolClient, who: Ingester, runs: NormalizedRun[]): Promise<Set<string>> {
   await recordAwaitedParents(client, who.workspaceId, runs);
-  // One statement in a transaction of its own: the deadlock's victim is simply run again.
-  const inserted = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () => insertRuns(client, who, runs));
-  if (inserted.size) await applyPendingPatches(client, who.workspaceId, [...inserted]);
   // A project-bound ingester's runs were all put in its project (confineToProject).
-  await adoptAfterInsert(client, who.workspaceId, runs, inserted, who.project === undefined ? undefined : runs[0]?.sessionId ?? undefined);
+  const onlySessionId = who.project === undefined ? undefined : runs[0]?.sessionId ?? undefined;
+  // The deadlock's victim is simply run again. Runs without usage owed to an ancestor (most batches)
+  // are one statement in a transaction of its own.
+  const { inserted, waiting } = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, async () => {
+    if (!runs.some((run) => run.parentRunIds.length && hasUsage(run.usage))) return { inserted: await insertRuns(client, who, runs), waiting: [] };
+    return inTransaction(client, async () => {
+      const inserted = await insertRuns(client, who, runs);
+      return { inserted, waiting: await rollUpUsage(client, who.workspaceId, postedUsage(runs, inserted), onlySessionId) };
+    });
+  });
+  if (inserted.size || waiting.length) await applyPendingPatches(client, who.workspaceId, [...inserted, ...waiting]);
+  await adoptAfterInsert(client, who.workspaceId, runs, inserted, onlySessionId);
   return inserted;
+}
+
+/** The usage of the runs just stored, owed to their ancestors (a duplicate, not stored, owes nothing again). */
+function postedUsage(runs: NormalizedRun[], inserted: Set<string>): UsageContribution[] {
+  const owed: UsageContribution[] = [];
+  for (const run of runs) {
+    if (run.parentRunIds.length && inserted.has(run.id) && hasUsage(run.usage)) owed.push({ from: run.id, ancestors: run.parentRunIds, usage: run.usage });
+  }
+  return owed;
 }
 
 /**
@@ -239,7 +267,13 @@ async function adoptAfterInsert(client: pg.PoolClient, tenantId: string, runs: N
       adopters.push({ id: row.id, trace_id: row.trace_id, dotted_order: row.dotted_order, parent_run_ids: row.parent_run_ids ?? [] });
     }
   }
-  if (adopters.length) await adoptOrphans(client, tenantId, composeAdopters(adopters), onlySessionId);
+  if (!adopters.length) return;
+  // The adopted runs' usage is owed to the ancestors they gain, in the adoption's transaction.
+  const composed = composeAdopters(adopters);
+  const waiting = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>
+    inTransaction(client, async () => rollUpUsage(client, tenantId, await adoptOrphans(client, tenantId, composed, onlySessionId), onlySessionId)),
+  );
+  if (waiting.length) await applyPendingPatches(client, tenantId, waiting);
 }
 
 /**
@@ -353,19 +387,36 @@ function mergePatches(patches: NormalizedPatch[]): NormalizedPatch[] {
   return [...byId.values()];
 }
 
-/** Merges kept patches into runs that are now stored (in arrival order) and drops them. */
+/**
+ * Merges kept patches into runs that are now stored (in arrival order) and drops them; adds the usage
+ * their descendants left waiting for them. A patch that changes a run's usage owes the change to its
+ * ancestors, and what of it waits for one not stored is swept again (until nothing is taken).
+ */
 async function applyPendingPatches(client: pg.PoolClient, tenantId: string, runIds: string[]): Promise<void> {
+  let ids = runIds;
   // Almost always nothing waits: one cheap indexed probe instead of a transaction.
-  if (!(await hasPendingPatches(client, tenantId, runIds))) return;
-  await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>
-    inTransaction(client, async () => {
-      // Only patches whose run exists: the others keep waiting for their post.
-      const rows = await takePendingPatchesOfStoredRuns(client, tenantId, runIds);
-      if (rows.length) {
-        await applyPatches(client, tenantId, mergePatches(rows.map((row) => normalizePatch(row.payload, ['patch'], row.run_id))));
-      }
-    }),
-  );
+  while (ids.length && (await hasPendingPatches(client, tenantId, ids))) {
+    const sweep = ids;
+    ids = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>
+      inTransaction(client, async () => {
+        // Only patches whose run exists: the others keep waiting for their post.
+        const rows = await takePendingPatchesOfStoredRuns(client, tenantId, sweep);
+        const usage = rows.flatMap((row) => (row.usage_delta ? [{ runId: row.run_id, usageDelta: row.usage_delta }] : []));
+        if (usage.length) await addWaitingUsage(client, tenantId, usage);
+        const patches = rows.filter((row) => !row.usage_delta);
+        if (!patches.length) return [];
+        const { contributions } = await applyPatches(client, tenantId, mergePatches(patches.map((row) => normalizePatch(row.payload, ['patch'], row.run_id))));
+        // A patch kept for a project-bound key's run owes its usage only within that project.
+        const projectOf = new Map(patches.map((row) => [row.run_id, row.session_id ?? undefined]));
+        const waiting: string[] = [];
+        for (const project of new Set(projectOf.values())) {
+          const owed = contributions.filter((contribution) => projectOf.get(contribution.from) === project);
+          waiting.push(...(await rollUpUsage(client, tenantId, owed, project)));
+        }
+        return waiting;
+      }),
+    );
+  }
 }
 
 /**

@@ -8,6 +8,7 @@ import type pg from 'pg';
 import { deriveStatus, type JsonbValue, toJsonb, toText } from './derive.js';
 import { afterRunsStoredCtes } from './ingest-hooks.js';
 import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest-types.js';
+import { USAGE_COLUMNS, type UsageContribution } from './usage-rollups.store.js';
 
 /**
  * The statement of findParentRuns ($1 tenant, $2 run ids, and $3 the project when `inProject`): each
@@ -50,8 +51,8 @@ export type Adopter = { id: string; trace_id: string; dotted_order: string; pare
  * after its own commit, and adopts itself). One statement; the (tenant_id, trace_id) index finds each
  * adopter's runs. With `sessionId`, only runs of that project are adopted (a project-bound key's).
  */
-export async function adoptOrphans(client: pg.PoolClient | pg.Pool, tenantId: string, adopters: Adopter[], sessionId?: string): Promise<number> {
-  const { rows } = await client.query<{ adopted: number }>({
+export async function adoptOrphans(client: pg.PoolClient, tenantId: string, adopters: Adopter[], sessionId?: string): Promise<UsageContribution[]> {
+  const { rows } = await client.query<OwnUsageRow & { id: string; ancestors: string[] }>({
     name: 'traces.adopt_orphans',
     text: `WITH x AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, trace_id uuid, dotted_order text, parent_run_ids uuid[])),
        adopted AS (
@@ -63,12 +64,28 @@ export async function adoptOrphans(client: pg.PoolClient | pg.Pool, tenantId: st
          FROM x
          WHERE r.tenant_id = $1 AND r.trace_id = x.id AND r.id <> x.id AND NOT starts_with(r.dotted_order, x.dotted_order || '.')
            AND ($3::uuid IS NULL OR r.session_id = $3::uuid)
-         RETURNING 1),
+         RETURNING r.id, x.parent_run_ids AS ancestors, ${OWN_USAGE_SELECT('r')}),
        awaited AS (DELETE FROM trace_run_awaited_parents a USING x WHERE a.tenant_id = $1 AND a.parent_id = x.id)
-     SELECT count(*)::int AS adopted FROM adopted`,
+     SELECT * FROM adopted WHERE own_total_tokens IS NOT NULL OR own_total_cost IS NOT NULL`,
     values: [tenantId, JSON.stringify(adopters), sessionId ?? null],
   });
-  return rows[0]!.adopted;
+  // Their usage is now owed to the adopter's ancestors too (the adopter itself already had it).
+  return rows.map((row) => ({ from: row.id, ancestors: row.ancestors ?? [], usage: ownUsage((column) => row[`own_${column}`]) }));
+}
+
+type OwnUsageRow = Record<`own_${(typeof USAGE_COLUMNS)[number][0]}`, number | null>;
+
+/** `own_total_tokens, …` of `table`'s row. */
+const OWN_USAGE_SELECT = (table: string) => USAGE_COLUMNS.map(([column]) => `${table}.own_${column}`).join(', ');
+
+/** A Usage from a row's values, by column name. */
+function ownUsage(value: (column: (typeof USAGE_COLUMNS)[number][0]) => unknown): UsageContribution['usage'] {
+  const usage: Record<string, number | null> = {};
+  for (const [column, , key] of USAGE_COLUMNS) {
+    const amount = value(column);
+    usage[key] = amount === null || amount === undefined ? null : Number(amount);
+  }
+  return usage as UsageContribution['usage'];
 }
 
 /**
@@ -170,6 +187,11 @@ export function runRowValues(run: NormalizedRun, who: Ingester): unknown[] {
   ];
 }
 
+// A stored run's own usage is what it was posted with (its descendants' is added by the roll-ups):
+// copied from the usage columns in the INSERT rather than sent twice.
+const OWN_COLUMNS = USAGE_COLUMNS.map(([column]) => `own_${column}`).join(',');
+const OWN_VALUES = (table: string) => USAGE_COLUMNS.map(([column]) => `${table}.${column}`).join(',');
+
 const valuesClause = (rows: number, columns: readonly (readonly [string, string])[]) => {
   const width = columns.length;
   const parts: string[] = [];
@@ -184,7 +206,7 @@ export function insertRunsSql(rows: number, returning = 'RETURNING id'): string 
   const columns = RUN_COLUMNS.map(([name]) => name).join(',');
   return `WITH v(${columns}) AS (VALUES ${valuesClause(rows, RUN_COLUMNS)}),
     claimed AS (INSERT INTO trace_run_ids (tenant_id, id, start_time) SELECT tenant_id, id, start_time FROM v ON CONFLICT DO NOTHING RETURNING id)
-    INSERT INTO trace_runs (${columns}) SELECT * FROM v WHERE v.id IN (SELECT id FROM claimed) ${returning}`;
+    INSERT INTO trace_runs (${columns},${OWN_COLUMNS}) SELECT v.*, ${OWN_VALUES('v')} FROM v WHERE v.id IN (SELECT id FROM claimed) ${returning}`;
 }
 
 // The ingest INSERT: one parameter per column, zipped into rows by ROWS FROM. PostgreSQL plans it once
@@ -210,8 +232,8 @@ function unnestInsertSql(): string {
     if (type === 'jsonb') return `jsonb_array_elements(${param}::jsonb)`;
     return `unnest(${param}::${ARRAY_COLUMNS.has(name) ? 'text' : type}[])`;
   });
-  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')})
-    SELECT ${select.join(',')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')})`;
+  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')},${OWN_COLUMNS})
+    SELECT ${select.join(',')},${OWN_VALUES('u')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')})`;
 }
 
 /** The INSERT of runs from per-column arrays (ingest's form, the benchmark's raw ceiling), claiming ids as `claim` says. */
@@ -364,17 +386,31 @@ const PATCH_COLUMNS = [
 ] as const;
 
 /**
- * Applies (merged) patches to stored runs in one statement; returns the ids it found. Each run's start
- * time from trace_run_ids prunes its update to one partition (at execution, per joined row). With
- * `sessionId`, only runs of that project are patched (a project-bound key's patches).
+ * Applies (merged) patches to stored runs in one statement; returns the ids it found, and the changes
+ * of their own usage, owed to their ancestors (rollUpUsage, in the caller's transaction). Each run's
+ * start time from trace_run_ids prunes its update to one partition (at execution, per joined row).
+ * With `sessionId`, only runs of that project are patched (a project-bound key's patches).
  */
-export async function applyPatches(client: pg.PoolClient | pg.Pool, tenantId: string, patches: NormalizedPatch[], sessionId?: string): Promise<Set<string>> {
-  if (!patches.length) return new Set();
+export async function applyPatches(
+  client: pg.PoolClient,
+  tenantId: string,
+  patches: NormalizedPatch[],
+  sessionId?: string,
+): Promise<{ patched: Set<string>; contributions: UsageContribution[] }> {
+  if (!patches.length) return { patched: new Set(), contributions: [] };
   // In id order: the statement locks the runs in the order of its values, so two requests patching
   // the same runs lock them in the same order and one waits for the other instead of deadlocking.
   const inIdOrder = patches.toSorted((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const { rows } = await client.query<{ id: string }>(applyPatchesStatement(tenantId, inIdOrder, sessionId));
-  return new Set(rows.map((row) => row.id));
+  const { rows } = await client.query<{ id: string; parent_run_ids: string[] | null } & Record<`delta_${string}`, number | null>>(
+    applyPatchesStatement(tenantId, inIdOrder, sessionId),
+  );
+  const contributions: UsageContribution[] = [];
+  for (const row of rows) {
+    if (!row.parent_run_ids?.length) continue;
+    const usage = ownUsage((column) => row[`delta_${column}`]);
+    if (USAGE_COLUMNS.some(([, , key]) => usage[key] !== null && usage[key] !== 0)) contributions.push({ from: row.id, ancestors: row.parent_run_ids, usage });
+  }
+  return { patched: new Set(rows.map((row) => row.id)), contributions };
 }
 
 /** applyPatches's statement and values. */
@@ -399,10 +435,27 @@ export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch
     p.threadId,
   ]);
   const tenantParam = `$${values.length + 1}`;
-  // Usage is per LLM run; a patch does not carry the run type, so the row decides.
-  const usage = (column: string) => `${column} = CASE WHEN t.run_type = 'llm' AND p.total_tokens IS NOT NULL THEN p.${column} ELSE t.${column} END`;
+  const inProject = sessionId ? ` AND t.session_id = $${values.length + 2}::uuid` : '';
+  // Usage is per LLM run; a patch does not carry the run type, so the row decides. A patch's usage
+  // replaces the run's own; its total keeps what its descendants added (total - own before).
+  const replaces = `t.run_type = 'llm' AND p.total_tokens IS NOT NULL`;
+  const usage = (column: string) =>
+    `own_${column} = CASE WHEN ${replaces} THEN p.${column} ELSE t.own_${column} END,
+       ${column} = CASE WHEN NOT (${replaces}) THEN t.${column}
+                        WHEN p.${column} IS NULL AND t.${column} IS NOT DISTINCT FROM t.own_${column} THEN NULL
+                        ELSE COALESCE(p.${column}, 0) + COALESCE(t.${column} - COALESCE(t.own_${column}, 0), 0) END`;
+  // The change of own usage, owed to the ancestors: before from old, whose rows the statement
+  // locked first, so the UPDATE's rows are those same versions.
+  const delta = (column: string) =>
+    `CASE WHEN u.own_${column} IS NULL AND old.own_${column} IS NULL THEN NULL ELSE COALESCE(u.own_${column}, 0) - COALESCE(old.own_${column}, 0) END AS delta_${column}`;
   return {
-    text: `UPDATE trace_runs AS t SET
+    text: `WITH p(${PATCH_COLUMNS.map(([name]) => name).join(',')}) AS (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}),
+     old AS (
+       SELECT t.id, t.start_time, ${OWN_USAGE_SELECT('t')} FROM p
+         JOIN trace_run_ids i ON i.tenant_id = ${tenantParam}::uuid AND i.id = p.id
+         JOIN trace_runs t ON t.tenant_id = ${tenantParam}::uuid AND t.id = p.id AND t.start_time = i.start_time${inProject}
+       FOR UPDATE OF t),
+     u AS (UPDATE trace_runs AS t SET
        end_time = COALESCE(p.end_time, t.end_time),
        inputs = COALESCE(p.inputs, t.inputs),
        outputs = COALESCE(p.outputs, t.outputs),
@@ -411,17 +464,16 @@ export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch
        events = COALESCE(p.events, t.events),
        serialized = COALESCE(p.serialized, t.serialized),
        tags = COALESCE(p.tags, t.tags),
-       ${usage('total_tokens')}, ${usage('prompt_tokens')}, ${usage('completion_tokens')},
-       ${usage('total_cost')}, ${usage('prompt_cost')}, ${usage('completion_cost')},
+       ${USAGE_COLUMNS.map(([column]) => usage(column)).join(',\n       ')},
        first_token_time = COALESCE(t.first_token_time, p.first_token_time),
        thread_id = COALESCE(p.thread_id, t.thread_id),
        status = CASE WHEN COALESCE(p.error, t.error) IS NOT NULL THEN 'error'
                      WHEN COALESCE(p.end_time, t.end_time) IS NOT NULL THEN 'success' ELSE 'pending' END,
        updated_at = now()
-     FROM (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}) AS p(${PATCH_COLUMNS.map(([name]) => name).join(',')})
-       JOIN trace_run_ids i ON i.tenant_id = ${tenantParam}::uuid AND i.id = p.id
-     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id AND t.start_time = i.start_time${sessionId ? ` AND t.session_id = $${values.length + 2}::uuid` : ''}
-     RETURNING t.id`,
+     FROM p JOIN old ON old.id = p.id
+     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = old.id AND t.start_time = old.start_time
+     RETURNING t.id, t.parent_run_ids, ${OWN_USAGE_SELECT('t')})
+     SELECT u.id, u.parent_run_ids, ${USAGE_COLUMNS.map(([column]) => delta(column)).join(', ')} FROM u JOIN old ON old.id = u.id`,
     values: sessionId ? [...values, tenantId, sessionId] : [...values, tenantId],
   };
 }
@@ -446,23 +498,26 @@ export async function hasPendingPatches(client: pg.PoolClient, tenantId: string,
   return !!probe.rowCount;
 }
 
+type PendingRow = { id: string; run_id: string; session_id: string | null; payload: Record<string, unknown>; usage_delta: Record<string, number> | null };
+
 /**
  * Removes and returns, in arrival order, the kept patches of these runs whose run is now stored (in
- * the patch's project, for a patch confined to one: another project's run by that id never gets it).
+ * the patch's project, for a patch confined to one: another project's run by that id never gets it),
+ * and the descendants' usage waiting for them (usage_delta set, payload empty).
  */
 export async function takePendingPatchesOfStoredRuns(
   client: pg.PoolClient,
   tenantId: string,
   runIds: string[],
-): Promise<{ id: string; run_id: string; payload: Record<string, unknown> }[]> {
-  const { rows } = await client.query<{ id: string; run_id: string; payload: Record<string, unknown> }>(
+): Promise<PendingRow[]> {
+  const { rows } = await client.query<PendingRow>(
     `DELETE FROM trace_run_pending_patches AS p
       WHERE p.tenant_id = $1 AND p.run_id = ANY($2::uuid[])
         AND EXISTS (SELECT 1 FROM trace_run_ids AS t WHERE t.tenant_id = p.tenant_id AND t.id = p.run_id
                       AND (p.session_id IS NULL
                            OR EXISTS (SELECT 1 FROM trace_runs AS r
                                        WHERE r.tenant_id = t.tenant_id AND r.id = t.id AND r.start_time = t.start_time AND r.session_id = p.session_id)))
-      RETURNING p.id, p.run_id, p.payload`,
+      RETURNING p.id, p.run_id, p.session_id, p.payload, p.usage_delta`,
     [tenantId, runIds],
   );
   return rows.sort((a, b) => Number(a.id) - Number(b.id));

@@ -1,0 +1,101 @@
+// Token and cost roll-ups: a run's usage columns (total_tokens … completion_cost) hold its own usage
+// (own_*, an LLM run's) plus that of every stored descendant, as LangSmith shows a trace's root and
+// each parent. Kept at write time, so reads stay a row's columns: whatever changes a run's own usage
+// (its INSERT, a patch, its adoption under further ancestors) passes the change on to the ancestors it
+// names in parent_run_ids, in the same transaction. An ancestor not stored yet gets it when it comes:
+// the amount waits in trace_run_pending_patches (usage_delta), taken by the same sweep as early
+// patches, so whichever of the two requests commits last applies it.
+import type pg from 'pg';
+import type { Usage } from './derive.js';
+
+/** A change of run `from`'s own usage, owed to each of `ancestors` (amounts may be negative: a patch lowered it). */
+export type UsageContribution = { from: string; ancestors: string[]; usage: Usage };
+
+const USAGE_KEYS = ['totalTokens', 'promptTokens', 'completionTokens', 'totalCost', 'promptCost', 'completionCost'] as const;
+
+/** The usage columns, each with its own_* twin and its key in Usage. */
+export const USAGE_COLUMNS = [
+  ['total_tokens', 'integer', 'totalTokens'],
+  ['prompt_tokens', 'integer', 'promptTokens'],
+  ['completion_tokens', 'integer', 'completionTokens'],
+  ['total_cost', 'float8', 'totalCost'],
+  ['prompt_cost', 'float8', 'promptCost'],
+  ['completion_cost', 'float8', 'completionCost'],
+] as const;
+
+/** Whether a change carries any amount (a run without usage, or a patch that left it as it was, owes nothing). */
+export function hasUsage(usage: Usage): boolean {
+  return USAGE_KEYS.some((key) => usage[key] !== null && usage[key] !== 0);
+}
+
+/** `column = column + d.column`, keeping NULL (no usage of that kind) where nothing of it was added. */
+export const addColumnSql = (target: string, delta: string) => (column: string) =>
+  `${column} = CASE WHEN ${delta}.${column} IS NULL THEN ${target}.${column} ELSE COALESCE(${target}.${column}, 0) + ${delta}.${column} END`;
+
+/** Sums contributions per ancestor, in id order (the order rows are locked in, as applyPatches does). */
+function perAncestor(contributions: UsageContribution[]): Record<string, unknown>[] {
+  const sums = new Map<string, Record<string, number | null>>();
+  for (const { ancestors, usage } of contributions) {
+    if (!hasUsage(usage)) continue;
+    for (const ancestor of new Set(ancestors)) {
+      let sum = sums.get(ancestor);
+      if (!sum) sums.set(ancestor, (sum = Object.fromEntries(USAGE_COLUMNS.map(([column]) => [column, null]))));
+      for (const [column, , key] of USAGE_COLUMNS) {
+        const amount = usage[key];
+        if (amount !== null) sum[column] = (sum[column] ?? 0) + amount;
+      }
+    }
+  }
+  return [...sums.keys()].sort().map((id) => ({ id, ...sums.get(id) }));
+}
+
+const DELTA_RECORD = `d(id uuid, ${USAGE_COLUMNS.map(([column, type]) => `${column} ${type}`).join(', ')})`;
+
+/**
+ * Adds these changes of runs' own usage to their ancestors' totals; an ancestor not stored (in
+ * `sessionId`'s project, when given: a project-bound key reaches no other) keeps its amount waiting
+ * for it. One statement; the caller's transaction holds the change that caused it. Returns the
+ * ancestors left waiting, which the caller sweeps after its commit (applyPendingPatches).
+ */
+export async function rollUpUsage(client: pg.PoolClient, tenantId: string, contributions: UsageContribution[], sessionId?: string): Promise<string[]> {
+  const deltas = perAncestor(contributions);
+  if (!deltas.length) return [];
+  const { rows } = await client.query<{ run_id: string }>({
+    name: 'traces.roll_up_usage',
+    text: `WITH d AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS ${DELTA_RECORD}),
+       added AS (
+         UPDATE trace_runs AS t SET ${USAGE_COLUMNS.map(([column]) => addColumnSql('t', 'd')(column)).join(', ')}, updated_at = now()
+           FROM d JOIN trace_run_ids i ON i.tenant_id = $1 AND i.id = d.id
+          WHERE t.tenant_id = $1 AND t.id = d.id AND t.start_time = i.start_time AND ($3::uuid IS NULL OR t.session_id = $3::uuid)
+          RETURNING t.id),
+       waiting AS (
+         INSERT INTO trace_run_pending_patches (tenant_id, session_id, run_id, payload, usage_delta)
+         SELECT $1, $3::uuid, d.id, '{}'::jsonb, jsonb_strip_nulls(to_jsonb(d) - 'id') FROM d WHERE d.id NOT IN (SELECT id FROM added)
+         RETURNING run_id)
+     SELECT run_id FROM waiting`,
+    values: [tenantId, JSON.stringify(deltas), sessionId ?? null],
+  });
+  return rows.map((row) => row.run_id);
+}
+
+/**
+ * Adds amounts that waited for these runs (descendants stored before them) to their totals only: each
+ * descendant passed its amount on to its other ancestors itself.
+ */
+export async function addWaitingUsage(client: pg.PoolClient, tenantId: string, waiting: { runId: string; usageDelta: Record<string, number> }[]): Promise<void> {
+  const contributions = waiting.map(({ runId, usageDelta }) => ({
+    from: runId,
+    ancestors: [runId],
+    usage: Object.fromEntries(USAGE_COLUMNS.map(([column, , key]) => [key, typeof usageDelta[column] === 'number' ? usageDelta[column] : null])) as Usage,
+  }));
+  const deltas = perAncestor(contributions);
+  if (!deltas.length) return;
+  await client.query({
+    name: 'traces.add_waiting_usage',
+    text: `WITH d AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS ${DELTA_RECORD})
+       UPDATE trace_runs AS t SET ${USAGE_COLUMNS.map(([column]) => addColumnSql('t', 'd')(column)).join(', ')}, updated_at = now()
+         FROM d JOIN trace_run_ids i ON i.tenant_id = $1 AND i.id = d.id
+        WHERE t.tenant_id = $1 AND t.id = d.id AND t.start_time = i.start_time`,
+    values: [tenantId, JSON.stringify(deltas)],
+  });
+}

@@ -1,0 +1,164 @@
+// Token and cost roll-ups as LangSmith shows them: a run's total, prompt and completion tokens and
+// costs include its descendants' (only LLM runs have usage of their own), kept current whatever order
+// runs and patches arrive in, through the official langsmith SDK (multipart batches and POST/PATCH
+// /runs), and read back through the SDK's read endpoints and GraphQL. Re-sent runs and patches add
+// nothing twice.
+import { randomUUID } from 'node:crypto';
+import { Client, type Run } from 'langsmith';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dottedOrderSegment } from '../../../src/platform/ingest/derive.js';
+import { buildTenant } from '../../support/factories.js';
+import { graphql, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+
+let platform: TestPlatform;
+let tenant: Awaited<ReturnType<typeof buildTenant>>;
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  tenant = await buildTenant(platform.system);
+});
+afterAll(() => platform?.stop());
+
+const T0 = Date.parse('2026-03-10T09:00:00Z');
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+
+/** A run of a trace: its place (trace id, dotted order) from its ancestors, as the SDK's RunTree makes it. */
+type Node = { id: string; startTime: string; dottedOrder: string; traceId: string };
+function node(parent: Node | null, offsetMs: number): Node {
+  const id = randomUUID();
+  const startTime = at(offsetMs);
+  const segment = dottedOrderSegment(startTime, id);
+  return { id, startTime, dottedOrder: parent ? `${parent.dottedOrder}.${segment}` : segment, traceId: parent?.traceId ?? id };
+}
+
+const usage = (input: number, output: number, cost?: [number, number]) => ({
+  usage_metadata: { input_tokens: input, output_tokens: output, total_tokens: input + output, ...(cost ? { input_cost: cost[0], output_cost: cost[1] } : {}) },
+});
+
+function clients() {
+  // Multipart batches (the SDK's default with trace ids and dotted orders), and one request per call.
+  const batched = new Client({ apiUrl: platform.url, apiKey: tenant.adminKey, autoBatchTracing: true });
+  const direct = new Client({ apiUrl: platform.url, apiKey: tenant.adminKey, autoBatchTracing: false });
+  return { batched, direct };
+}
+
+function create(client: Client, project: string, run: Node, parent: Node | null, fields: { name: string; run_type: string; outputs?: Record<string, unknown>; end?: number }) {
+  return client.createRun({
+    id: run.id,
+    name: fields.name,
+    run_type: fields.run_type,
+    inputs: { q: fields.name },
+    start_time: run.startTime,
+    ...(fields.end !== undefined ? { end_time: at(fields.end) } : {}),
+    ...(fields.outputs ? { outputs: fields.outputs } : {}),
+    parent_run_id: parent?.id,
+    trace_id: run.traceId,
+    dotted_order: run.dottedOrder,
+    project_name: project,
+  });
+}
+
+const totals = (run: Run) => ({
+  total_tokens: run.total_tokens ?? null,
+  prompt_tokens: run.prompt_tokens ?? null,
+  completion_tokens: run.completion_tokens ?? null,
+  total_cost: run.total_cost === null || run.total_cost === undefined ? null : Number(run.total_cost),
+  prompt_cost: run.prompt_cost === null || run.prompt_cost === undefined ? null : Number(run.prompt_cost),
+  completion_cost: run.completion_cost === null || run.completion_cost === undefined ? null : Number(run.completion_cost),
+});
+
+describe('token and cost roll-ups', () => {
+  it('sums LLM descendants into parents and the root, children before and after parents, late patches, re-sends', async () => {
+    const project = `rollups-${randomUUID().slice(0, 8)}`;
+    const { batched, direct } = clients();
+    const root = node(null, 0);
+    const mid = node(root, 10);
+    const first = node(mid, 20);
+    const second = node(root, 500);
+    const third = node(mid, 700);
+
+    // The deepest LLM run first, alone in its batch: neither its parent nor the root is stored yet.
+    await create(batched, project, first, mid, { name: 'llm-1', run_type: 'llm', end: 400, outputs: usage(10, 5, [0.01, 0.02]) });
+    await batched.awaitPendingTraceBatches();
+    // Then the root, then its child chain: each finds what its descendants left for it.
+    await create(batched, project, root, null, { name: 'agent', run_type: 'chain' });
+    await batched.awaitPendingTraceBatches();
+    await create(batched, project, mid, root, { name: 'step', run_type: 'chain', end: 450 });
+    await batched.awaitPendingTraceBatches();
+
+    const read = async (id: string) => totals(await direct.readRun(id));
+    expect(await read(root.id)).toEqual({ total_tokens: 15, prompt_tokens: 10, completion_tokens: 5, total_cost: 0.03, prompt_cost: 0.01, completion_cost: 0.02 });
+    expect(await read(mid.id)).toEqual(await read(root.id));
+    expect(await read(first.id)).toEqual(await read(root.id));
+
+    // An LLM run posted after its parents without usage, which a later PATCH adds (POST and PATCH /runs).
+    await create(direct, project, second, root, { name: 'llm-2', run_type: 'llm' });
+    expect((await read(root.id)).total_tokens).toBe(15);
+    await direct.updateRun(second.id, { end_time: at(600), outputs: usage(3, 4), trace_id: root.id, dotted_order: second.dottedOrder });
+    expect(await read(root.id)).toMatchObject({ total_tokens: 22, prompt_tokens: 13, completion_tokens: 9, total_cost: 0.03 });
+    expect((await read(mid.id)).total_tokens).toBe(15);
+
+    // Re-sent: the same post (a duplicate, stored once) and the same patch add nothing.
+    await create(batched, project, first, mid, { name: 'llm-1', run_type: 'llm', end: 400, outputs: usage(10, 5, [0.01, 0.02]) });
+    await batched.awaitPendingTraceBatches();
+    await direct.updateRun(second.id, { end_time: at(600), outputs: usage(3, 4), trace_id: root.id, dotted_order: second.dottedOrder });
+    expect(await read(root.id)).toMatchObject({ total_tokens: 22, prompt_tokens: 13, completion_tokens: 9 });
+    // A patch that corrects the usage passes on the difference only.
+    await direct.updateRun(second.id, { end_time: at(600), outputs: usage(3, 6), trace_id: root.id, dotted_order: second.dottedOrder });
+    expect(await read(root.id)).toMatchObject({ total_tokens: 24, prompt_tokens: 13, completion_tokens: 11 });
+    expect(await read(second.id)).toMatchObject({ total_tokens: 9, prompt_tokens: 3, completion_tokens: 6 });
+
+    // A patch before its post (kept, merged when the post comes), in one multipart batch of the SDK.
+    await batched.updateRun(third.id, { end_time: at(800), outputs: usage(1, 1), trace_id: root.id, dotted_order: third.dottedOrder });
+    await batched.awaitPendingTraceBatches();
+    await create(batched, project, third, mid, { name: 'llm-3', run_type: 'llm' });
+    await batched.awaitPendingTraceBatches();
+    expect(await read(third.id)).toMatchObject({ total_tokens: 2 });
+    expect(await read(mid.id)).toMatchObject({ total_tokens: 17, prompt_tokens: 11, completion_tokens: 6 });
+    expect(await read(root.id)).toMatchObject({ total_tokens: 26, prompt_tokens: 14, completion_tokens: 12, total_cost: 0.03 });
+
+    // listRuns (POST /runs/query) returns the same totals, and the filter language reads them.
+    const roots: Run[] = [];
+    for await (const run of direct.listRuns({ projectName: project, isRoot: true })) roots.push(run);
+    expect(roots.map((run) => [run.id, run.total_tokens, run.prompt_tokens, run.completion_tokens])).toEqual([[root.id, 26, 14, 12]]);
+    const big: string[] = [];
+    for await (const run of direct.listRuns({ projectName: project, filter: 'gte(total_tokens, 17)' })) big.push(run.name);
+    expect(big.sort()).toEqual(['agent', 'step']);
+
+    // GraphQL: the trace list's root and the trace's runs.
+    const { rows } = await platform.deps.db.pool.query('SELECT id FROM tracing_projects WHERE workspace_id = $1 AND name = $2', [tenant.workspace.id, project]);
+    const list = await graphql(platform.url, 'query($p: ID!) { runs(projectId: $p, isRoot: true) { edges { node { id totalTokens promptTokens completionTokens totalCost } } } }', {
+      key: tenant.adminKey,
+      variables: { p: rows[0].id },
+    });
+    expect(list.body.errors).toBeUndefined();
+    expect(list.body.data.runs.edges.map((edge: { node: unknown }) => edge.node)).toEqual([{ id: root.id, totalTokens: 26, promptTokens: 14, completionTokens: 12, totalCost: 0.03 }]);
+    const trace = await graphql(platform.url, 'query($t: ID!) { traceRuns(traceId: $t) { name totalTokens } }', { key: tenant.adminKey, variables: { t: root.id } });
+    expect(trace.body.errors).toBeUndefined();
+    expect(Object.fromEntries(trace.body.data.traceRuns.map((run: { name: string; totalTokens: number }) => [run.name, run.totalTokens]))).toEqual({
+      agent: 26,
+      step: 17,
+      'llm-1': 15,
+      'llm-2': 9,
+      'llm-3': 2,
+    });
+  });
+
+  it('keeps a run’s roll-up within one trace and counts only LLM runs’ own usage', async () => {
+    const project = `rollups-${randomUUID().slice(0, 8)}`;
+    const { batched, direct } = clients();
+    const root = node(null, 0);
+    const tool = node(root, 10);
+    const llm = node(tool, 20);
+    const other = node(null, 5);
+    // A tool run's outputs that look like usage are not usage: only LLM runs have their own.
+    await create(batched, project, root, null, { name: 'agent', run_type: 'chain', end: 900 });
+    await create(batched, project, tool, root, { name: 'tool', run_type: 'tool', end: 800, outputs: usage(100, 100) });
+    await create(batched, project, llm, tool, { name: 'model', run_type: 'llm', end: 700, outputs: usage(4, 2) });
+    await create(batched, project, other, null, { name: 'other', run_type: 'chain', end: 100 });
+    await batched.awaitPendingTraceBatches();
+    expect((await direct.readRun(root.id)).total_tokens).toBe(6);
+    expect((await direct.readRun(tool.id)).total_tokens).toBe(6);
+    expect((await direct.readRun(other.id)).total_tokens ?? null).toBeNull();
+  });
+});
