@@ -449,12 +449,14 @@ export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch
   const delta = (column: string) =>
     `CASE WHEN u.own_${column} IS NULL AND old.own_${column} IS NULL THEN NULL ELSE COALESCE(u.own_${column}, 0) - COALESCE(old.own_${column}, 0) END AS delta_${column}`;
   return {
-    text: `WITH p(${PATCH_COLUMNS.map(([name]) => name).join(',')}) AS (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}),
-     old AS (
-       SELECT t.id, t.start_time, ${OWN_USAGE_SELECT('t')} FROM p
+    // Each patched row is found by its id's start time, one lookup per id (LATERAL, as findParentRunsSql:
+    // a plain join lets the planner scan every partition for the ids), and locked there.
+    text: `WITH old AS (
+       SELECT p.*, r.start_time, ${OWN_USAGE_SELECT('r')}
+         FROM (VALUES ${valuesClause(patches.length, PATCH_COLUMNS)}) AS p(${PATCH_COLUMNS.map(([name]) => name).join(',')})
          JOIN trace_run_ids i ON i.tenant_id = ${tenantParam}::uuid AND i.id = p.id
-         JOIN trace_runs t ON t.tenant_id = ${tenantParam}::uuid AND t.id = p.id AND t.start_time = i.start_time${inProject}
-       FOR UPDATE OF t),
+         CROSS JOIN LATERAL (SELECT t.start_time, ${OWN_USAGE_SELECT('t')} FROM trace_runs t
+                              WHERE t.tenant_id = i.tenant_id AND t.id = i.id AND t.start_time = i.start_time${inProject} LIMIT 1 FOR UPDATE) r),
      u AS (UPDATE trace_runs AS t SET
        end_time = COALESCE(p.end_time, t.end_time),
        inputs = COALESCE(p.inputs, t.inputs),
@@ -470,8 +472,8 @@ export function applyPatchesStatement(tenantId: string, patches: NormalizedPatch
        status = CASE WHEN COALESCE(p.error, t.error) IS NOT NULL THEN 'error'
                      WHEN COALESCE(p.end_time, t.end_time) IS NOT NULL THEN 'success' ELSE 'pending' END,
        updated_at = now()
-     FROM p JOIN old ON old.id = p.id
-     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = old.id AND t.start_time = old.start_time
+     FROM old AS p
+     WHERE t.tenant_id = ${tenantParam}::uuid AND t.id = p.id AND t.start_time = p.start_time
      RETURNING t.id, t.parent_run_ids, ${OWN_USAGE_SELECT('t')})
      SELECT u.id, u.parent_run_ids, ${USAGE_COLUMNS.map(([column]) => delta(column)).join(', ')} FROM u JOIN old ON old.id = u.id`,
     values: sessionId ? [...values, tenantId, sessionId] : [...values, tenantId],

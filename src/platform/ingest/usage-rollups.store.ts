@@ -33,7 +33,7 @@ export const addColumnSql = (target: string, delta: string) => (column: string) 
   `${column} = CASE WHEN ${delta}.${column} IS NULL THEN ${target}.${column} ELSE COALESCE(${target}.${column}, 0) + ${delta}.${column} END`;
 
 /** Sums contributions per ancestor, in id order (the order rows are locked in, as applyPatches does). */
-function perAncestor(contributions: UsageContribution[]): Record<string, unknown>[] {
+function perAncestor(contributions: UsageContribution[]): Record<string, number | string | null>[] {
   const sums = new Map<string, Record<string, number | null>>();
   for (const { ancestors, usage } of contributions) {
     if (!hasUsage(usage)) continue;
@@ -49,7 +49,21 @@ function perAncestor(contributions: UsageContribution[]): Record<string, unknown
   return [...sums.keys()].sort().map((id) => ({ id, ...sums.get(id) }));
 }
 
-const DELTA_RECORD = `d(id uuid, ${USAGE_COLUMNS.map(([column, type]) => `${column} ${type}`).join(', ')})`;
+/**
+ * The CTEs `d` (the amounts per run id, parameters from `$first` on: a VALUES list, whose row count the planner knows,
+ * where a JSON recordset's guessed 100 rows made it scan every partition of trace_runs, checked in
+ * run-query-plans.test.ts) and `s` (those of stored runs, with each one's start time, materialized so the UPDATE
+ * reads one partition per run).
+ */
+function deltasCtes(deltas: Record<string, number | string | null>[], first: number): { ctes: string; values: unknown[] } {
+  const columns = [['id', 'uuid'], ...USAGE_COLUMNS.map(([column, type]) => [column, type])] as const;
+  const rows = deltas.map((_, row) => `(${columns.map(([, type], column) => `$${row * columns.length + column + first}::${type}`).join(',')})`);
+  return {
+    ctes: `d(${columns.map(([name]) => name).join(',')}) AS (VALUES ${rows.join(',')}),
+       s AS MATERIALIZED (SELECT d.*, i.start_time FROM d JOIN trace_run_ids i ON i.tenant_id = $1 AND i.id = d.id)`,
+    values: deltas.flatMap((delta) => columns.map(([name]) => delta[name] ?? null)),
+  };
+}
 
 /**
  * Adds these changes of runs' own usage to their ancestors' totals; an ancestor not stored (in
@@ -58,24 +72,27 @@ const DELTA_RECORD = `d(id uuid, ${USAGE_COLUMNS.map(([column, type]) => `${colu
  * ancestors left waiting, which the caller sweeps after its commit (applyPendingPatches).
  */
 export async function rollUpUsage(client: pg.PoolClient, tenantId: string, contributions: UsageContribution[], sessionId?: string): Promise<string[]> {
-  const deltas = perAncestor(contributions);
-  if (!deltas.length) return [];
-  const { rows } = await client.query<{ run_id: string }>({
-    name: 'traces.roll_up_usage',
-    text: `WITH d AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS ${DELTA_RECORD}),
+  if (!contributions.some((contribution) => hasUsage(contribution.usage))) return [];
+  const { rows } = await client.query<{ run_id: string }>(rollUpUsageStatement(tenantId, contributions, sessionId));
+  return rows.map((row) => row.run_id);
+}
+
+/** rollUpUsage's statement and values. */
+export function rollUpUsageStatement(tenantId: string, contributions: UsageContribution[], sessionId?: string): { text: string; values: unknown[] } {
+  const { ctes, values } = deltasCtes(perAncestor(contributions), 3);
+  return {
+    text: `WITH ${ctes},
        added AS (
-         UPDATE trace_runs AS t SET ${USAGE_COLUMNS.map(([column]) => addColumnSql('t', 'd')(column)).join(', ')}, updated_at = now()
-           FROM d JOIN trace_run_ids i ON i.tenant_id = $1 AND i.id = d.id
-          WHERE t.tenant_id = $1 AND t.id = d.id AND t.start_time = i.start_time AND ($3::uuid IS NULL OR t.session_id = $3::uuid)
+         UPDATE trace_runs AS t SET ${USAGE_COLUMNS.map(([column]) => addColumnSql('t', 's')(column)).join(', ')}, updated_at = now()
+           FROM s WHERE t.tenant_id = $1 AND t.id = s.id AND t.start_time = s.start_time AND ($2::uuid IS NULL OR t.session_id = $2::uuid)
           RETURNING t.id),
        waiting AS (
          INSERT INTO trace_run_pending_patches (tenant_id, session_id, run_id, payload, usage_delta)
-         SELECT $1, $3::uuid, d.id, '{}'::jsonb, jsonb_strip_nulls(to_jsonb(d) - 'id') FROM d WHERE d.id NOT IN (SELECT id FROM added)
+         SELECT $1, $2::uuid, d.id, '{}'::jsonb, jsonb_strip_nulls(to_jsonb(d) - 'id') FROM d WHERE d.id NOT IN (SELECT id FROM added)
          RETURNING run_id)
      SELECT run_id FROM waiting`,
-    values: [tenantId, JSON.stringify(deltas), sessionId ?? null],
-  });
-  return rows.map((row) => row.run_id);
+    values: [tenantId, sessionId ?? null, ...values],
+  };
 }
 
 /**
@@ -90,12 +107,11 @@ export async function addWaitingUsage(client: pg.PoolClient, tenantId: string, w
   }));
   const deltas = perAncestor(contributions);
   if (!deltas.length) return;
+  const { ctes, values } = deltasCtes(deltas, 2);
   await client.query({
-    name: 'traces.add_waiting_usage',
-    text: `WITH d AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS ${DELTA_RECORD})
-       UPDATE trace_runs AS t SET ${USAGE_COLUMNS.map(([column]) => addColumnSql('t', 'd')(column)).join(', ')}, updated_at = now()
-         FROM d JOIN trace_run_ids i ON i.tenant_id = $1 AND i.id = d.id
-        WHERE t.tenant_id = $1 AND t.id = d.id AND t.start_time = i.start_time`,
-    values: [tenantId, JSON.stringify(deltas)],
+    text: `WITH ${ctes}
+       UPDATE trace_runs AS t SET ${USAGE_COLUMNS.map(([column]) => addColumnSql('t', 's')(column)).join(', ')}, updated_at = now()
+         FROM s WHERE t.tenant_id = $1 AND t.id = s.id AND t.start_time = s.start_time`,
+    values: [tenantId, ...values],
   });
 }

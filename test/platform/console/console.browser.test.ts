@@ -94,6 +94,9 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
     await page.getByRole('heading', { name: PROJECT }).waitFor();
     const names = () => page.locator('table.runs tbody th').allInnerTexts();
     await expect.poll(names).toEqual(['solo-4', 'solo-3', 'solo-2', 'solo-1', 'solo-0', 'agent']);
+    // The agent trace's tokens are its chat model's, rolled up to the root (Type … Latency, Tokens).
+    const agentRow = page.locator('table.runs tbody tr').filter({ has: page.getByRole('link', { name: 'agent', exact: true }) });
+    expect((await agentRow.locator('td').allInnerTexts())[4]).toBe('30');
     await shot(page, 'runs');
 
     // A filter narrows the runs, and lands in the URL so the view can be linked to.
@@ -126,7 +129,7 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
       ['2', 'llm ChatModel'],
       ['2', 'tool search'],
     ]);
-    expect(await items.nth(0).innerText()).toContain('1.50 s');
+    expect(await items.nth(0).innerText()).toMatch(/1\.50 s · 30 tok/);
     expect(await items.nth(1).innerText()).toMatch(/800 ms · 30 tok/);
     expect(await items.nth(2).locator('.bar-error').count()).toBe(1);
 

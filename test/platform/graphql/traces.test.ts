@@ -52,7 +52,8 @@ describe('GraphQL traces', () => {
     const { body } = await graphql(platform.url, RUNS, { key: tenant.adminKey, variables: { projectId, filter: 'eq(name, "agent")' } });
     expect(body.errors).toBeUndefined();
     const [edge] = body.data.runs.edges;
-    expect(edge.node).toMatchObject({ id: root, name: 'agent', latency: 0.9, children: [{ name: 'node', children: [{ name: 'model', totalTokens: 3 }] }] });
+    // The root's tokens are its LLM descendant's, rolled up.
+    expect(edge.node).toMatchObject({ id: root, name: 'agent', latency: 0.9, totalTokens: 3, children: [{ name: 'node', children: [{ name: 'model', totalTokens: 3 }] }] });
   });
 
   it('returns a whole trace in execution order through traceRuns, and nothing of another tenant’s', async () => {

@@ -1,7 +1,7 @@
 // Runs that came as OpenTelemetry spans are runs like any other downstream: each trace counts once in
 // the granular usage API, in the bucket of its root's start (also when its children were stored before
 // the root arrived), and a bulk export writes them to Parquet, read back with DuckDB equal to the
-// stored rows (tree, names, tokens).
+// stored rows (tree, names, tokens, the roots' rolled up from their LLM children).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
@@ -110,7 +110,8 @@ it('counts OTLP traces in granular usage and exports their runs to Parquet like 
   const keys = await listKeys(s3.client, BUCKET, `otel/export_id=${created.body.id}/`);
   const reader = await readParquet(s3.client, BUCKET, keys);
   try {
-    const columns = 'id, trace_id, parent_run_id, parent_run_ids, name, run_type, is_root, dotted_order, status, total_tokens::int AS total_tokens, prompt_tokens::int AS prompt_tokens';
+    const columns =
+      'id, trace_id, parent_run_id, parent_run_ids, name, run_type, is_root, dotted_order, status, total_tokens::int AS total_tokens, prompt_tokens::int AS prompt_tokens, completion_tokens::int AS completion_tokens';
     const exported = await reader.query(`SELECT ${columns} FROM FILES ORDER BY id`);
     const { rows: source } = await platform.deps.db.pool.query(
       `SELECT ${columns.replace('id, trace_id, parent_run_id, parent_run_ids', 'id::text, trace_id::text, parent_run_id::text, parent_run_ids::text[]')} FROM trace_runs WHERE tenant_id = $1 AND session_id = $2 ORDER BY id`,
@@ -121,6 +122,8 @@ it('counts OTLP traces in granular usage and exports their runs to Parquet like 
     // The tree as exported: every chat run under its agent root, with its tokens.
     const roots = new Map(exported.filter((row) => row.is_root).map((row) => [row.id, row]));
     expect(roots.size).toBe(3);
+    // Each root carries its chat run's tokens, rolled up whether the child came first or with it.
+    for (const row of roots.values()) expect(row).toMatchObject({ total_tokens: 12, prompt_tokens: 7, completion_tokens: 5 });
     for (const row of exported.filter((row) => !row.is_root)) {
       expect(row).toMatchObject({ name: 'chat', run_type: 'llm', total_tokens: 12, prompt_tokens: 7 });
       expect(roots.get(row.parent_run_id as string)).toMatchObject({ id: row.trace_id, name: 'agent' });

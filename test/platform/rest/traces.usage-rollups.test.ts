@@ -58,13 +58,16 @@ function create(client: Client, project: string, run: Node, parent: Node | null,
   });
 }
 
-const totals = (run: Run) => ({
+// The SDK's Run type has no cost fields; LangSmith's run objects (and this platform's) do.
+type Costed = Run & { total_cost?: number | string | null; prompt_cost?: number | string | null; completion_cost?: number | string | null };
+const money = (value: number | string | null | undefined) => (value === null || value === undefined ? null : Number(value));
+const totals = (run: Costed) => ({
   total_tokens: run.total_tokens ?? null,
   prompt_tokens: run.prompt_tokens ?? null,
   completion_tokens: run.completion_tokens ?? null,
-  total_cost: run.total_cost === null || run.total_cost === undefined ? null : Number(run.total_cost),
-  prompt_cost: run.prompt_cost === null || run.prompt_cost === undefined ? null : Number(run.prompt_cost),
-  completion_cost: run.completion_cost === null || run.completion_cost === undefined ? null : Number(run.completion_cost),
+  total_cost: money(run.total_cost),
+  prompt_cost: money(run.prompt_cost),
+  completion_cost: money(run.completion_cost),
 });
 
 describe('token and cost roll-ups', () => {

@@ -11,6 +11,7 @@ import { createTracePartitions, listTracePartitions } from '../../../../src/plat
 import { ALL_TIME, type RunSearch, runSearchSql, searchRuns, type TimeSlice, timeSlices } from '../../../../src/platform/services/traces/trace-run-search.store.js';
 import { applyPatchesStatement, findParentRunsSql } from '../../../../src/platform/ingest/ingest.store.js';
 import { findRunSql } from '../../../../src/platform/services/traces/trace-runs.store.js';
+import { rollUpUsageStatement } from '../../../../src/platform/ingest/usage-rollups.store.js';
 import { databaseUrl } from '../../../support/helpers.js';
 
 const RUNS = 40_000;
@@ -332,7 +333,7 @@ describe('newest first across partitions', () => {
 });
 
 describe('one run by id', () => {
-  it('is read (GET /runs/{id}) and patched in its one partition, found by its start time', async () => {
+  it('is read (GET /runs/{id}), patched and given its descendants’ usage in its one partition, found by its start time', async () => {
     const { rows } = await pool.query<{ id: string }>('SELECT id FROM trace_runs WHERE tenant_id = $1 ORDER BY id LIMIT 1', [tenantId]);
     const id = rows[0]!.id;
     expect(await partitionsRead(pool, { text: findRunSql(), values: [tenantId, id] })).toEqual([DATA_PARTITION]);
@@ -343,6 +344,9 @@ describe('one run by id', () => {
     try {
       await client.query('BEGIN');
       expect(await partitionsRead(client, applyPatchesStatement(tenantId, [patch as never]))).toEqual([DATA_PARTITION]);
+      // A descendant's usage added to it (and to an ancestor not stored, which it waits for).
+      const owed = [{ from: randomUUID(), ancestors: [id, randomUUID()], usage: { ...usage, totalTokens: 5 } }];
+      expect(await partitionsRead(client, rollUpUsageStatement(tenantId, owed))).toEqual([DATA_PARTITION]);
     } finally {
       await client.query('ROLLBACK');
       client.release();
