@@ -29,7 +29,7 @@ export function hasUsage(usage: Usage): boolean {
 }
 
 /** `column = column + d.column`, keeping NULL (no usage of that kind) where nothing of it was added. */
-export const addColumnSql = (target: string, delta: string) => (column: string) =>
+const addColumnSql = (target: string, delta: string) => (column: string) =>
   `${column} = CASE WHEN ${delta}.${column} IS NULL THEN ${target}.${column} ELSE COALESCE(${target}.${column}, 0) + ${delta}.${column} END`;
 
 /** Sums contributions per ancestor, in id order (the order rows are locked in, as applyPatches does). */
@@ -72,10 +72,19 @@ function deltasCtes(deltas: Record<string, number | string | null>[], first: num
  * ancestors left waiting, which the caller sweeps after its commit (applyPendingPatches).
  */
 export async function rollUpUsage(client: pg.PoolClient, tenantId: string, contributions: UsageContribution[], sessionId?: string): Promise<string[]> {
-  if (!contributions.some((contribution) => hasUsage(contribution.usage))) return [];
-  const { rows } = await client.query<{ run_id: string }>(rollUpUsageStatement(tenantId, contributions, sessionId));
-  return rows.map((row) => row.run_id);
+  const owed = contributions.filter((contribution) => hasUsage(contribution.usage));
+  const waiting: string[] = [];
+  // A statement's parameters are bounded (65,535; 7 per ancestor): a huge batch takes several.
+  for (let start = 0, end = 0; start < owed.length; start = end) {
+    let ancestors = 0;
+    for (end = start; end < owed.length && (end === start || ancestors + owed[end]!.ancestors.length <= ANCESTORS_PER_STATEMENT); end++) ancestors += owed[end]!.ancestors.length;
+    const { rows } = await client.query<{ run_id: string }>(rollUpUsageStatement(tenantId, owed.slice(start, end), sessionId));
+    waiting.push(...rows.map((row) => row.run_id));
+  }
+  return waiting;
 }
+
+const ANCESTORS_PER_STATEMENT = 5000;
 
 /** rollUpUsage's statement and values. */
 export function rollUpUsageStatement(tenantId: string, contributions: UsageContribution[], sessionId?: string): { text: string; values: unknown[] } {
@@ -105,13 +114,14 @@ export async function addWaitingUsage(client: pg.PoolClient, tenantId: string, w
     ancestors: [runId],
     usage: Object.fromEntries(USAGE_COLUMNS.map(([column, , key]) => [key, typeof usageDelta[column] === 'number' ? usageDelta[column] : null])) as Usage,
   }));
-  const deltas = perAncestor(contributions);
-  if (!deltas.length) return;
-  const { ctes, values } = deltasCtes(deltas, 2);
-  await client.query({
-    text: `WITH ${ctes}
-       UPDATE trace_runs AS t SET ${USAGE_COLUMNS.map(([column]) => addColumnSql('t', 's')(column)).join(', ')}, updated_at = now()
-         FROM s WHERE t.tenant_id = $1 AND t.id = s.id AND t.start_time = s.start_time`,
-    values: [tenantId, ...values],
-  });
+  const all = perAncestor(contributions);
+  for (let start = 0; start < all.length; start += ANCESTORS_PER_STATEMENT) {
+    const { ctes, values } = deltasCtes(all.slice(start, start + ANCESTORS_PER_STATEMENT), 2);
+    await client.query({
+      text: `WITH ${ctes}
+         UPDATE trace_runs AS t SET ${USAGE_COLUMNS.map(([column]) => addColumnSql('t', 's')(column)).join(', ')}, updated_at = now()
+           FROM s WHERE t.tenant_id = $1 AND t.id = s.id AND t.start_time = s.start_time`,
+      values: [tenantId, ...values],
+    });
+  }
 }
