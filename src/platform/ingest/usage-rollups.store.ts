@@ -72,7 +72,8 @@ function deltasCtes(deltas: Record<string, number | string | null>[], first: num
  * ancestors left waiting, which the caller sweeps after its commit (applyPendingPatches).
  */
 export async function rollUpUsage(client: pg.PoolClient, tenantId: string, contributions: UsageContribution[], sessionId?: string): Promise<string[]> {
-  const owed = contributions.filter((contribution) => hasUsage(contribution.usage));
+  // An adopted run under a root gains no ancestors: it owes nothing more.
+  const owed = contributions.filter((contribution) => contribution.ancestors.length && hasUsage(contribution.usage));
   const waiting: string[] = [];
   // A statement's parameters are bounded (65,535; 7 per ancestor): a huge batch takes several.
   for (let start = 0, end = 0; start < owed.length; start = end) {

@@ -1,7 +1,7 @@
 // Token and cost roll-ups as LangSmith shows them: a run's total, prompt and completion tokens and
 // costs include its descendants' (only LLM runs have usage of their own), kept current whatever order
 // runs and patches arrive in, through the official langsmith SDK (multipart batches and POST/PATCH
-// /runs), and read back through the SDK's read endpoints and GraphQL. Re-sent runs and patches add
+// /runs) and OTLP (children before their parents, adopted when those come), and read back through the SDK's read endpoints and GraphQL. Re-sent runs and patches add
 // nothing twice.
 import { randomUUID } from 'node:crypto';
 import { Client, type Run } from 'langsmith';
@@ -34,6 +34,8 @@ function node(parent: Node | null, offsetMs: number): Node {
 const usage = (input: number, output: number, cost?: [number, number]) => ({
   usage_metadata: { input_tokens: input, output_tokens: output, total_tokens: input + output, ...(cost ? { input_cost: cost[0], output_cost: cost[1] } : {}) },
 });
+
+const direct = () => new Client({ apiUrl: platform.url, apiKey: tenant.adminKey, autoBatchTracing: false });
 
 function clients() {
   // Multipart batches (the SDK's default with trace ids and dotted orders), and one request per call.
@@ -163,5 +165,55 @@ describe('token and cost roll-ups', () => {
     expect((await direct.readRun(root.id)).total_tokens).toBe(6);
     expect((await direct.readRun(tool.id)).total_tokens).toBe(6);
     expect((await direct.readRun(other.id)).total_tokens ?? null).toBeNull();
+  });
+
+  it('rolls OTLP spans up in any order, through parents stored after their children', async () => {
+    const project = `rollups-otlp-${randomUUID().slice(0, 8)}`;
+    const hex = (bytes: number) => randomUUID().replaceAll('-', '').slice(0, bytes * 2);
+    const nanos = (ms: number) => String(BigInt(T0 + ms) * 1_000_000n);
+    const attribute = (key: string, value: string | number) => ({ key, value: typeof value === 'number' ? { intValue: value } : { stringValue: value } });
+    const post = async (spans: unknown[]) => {
+      const response = await fetch(`${platform.url}/otel/v1/traces`, {
+        method: 'POST',
+        headers: { 'x-api-key': tenant.adminKey, 'content-type': 'application/json', 'langsmith-project': project },
+        body: JSON.stringify({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ scope: { name: 't' }, spans }] }] }),
+      });
+      expect(response.status, await response.text()).toBe(200);
+    };
+    /** agent → step → two chat spans (3+4 and 5+6 tokens); span ids are run ids' last 8 bytes. */
+    const trace = () => {
+      const traceId = hex(16);
+      const span = (name: string, kind: string, parent: { spanId: string } | null, offset: number, tokens?: [number, number]) => ({
+        traceId,
+        spanId: hex(8),
+        ...(parent ? { parentSpanId: parent.spanId } : {}),
+        name,
+        kind: 1,
+        startTimeUnixNano: nanos(offset),
+        endTimeUnixNano: nanos(offset + 50),
+        attributes: [
+          attribute('langsmith.span.kind', kind),
+          ...(tokens ? [attribute('gen_ai.usage.input_tokens', tokens[0]), attribute('gen_ai.usage.output_tokens', tokens[1])] : []),
+        ],
+      });
+      const root = span('agent', 'chain', null, 0);
+      const step = span('step', 'chain', root, 10);
+      return { root, step, chat1: span('chat', 'llm', step, 20, [3, 4]), chat2: span('chat', 'llm', step, 30, [5, 6]) };
+    };
+    const orders: ((t: ReturnType<typeof trace>) => unknown[][])[] = [
+      (t) => [[t.chat1], [t.chat2], [t.step], [t.root]], // leaves first, each alone: adoption twice
+      (t) => [[t.chat1, t.step], [t.root, t.chat2]], // mixed within and across requests
+      (t) => [[t.root], [t.step], [t.chat1, t.chat2]], // parents first
+      (t) => [[t.step], [t.root], [t.chat1], [t.chat2], [t.chat1]], // a chat span re-sent
+    ];
+    const traces = orders.map(() => trace());
+    for (const [index, order] of orders.entries()) for (const request of order(traces[index]!)) await post(request);
+
+    const roots: Run[] = [];
+    for await (const run of direct().listRuns({ projectName: project, isRoot: true })) roots.push(run);
+    expect(roots.map((run) => [run.name, run.total_tokens, run.prompt_tokens, run.completion_tokens])).toEqual(orders.map(() => ['agent', 18, 8, 10]));
+    const steps: Run[] = [];
+    for await (const run of direct().listRuns({ projectName: project, filter: 'eq(name, "step")' })) steps.push(run);
+    expect(steps.map((run) => run.total_tokens)).toEqual(orders.map(() => 18));
   });
 });
