@@ -1,6 +1,7 @@
 // The only reader of process.env. Parsed once with zod; a bad configuration lists every problem.
 import { availableParallelism } from 'node:os';
 import { isIPv4 } from 'node:net';
+import { resolve } from 'node:path';
 import { z } from 'zod';
 
 const ROLES = ['api', 'worker', 'runtime'] as const;
@@ -21,6 +22,7 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4100),
   HOST: z.string().min(1).default('127.0.0.1'),
   PUBLIC_URL: z.url().optional(),
+  /** Where the embedded database, keys, revisions and caches live; a relative path is from the working directory at start. */
   AGENT_PLATFORM_DATA_DIR: z.string().min(1).default('.data'),
   AGENT_PLATFORM_ROLES: z
     .string()
@@ -98,6 +100,7 @@ const EnvSchema = z.object({
   /** Connections of a process's job queue (pg-boss), plus its one listener. */
   AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** One readable line per entry instead of JSON; the CLI's default is whether its output is a terminal (logger.ts). */
   LOG_PRETTY: z.stringbool().default(false),
   /** Agent server: per-graph default assistant config/context, JSON `{"<graph id>": {...config, "context": {...}}}`. */
   LANGGRAPH_CONFIG: z
@@ -344,7 +347,9 @@ export function loadConfig(
     port: value.PORT,
     host: value.HOST,
     publicUrl: value.PUBLIC_URL?.replace(/\/$/, ''),
-    dataDir: value.AGENT_PLATFORM_DATA_DIR,
+    // Absolute from here on: a relative one would mean another folder to each child and sandbox that
+    // runs in a working directory of its own (the compile caches' warm-up, a deployment's install).
+    dataDir: resolve(value.AGENT_PLATFORM_DATA_DIR),
     roles: [...new Set(value.AGENT_PLATFORM_ROLES)],
     secretKey: value.AGENT_PLATFORM_SECRET_KEY ? Buffer.from(value.AGENT_PLATFORM_SECRET_KEY, 'base64') : undefined,
     bodyLimit: value.AGENT_PLATFORM_BODY_LIMIT,

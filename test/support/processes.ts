@@ -1,5 +1,5 @@
 // Spawns the real CLI (`bin/agent-platform.mjs`) as a child process and waits for what it prints.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 
 const CLI = new URL('../../bin/agent-platform.mjs', import.meta.url).pathname;
@@ -10,8 +10,21 @@ export type PlatformProcess = {
   output: () => string;
   /** SIGTERM, then resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
-  /** Sends `signal` to the process's whole group, as a terminal's Ctrl-C does (needs `ownGroup`), then resolves with the exit code. */
+  /**
+   * Sends `signal` to the process's whole group, as a terminal's Ctrl-C does (needs `ownGroup`), then
+   * resolves with the exit code once every process of the group that shares its output is done with it.
+   */
   stopGroup(signal: NodeJS.Signals): Promise<number | null>;
+};
+
+export type SpawnOptions = {
+  /** Its own process group, like a shell's foreground job, so a signal can go to the whole group. */
+  ownGroup?: boolean;
+  cwd?: string;
+  /** What runs the CLI instead of `node bin/agent-platform.mjs`, the arguments following (`['npm', 'start', '--']`). */
+  via?: string[];
+  /** On a pseudo-terminal (util-linux `script`), as in a terminal: its output is what the terminal shows. */
+  terminal?: boolean;
 };
 
 /**
@@ -23,12 +36,14 @@ export async function spawnPlatform(
   env: Record<string, string | undefined>,
   timeoutMs = 60_000,
   ready: RegExp = /running at (http:\/\/\S+)/,
-  options: { ownGroup?: boolean } = {},
+  options: SpawnOptions = {},
 ): Promise<PlatformProcess> {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const command = [...(options.via ?? [process.execPath, CLI]), ...args];
+  const [file, ...rest] = options.terminal ? [TERMINAL, '--quiet', '--flush', '--return', '--command', command.map(shellQuoted).join(' '), '/dev/null'] : command;
+  const child = spawn(file!, rest, {
+    cwd: options.cwd,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group, like a shell's foreground job, so a signal can go to the whole group.
     detached: options.ownGroup ?? false,
   });
   let output = '';
@@ -62,8 +77,11 @@ export async function spawnPlatform(
     async stopGroup(signal) {
       if (child.exitCode !== null) return child.exitCode;
       const exited = once(child, 'exit');
+      // What it started with the same output (npm's script, say) may outlive it by its own shutdown.
+      const outputDone = Promise.all([once(child.stdout!, 'close'), once(child.stderr!, 'close')]);
       process.kill(-child.pid!, signal);
       const [code] = await exited;
+      await outputDone;
       return code as number | null;
     },
   };
@@ -79,3 +97,10 @@ export async function runCli(args: string[], env: Record<string, string | undefi
   const [code] = await once(child, 'exit');
   return { code: code as number | null, stdout, stderr };
 }
+
+// util-linux's `script` runs a command on a pseudo-terminal of its own.
+const TERMINAL = 'script';
+/** Whether `spawnPlatform`'s `terminal` option can be used on this machine. */
+export const terminalAvailable = spawnSync(TERMINAL, ['--version'], { stdio: 'ignore' }).status === 0;
+
+const shellQuoted = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;

@@ -113,6 +113,9 @@ export function deploymentFiles(
 ): DeploymentFiles {
   const root = deploymentDirectory(dataDir, deployment.id);
   const files: DeploymentFiles = { root, home: join(root, 'home'), cache: join(root, 'cache'), uid: sandboxUid(deployment, status, config) };
+  // The folder of every deployment's is made traversable, not listable, from the start: its sandbox
+  // users pass through it by name, and nothing needs opening (and saying so) afterwards.
+  mkdirSync(dirname(root), { recursive: true, mode: 0o711 });
   mkdirSync(root, { recursive: true, mode: 0o700 });
   // Its user reaches its folders by name (git, du and bubblewrap run as that user) through every parent.
   if (files.uid !== undefined) makeTraversable(dirname(root), logger);
