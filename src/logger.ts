@@ -1,5 +1,6 @@
 // Structured logs (pino). Credentials never reach a log line: headers and known secret fields are redacted.
-import { pino, type Logger } from 'pino';
+import { type DestinationStream, pino, type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
 import type { Config } from './config.js';
 
 export const REDACTED_PATHS = [
@@ -17,12 +18,22 @@ export const REDACTED_PATHS = [
   'secrets[*].value',
 ];
 
-export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>): Logger {
-  return pino({
-    level: config.logLevel,
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    ...(config.logPretty ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
-  });
+/**
+ * A command's default for LOG_PRETTY: readable lines on a terminal, as `langgraph dev` prints them, and
+ * JSON lines, which log collectors read, when output goes to a pipe or a file. Decided once, where
+ * the configuration is loaded: worker threads and children, whose output is never a terminal, log
+ * as their process does.
+ */
+export const logDefaults = (stdout: { isTTY?: boolean }): { LOG_PRETTY: string } => ({ LOG_PRETTY: String(stdout.isTTY === true) });
+
+/** The process's logger, writing to `destination` (stdout by default): JSON lines, or with `logPretty` one readable line each. */
+export function createLogger(config: Pick<Config, 'logLevel' | 'logPretty'>, destination?: DestinationStream): Logger {
+  const options = { level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+  if (!config.logPretty) return destination ? pino(options, destination) : pino(options);
+  // In this thread and synchronous, unlike a pino transport's worker: the lines a crash logs last are
+  // on the terminal before the process exits. pid and hostname say nothing to someone at its terminal.
+  const pretty = pinoPretty({ destination: destination ?? 1, sync: true, singleLine: true, ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss.l' });
+  return pino(options, pretty);
 }
 
 // What one value may add to a log line. Libraries log errors whose messages quote the request's

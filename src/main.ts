@@ -2,7 +2,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, type Config, loadConfig } from './config.js';
 import { isAppError } from './errors.js';
-import { createLogger } from './logger.js';
+import { createLogger, logDefaults } from './logger.js';
 import { runAdmin } from './admin.js';
 import { registerDeploy } from './deploy-cli.js';
 import { createDeps } from './wiring.js';
@@ -14,7 +14,7 @@ const program = new Command('agent-platform')
 
 type ProcessOptions = { port?: string; host?: string; dataDir?: string; role?: string; deployment?: string[] };
 
-function configFrom(options: ProcessOptions, extra: Record<string, string | undefined> = {}, defaults: Record<string, string> = {}): Config {
+function configFrom(options: ProcessOptions, defaults: Record<string, string> = {}): Config {
   return loadConfig(
     process.env,
     {
@@ -23,9 +23,8 @@ function configFrom(options: ProcessOptions, extra: Record<string, string | unde
       AGENT_PLATFORM_DATA_DIR: options.dataDir,
       AGENT_PLATFORM_ROLES: options.role,
       AGENT_PLATFORM_RUNTIME_DEPLOYMENTS: options.deployment?.join(','),
-      ...extra,
     },
-    defaults,
+    { ...logDefaults(process.stdout), ...defaults },
   );
 }
 
@@ -48,11 +47,22 @@ program
   .option('--role <roles>', 'comma-separated roles to run: api,worker,runtime (env AGENT_PLATFORM_ROLES)')
   .option('--deployment <id...>', 'runtime role: run the runtime of this deployment (repeatable; env AGENT_PLATFORM_RUNTIME_DEPLOYMENTS)')
   .action(async (options: ProcessOptions) => {
-    const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) });
+    const config = configFrom(options);
     const logger = createLogger(config);
     // Loaded per command: `admin` and `migrate` need neither the HTTP app nor the runtime.
     const { startPlatform } = await import('./start.js');
     const platform = await startPlatform(config, logger);
+    let stopping = false;
+    const shutdown = async (signal: string) => {
+      if (stopping) process.exit(130); // a second signal: the operator wants out now
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      await platform.stop();
+      logger.flush();
+      process.exit(0);
+    };
+    // Before the lines that say it is ready: a signal sent on reading them stops it gracefully.
+    onShutdownSignal(shutdown);
     printWelcome(platform.url, platform.firstApiKey, config);
     // Where this process deploys customers' code, whether it can sandbox it is said plainly.
     if (config.roles.includes('worker') && config.controlPlaneWorker) {
@@ -64,17 +74,6 @@ program
     for (const runtime of platform.runtimes) {
       console.log(`Runtime of deployment ${runtime.deploymentId} (graphs: ${runtime.graphIds.join(', ')}; in a ${runtime.where}) running at ${runtime.url}`);
     }
-
-    let stopping = false;
-    const shutdown = async (signal: string) => {
-      if (stopping) process.exit(130); // a second signal: the operator wants out now
-      stopping = true;
-      logger.info({ signal }, 'shutting down');
-      await platform.stop();
-      logger.flush();
-      process.exit(0);
-    };
-    onShutdownSignal(shutdown);
   });
 
 program
@@ -85,7 +84,7 @@ program
     const config = configFrom(options);
     // createDeps applies pending migrations before it returns; an earlier version's deployments' rows
     // in the platform's database then move to their own databases, which lets the last ones apply.
-    const { deps, stop } = await createDeps(config, createLogger({ ...config, logLevel: 'info', logPretty: false }), { listen: false });
+    const { deps, stop } = await createDeps(config, createLogger({ ...config, logLevel: 'info' }), { listen: false });
     try {
       const { moveSharedAgentRows } = await import('./platform/services/deployments/shared-agent-rows.js');
       await moveSharedAgentRows(deps);
@@ -106,15 +105,10 @@ program
     // The graph config's `env` is in place before anything reads the environment (LANGGRAPH_CONFIG).
     const { applyGraphConfigEnv, readGraphConfig } = await import('./contracts/graph-config.js');
     applyGraphConfigEnv(readGraphConfig(options.config));
-    const config = configFrom(options, { LOG_PRETTY: process.env.LOG_PRETTY ?? (process.stdout.isTTY ? 'true' : undefined) }, SERVE_DEFAULTS);
+    const config = configFrom(options, SERVE_DEFAULTS);
     const logger = createLogger(config);
     const { startServe } = await import('./serve.js');
     const server = await startServe(config, logger, { configPath: options.config, dev: options.dev ?? false });
-    // Printed before the URL line, which tells scripts (and tests) that the server is ready.
-    console.log(`Graphs run in ${server.runtime === 'worker thread' ? 'a worker thread' : "the HTTP server's thread"} (AGENT_PLATFORM_RUNTIME_THREAD)`);
-    console.log(`Agent server (graphs: ${server.graphIds.join(', ')}; deployment ${server.deploymentId}) running at ${server.url}`);
-    if (server.tracing) console.log(`Runs are traced into project "${server.tracing.project}" of workspace ${server.tracing.workspaceId}`);
-    if (server.firstApiKey) console.log(`First start: created the default organization, workspace and admin user. API key (shown once):\nAPI key: ${server.firstApiKey}`);
     let stopping = false;
     const shutdown = async () => {
       if (stopping) process.exit(130); // a second signal: the operator wants out now
@@ -123,7 +117,13 @@ program
       logger.flush();
       process.exit(0);
     };
+    // Before the lines that say it is ready: a signal sent on reading them stops it gracefully.
     onShutdownSignal(shutdown);
+    // Printed before the URL line, which tells scripts (and tests) that the server is ready.
+    console.log(`Graphs run in ${server.runtime === 'worker thread' ? 'a worker thread' : "the HTTP server's thread"} (AGENT_PLATFORM_RUNTIME_THREAD)`);
+    console.log(`Agent server (graphs: ${server.graphIds.join(', ')}; deployment ${server.deploymentId}) running at ${server.url}`);
+    if (server.tracing) console.log(`Runs are traced into project "${server.tracing.project}" of workspace ${server.tracing.workspaceId}`);
+    if (server.firstApiKey) console.log(`First start: created the default organization, workspace and admin user. API key (shown once):\nAPI key: ${server.firstApiKey}`);
   });
 
 runAdmin(program, (options: ProcessOptions) => configFrom(options));
