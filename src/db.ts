@@ -16,15 +16,28 @@ export type Database = {
   close(): Promise<void>;
 };
 
+/**
+ * A pg pool that outlives its database's outages; every pool of the platform and of agent servers is
+ * made here. A connection that breaks emits 'error' on its client, and pg-pool listens only while
+ * the client is idle: one checked out (inside a transaction, a checkpoint's write, a sweep's
+ * statements) emitted it unheard, an uncaught exception, and a database restart ended the process.
+ * The statement in flight fails with the error anyway, the pool drops a client that is no longer
+ * queryable when it is released, and the next checkout connects anew once the database is back.
+ */
+export function createPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  return pool;
+}
+
 export function connectDatabase(url: string, options: { poolSize: number; applicationName?: string }): Database {
-  const pool = new pg.Pool({
+  const pool = createPool({
     connectionString: url,
     max: options.poolSize,
     application_name: options.applicationName ?? 'agent-platform',
     Client: PreparingClient,
   });
-  // An idle client that loses its connection emits here; without a listener the process would crash.
-  pool.on('error', () => undefined);
   // Prisma's defaults (2 s to start an interactive transaction, 5 s to finish it) turn a busy machine
   // into 500s; a request would rather wait for a connection. Past these bounds the error answers 503.
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: { maxWait: 10_000, timeout: 30_000 } });

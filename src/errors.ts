@@ -65,12 +65,33 @@ export const isUniqueViolation = (error: unknown): boolean => (error as { code?:
 
 /**
  * A database error that is the request's outcome rather than a failure of ours, as an AppError:
- * a row the request changes was deleted by another after it was read (Prisma P2025: NOT_FOUND), or
- * Prisma's transaction API gave up waiting for a connection or for the transaction (P2028: the server is busy).
+ * a row the request changes was deleted by another after it was read (Prisma P2025: NOT_FOUND),
+ * Prisma's transaction API gave up waiting for a connection or for the transaction (P2028: the server
+ * is busy), or the database is away (UNAVAILABLE: a 503 clients retry, as /ok says meanwhile).
  */
 export function appErrorFromDatabase(error: unknown): AppError | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'P2025') return AppError.notFound('Not found: it was deleted meanwhile.');
   if (code === 'P2028') return new AppError('UNAVAILABLE', 'The server is busy; try again.');
+  if (isDatabaseUnreachable(error)) return new AppError('UNAVAILABLE', 'The database is not reachable; try again.');
   return undefined;
+}
+
+// Connections refused, reset or timed out (node), the server shutting down or starting up
+// (SQLSTATE 57P01-57P03) or another connection exception (class 08), Prisma's "can't reach" (P1001,
+// P1002) and "server closed the connection" (P1017).
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', 'P1001', 'P1002', 'P1017']);
+// pg's own words for a connection that broke under a client, which carry no code.
+const UNREACHABLE_MESSAGE = /^(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable)$/;
+
+/** Whether an error (or one of its causes: Prisma's adapter wraps pg's) says the database cannot be reached. */
+export function isDatabaseUnreachable(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause && typeof cause === 'object' && depth < 5; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const { code, message, syscall } = cause as { code?: unknown; message?: unknown; syscall?: unknown };
+    if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+    // A server reached through its Unix socket, stopped: the socket's file is gone.
+    if (code === 'ENOENT' && syscall === 'connect') return true;
+    if (typeof message === 'string' && UNREACHABLE_MESSAGE.test(message)) return true;
+  }
+  return false;
 }

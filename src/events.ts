@@ -41,6 +41,8 @@ export type EventName = keyof EventMap;
 /** A run's stream grew (its new events inline when small, else up to `lastSeq`), or its status changed. */
 export type RunStreamSignal = {
   runId: string;
+  /** Not a change: this process listens again after an outage, and signals may have been missed meanwhile: read the run again. */
+  resync?: boolean;
   events?: { seq: number; event: string; data: string }[];
   lastSeq?: number;
   status?: string;
@@ -49,6 +51,7 @@ export type RunStreamSignal = {
 };
 
 const PG_CHANNEL = 'agent_platform_events';
+const RECONNECT_MAX_MS = 2_000;
 // Leave headroom under PostgreSQL's 8000-byte NOTIFY limit for the envelope.
 const INLINE_LIMIT_BYTES = 7000;
 
@@ -61,6 +64,8 @@ export class EventBus {
   private readonly local = new EventEmitter({ captureRejections: false });
   /** Live subscriptions per event name: notifications nobody here subscribes to are not even parsed. */
   private readonly subscribers = new Map<string, number>();
+  /** What the subscriptions given `resync` receive when the bus listens again, by topic, and how many there are. */
+  private readonly resyncs = new Map<string, { payload: unknown; count: number }>();
   private listener: pg.Client | undefined;
   private closed = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -75,15 +80,29 @@ export class EventBus {
 
   /** Opens the LISTEN connection; resolves once notifications are flowing. */
   async start(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: 'agent-platform-events' });
+    const client = new pg.Client({ connectionString: this.url, application_name: 'agent-platform-events', keepAlive: true });
     client.on('notification', (message) => void this.deliver(message.payload));
     client.on('error', (error) => {
+      // A connection that never listened is the failed attempt's to report (start rejects).
+      if (client !== this.listener) return;
       this.logger.warn({ err: error }, 'event listener connection lost; reconnecting');
       this.scheduleReconnect();
     });
-    await client.connect();
-    await client.query(`LISTEN ${PG_CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${PG_CHANNEL}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    // Stopped while a reconnection was under way.
+    if (this.closed) return void (await client.end().catch(() => undefined));
     this.listener = client;
+  }
+
+  /** Whether notifications reach this process now (false while its LISTEN connection is away, and once stopped). */
+  get listening(): boolean {
+    return this.listener !== undefined;
   }
 
   async stop(): Promise<void> {
@@ -141,16 +160,25 @@ export class EventBus {
 
   /**
    * Subscribes to an event, optionally only for one key (a revision id, a run id…). The listener is
-   * attached at call time, so nothing published after this returns is missed. The iterable ends when
-   * `signal` aborts or the bus stops; breaking out of a for-await unsubscribes.
+   * attached at call time, so nothing published after this returns is missed while the bus listens.
+   * What is published while its connection is away never arrives: `resync` is delivered when it
+   * listens again, for the subscriber to read again what it follows (every subscription of the same
+   * event and key receives it: give it to all of them or none). The iterable ends when `signal`
+   * aborts or the bus stops; breaking out of a for-await unsubscribes.
    */
-  subscribe<N extends EventName>(name: N, options: { key?: string; signal?: AbortSignal } = {}): AsyncGenerator<EventMap[N]> {
+  subscribe<N extends EventName>(name: N, options: { key?: string; signal?: AbortSignal; resync?: EventMap[N] } = {}): AsyncGenerator<EventMap[N]> {
     const stop = new AbortController();
     const abort = () => stop.abort();
     this.subscribers.set(name, (this.subscribers.get(name) ?? 0) + 1);
+    const subscribed = topic(name, options.key);
+    if (options.resync !== undefined) {
+      const resync = this.resyncs.get(subscribed) ?? { payload: options.resync, count: 0 };
+      resync.count++;
+      this.resyncs.set(subscribed, resync);
+    }
     this.local.once('close', abort);
     options.signal?.addEventListener('abort', abort, { once: true });
-    const iterator = on(this.local, topic(name, options.key), { signal: stop.signal });
+    const iterator = on(this.local, subscribed, { signal: stop.signal });
     // Unsubscribing is the abort, not the generator's `finally`: a generator never iterated (a reader
     // that found its run already over) never runs its body, and its listeners (the bus's 'close', the
     // caller's signal) would keep the `on` iterator and its queue alive for as long as the bus lives.
@@ -158,6 +186,8 @@ export class EventBus {
       'abort',
       () => {
         this.subscribers.set(name, this.subscribers.get(name)! - 1);
+        const resync = options.resync !== undefined ? this.resyncs.get(subscribed) : undefined;
+        if (resync && --resync.count === 0) this.resyncs.delete(subscribed);
         this.local.off('close', abort);
         options.signal?.removeEventListener('abort', abort);
       },
@@ -206,7 +236,9 @@ export class EventBus {
     }
   }
 
-  private scheduleReconnect(delayMs = 500) {
+  // Events published while it was away are lost: it listens again soon after the database is back
+  // (at most RECONNECT_MAX_MS after), at the cost of a connection attempt that often meanwhile.
+  private scheduleReconnect(delayMs = 100) {
     if (this.closed || this.reconnectTimer) return;
     this.listener?.end().catch(() => undefined);
     this.listener = undefined;
@@ -215,8 +247,9 @@ export class EventBus {
       try {
         await this.start();
         this.logger.info('event listener reconnected');
+        for (const [subscribed, { payload }] of this.resyncs) this.local.emit(subscribed, payload);
       } catch {
-        this.scheduleReconnect(Math.min(delayMs * 2, 10_000));
+        this.scheduleReconnect(Math.min(delayMs * 2, RECONNECT_MAX_MS));
       }
     }, delayMs);
   }

@@ -9,6 +9,7 @@
 // which ending their sessions and DROP OWNED need. Before 16, CREATEROLE alone may alter and drop them.
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { createPool } from '../db.js';
 
 /**
  * A migrated database new deployment databases are copied from (CREATE DATABASE … TEMPLATE: a file
@@ -106,9 +107,7 @@ export function openAdminLogin(adminUrl: string, onWarning?: (message: string) =
   let warnedOfTempFiles = false;
   const connect = async () => {
     if (!pool) {
-      pool = new pg.Pool({ connectionString: adminUrl, max: 2, application_name: 'agent-platform-admin' });
-      // An idle client that loses its connection emits here; without a listener the process would crash.
-      pool.on('error', () => undefined);
+      pool = createPool({ connectionString: adminUrl, max: 2, application_name: 'agent-platform-admin' });
     }
     const client = await pool.connect();
     try {

@@ -2,11 +2,12 @@
 // balancer takes an instance whose database went away out of rotation until it is back.
 import type { RequestHandler } from 'express';
 import type { Deps } from '../context.js';
-import { databaseReachable } from './health.service.js';
+import { notReadyBecause } from './health.service.js';
 
-export function healthCheck(deps: Pick<Deps, 'db'>): RequestHandler {
+export function healthCheck(deps: Pick<Deps, 'db' | 'events'>): RequestHandler {
   return async (_req, res) => {
-    if (await databaseReachable(deps)) res.json({ ok: true });
-    else res.status(503).json({ ok: false, detail: 'The database is not reachable.' });
+    const detail = await notReadyBecause(deps);
+    if (detail) res.status(503).json({ ok: false, detail });
+    else res.json({ ok: true });
   };
 }

@@ -111,6 +111,9 @@ export function agentServerRouter(
   if (options.customApp) router.use(customRoutes(options.customApp, deps.config));
   // The reference is public (a browser opening /docs sends no API key) and names no tenant's data.
   router.use(apiReferenceRouter(agentServerSurface({ apiKey: !target.anonymous })));
+  // Before the request's context, which reads the database: while the database is away this answers
+  // 503 (not ready) rather than the context's failure.
+  router.get('/ok', healthCheck(deps));
   // A body labelled text/plain is JSON, as on the reference server; one not labelled is read as JSON too.
   router.use(jsonBody(deps.config, { strict: false, lenient: true }));
   router.use(async (req, res, next) => {
@@ -130,7 +133,6 @@ export function agentServerRouter(
   });
   if (options.auth) router.use(attachCustomAuth(options.auth));
 
-  router.get('/ok', healthCheck(deps));
   router.get('/info', (_req, res) => {
     res.json({
       version: '0.1.0',

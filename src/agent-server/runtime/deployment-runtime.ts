@@ -69,7 +69,12 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec,
     if (sink) steps.push(() => sink.close());
     const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces: sink } };
     const tracer = spec.tracing && sink ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, sink) : undefined;
-    const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer });
+    let recorded: Parameters<typeof insertRuntime>[1] | undefined;
+    // A database outage freed its liveness lock, and a sweep may have removed its row meanwhile.
+    const livenessRetaken = async () => {
+      if (recorded) await insertRuntime(deps.db, recorded);
+    };
+    const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer, livenessRetaken });
     let runtimeStopped: Promise<void> | undefined;
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());
     steps.push(stopRuntime);
@@ -79,7 +84,8 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec,
     if (customApp) ctx.deployment.loopback = async (path, init) => customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
     const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
     steps.push(() => server.stop());
-    await insertRuntime(deps.db, { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url });
+    recorded = { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url };
+    await insertRuntime(deps.db, recorded);
     steps.push(() => deleteRuntime(deps.db, runtime.workerId));
     // First at stop: it fetches no more runs and finishes its own before it leaves runtimes,
     // so a deploy that waits for the previous revision's row to go knows it takes no new run.

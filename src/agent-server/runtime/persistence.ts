@@ -5,6 +5,7 @@
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
 import { PreparingClient } from '../../database/prepared-statements.js';
+import { createPool } from '../../db.js';
 import { readStoreSettings } from '../services/store/store-items.store.js';
 import type { Embedder } from '../services/store/store-operations.js';
 import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';
@@ -31,8 +32,7 @@ export async function openPersistence(
   deploymentId: string,
   options: { poolSize: number; embedder?: Embedder },
 ): Promise<RuntimePersistence> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
-  pool.on('error', () => undefined);
+  const pool = createPool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
   // Each checkpoint carries its run's metadata, as the reference server's checkpointer does (history filters on it).
   const checkpointer = new RunMetadataSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA });
   const db = { pool, url: databaseUrl };

@@ -1,14 +1,16 @@
 // The runtime role for one deployment: works the deployment's run queue and listens for cancellations.
 // It holds a session advisory lock named after its worker id for as long as it lives, so runs it
 // leaves `running` when it dies are recognised and ended (agent-server/runtime/recovery.ts).
-import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'pg-boss';
+import { isDatabaseUnreachable } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { type RunJob, wakeWhenDue } from '../services/runs/run-queue.js';
 import { failUnendedRun } from '../services/runs/runs.store.js';
 import { latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
 import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
+import { holdSessionLock } from '../../database/session-lock.js';
 import { enqueueRunsWithoutJob, pruneDeadRuntimes, recoverOrphanedRuns, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
 import type { RuntimeContext } from './runtime-context.js';
 
@@ -21,10 +23,13 @@ export type Runtime = { workerId: string; stop(): Promise<void> };
 // for this poll; until that wake-up is found, it stays at one second.
 const BACKSTOP_POLL_MS = 1_000;
 
-/** Starts executing the deployment's runs in this process. */
+/**
+ * Starts executing the deployment's runs in this process. `livenessRetaken` runs when its liveness
+ * lock was taken again after a database outage (what a sweep removed meanwhile, seeing it free, goes back).
+ */
 export async function startRuntime(
   ctx: RuntimeContext,
-  options: { concurrency: number; tracer?: RunTracer },
+  options: { concurrency: number; tracer?: RunTracer; livenessRetaken?: () => Promise<void> },
 ): Promise<Runtime> {
   const workerId = newId();
   const { queue } = ctx.deployment;
@@ -32,10 +37,11 @@ export async function startRuntime(
   const stop = new AbortController();
 
   // The liveness lock lives on its own connection: if this process dies, PostgreSQL drops it.
-  const lockClient = new pg.Client({ connectionString: ctx.db.url, application_name: 'agent-platform-runtime' });
-  lockClient.on('error', () => undefined);
-  await lockClient.connect();
-  await lockClient.query('SELECT pg_advisory_lock(hashtext($1))', [runtimeLockKey(workerId)]);
+  const liveness = await holdSessionLock(ctx.db.url, runtimeLockKey(workerId), {
+    applicationName: 'agent-platform-runtime',
+    logger: ctx.logger,
+    retaken: async () => options.livenessRetaken?.(),
+  });
 
   // Runs are fetched and claimed in one statement, so a run is registered in `active` only once its
   // claim has committed: a cancel heard while a fetch is in flight is kept here and applied to the
@@ -60,14 +66,15 @@ export async function startRuntime(
       // Never fail the job: a failed job would hold back the thread's later runs. A run that failed
       // before its outcome was written, with its job about to complete, ends too rather than wait forever.
       ctx.logger.error({ err: error, runId }, 'run execution failed');
-      await failUnendedRun(ctx.db, runId).catch(() => undefined);
+      await onceDatabaseAnswers(ctx, stop.signal, 'could not end a failed run', () => failUnendedRun(ctx.db, runId));
       await ctx.events.publish('runs.stream', { runId, status: 'error' }, runId).catch(() => undefined);
     } finally {
       active.delete(runId);
     }
     // key_strict_fifo releases the thread's next job only once this one completes.
-    if (!jobCompleted) await queue.complete(job.id).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, 'could not complete a run job'));
-    if (!stateless) await wakeIfThreadHasMore(runId);
+    if (!jobCompleted) await onceDatabaseAnswers(ctx, stop.signal, 'could not complete a run job', () => queue.complete(job.id));
+    // Without the database (an outage) the backstop poll finds the thread's next run once it is back.
+    if (!stateless) await wakeIfThreadHasMore(runId).catch((error: unknown) => ctx.logger.warn({ err: error, runId }, "could not look for the thread's next run"));
   };
 
   const start = (fetched: Awaited<ReturnType<typeof fetchAndClaimRuns>>) => {
@@ -159,7 +166,28 @@ export async function startRuntime(
       await fetching;
       for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
       for (let waited = 0; running > 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-      await lockClient.end().catch(() => undefined);
+      await liveness.release();
     },
   };
+}
+
+// Between two attempts at a write the database refused for being away.
+const RETRY_DELAYS_MS = [250, 500, 1000, 2000];
+
+/**
+ * Runs `write`, again while it fails because the database is away (an outage), until it is done or
+ * the runtime stops; any other failure is logged (`failure`) and given up. For the writes that end a
+ * run: a run left `running`, or its job active, would hold back its thread's later runs for as long
+ * as this runtime lives, since its liveness lock, taken again after the outage, says it is alive.
+ */
+async function onceDatabaseAnswers(ctx: RuntimeContext, stopped: AbortSignal, failure: string, write: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await write();
+      return;
+    } catch (error) {
+      if (!isDatabaseUnreachable(error) || stopped.aborted) return ctx.logger.warn({ err: error }, failure);
+      await sleep(RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]);
+    }
+  }
 }

@@ -27,7 +27,6 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import type { Deps } from '../../context.js';
 import { deploymentSecrets } from '../services/deployments/deployments.service.js';
-import pg from 'pg';
 import { deleteDeploymentRuntime, findDeployment, insertDeploymentRuntime } from '../services/deployments/deployments.store.js';
 import { logRevision } from '../services/deployments/revisions.service.js';
 import { type ControlDeploymentRow, findControlDeployment } from '../services/deployments/revisions.store.js';
@@ -39,6 +38,7 @@ import { advertisedHost, type ChildCommand, type ChildReport } from '../../contr
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/api-keys.service.js';
 import { deploymentCaches, seedDeploymentCaches } from './agent-server-caches.js';
+import { holdSessionLock } from '../../database/session-lock.js';
 
 const CHILD_ENTRY = new URL('../../agent-server/child-entry.mjs', import.meta.url).pathname;
 const START_TIMEOUT_MS = 120_000;
@@ -87,21 +87,24 @@ function holdsOnlyDatabaseSockets(dir: string): boolean {
  * platform process runs itself).
  */
 export async function recordAgentServer(deps: Deps, values: { id: string; deploymentId: string; url: string; revisionId?: string; keyId?: string }): Promise<() => Promise<void>> {
-  const client = new pg.Client({ connectionString: deps.db.url, application_name: 'agent-platform-runtime-liveness' });
-  client.on('error', () => undefined);
-  await client.connect();
+  // A database outage frees the lock, and the sweep then removes the row: both come back with the database.
+  const lock = await holdSessionLock(deps.db.url, runtimeLockKey(values.id), {
+    applicationName: 'agent-platform-runtime-liveness',
+    logger: deps.logger,
+    retaken: () => insertDeploymentRuntime(deps.db, values),
+  });
   try {
-    await client.query('SELECT pg_advisory_lock(hashtext($1))', [runtimeLockKey(values.id)]);
     await insertDeploymentRuntime(deps.db, values);
   } catch (error) {
-    await client.end().catch(() => undefined);
+    await lock.release();
     throw error;
   }
   let removed: Promise<void> | undefined;
   return () =>
     (removed ??= (async () => {
+      // The lock first, so that no retake puts the row back after it went; the server still answers meanwhile.
+      await lock.release();
       await deleteDeploymentRuntime(deps.db, values.id).catch((error: unknown) => deps.logger.warn({ err: error }, "could not remove a stopped runtime's row"));
-      await client.end().catch(() => undefined);
     })());
 }
 

@@ -120,7 +120,10 @@ export class DeployedRuntimes {
    * runtime no other worker runs. One pass at a time.
    */
   restoreActive(): Promise<void> {
-    this.restoring ??= this.restorePass().finally(() => (this.restoring = undefined));
+    // A pass that cannot read (the database is away) is the next one's to do: never a crash of the process.
+    this.restoring ??= this.restorePass()
+      .catch((error: unknown) => this.deps.logger.error({ err: error }, 'could not restore the runtimes of active revisions; tried again later'))
+      .finally(() => (this.restoring = undefined));
     return this.restoring;
   }
 
@@ -216,6 +219,7 @@ export class DeployedRuntimes {
   }
 
   private async restorePass(): Promise<void> {
+    await this.reclaimRunning();
     for (const { deployment_id: deploymentId, revision_id: revisionId, status } of await listActiveRevisions(this.deps.db)) {
       if (this.abort.signal.aborted) return;
       if (this.entries.has(revisionId)) continue;
@@ -237,6 +241,20 @@ export class DeployedRuntimes {
         // start() took the lock once more for itself (session locks count): give back this pass's hold.
         await this.release(revisionId, { once: true });
       }
+    }
+  }
+
+  /**
+   * Takes again the locks of the runtimes running here that lost theirs with the lock session's
+   * connection (a database outage); a runtime whose lock another worker took meanwhile, having
+   * started the revision there, is stopped here: one runtime per revision.
+   */
+  private async reclaimRunning(): Promise<void> {
+    for (const entry of [...this.entries.values()]) {
+      if (this.abort.signal.aborted || this.claimed.has(entry.revisionId)) continue;
+      if (await this.claim(entry.revisionId)) continue;
+      this.deps.logger.warn({ deploymentId: entry.deploymentId, revisionId: entry.revisionId }, 'another worker runs this revision now: its runtime here stops');
+      await this.stopEntry(entry);
     }
   }
 
@@ -280,18 +298,35 @@ export class DeployedRuntimes {
   }
 
   private session(): Promise<pg.Client> {
-    this.lockSession ??= (async () => {
-      const client = new pg.Client({ connectionString: this.deps.db.url, application_name: 'agent-platform-runtime-locks' });
-      client.on('error', (error) => {
-        // The locks went with the connection: another worker may take these revisions over now.
-        this.deps.logger.error({ err: error }, 'lost the connection holding the runtime locks');
-        this.lockSession = undefined;
+    if (!this.lockSession) {
+      const session = this.openLockSession(() => {
+        if (this.lockSession === session) this.lockSession = undefined;
         this.claimed.clear();
       });
-      await client.connect();
-      return client;
-    })();
+      this.lockSession = session;
+      // A session that could not connect is not kept: the next claim tries a new one.
+      session.catch(() => {
+        if (this.lockSession === session) this.lockSession = undefined;
+      });
+    }
     return this.lockSession;
+  }
+
+  private async openLockSession(onLost: () => void): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.deps.db.url, application_name: 'agent-platform-runtime-locks', keepAlive: true });
+    client.on('error', (error) => {
+      // The locks went with the connection (a database outage): the next restore pass takes those of
+      // the runtimes still running here again, or stops those another worker took over meanwhile.
+      this.deps.logger.error({ err: error }, 'lost the connection holding the runtime locks');
+      onLost();
+    });
+    try {
+      await client.connect();
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    return client;
   }
 
   /** Takes the revision's runtime lock (again, if held: session locks count); whether it is ours. */

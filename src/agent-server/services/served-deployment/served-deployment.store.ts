@@ -50,9 +50,9 @@ export async function listRuntimes(db: Database, deploymentId: string): Promise<
   return rows;
 }
 
-/** Records a live runtime and where it answers. */
+/** Records a live runtime and where it answers (again after a database outage: the row may still be there). */
 export async function insertRuntime(db: Database, values: { id: string; deploymentId: string; url: string }): Promise<void> {
-  await db.pool.query('INSERT INTO runtimes (id, deployment_id, url) VALUES ($1, $2, $3)', [values.id, values.deploymentId, values.url]);
+  await db.pool.query('INSERT INTO runtimes (id, deployment_id, url) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [values.id, values.deploymentId, values.url]);
 }
 
 export async function deleteRuntime(db: Database, runtimeId: string): Promise<void> {

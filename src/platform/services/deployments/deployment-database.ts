@@ -12,11 +12,10 @@
 // the template below holds what every one needs.
 import { createHash } from 'node:crypto';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
-import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { type AdminLogin, ConnectionBudgetError, type DatabaseTemplate } from '../../../database/admin-login.js';
 import { migrateDatabase, readMigrations } from '../../../database/migrate.js';
-import { withTransaction } from '../../../db.js';
+import { createPool, withTransaction } from '../../../db.js';
 import { bossConnection } from '../../../queues.js';
 import type { Deps } from '../../../context.js';
 import { CHECKPOINT_SCHEMA } from '../../../database/checkpoint-schema.js';
@@ -86,7 +85,7 @@ async function fillTemplate(url: string, logger: Deps['logger']): Promise<void> 
   boss.on('error', () => undefined);
   await boss.start();
   await boss.stop({ graceful: false, close: true });
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  const pool = createPool({ connectionString: url, max: 1 });
   try {
     await new PostgresSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA }).setup();
   } finally {

@@ -64,7 +64,8 @@ export async function insertDeploymentRuntime(
   db: Database,
   values: { id: string; deploymentId: string; url: string; revisionId?: string; keyId?: string },
 ): Promise<void> {
-  await db.pool.query('INSERT INTO deployment_runtimes (id, deployment_id, url, revision_id, key_id) VALUES ($1, $2, $3, $4, $5)', [
+  // Again after a database outage (recordAgentServer): the row may still be there.
+  await db.pool.query('INSERT INTO deployment_runtimes (id, deployment_id, url, revision_id, key_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING', [
     values.id,
     values.deploymentId,
     values.url,

@@ -12,6 +12,7 @@
 // has no record of, go with the tables.
 import pg from 'pg';
 import type { Deps } from '../../../context.js';
+import { createPool } from '../../../db.js';
 import { ensureCheckpointTables } from '../../../database/checkpoint-schema.js';
 import { migrateDatabase } from '../../../database/migrate.js';
 import { ensureStoreSchema, storeSchema } from '../../../database/store-schema.js';
@@ -73,8 +74,7 @@ async function moveDeployment(deps: Pick<Deps, 'db' | 'adminLogin' | 'secrets' |
   const { url } = await ensureDeploymentDatabase(deps, deploymentId, { local });
   // As its owner, the deployment's own login: what it makes there is its own.
   await migrateDatabase(url, deps.logger, 'agent-server');
-  const target = new pg.Pool({ connectionString: url, max: 2, application_name: 'agent-platform-upgrade' });
-  target.on('error', () => undefined);
+  const target = createPool({ connectionString: url, max: 2, application_name: 'agent-platform-upgrade' });
   const source = await deps.db.pool.connect();
   try {
     await ensureCheckpointTables({ pool: target, url });
