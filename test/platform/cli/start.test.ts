@@ -1,6 +1,7 @@
 // What a newcomer meets: `agent-platform start` on the embedded defaults brings everything up, prints
-// one API key on a line of its own, answers with it, stops cleanly on SIGTERM and keeps its data.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+// one API key on a line of its own, answers with it, stops cleanly on SIGTERM and keeps its data, and
+// after a kill -9 starts again on the PostgreSQL it left running.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -67,4 +68,32 @@ describe('agent-platform start (embedded PostgreSQL)', () => {
     expect(platform.output()).not.toMatch(/"level":(50|60)/);
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
   }, 120_000);
+
+  it('kill -9 of its process: the next start adopts the PostgreSQL it left running, serves, and stops it when it stops', async () => {
+    const pidFile = join(dataDir, 'postgres', 'postmaster.pid');
+    const postgresPid = () => Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    const killed = await spawnPlatform(['start', '--port', '0', '--data-dir', dataDir], env, 90_000);
+    const orphan = postgresPid();
+    expect(await killed.stop('SIGKILL')).toBe(null);
+    // PostgreSQL runs in a process group of its own (a terminal's Ctrl-C is the platform's to handle): it outlived the platform.
+    expect(() => process.kill(orphan, 0)).not.toThrow();
+
+    try {
+      const next = await spawnPlatform(['start', '--port', '0', '--data-dir', dataDir], env, 90_000);
+      try {
+        const { body } = await graphql(next.url, '{ viewer { workspaces { id } } }', { key });
+        expect(body.data.viewer.workspaces.map((w: { id: string }) => w.id)).toContain(workspaceId);
+        // The same server, adopted: not a second one started beside it, nor a failure on its lock file.
+        expect(postgresPid()).toBe(orphan);
+      } finally {
+        expect(await next.stop('SIGTERM')).toBe(0);
+      }
+      // It stopped the server it adopted, as the killed process would have: nothing left running.
+      expect(existsSync(pidFile)).toBe(false);
+      expect(() => process.kill(orphan, 0)).toThrow();
+    } finally {
+      // Whatever failed, no server outlives the test (its folder goes with afterAll).
+      if (existsSync(pidFile)) process.kill(postgresPid(), 'SIGINT');
+    }
+  }, 180_000);
 });
