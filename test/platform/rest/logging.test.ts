@@ -7,7 +7,7 @@ import { connectDatabase } from '../../../src/db.js';
 import { REDACTED_PATHS } from '../../../src/logger.js';
 import { ViewerCache } from '../../../src/viewer-cache.js';
 import { buildTenant } from '../../support/factories.js';
-import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { databaseUrl, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 
 const lines: any[] = [];
 let platform: TestPlatform;
@@ -89,27 +89,45 @@ describe('request logs', () => {
     expect(logged.filter((line) => line.level >= 50)).toEqual([]);
   });
 
-  it('an unexpected failure is a 500 that shows no stack, SQL or connection detail, and is logged', async () => {
-    // The same app over a database that cannot be reached: every request fails unexpectedly.
-    const broken = connectDatabase('postgresql://agent:secret-password@127.0.0.1:1/nowhere', { poolSize: 2 });
-    // A cache of its own (none): the platform's has the key's viewer, which needs no database.
+  /** The same app over another database (a cache of its own, none: the platform's has the key's viewer, which needs no database). */
+  async function appOn(databaseUrl: string, check: (url: string) => Promise<void>) {
+    const broken = connectDatabase(databaseUrl, { poolSize: 2 });
     const app = buildApp({ ...platform.deps, db: broken, viewers: new ViewerCache(0), logger: pino({ level: 'silent' }) });
-    const brokenUrl = await app.start(0, '127.0.0.1');
     try {
-      const rest = await fetch(`${brokenUrl}/api/v1/workspaces`, { headers: { 'x-api-key': key } });
-      expect(rest.status).toBe(500);
-      expect(await rest.json()).toEqual({ detail: 'Internal server error.' });
-      const gql = await fetch(`${brokenUrl}/graphql`, {
-        method: 'POST',
-        headers: { 'x-api-key': key, 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ viewer { apiKeyShortKey } }' }),
-      });
-      const text = await gql.text();
-      expect(text).toContain('Unexpected error.');
-      expect(text).not.toMatch(/ECONNREFUSED|secret-password|127\.0\.0\.1|at \w+ \(|prisma/i);
+      await check(await app.start(0, '127.0.0.1'));
     } finally {
       await app.stop();
       await broken.close();
     }
+  }
+  const graphqlViewer = (at: string) =>
+    fetch(`${at}/graphql`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ viewer { apiKeyShortKey } }' }),
+    });
+
+  it('an unexpected failure is a 500 that shows no stack, SQL or connection detail, and is logged', async () => {
+    // A server that refuses the login: every request fails unexpectedly.
+    const server = new URL(databaseUrl());
+    await appOn(`postgresql://agent:secret-password@${server.hostname}:${server.port}/nowhere`, async (brokenUrl) => {
+      const rest = await fetch(`${brokenUrl}/api/v1/workspaces`, { headers: { 'x-api-key': key } });
+      expect(rest.status).toBe(500);
+      expect(await rest.json()).toEqual({ detail: 'Internal server error.' });
+      const text = await (await graphqlViewer(brokenUrl)).text();
+      expect(text).toContain('Unexpected error.');
+      expect(text).not.toMatch(/password|secret-password|127\.0\.0\.1|at \w+ \(|prisma/i);
+    });
+  });
+
+  it('a database that cannot be reached is a 503 that says only that, which clients retry', async () => {
+    await appOn('postgresql://agent:secret-password@127.0.0.1:1/nowhere', async (brokenUrl) => {
+      const rest = await fetch(`${brokenUrl}/api/v1/workspaces`, { headers: { 'x-api-key': key } });
+      expect(rest.status).toBe(503);
+      expect(await rest.json()).toEqual({ detail: 'The database is not reachable; try again.' });
+      const text = await (await graphqlViewer(brokenUrl)).text();
+      expect(JSON.parse(text).errors[0]).toMatchObject({ message: 'The database is not reachable; try again.', extensions: { code: 'UNAVAILABLE' } });
+      expect(text).not.toMatch(/ECONNREFUSED|secret-password|127\.0\.0\.1|at \w+ \(|prisma/i);
+    });
   });
 });
