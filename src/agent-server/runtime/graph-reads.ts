@@ -142,7 +142,7 @@ async function drawGraph(ctx: RuntimeContext, request: Request<'graph-drawing'>)
  * from its TypeScript types (read when the graphs loaded), else what its channels say at runtime.
  */
 async function schemasOf(ctx: RuntimeContext, graphId: string, namespace: string, graph: unknown): Promise<GraphSchemas> {
-  const runtime = extractGraphSchemas(graph);
+  const runtime = extractGraphSchemas(graph, await ctx.deployment.graphs.schemaHelpers(graphId));
   if (hasRuntimeTypes(graph)) return runtime;
   const fromTypes = await ctx.deployment.graphs.schemasFromTypes(graphId, namespace);
   return fromTypes ? withRuntimeDefaults(fromTypes, runtime) : runtime;

@@ -13,7 +13,7 @@ import { applyGraphConfigEnv, type GraphConfig, type GraphEntry } from '../../co
 import type { CustomAuth } from '../services/custom-auth/custom-auth.js';
 import { loadCustomAuth } from './custom-auth.js';
 import { registerSdkLogger } from './sdk-logger.js';
-import type { GraphSchemas } from './graph-schemas.js';
+import { langGraphSchemaHelpers, type GraphSchemas, type LangGraphSchemaHelpers } from './graph-schemas.js';
 import type { TypeSchemas } from './type-schemas.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: graphs are user code of any state shape
@@ -121,6 +121,12 @@ export class GraphRegistry {
    */
   readTypesInBackground(logger: Logger): void {
     this.typeSchemas ??= readTypeSchemasInThread(this.config, logger);
+  }
+
+  /** LangGraph's schema helpers as the graph's own copy of the package has them (graph-schemas.ts). */
+  schemaHelpers(graphId: string): Promise<LangGraphSchemaHelpers | undefined> {
+    const spec = this.config.graphs.find((entry) => entry.graphId === graphId);
+    return spec ? langGraphSchemaHelpers(spec.file) : Promise.resolve(undefined);
   }
 
   /** A graph's (or its subgraph's, by namespace) schemas from TypeScript types, if they were read. */

@@ -7,16 +7,16 @@
 //   3. `Annotation` roots, which carry no runtime types: their channels, with messages channels
 //      marked `langgraph_type: "messages"` and reducer defaults. Their types come from the TypeScript
 //      source (type-schemas.ts), merged with these by withRuntimeDefaults.
+//   The helpers and the registry are those of the copy of @langchain/langgraph the graph imports
+//   (langGraphSchemaHelpers): a project's own node_modules holds its own registry.
+import { readFileSync, realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { toJsonSchema } from '@langchain/core/utils/json_schema';
-import { messagesStateReducer, StateSchema } from '@langchain/langgraph';
-import { META_EXTRAS_DESCRIPTION_PREFIX, schemaMetaRegistry } from '@langchain/langgraph/zod';
-import {
-  getConfigTypeSchema,
-  getInputTypeSchema,
-  getOutputTypeSchema,
-  getStateTypeSchema,
-  getUpdateTypeSchema,
-} from '@langchain/langgraph/zod/schema';
+import * as langGraph from '@langchain/langgraph';
+import * as langGraphZod from '@langchain/langgraph/zod';
+import * as langGraphZodSchema from '@langchain/langgraph/zod/schema';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -32,17 +32,63 @@ type Builder = {
   _outputDefinition?: unknown;
   channels?: Record<string, unknown>;
 };
-type Effects = Parameters<typeof schemaMetaRegistry.getExtendedChannelSchemas>[1];
+type Effects = Parameters<typeof langGraphZod.schemaMetaRegistry.getExtendedChannelSchemas>[1];
+
+/** What of @langchain/langgraph reads a graph's schemas: its schema helpers, its registry, its messages reducer. */
+export type LangGraphSchemaHelpers = typeof langGraphZodSchema &
+  Pick<typeof langGraphZod, 'schemaMetaRegistry' | 'META_EXTRAS_DESCRIPTION_PREFIX'> &
+  Pick<typeof langGraph, 'messagesStateReducer'>;
+
+const ours: LangGraphSchemaHelpers = { ...langGraphZodSchema, ...langGraphZod, messagesStateReducer: langGraph.messagesStateReducer };
+const byPackage = new Map<string, Promise<LangGraphSchemaHelpers>>();
+
+/**
+ * LangGraph's schema helpers from the copy of @langchain/langgraph that `file` (a graph module)
+ * imports, as ESM: `withLangGraph` and `registry` write a graph's `jsonSchemaExtra` into that copy's
+ * registry, which ours cannot see. Ours when the file resolves to our copy or to none.
+ */
+export function langGraphSchemaHelpers(file: string): Promise<LangGraphSchemaHelpers> {
+  let packageDir: string;
+  try {
+    packageDir = realpathSync(dirname(createRequire(file).resolve('@langchain/langgraph/package.json')));
+  } catch {
+    return Promise.resolve(ours);
+  }
+  const ourDir = realpathSync(dirname(createRequire(import.meta.url).resolve('@langchain/langgraph/package.json')));
+  if (packageDir === ourDir) return Promise.resolve(ours);
+  let helpers = byPackage.get(packageDir);
+  if (!helpers) {
+    helpers = importLangGraphCopy(packageDir).catch(() => ours);
+    byPackage.set(packageDir, helpers);
+  }
+  return helpers;
+}
+
+async function importLangGraphCopy(packageDir: string): Promise<LangGraphSchemaHelpers> {
+  const { exports } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
+  // The entry an ESM import of the subpath loads: the same module instance the graph holds.
+  const entry = (subpath: string) => {
+    let target: unknown = exports[subpath];
+    while (target && typeof target === 'object') {
+      const conditions = target as Record<string, unknown>;
+      target = conditions.import ?? conditions.node ?? conditions.default;
+    }
+    if (typeof target !== 'string') throw new Error(`@langchain/langgraph exports no ${subpath}`);
+    return import(pathToFileURL(join(packageDir, target)).href);
+  };
+  const [root, zod, schema] = (await Promise.all([entry('.'), entry('./zod'), entry('./zod/schema')])) as [typeof langGraph, typeof langGraphZod, typeof langGraphZodSchema];
+  return { ...schema, schemaMetaRegistry: zod.schemaMetaRegistry, META_EXTRAS_DESCRIPTION_PREFIX: zod.META_EXTRAS_DESCRIPTION_PREFIX, messagesStateReducer: root.messagesStateReducer };
+}
 
 // LangGraph marks an input that defaults to the state (made partial) with this symbol.
 const PARTIAL_STATE = Symbol.for('langgraph.state.partial');
 
 /** The JSON Schemas of a compiled graph's state, input, output and config; empty for a non-state graph. */
-export function extractGraphSchemas(graph: unknown): GraphSchemas {
+export function extractGraphSchemas(graph: unknown, helpers: LangGraphSchemaHelpers = ours): GraphSchemas {
   const builder = (graph as { builder?: Builder } | null)?.builder;
   if (!builder || typeof builder !== 'object') return {};
-  if (builder._schemaRuntimeDefinition) return registrySchemas(graph, builder);
-  return annotationSchemas(builder);
+  if (builder._schemaRuntimeDefinition) return registrySchemas(graph, builder, helpers);
+  return annotationSchemas(builder, helpers);
 }
 
 /** Whether the graph's state carries runtime types (Zod, StateSchema); if not, its TypeScript types say more. */
@@ -74,8 +120,11 @@ export function withRuntimeDefaults(fromTypes: GraphSchemas, runtime: GraphSchem
   });
 }
 
-function registrySchemas(graph: unknown, builder: Builder): GraphSchemas {
-  const stateIsStateSchema = StateSchema.isInstance(builder._schemaRuntimeDefinition);
+function registrySchemas(graph: unknown, builder: Builder, helpers: LangGraphSchemaHelpers): GraphSchemas {
+  const { getConfigTypeSchema, getInputTypeSchema, getOutputTypeSchema, getStateTypeSchema, getUpdateTypeSchema } = helpers;
+  const orLenient = (helper: () => unknown, definition: unknown, effects: Effects) => orLenientWith(helpers, helper, definition, effects);
+  // A symbol of Symbol.for: any copy's StateSchema answers for another's.
+  const stateIsStateSchema = langGraph.StateSchema.isInstance(builder._schemaRuntimeDefinition);
   const inputDefinition = builder._inputRuntimeDefinition === PARTIAL_STATE ? builder._schemaRuntimeDefinition : builder._inputRuntimeDefinition;
   const asUpdate: Effects = { withReducerSchema: true, asPartial: true };
   return omitUndefined({
@@ -93,14 +142,14 @@ function registrySchemas(graph: unknown, builder: Builder): GraphSchemas {
  * LangGraph's helper, or, when it throws because a field has no JSON Schema form, the same registry
  * schema rendered with such fields as `{}` (their `jsonSchemaExtra` kept).
  */
-function orLenient(helper: () => unknown, definition: unknown, effects: Effects): JsonSchema | undefined {
+function orLenientWith(helpers: LangGraphSchemaHelpers, helper: () => unknown, definition: unknown, effects: Effects): JsonSchema | undefined {
   try {
     return (helper() as JsonSchema | undefined) ?? undefined;
   } catch {
-    if (!definition || typeof definition !== 'object' || StateSchema.isInstance(definition)) return undefined;
+    if (!definition || typeof definition !== 'object' || langGraph.StateSchema.isInstance(definition)) return undefined;
     try {
-      const extended = schemaMetaRegistry.getExtendedChannelSchemas(definition as never, { ...effects, withJsonSchemaExtrasAsDescription: true });
-      return liftJsonSchemaExtras(toJsonSchema(extended, { unrepresentable: 'any' } as never)) as JsonSchema;
+      const extended = helpers.schemaMetaRegistry.getExtendedChannelSchemas(definition as never, { ...effects, withJsonSchemaExtrasAsDescription: true });
+      return liftJsonSchemaExtras(toJsonSchema(extended, { unrepresentable: 'any' } as never), helpers.META_EXTRAS_DESCRIPTION_PREFIX) as JsonSchema;
     } catch {
       return undefined;
     }
@@ -108,25 +157,25 @@ function orLenient(helper: () => unknown, definition: unknown, effects: Effects)
 }
 
 /** The registry carries `jsonSchemaExtra` through zod as an `lg:{...}` description; this unfolds it. */
-function liftJsonSchemaExtras(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(liftJsonSchemaExtras);
+function liftJsonSchemaExtras(schema: unknown, prefix: string): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => liftJsonSchemaExtras(item, prefix));
   if (typeof schema !== 'object' || schema === null) return schema;
   const result: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(schema)) result[key] = liftJsonSchemaExtras(value);
+  for (const [key, value] of Object.entries(schema)) result[key] = liftJsonSchemaExtras(value, prefix);
   const description = result.description;
-  if (typeof description === 'string' && description.startsWith(META_EXTRAS_DESCRIPTION_PREFIX)) {
+  if (typeof description === 'string' && description.startsWith(prefix)) {
     delete result.description;
-    Object.assign(result, JSON.parse(description.slice(META_EXTRAS_DESCRIPTION_PREFIX.length)));
+    Object.assign(result, JSON.parse(description.slice(prefix.length)));
   }
   return result;
 }
 
-function annotationSchemas(builder: Builder): GraphSchemas {
+function annotationSchemas(builder: Builder, helpers: LangGraphSchemaHelpers): GraphSchemas {
   const channels = builder.channels ?? {};
   const object = (names: string[]): JsonSchema => ({
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     type: 'object',
-    properties: Object.fromEntries(names.filter((name) => name in channels).map((name) => [name, channelSchema(channels[name])])),
+    properties: Object.fromEntries(names.filter((name) => name in channels).map((name) => [name, channelSchema(channels[name], helpers)])),
   });
   const state = Object.keys(channels).filter((name) => !name.startsWith('__'));
   const keysOf = (definition: unknown) =>
@@ -137,9 +186,9 @@ function annotationSchemas(builder: Builder): GraphSchemas {
 }
 
 /** What a channel says about its value at runtime: a messages list, or a reducer's default. */
-function channelSchema(channel: unknown): JsonSchema {
+function channelSchema(channel: unknown, helpers: LangGraphSchemaHelpers): JsonSchema {
   const { operator, initialValueFactory } = (channel ?? {}) as { operator?: unknown; initialValueFactory?: () => unknown };
-  if (operator === messagesStateReducer) return { type: 'array', items: { type: 'object' }, langgraph_type: 'messages' };
+  if (operator === helpers.messagesStateReducer) return { type: 'array', items: { type: 'object' }, langgraph_type: 'messages' };
   if (typeof initialValueFactory !== 'function') return {};
   try {
     const value = initialValueFactory();
