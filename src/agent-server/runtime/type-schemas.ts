@@ -78,6 +78,9 @@ function compilerOptions(projectDir: string): ts.CompilerOptions {
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
     allowJs: true,
     types: [],
+    // Not the DOM's declarations (a third of what a program over a LangGraph project parses): graph
+    // state types do not come from them. A tsconfig.json naming its libs is followed.
+    lib: ['lib.es2023.d.ts'],
   };
   const configPath = ts.findConfigFile(projectDir, ts.sys.fileExists, 'tsconfig.json');
   let options = defaults;
@@ -146,7 +149,10 @@ export function readTypeSchemas(specs: GraphSpec[]): TypeSchemas {
       onError?.(`cannot read ${fileName}`);
       return undefined;
     }
-    return ts.createSourceFile(fileName, text, languageVersion, true);
+    // JSDoc says nothing about types in TypeScript files, and the libraries' declarations are full of
+    // it: parsed only where it gives types (JavaScript files).
+    const settings = typeof languageVersion === 'object' ? languageVersion : { languageVersion };
+    return ts.createSourceFile(fileName, text, { ...settings, jsDocParsingMode: ts.JSDocParsingMode.ParseForTypeInfo }, true);
   };
 
   const program = ts.createProgram({ rootNames: [probePath], options, host });
