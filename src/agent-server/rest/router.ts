@@ -128,7 +128,8 @@ export function agentServerRouter(
     if (resolved.throughGateway) req.deploymentUrl = req.get(RUNTIME_DEPLOYMENT_URL_HEADER);
     // Without custom auth, a deployed agent server's caller is the platform user the gateway signed
     // for: their runs record them (config.configurable.langgraph_auth_user_id), as on the hosted platform.
-    req.agent = resolved.callerUserId && !options.auth ? platformCaller(resolved.ctx, resolved.callerUserId) : resolved.ctx;
+    const ctx = resolved.callerUserId && !options.auth ? platformCaller(resolved.ctx, resolved.callerUserId) : resolved.ctx;
+    req.agent = { ...ctx, configurableHeaders: configurableHeaders(req) };
     next();
   });
   if (options.auth) router.use(attachCustomAuth(options.auth));
@@ -175,4 +176,20 @@ export function agentServerRouter(
   router.use(customAuthErrors);
   router.use(errorHandler('plain', deps.logger));
   return router;
+}
+
+// Credentials, and the headers the platform's gateway signs a caller's identity with, are no run's.
+const UNPASSED_HEADERS = new Set(['x-api-key', 'x-tenant-id', 'x-service-key', 'x-runtime-signature']);
+
+/**
+ * The request headers a run's graph reads in `config.configurable`, as the reference server passes
+ * them: every `x-*` header and `user-agent`, but credentials and the platform's own.
+ */
+function configurableHeaders(req: Request): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value !== 'string') continue;
+    if ((name.startsWith('x-') && !UNPASSED_HEADERS.has(name) && !name.startsWith('x-agent-platform-')) || name === 'user-agent') headers[name] = value;
+  }
+  return headers;
 }

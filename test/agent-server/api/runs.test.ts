@@ -2,6 +2,7 @@
 // subgraphs, interrupts and resume, errors, factories, the store, stateless runs, Last-Event-ID.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { atDeployed, collect, removeDir, startServe, type ServeProcess } from '../../support/serve.js';
@@ -122,6 +123,17 @@ describe('interrupts, errors, factories and the store', () => {
     const thread = await server.client.threads.create();
     const parts = (await collect(server.client.runs.stream(thread.thread_id, shouter.assistant_id, { input: { name: 'Ada' }, streamMode: 'updates' }))) as Part[];
     expect(parts[1]!.data).toEqual({ shout: { greeting: 'HELLO FROM ENV, ADA' } });
+  });
+
+  it("passes the request's x-* headers and user-agent to the graph in config.configurable, but credentials", async () => {
+    // The key a deployed revision's client sends comes along (its defaultHeaders).
+    const client = new Client({ apiUrl: server.url, callerOptions: { maxRetries: 0 }, defaultHeaders: { ...(server.client as unknown as { defaultHeaders: Record<string, string> }).defaultHeaders, 'x-configurable-header': 'extra-client', 'x-service-key': 'secret' } });
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'factory', { input: { name: 'Ada' }, config: { configurable: { 'x-configurable-header': 'from-body' } } });
+    await client.runs.join(thread.thread_id, run.run_id);
+    const { kwargs } = (await client.runs.get(thread.thread_id, run.run_id)) as unknown as { kwargs: { config: { configurable: Record<string, unknown> } } };
+    expect(kwargs.config.configurable).toMatchObject({ 'x-configurable-header': 'extra-client', 'user-agent': expect.any(String) });
+    expect(Object.keys(kwargs.config.configurable).filter((name) => name === 'x-service-key' || name === 'x-api-key' || name.startsWith('x-agent-platform-'))).toEqual([]);
   });
 
   it('shares the store across threads', async () => {

@@ -122,8 +122,9 @@ async function createParsedRun(
     if (existing && !matchesFilter(existing, filter)) throw AppError.notFound(threadNotFound(threadId));
   }
 
-  // The caller's identity under custom auth reaches the graph (and stays on the run), over any value sent under its keys.
-  const configurable: Json = { ...(body.config?.configurable ?? {}), ...authConfigurable(ctx) };
+  // The request's headers reach the graph as on the reference server (over values sent under their
+  // names); the caller's identity under custom auth too (and stays on the run), over anything else.
+  const configurable: Json = { ...(body.config?.configurable ?? {}), ...ctx.configurableHeaders, ...authConfigurable(ctx) };
   if (ctx.auth && configurable.user_id === undefined) configurable.user_id = ctx.auth.user.identity;
   if (body.checkpoint_id) configurable.checkpoint_id = body.checkpoint_id;
   if (body.checkpoint) for (const [key, value] of Object.entries(body.checkpoint)) if (value != null) configurable[key] = value;

@@ -17,5 +17,8 @@ export type DeploymentScope = {
   dev: boolean;
 };
 
-/** A service call on the agent server: the platform context plus the deployment it acts in. */
-export type AgentServerContext = ServiceContext & { deployment: DeploymentScope };
+/**
+ * A service call on the agent server: the platform context plus the deployment it acts in, and the
+ * caller's request headers that runs it creates pass to their graph in `config.configurable`.
+ */
+export type AgentServerContext = ServiceContext & { deployment: DeploymentScope; configurableHeaders?: Record<string, string> };
