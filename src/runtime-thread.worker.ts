@@ -8,6 +8,7 @@ import { configInThread } from './wiring.js';
 import { openPlatformTraceStore } from './platform/ingest/trace-batcher.js';
 import { startStandaloneRuntime } from './agent-server/runtime/standalone-runtime.js';
 import type { RuntimeThreadCommand, RuntimeThreadData, RuntimeThreadReport } from './agent-server/runtime/runtime-thread.js';
+import type { AppLoopback } from './agent-server/runtime/runtime-context.js';
 
 const data = workerData as RuntimeThreadData;
 const port = parentPort!;
@@ -23,12 +24,38 @@ const stop = async () => {
 try {
   // The main thread's PgBoss maintains the queues; this one only fetches and completes jobs.
   const openTraceStore = (databaseUrl: string) => openPlatformTraceStore({ config, logger }, databaseUrl);
-  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec, openTraceStore);
+  // The project's app the main thread serves answers this thread's requests for it (a webhook's
+  // status is all a delivery reads).
+  const answers = new Map<number, (status: number) => void>();
+  let nextId = 0;
+  const appLoopback: AppLoopback | undefined = data.appInMainThread
+    ? (path, init) =>
+        new Promise<Response>((resolve, reject) => {
+          const id = nextId++;
+          const signal = init.signal ?? undefined;
+          const onAbort = () => {
+            answers.delete(id);
+            reject(signal?.reason);
+          };
+          signal?.addEventListener('abort', onAbort, { once: true });
+          answers.set(id, (status) => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve(new Response(null, { status }));
+          });
+          const headers = [...new Headers(init.headers).entries()];
+          report({ type: 'app-request', id, path, method: init.method ?? 'GET', headers, body: typeof init.body === 'string' ? init.body : null });
+        })
+    : undefined;
+  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec, openTraceStore, appLoopback);
   stopProcess = stopRuntime;
 
   port.on('message', (command: RuntimeThreadCommand) => {
     if (command === 'wake') running.wake();
     else if (command === 'stop') void stop();
+    else if (command.type === 'app-answer') {
+      answers.get(command.id)?.(command.status);
+      answers.delete(command.id);
+    }
   });
   report({ type: 'ready', url: running.url, graphIds: running.graphIds });
 } catch (error) {

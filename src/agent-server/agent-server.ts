@@ -27,6 +27,8 @@ import type { PlatformKeyCheck } from './rest/custom-auth.js';
 import { agentServerRouter } from './rest/router.js';
 import { threadStreamUpgrade } from './rest/thread-stream.socket.js';
 import { bindSdkClientsToServer, loadCustomApp } from './runtime/custom-app.js';
+import type { AppLoopback } from './runtime/runtime-context.js';
+import type { CustomApp } from './services/served-deployment/runtime-protocol.js';
 import { loadCustomAuth } from './runtime/custom-auth.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
@@ -106,16 +108,24 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
       : enabled && spec.tracing
         ? { workspaceId: spec.tracing.workspaceId, project: project ?? spec.tracing.project, store: { databaseUrl: spec.tracing.store.databaseUrl } }
         : undefined;
-    const runtimes = await startRuntimeRole(deps, boss, { deploymentId: spec.deploymentId, configPath: spec.configPath, tracing }, spec.tracing?.store.open);
+    const graphConfig = readGraphConfig(spec.configPath);
+    // A runtime thread's webhooks given as a path go to the app this server serves (loaded below).
+    let customApp: CustomApp | undefined;
+    const appLoopback: AppLoopback | undefined = graphConfig.httpApp
+      ? async (path, init) => {
+          if (!customApp) throw new Error('The HTTP app is not loaded yet');
+          return customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
+        }
+      : undefined;
+    const runtimes = await startRuntimeRole(deps, boss, { deploymentId: spec.deploymentId, configPath: spec.configPath, tracing }, spec.tracing?.store.open, appLoopback);
     wiring.onStop(() => runtimes.stop());
     const runtime = runtimes.runtimes[0]!;
 
-    const graphConfig = readGraphConfig(spec.configPath);
     // The project's `new Client()` reaches this server, with requests its own process signs.
     const listeningAt = bindSdkClientsToServer({
       headers: (method, path) => gatewayIdentityHeaders(deps.secrets, runtimeId, { method, path }, { userId: spec.deploymentId, apiKeyId: spec.deploymentId, access: 'write' }),
     });
-    const customApp = await loadCustomApp(graphConfig, logger);
+    customApp = await loadCustomApp(graphConfig, logger);
     const ui = await bundleGraphUis(graphConfig, logger);
     // langgraph.json `auth`: the project's handlers decide who its callers are, here where its code runs.
     const auth = await loadCustomAuth(graphConfig, logger);

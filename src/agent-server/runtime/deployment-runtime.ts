@@ -16,7 +16,7 @@ import { IngestApiTraceSink } from './ingest-api-traces.js';
 import { openPersistence } from './persistence.js';
 import { setUpDeploymentDatabase } from '../services/served-deployment/database-setup.js';
 import { loadStoreEmbedder } from './store-embedder.js';
-import type { RuntimeContext } from './runtime-context.js';
+import type { AppLoopback, RuntimeContext } from './runtime-context.js';
 import { startRuntime } from './runtime.js';
 import { startRuntimeServer } from './runtime-server.js';
 
@@ -43,7 +43,14 @@ export type RunningDeployment = {
  * Starts the runtime of one deployment on this process's dependencies and job queue; its runs' traces
  * go to the platform's ingest API, or where `openTraceStore` stores them (its host's trace tables).
  */
-export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec, openTraceStore?: (databaseUrl: string) => TraceSink): Promise<RunningDeployment> {
+export async function runDeployment(
+  deps: Deps,
+  boss: PgBoss,
+  spec: RuntimeSpec,
+  openTraceStore?: (databaseUrl: string) => TraceSink,
+  /** The `http.app` the agent server serves, when this runtime is not in its thread (runtime-thread.ts). */
+  appLoopback?: AppLoopback,
+): Promise<RunningDeployment> {
   const steps: (() => Promise<unknown>)[] = [];
   const stop = async () => {
     for (const step of steps.splice(0).reverse()) await step().catch((error: unknown) => deps.logger.error({ err: error }, 'runtime shutdown step failed'));
@@ -78,10 +85,13 @@ export async function runDeployment(deps: Deps, boss: PgBoss, spec: RuntimeSpec,
     let runtimeStopped: Promise<void> | undefined;
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());
     steps.push(stopRuntime);
-    // Loaded here too (the API serves the app): a run's webhook given as a path is delivered to it
-    // in-process, as the reference server delivers it to itself.
-    const customApp = config.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
-    if (customApp) ctx.deployment.loopback = async (path, init) => customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
+    // A run's webhook given as a path is delivered to the project's app, as the reference server
+    // delivers it to itself: the very app the agent server serves (its module state, a payload it
+    // keeps, is that one's), through the launcher when this runtime has a thread of its own, else
+    // loaded here (in the agent server's thread, the same module).
+    const customApp = !appLoopback && config.httpApp ? await loadCustomApp(config, deps.logger) : undefined;
+    if (appLoopback && config.httpApp) ctx.deployment.loopback = appLoopback;
+    else if (customApp) ctx.deployment.loopback = async (path, init) => customApp.fetch(new Request(new URL(path, 'http://localhost'), init));
     const server = await startRuntimeServer(ctx, runtime.workerId, deps.config.host);
     steps.push(() => server.stop());
     recorded = { id: runtime.workerId, deploymentId: spec.deploymentId, url: server.url };

@@ -5,7 +5,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../../context.js';
 import { runQueueFor } from '../services/runs/run-queue.js';
 import { runDeployment } from './deployment-runtime.js';
-
+import type { AppLoopback } from './runtime-context.js';
 import { startRuntimeThread } from './runtime-thread.js';
 import type { RuntimeLauncher } from '../../contracts/launcher-protocol.js';
 import type { TraceSink } from '../../contracts/trace-wire.js';
@@ -14,10 +14,10 @@ import type { TraceSink } from '../../contracts/trace-wire.js';
  * Runs each runtime in a worker thread of this process: graph execution no longer shares an event
  * loop with the HTTP server, and a second core is used. Runs enqueued by this process wake it by message.
  */
-export const threadLauncher = (deps: Deps, boss: PgBoss): RuntimeLauncher => ({
+export const threadLauncher = (deps: Deps, boss: PgBoss, appLoopback?: AppLoopback): RuntimeLauncher => ({
   async launch(spec) {
     const queue = runQueueFor(boss, spec.deploymentId);
-    const thread = await startRuntimeThread({ config: deps.config, databaseUrl: deps.db.url, spec: { ...spec, queueOrigin: queue.origin } }, deps.logger);
+    const thread = await startRuntimeThread({ config: deps.config, databaseUrl: deps.db.url, spec: { ...spec, queueOrigin: queue.origin } }, deps.logger, appLoopback);
     queue.onLocalWake(() => thread.wake());
     return {
       url: thread.url,

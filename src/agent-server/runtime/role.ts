@@ -5,6 +5,7 @@ import type { Deps } from '../../context.js';
 import type { LaunchedRuntime, LaunchSpec, RuntimeLauncher } from '../../contracts/launcher-protocol.js';
 import type { TraceSink } from '../../contracts/trace-wire.js';
 import { inProcessLauncher, threadLauncher } from './launcher.js';
+import type { AppLoopback } from './runtime-context.js';
 
 type RunningRuntime = LaunchedRuntime & Pick<LaunchSpec, 'deploymentId' | 'tracing'>;
 export type RunningRuntimes = { runtimes: RunningRuntime[]; stop(): Promise<void> };
@@ -18,7 +19,9 @@ export async function startRuntimeRole(
   boss: PgBoss,
   spec: Omit<LaunchSpec, 'revisionId'>,
   openTraceStore?: (databaseUrl: string) => TraceSink,
-  launcher: RuntimeLauncher = deps.config.runtimeThread ? threadLauncher(deps, boss) : inProcessLauncher(deps, boss, openTraceStore),
+  /** The project's `http.app` as the agent server serves it, for a runtime thread's webhooks given as a path. */
+  appLoopback?: AppLoopback,
+  launcher: RuntimeLauncher = deps.config.runtimeThread ? threadLauncher(deps, boss, appLoopback) : inProcessLauncher(deps, boss, openTraceStore),
 ): Promise<RunningRuntimes> {
   const runtimes: RunningRuntimes['runtimes'] = [];
   const stop = async () => {

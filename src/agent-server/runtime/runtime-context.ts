@@ -15,9 +15,12 @@ type RuntimeDeployment = {
   queue: RunQueue;
   /** Where its runs' traces go (queued off the run's path), when tracing is on. */
   traces?: TraceSink;
-  /** Delivers a request to the project's `http.app` in this runtime (webhooks given as a path), once loaded. */
-  loopback?: (path: string, init: RequestInit) => Promise<Response>;
+  /** Delivers a request to the project's `http.app` (webhooks given as a path), once loaded. */
+  loopback?: AppLoopback;
 };
+
+/** Sends a request to the project's `http.app` where the agent server serves it. */
+export type AppLoopback = (path: string, init: RequestInit) => Promise<Response>;
 
 /** A runtime's calls: the process's dependencies plus the deployment it runs. */
 export type RuntimeContext = Deps & { deployment: RuntimeDeployment };

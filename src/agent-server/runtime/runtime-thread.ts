@@ -8,27 +8,53 @@ import { SHARE_ENV, Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import type { RuntimeSpec } from './deployment-runtime.js';
+import type { AppLoopback } from './runtime-context.js';
 
-export type RuntimeThreadData = { config: Config; databaseUrl: string; spec: RuntimeSpec };
+export type RuntimeThreadData = {
+  config: Config;
+  databaseUrl: string;
+  spec: RuntimeSpec;
+  /** Whether the main thread delivers requests to the project's `http.app` (it serves it). */
+  appInMainThread: boolean;
+};
+
+/** A request for the project's `http.app` (a webhook given as a path), sent across threads. */
+export type AppDelivery = { id: number; path: string; method: string; headers: [string, string][]; body: string | null };
 
 /** Main thread → runtime thread. */
-export type RuntimeThreadCommand = 'wake' | 'stop';
+export type RuntimeThreadCommand = 'wake' | 'stop' | { type: 'app-answer'; id: number; status: number };
 /** Runtime thread → main thread. */
-export type RuntimeThreadReport = { type: 'ready'; url: string; graphIds: string[] } | { type: 'failed'; message: string };
+export type RuntimeThreadReport =
+  | { type: 'ready'; url: string; graphIds: string[] }
+  | { type: 'failed'; message: string }
+  | ({ type: 'app-request' } & AppDelivery);
 
 export type RuntimeThread = { url: string; graphIds: string[]; wake(): void; stop(): Promise<void> };
 
-/** Starts the runtime thread; resolves once it works the queue, rejects if it cannot start. */
-export function startRuntimeThread(data: RuntimeThreadData, logger: Logger): Promise<RuntimeThread> {
+/**
+ * Starts the runtime thread; resolves once it works the queue, rejects if it cannot start.
+ * `appLoopback` delivers the thread's requests for the project's `http.app` to the one this thread serves.
+ */
+export function startRuntimeThread(data: Omit<RuntimeThreadData, 'appInMainThread'>, logger: Logger, appLoopback?: AppLoopback): Promise<RuntimeThread> {
   // The process environment (graph configs' `env` included) is shared with the thread.
   const worker = new Worker(new URL('../../thread-entry.mjs', import.meta.url), {
-    workerData: { ...data, body: new URL('../../runtime-thread.worker.ts', import.meta.url).href },
+    workerData: { ...data, appInMainThread: !!appLoopback, body: new URL('../../runtime-thread.worker.ts', import.meta.url).href } satisfies RuntimeThreadData & { body: string },
     env: SHARE_ENV,
   });
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
   let stopping = false;
+  const answerApp = async ({ id, path, method, headers, body }: AppDelivery) => {
+    let status: number;
+    try {
+      status = (await appLoopback!(path, { method, headers, body })).status;
+    } catch {
+      status = 502;
+    }
+    worker.postMessage({ type: 'app-answer', id, status } satisfies RuntimeThreadCommand);
+  };
   return new Promise<RuntimeThread>((resolve, reject) => {
     worker.on('message', (report: RuntimeThreadReport) => {
+      if (report.type === 'app-request') return void answerApp(report);
       if (report.type === 'failed') return reject(new Error(report.message));
       resolve({
         url: report.url,

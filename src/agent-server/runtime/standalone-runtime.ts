@@ -6,6 +6,7 @@ import { createDeps } from '../../wiring.js';
 import type { TraceSink } from '../../contracts/trace-wire.js';
 import { startBoss } from '../jobs/boss.js';
 import { runDeployment, type RunningDeployment, type RuntimeSpec } from './deployment-runtime.js';
+import type { AppLoopback } from './runtime-context.js';
 
 /** Starts the runtime; `stop` ends it and its wiring. On a failed start, whatever was wired is stopped. */
 export async function startStandaloneRuntime(
@@ -15,6 +16,7 @@ export async function startStandaloneRuntime(
   spec: RuntimeSpec,
   /** Stores its runs' traces where its spec's tracing says `store` (a local deployment's host's trace tables). */
   openTraceStore?: (databaseUrl: string) => TraceSink,
+  appLoopback?: AppLoopback,
 ): Promise<{ running: RunningDeployment; stop: () => Promise<void> }> {
   const wiring = await createDeps(config, logger, {
     databaseUrl,
@@ -24,7 +26,7 @@ export async function startStandaloneRuntime(
   try {
     const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
-    const running = await runDeployment(wiring.deps, boss, spec, openTraceStore);
+    const running = await runDeployment(wiring.deps, boss, spec, openTraceStore, appLoopback);
     wiring.onStop(() => running.stop());
     return { running, stop: wiring.stop };
   } catch (error) {

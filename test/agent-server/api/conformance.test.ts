@@ -287,6 +287,18 @@ describe('11. webhooks, nested state, OpenAPI names, bad state values', () => {
     await expect(client.runs.create(thread.thread_id, 'logged', { input: {}, webhook: '//elsewhere.example/hook' })).rejects.toThrow('HTTP 422');
   });
 
+  it('delivers it to the very app the server serves, whose module state a later request reads', async () => {
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, 'logged', { input: {}, webhook: '/custom/webhook-memory' });
+    await client.runs.join(thread.thread_id, run.run_id);
+    const deadline = Date.now() + 15_000;
+    let received: Response;
+    do received = await fetch(`${server.url}/custom/webhook-memory/${run.run_id}`);
+    while (received.status === 404 && Date.now() < deadline && (await new Promise((resolve) => setTimeout(resolve, 100)), true));
+    expect(received.status).toBe(200);
+    expect(await received.json()).toMatchObject({ run_id: run.run_id, status: 'success' });
+  });
+
   it('gives a subgraph’s state inside a task no `interrupts` key (subgraphs=true), as the reference', async () => {
     const thread = await client.threads.create();
     await client.runs.wait(thread.thread_id, 'nested_ask', { input: {} });
