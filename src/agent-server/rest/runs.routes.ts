@@ -2,6 +2,8 @@
 // service's event iterable; create responses carry Content-Location (the SDK reads the run id from it)
 // and Location (where the SDK reconnects, with Last-Event-ID, if the stream breaks).
 import { type Request, type Response, Router } from 'express';
+import { AppError } from '../../errors.js';
+import type { AuthorizedContext } from '../services/custom-auth/custom-auth.js';
 import type { AgentServerContext } from '../services/served-deployment/deployment-scope.js';
 import { joinRun, runResult, streamRun } from '../services/runs/run-follow.service.js';
 import { getRun, listRuns } from '../services/runs/run-reads.service.js';
@@ -120,7 +122,18 @@ export function runsRouter(): Router {
   });
 
   router.get('/threads/:threadId/runs/:runId/stream', async (req, res) => {
-    const run = await getRun(req.agent, req.params.threadId, req.params.runId);
+    const run = await getRun(req.agent, req.params.threadId, req.params.runId).catch((error: unknown) => {
+      // Under custom auth, a thread the caller may not read is an error event in a stream that opened
+      // (the reference's answer, which the SDK's joinStream yields), rather than a failed request.
+      if (!(req.agent as AuthorizedContext).auth || !(error instanceof AppError) || error.code !== 'NOT_FOUND') throw error;
+      return undefined;
+    });
+    if (!run) {
+      const sse = openSse(res);
+      await sse.write({ event: 'error', data: JSON.stringify({ error: 'Error', message: `404: Thread ${req.params.threadId} not found` }) });
+      sse.end();
+      return;
+    }
     await streamToClient(req.agent, res, { runId: run.runId, threadId: run.threadId }, {
       afterSeq: lastEventSeq(req),
       modes: queryStreamModes(req.query.stream_mode),

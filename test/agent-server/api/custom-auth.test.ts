@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 import { openProtocolSocket, refusedUpgrade } from '../../support/protocol-socket.js';
-import { fixtureConfig, removeDir, startServe, type ServeProcess } from '../../support/serve.js';
+import { collect, fixtureConfig, removeDir, startServe, type ServeProcess } from '../../support/serve.js';
 
 let platform: TestPlatform;
 let server: ServeProcess;
@@ -126,6 +126,15 @@ describe('custom auth at serve', () => {
     expect(copy.metadata).toMatchObject({ owner: 'alice' });
     // A stateless run reads the user too.
     expect(await alice.runs.wait(null, 'whoami', { input: {} })).toMatchObject({ user: 'alice' });
+  });
+
+  it('answers joining the stream of another user’s run with an error event saying 404, as the reference', async () => {
+    const theirs = await bob.threads.create();
+    const run = await bob.runs.create(theirs.thread_id, 'whoami', { input: {} });
+    const parts = await collect(alice.runs.joinStream(theirs.thread_id, run.run_id));
+    expect(parts).toEqual([{ event: 'error', data: { error: 'Error', message: `404: Thread ${theirs.thread_id} not found` } }]);
+    // The owner's join streams the run.
+    expect((await collect(bob.runs.joinStream(theirs.thread_id, run.run_id))).every((part) => part.event !== 'error')).toBe(true);
   });
 
   it('ends a thread stream with an error event when its user loses access to the thread mid-way', async () => {
