@@ -162,12 +162,16 @@ function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, li
    * A subscription's events from the thread's shared feed, sent as the feed encoded them, until the
    * subscription stops or the feed ends (`ended`; a failure is thrown), or until this socket holds
    * more than its high-water mark unsent: then it leaves the feed, with `since` the last event it took.
+   * `answer` is called once joined, before any event is sent, with how many of the feed's current run
+   * it replays (0 when that run is too long to replay from memory).
    */
-  const followFeed = (filter: threadStream.EventFilter, signal: AbortSignal) =>
+  const followFeed = (filter: threadStream.EventFilter, signal: AbortSignal, answer: (replayed: number) => void) =>
     new Promise<{ ended: true } | { ended: false; since?: number }>((resolve, reject) => {
       let done = false;
       let since: number | undefined;
       let leave: (() => void) | undefined;
+      // The feed replays synchronously while joining: held until the answer, which counts them, is sent.
+      let replayed: Buffer[] | undefined = [];
       const finish = (settle: () => void) => {
         if (done) return;
         done = true;
@@ -182,10 +186,16 @@ function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, li
           if (closed.signal.aborted) return finish(() => resolve({ ended: true }));
           if (ws.bufferedAmount > limits.highWaterBytes) return finish(() => resolve({ ended: false, since }));
           since = event.seq;
-          if (threadStream.matchesFilter(filter, event)) ws.send(json, { binary: false });
+          if (!threadStream.matchesFilter(filter, event)) return;
+          if (replayed) replayed.push(json);
+          else ws.send(json, { binary: false });
         },
         closed: (error) => finish(() => (error === undefined ? resolve({ ended: true }) : reject(error))),
       });
+      const held = replayed;
+      replayed = undefined;
+      answer(leave ? held.length : 0);
+      for (const json of held) ws.send(json, { binary: false });
       if (!leave) return finish(() => resolve({ ended: false, since }));
       // It may have fallen behind while the feed's current run was replayed to it.
       if (done) return leave();
@@ -213,10 +223,12 @@ function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, li
     const subscriptionId = newId();
     const stop = new AbortController();
     subscriptions.set(subscriptionId, stop);
-    // The answer first: the client registers the subscription before its events arrive.
-    await send({ type: 'success', id: command.id, result: { subscription_id: subscriptionId }, meta: { thread_id: threadId } });
+    // The answer first (with how many events of the current run it replays, as the reference says):
+    // the client registers the subscription before its events arrive.
+    const answer = (replayed: number) =>
+      ws.send(JSON.stringify({ type: 'success', id: command.id, result: { subscription_id: subscriptionId, replayed_events: replayed }, meta: { thread_id: threadId } }), { binary: false });
     try {
-      const left = await followFeed(filter, stop.signal);
+      const left = await followFeed(filter, stop.signal, answer);
       if (left.ended) return;
       // Behind the feed (or its run too long to replay from memory): on from the store, from where it left.
       for await (const event of threadStream.followThreadEvents(ctx, threadId, { since: left.since, signal: stop.signal })) {

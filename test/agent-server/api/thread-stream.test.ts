@@ -242,6 +242,8 @@ describe('a raw protocol client', () => {
       const lifecycle = (await socket.command('subscription.subscribe', { channels: ['lifecycle'] })) as { result: { subscription_id: string } };
       const values = (await socket.command('subscription.subscribe', { channels: ['values'], namespaces: [[]], depth: 0 })) as { result: { subscription_id: string } };
       expect(lifecycle.result.subscription_id).not.toBe(values.result.subscription_id);
+      // The answer says how many events of the current run the subscription replays, as the reference's.
+      expect(values).toMatchObject({ type: 'success', result: { subscription_id: expect.any(String), replayed_events: expect.any(Number) } });
       await socket.until(() => socket.events.some(rootEnd));
       const lifecycleEvents = socket.events.filter((event) => event.method === 'lifecycle');
       const valueEvents = socket.events.filter((event) => event.method === 'values');
