@@ -31,8 +31,9 @@ export function threadStreamRouter(): Router {
   router.post('/threads/:threadId/stream/events', async (req, res) => {
     const body = parseInput(threadStream.EventStreamRequest, req.body ?? {}, 'body');
     const filter = threadStream.toFilter(body);
-    // Checked before the response turns into a stream: an unknown thread is a 404.
-    await threadStream.assertThreadExists(req.agent, req.params.threadId);
+    // Checked before the response turns into a stream. A thread with no run yet is followed: its first
+    // run.start comes after the client subscribed.
+    await threadStream.assertThreadFollowable(req.agent, req.params.threadId);
     const sse = openSse(res);
     try {
       for await (const event of threadStream.followThreadEvents(req.agent, req.params.threadId, { since: body.since, replay: 'thread', signal: sse.signal })) {

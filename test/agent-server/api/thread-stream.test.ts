@@ -207,6 +207,25 @@ describe('a raw protocol client', () => {
     expect(resumed.map((event) => event.event_id)).toEqual(all.filter((event) => event.seq > middle.seq).map((event) => event.event_id));
   });
 
+  it('follows a thread with no run yet over SSE: a raw subscription made before the first run.start gets its events', async () => {
+    const threadId = crypto.randomUUID();
+    const abort = new AbortController();
+    const response = await fetch(`${server.url}/threads/${threadId}/stream/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ channels: ['values'] }),
+      signal: abort.signal,
+    });
+    expect(response.status).toBe(200);
+    const started = await command(threadId, { id: 1, method: 'run.start', params: { assistant_id: 'nested', input: { trail: [] } } });
+    expect(started.body).toMatchObject({ type: 'success', result: { run_id: expect.any(String) } });
+    const reader = response.body!.getReader();
+    let text = '';
+    while (!text.includes('event: values')) text += new TextDecoder().decode((await reader.read()).value);
+    abort.abort();
+    expect(text).toContain('"method":"values"');
+  });
+
   it('answers bad requests in the protocol error shape or a clear 4xx', async () => {
     const threadId = crypto.randomUUID();
     expect(await command(threadId, '{not json')).toEqual({ status: 400, body: { type: 'error', id: null, error: 'invalid_argument', message: 'Protocol commands must be valid JSON.' } });
@@ -214,10 +233,10 @@ describe('a raw protocol client', () => {
     expect((await command(threadId, { id: 7, method: 'no.such' })).body).toEqual({ type: 'error', id: 7, error: 'unknown_command', message: 'Unknown protocol command: no.such' });
     expect((await command(threadId, { id: 8, method: 'run.start', params: {} })).body).toMatchObject({ type: 'error', id: 8, error: 'invalid_argument' });
     expect((await command(threadId, { id: 9, method: 'run.start', params: { assistant_id: 'no-such-graph', input: {} } })).body).toMatchObject({ type: 'error', id: 9, error: 'no_such_run' });
-    // An event stream of an unknown thread, or with a bad filter.
-    const stream = (body: unknown) =>
-      fetch(`${server.url}/threads/${threadId}/stream/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect((await stream({ channels: ['values'] })).status).toBe(404);
+    // An event stream of an id that is no thread's, or with a bad filter.
+    const stream = (body: unknown, id: string = threadId) =>
+      fetch(`${server.url}/threads/${id}/stream/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await stream({ channels: ['values'] }, 'not-a-uuid')).status).toBe(404);
     expect((await stream({ channels: ['nope'] })).status).toBe(422);
     expect((await stream({ channels: [] })).status).toBe(422);
     expect((await stream({ channels: ['values'], extra: 1 })).status).toBe(422);

@@ -86,20 +86,22 @@ export const toFilter = (fields: { channels: string[]; namespaces?: string[][]; 
 });
 
 /** NOT_FOUND unless the thread exists in this deployment. */
-export async function assertThreadExists(ctx: AgentServerContext, threadId: string): Promise<void> {
+async function assertThreadExists(ctx: AgentServerContext, threadId: string): Promise<void> {
   if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
   // As a thread read: under custom auth, another user's thread is not found either.
   await getThread(ctx, threadId.toLowerCase());
 }
 
 /**
- * Whether the caller may follow the thread's events: under custom auth, NOT_FOUND when the thread
- * exists and the caller's `threads:read` handler filters it out (FORBIDDEN when it refuses). A thread
- * that does not exist yet passes: a socket subscribes before its `run.start` creates the thread (as
- * the caller's), and followThreadEvents checks again before each run it shows.
+ * Whether the caller may follow the thread's events: NOT_FOUND for an id that is no thread id, and
+ * under custom auth when the thread exists and the caller's `threads:read` handler filters it out
+ * (FORBIDDEN when it refuses). A thread that does not exist yet passes, as on the reference: a client
+ * subscribes before its `run.start` creates the thread (as the caller's), and followThreadEvents
+ * checks again before each run it shows.
  */
 export async function assertThreadFollowable(ctx: AuthorizedContext, threadId: string): Promise<void> {
-  if (!ctx.auth || !isUuid(threadId)) return;
+  if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
+  if (!ctx.auth) return;
   const id = threadId.toLowerCase();
   if ((await selectThreadMetadata(ctx.db, id, ctx.deployment.deploymentId)) === undefined) return;
   await getThread(ctx, id);
