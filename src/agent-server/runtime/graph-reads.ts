@@ -144,7 +144,7 @@ async function drawGraph(ctx: RuntimeContext, request: Request<'graph-drawing'>)
 async function schemasOf(ctx: RuntimeContext, graphId: string, namespace: string, graph: unknown): Promise<GraphSchemas> {
   const runtime = extractGraphSchemas(graph, await ctx.deployment.graphs.schemaHelpers(graphId));
   if (hasRuntimeTypes(graph)) return runtime;
-  const fromTypes = await ctx.deployment.graphs.schemasFromTypes(graphId, namespace);
+  const fromTypes = await ctx.deployment.graphs.schemasFromTypes(graphId, namespace, ctx.logger);
   return fromTypes ? withRuntimeDefaults(fromTypes, runtime) : runtime;
 }
 

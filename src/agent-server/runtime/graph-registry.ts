@@ -70,15 +70,21 @@ function copyGraph(graph: RunnableGraph): RunnableGraph {
   return Object.assign(Object.create(Object.getPrototypeOf(graph) as object) as object, graph) as RunnableGraph;
 }
 
-// As the reference server (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS, 30 s by default).
+// How long a schema request waits for the types, as the reference server bounds its schema requests
+// (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS, 30 s by default).
 const TYPE_SCHEMAS_TIMEOUT_MS = 30_000;
+const typeSchemasTimeoutMs = () => Number(process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS) || TYPE_SCHEMAS_TIMEOUT_MS;
+// The read itself may take longer (a runtime starting on a busy machine): a request that gave up on
+// it is served the runtime schemas, later ones the types once read. Past this (or ten request bounds,
+// if longer) it is stopped, so that types the checker cannot finish with do not hold a core.
+const TYPE_SCHEMAS_READ_MS = 300_000;
 
 /**
- * Reads the graphs' schemas from their TypeScript types in a worker thread, bounded in time; undefined
- * (with a log line saying why) when that fails or takes too long, and runtime schemas are served.
+ * Reads the graphs' schemas from their TypeScript types in a worker thread; undefined (with a log line
+ * saying why) when that fails or takes far too long, and runtime schemas are served.
  */
 function readTypeSchemasInThread(config: GraphConfig, logger: Logger): Promise<TypeSchemas | undefined> {
-  const timeoutMs = Number(process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS) || TYPE_SCHEMAS_TIMEOUT_MS;
+  const timeoutMs = Math.max(typeSchemasTimeoutMs() * 10, TYPE_SCHEMAS_READ_MS);
   const specs = config.graphs.map(({ graphId, file, exportName }) => ({ graphId, file, exportName }));
   const started = performance.now();
   return new Promise((resolve) => {
@@ -129,9 +135,21 @@ export class GraphRegistry {
     return spec ? langGraphSchemaHelpers(spec.file) : Promise.resolve(undefined);
   }
 
-  /** A graph's (or its subgraph's, by namespace) schemas from TypeScript types, if they were read. */
-  async schemasFromTypes(graphId: string, namespace = ''): Promise<GraphSchemas | undefined> {
-    const schemas = await this.typeSchemas;
+  /**
+   * A graph's (or its subgraph's, by namespace) schemas from TypeScript types, if they are read within
+   * the request's time bound (logged when they are not).
+   */
+  async schemasFromTypes(graphId: string, namespace = '', logger?: Logger): Promise<GraphSchemas | undefined> {
+    if (!this.typeSchemas) return undefined;
+    const timeoutMs = typeSchemasTimeoutMs();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+    const schemas = await Promise.race([this.typeSchemas, late]);
+    clearTimeout(timer);
+    if (schemas === 'late') {
+      logger?.warn({ graphId, timeoutMs }, `schemas from TypeScript types not read (took longer than ${timeoutMs} ms): the graph's runtime schemas are served`);
+      return undefined;
+    }
     return schemas?.[graphId]?.[namespace];
   }
 

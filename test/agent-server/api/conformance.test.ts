@@ -345,7 +345,7 @@ describe('12. the project’s http.app and the server', () => {
 });
 
 describe('13. schemas from types, bounded in time', () => {
-  it('falls back to the runtime schemas, saying so in the log, when reading the types takes too long', async () => {
+  it('falls back to the runtime schemas, saying so in the log, when reading the types takes too long, and serves the types once read', { timeout: 180_000 }, async () => {
     const slow = await startServe({ ...fixtureConfig('conformance'), env: { LOG_LEVEL: 'warn', LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: '1' } });
     try {
       const schemas = await slow.client.assistants.getSchemas('typed');
@@ -354,6 +354,12 @@ describe('13. schemas from types, bounded in time', () => {
       expect((schemas.state_schema as unknown as Schema).properties.tags).toEqual({ type: 'array', default: [] });
       // Serve's log; a deployed revision logs to its deploy log at the platform's level (silent in tests).
       if (!slow.deployed) expect(slow.output()).toContain('schemas from TypeScript types not read (took longer than 1 ms)');
+      // The read goes on: once done, a request that waits less than its bound gets the types.
+      const deadline = Date.now() + 120_000;
+      let config: unknown;
+      do config = (await slow.client.assistants.getSchemas('typed')).config_schema;
+      while (!(config as { properties?: object }).properties && Date.now() < deadline && (await new Promise((resolve) => setTimeout(resolve, 500)), true));
+      expect((config as { properties: Record<string, unknown> }).properties.model).toEqual({ enum: ['fast', 'smart'], type: 'string' });
     } finally {
       await slow.stop();
       removeDir(slow.dir);
