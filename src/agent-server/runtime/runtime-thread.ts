@@ -19,7 +19,7 @@ export type RuntimeThreadData = {
 };
 
 /** A request for the project's `http.app` (a webhook given as a path), sent across threads. */
-export type AppDelivery = { id: number; path: string; method: string; headers: [string, string][]; body: string | null };
+type AppDelivery = { id: number; path: string; method: string; headers: [string, string][]; body: string | null };
 
 /** Main thread → runtime thread. */
 export type RuntimeThreadCommand = 'wake' | 'stop' | { type: 'app-answer'; id: number; status: number };
