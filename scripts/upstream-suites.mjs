@@ -219,4 +219,5 @@ for (const { suite, passed, failed, skipped, failures } of results) {
   console.log(`${suite.padEnd(12)} passed ${passed}, failed ${failed}, skipped ${skipped}`);
   for (const name of failures) console.log(`  failed: ${name}`);
 }
-process.exitCode = results.some((result) => result.failed > 0) ? 1 : 0;
+// Explicitly: what serve's children left on its pipes would keep this process waiting.
+process.exit(results.some((result) => result.failed > 0) ? 1 : 0);
