@@ -247,8 +247,9 @@ class SchemaWriter {
     const booleans = members.filter((member) => member.flags & ts.TypeFlags.BooleanLiteral);
     if (booleans.length === 2) members = [...members.filter((member) => !booleans.includes(member)), this.checker.getBooleanType()];
     if (members.length === 1) return this.write(members[0]!, depth, false);
-    if (members.length && members.every((member) => member.isStringLiteral())) return { enum: members.map((member) => (member as ts.StringLiteralType).value), type: 'string' };
-    if (members.length && members.every((member) => member.isNumberLiteral())) return { enum: members.map((member) => (member as ts.NumberLiteralType).value), type: 'number' };
+    // Sorted, as the reference's enums are (the checker's order is that in which it met the literals).
+    if (members.length && members.every((member) => member.isStringLiteral())) return { enum: members.map((member) => (member as ts.StringLiteralType).value).sort(), type: 'string' };
+    if (members.length && members.every((member) => member.isNumberLiteral())) return { enum: members.map((member) => (member as ts.NumberLiteralType).value).sort((a, b) => a - b), type: 'number' };
     const anyOf = members.map((member) => this.write(member, depth + 1, false)).filter((schema): schema is JsonSchema => !!schema);
     if (anyOf.some((schema) => Object.keys(schema).length === 0)) return {};
     return anyOf.length ? { anyOf } : undefined;
