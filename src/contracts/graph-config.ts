@@ -6,7 +6,6 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readSync, realpa
 import { dirname, extname, isAbsolute, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import type { CorsOptions } from '../http/cors.js';
 
 const GraphSpec = z.union([
   z.string().regex(/^[^:]+(:[A-Za-z_$][\w$]*)?$/, 'expected "./path/to/file.ts:exportName"'),
@@ -92,6 +91,24 @@ const GraphConfigFile = z
   .passthrough();
 
 export type GraphEntry = { graphId: string; file: string; exportName: string; description?: string };
+
+/** `http.cors` of langgraph.json, as read: what http/cors.ts makes its policy of. */
+export type CorsOptions = {
+  /** Origins allowed (`*`: any); with neither this nor `allowOriginRegex`, any. */
+  allowOrigins?: string[];
+  /** A regular expression an allowed origin matches as a whole. */
+  allowOriginRegex?: string;
+  /** Methods a page may use (`*`: any); the reference's list by default. */
+  allowMethods?: string[];
+  /** Request headers a page may send (`*`: any); by default whatever its preflight asks for. */
+  allowHeaders?: string[];
+  /** Whether a page may send cookies and read the answer to a request that carried them. */
+  allowCredentials?: boolean;
+  /** Answer headers a page's script may read, besides those the SDK reads (always exposed). */
+  exposeHeaders?: string[];
+  /** Seconds a browser may keep a preflight's answer. */
+  maxAge?: number;
+};
 
 export type GraphConfig = {
   /** Absolute path of the config file. */

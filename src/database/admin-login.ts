@@ -9,7 +9,7 @@
 // which ending their sessions and DROP OWNED need. Before 16, CREATEROLE alone may alter and drop them.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { createPool } from '../db.js';
+import { createPool } from './pool.js';
 
 /**
  * A migrated database new deployment databases are copied from (CREATE DATABASE … TEMPLATE: a file

@@ -7,24 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { AppError } from '../errors.js';
 import { RUNTIME_DEPLOYMENT_URL_HEADER } from '../contracts/gateway-protocol.js';
-
-/** `http.cors` of langgraph.json, as read (contracts/graph-config.ts). */
-export type CorsOptions = {
-  /** Origins allowed (`*`: any); with neither this nor `allowOriginRegex`, any. */
-  allowOrigins?: string[];
-  /** A regular expression an allowed origin matches as a whole. */
-  allowOriginRegex?: string;
-  /** Methods a page may use (`*`: any); the reference's list by default. */
-  allowMethods?: string[];
-  /** Request headers a page may send (`*`: any); by default whatever its preflight asks for. */
-  allowHeaders?: string[];
-  /** Whether a page may send cookies and read the answer to a request that carried them. */
-  allowCredentials?: boolean;
-  /** Answer headers a page's script may read, besides those the SDK reads (always exposed). */
-  exposeHeaders?: string[];
-  /** Seconds a browser may keep a preflight's answer. */
-  maxAge?: number;
-};
+import type { CorsOptions } from '../contracts/graph-config.js';
 
 /** What a policy allows, and its middleware. */
 export type CorsPolicy = {

@@ -5,7 +5,7 @@
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
 import { PreparingClient } from '../../database/prepared-statements.js';
-import { createPool } from '../../db.js';
+import { createPool } from '../../database/pool.js';
 import { readStoreSettings } from '../services/store/store-items.store.js';
 import type { Embedder } from '../services/store/store-operations.js';
 import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';

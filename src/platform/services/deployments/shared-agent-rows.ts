@@ -12,7 +12,7 @@
 // has no record of, go with the tables.
 import pg from 'pg';
 import type { Deps } from '../../../context.js';
-import { createPool } from '../../../db.js';
+import { createPool } from '../../../database/pool.js';
 import { ensureCheckpointTables } from '../../../database/checkpoint-schema.js';
 import { migrateDatabase } from '../../../database/migrate.js';
 import { ensureStoreSchema, storeSchema } from '../../../database/store-schema.js';
