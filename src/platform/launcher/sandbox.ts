@@ -220,7 +220,9 @@ export function deploymentSandbox(
     const user = files.uid === undefined ? {} : { uid: files.uid, gid: files.uid };
     // The shell joins the deployment's cgroups, then becomes bubblewrap: everything it starts is counted there.
     const [file, fileArgs] = procs.length === 0 ? [bubblewrapPath()!, sandboxed] : ['/bin/sh', ['-c', JOIN_CGROUPS, 'agent-platform-sandbox', ...procs, '--', bubblewrapPath()!, ...sandboxed]];
-    const child = spawn(file, fileArgs, { cwd: mounts.cwd, env: options.env, stdio, ...user });
+    // A session of its own: a terminal's Ctrl-C reaches the platform's process group, not the sandbox,
+    // which the platform stops itself as it shuts down (and which --die-with-parent ends if it dies).
+    const child = spawn(file, fileArgs, { cwd: mounts.cwd, env: options.env, stdio, detached: true, ...user });
     if (connected) void connectSandboxNetwork(child, fds, config.network).catch((error: unknown) => child.emit('error', error));
     return child;
   };
