@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { deriveStatus, type JsonbValue, toJsonb, toText } from './derive.js';
 import { afterRunsStoredCtes } from './ingest-hooks.js';
 import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest-types.js';
-import { USAGE_COLUMNS, type UsageContribution } from './usage-rollups.store.js';
+import { hasUsage, USAGE_COLUMNS, type UsageContribution } from './usage-rollups.store.js';
 
 /**
  * The statement of findParentRuns ($1 tenant, $2 run ids, and $3 the project when `inProject`): each
@@ -408,7 +408,7 @@ export async function applyPatches(
   for (const row of rows) {
     if (!row.parent_run_ids?.length) continue;
     const usage = ownUsage((column) => row[`delta_${column}`]);
-    if (USAGE_COLUMNS.some(([, , key]) => usage[key] !== null && usage[key] !== 0)) contributions.push({ from: row.id, ancestors: row.parent_run_ids, usage });
+    if (hasUsage(usage)) contributions.push({ from: row.id, ancestors: row.parent_run_ids, usage });
   }
   return { patched: new Set(rows.map((row) => row.id)), contributions };
 }
