@@ -8,17 +8,12 @@
 import type { Logger } from 'pino';
 import { buildApp } from './platform/app.js';
 import type { Config } from './config.js';
-import { createDeps } from './wiring.js';
 import { readGraphConfig } from './contracts/graph-config.js';
 import { advertisedHost } from './contracts/launcher-protocol.js';
-import { startLocalAgentServer } from './start.js';
-import { startIngestThreads } from './platform/ingest/ingest-threads.js';
-import { startPlatformJobs } from './platform/jobs/platform-jobs.js';
+import { openPlatform, startLocalAgentServer } from './start.js';
 import { recordAgentServer } from './platform/launcher/child-launcher.js';
 import { registerLocalDeployment } from './platform/services/deployments/local-deployments.js';
-import { moveSharedAgentRows } from './platform/services/deployments/shared-agent-rows.js';
 import { authenticateApiKey } from './platform/services/tenancy/authentication.service.js';
-import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
 import { localViewer, SYSTEM_VIEWER } from './viewer.js';
 
 export type ServedConfig = {
@@ -35,20 +30,10 @@ export type ServedConfig = {
 };
 
 /** Starts the agent server for one graph config; resolves once it listens. */
-export async function startServe(config: Config, logger: Logger, options: { configPath: string; dev: boolean }): Promise<ServedConfig> {
-  const wiring = await createDeps(config, logger);
-  const { deps } = wiring;
-  startIngestThreads(wiring);
-  try {
-    // An earlier version kept its deployment's rows in the platform's database: they go to its own first.
-    await moveSharedAgentRows(deps);
-    // The worker role's schedules (usage folds, trace partitions and retention) run here too unless left out.
-    const boss = await startPlatformJobs(deps, { work: config.roles.includes('worker') });
-    wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
-    deps.boss = boss;
-    // The installation's first start creates its default tenant and key, as `start` does; the
-    // deployment belongs to that workspace (or AGENT_SERVER_TRACE_WORKSPACE_ID), which receives its traces.
-    const bootstrap = await bootstrapInstallation(deps);
+export function startServe(config: Config, logger: Logger, options: { configPath: string; dev: boolean }): Promise<ServedConfig> {
+  // The worker role's schedules (usage folds, trace partitions and retention) run here too unless left out.
+  return openPlatform(config, logger, { jobsStopTimeoutMs: 5000 }, async ({ wiring, deps, firstApiKey }) => {
+    // The deployment belongs to the installation's first workspace (or AGENT_SERVER_TRACE_WORKSPACE_ID), which receives its traces.
     const deployment = await registerLocalDeployment({ ...deps, viewer: SYSTEM_VIEWER }, { configPath: options.configPath, workspaceId: config.agentServerTracing.workspaceId });
     const { deploymentId } = deployment;
     // Served without credentials, like `langgraph dev`; a platform key is checked only for the
@@ -75,13 +60,10 @@ export async function startServe(config: Config, logger: Logger, options: { conf
       url,
       deploymentId,
       graphIds: agentServer.graphIds,
-      firstApiKey: bootstrap?.key,
+      firstApiKey,
       tracing: tracing && { workspaceId: tracing.workspaceId, project: tracing.project },
       runtime: agentServer.runtime.where,
       stop: wiring.stop,
     };
-  } catch (error) {
-    await wiring.stop();
-    throw error;
-  }
+  });
 }

@@ -23,7 +23,7 @@ import { findLocalDeployment, type LocalDeployment } from './platform/services/d
 import { moveSharedAgentRows } from './platform/services/deployments/shared-agent-rows.js';
 import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
 import { countIngestedTraces } from './platform/services/usage/usage.service.js';
-import { createDeps } from './wiring.js';
+import { createDeps, type ProcessDeps } from './wiring.js';
 
 /** A local deployment's agent server that this process runs (the runtime role), where it answers, and its own dependencies. */
 export type RunningLocalDeployment = { deploymentId: string; url: string; graphIds: string[]; where: string; deps: Deps; stop(): Promise<void> };
@@ -39,19 +39,38 @@ export type RunningPlatform = {
   stop(): Promise<void>;
 };
 
-export async function startPlatform(config: Config, logger: Logger): Promise<RunningPlatform> {
+/**
+ * Opens the platform as `start` and `serve` both begin: its dependencies and ingest threads, an
+ * earlier version's deployments' rows moved out of its database into their own, its jobs (worked
+ * where the worker role runs, scheduled otherwise), and the installation's first tenant and key on
+ * its first start. Then `begin` builds the rest; what fails stops all of it.
+ */
+export async function openPlatform<T>(
+  config: Config,
+  logger: Logger,
+  options: { jobsStopTimeoutMs: number },
+  begin: (opened: { wiring: ProcessDeps; deps: Deps; firstApiKey: string | undefined }) => Promise<T>,
+): Promise<T> {
   const wiring = await createDeps(config, logger);
   const { deps } = wiring;
   startIngestThreads(wiring);
   try {
-    // An earlier version's deployments' rows in the platform's database go to their own databases first.
     await moveSharedAgentRows(deps);
     const boss = await startPlatformJobs(deps, { work: config.roles.includes('worker') });
-    wiring.onStop(() => boss.stop({ graceful: true, timeout: 10_000 }));
+    wiring.onStop(() => boss.stop({ graceful: true, timeout: options.jobsStopTimeoutMs }));
     deps.boss = boss;
     // Registered after the queue's stop, so it runs before it: runtimes end while the database is up.
     wiring.onStop(async () => deps.deployedRuntimes?.stop());
     const bootstrap = await bootstrapInstallation(deps);
+    return await begin({ wiring, deps, firstApiKey: bootstrap?.key });
+  } catch (error) {
+    await wiring.stop();
+    throw error;
+  }
+}
+
+export function startPlatform(config: Config, logger: Logger): Promise<RunningPlatform> {
+  return openPlatform(config, logger, { jobsStopTimeoutMs: 10_000 }, async ({ wiring, deps, firstApiKey }) => {
     const runtimes: RunningLocalDeployment[] = [];
     if (config.roles.includes('runtime')) {
       for (const deploymentId of config.runtimeDeployments) {
@@ -68,11 +87,8 @@ export async function startPlatform(config: Config, logger: Logger): Promise<Run
       url = await app.start(config.port, config.host);
     }
     logger.info({ url, roles: config.roles }, 'agent platform started');
-    return { deps, url: config.publicUrl ?? url, firstApiKey: bootstrap?.key, runtimes, stop: wiring.stop };
-  } catch (error) {
-    await wiring.stop();
-    throw error;
-  }
+    return { deps, url: config.publicUrl ?? url, firstApiKey, runtimes, stop: wiring.stop };
+  });
 }
 
 /** The agent server's API reference, which the platform serves at every deployment's url (buildApp's `agentServerReference`). */
