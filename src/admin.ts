@@ -10,6 +10,7 @@ import { registerLocalDeployment } from './platform/services/deployments/local-d
 import * as apiKeys from './platform/services/tenancy/api-keys.service.js';
 import * as tenancy from './platform/services/tenancy/tenancy.service.js';
 import { rebuildUsageRollups } from './platform/services/usage/usage.service.js';
+import { backupInstallation, restoreInstallation } from './platform/launcher/installation-backup.js';
 import { SYSTEM_VIEWER } from './viewer.js';
 
 type Common = { json?: boolean; dataDir?: string };
@@ -154,6 +155,22 @@ export function runAdmin(program: Command, configFrom: (options: Common) => Conf
         print(o.json, row, (r) => `revoked ${r.id}  ${r.shortKey}`);
       }),
     );
+
+  // Backup and restore act on the data directory itself, before (restore) or beside (backup) a platform: no services needed.
+  const onDataDirectory = (action: typeof backupInstallation) => async (dir: string, _options: unknown, command: Command) => {
+    const options = command.optsWithGlobals() as Common;
+    const logger = pino({ level: 'warn' }, pino.destination(2));
+    const manifest = await action(configFrom({ dataDir: options.dataDir }), logger, dir, options.json ? () => undefined : (line) => console.log(line));
+    if (options.json) console.log(JSON.stringify(manifest, null, 2));
+  };
+  admin
+    .command('backup <dir>')
+    .description('copy the embedded database (the platform\'s and every deployment\'s, at one moment), the key material and deployments\' files into a new folder; safe while the platform runs')
+    .action(onDataDirectory(backupInstallation));
+  admin
+    .command('restore <dir>')
+    .description('restore a backup into an empty data directory (start the platform on it afterwards)')
+    .action(onDataDirectory(restoreInstallation));
 
   const usage = admin.command('usage').description('usage rollups');
   usage

@@ -59,6 +59,9 @@ export function createSecretBox(key: Buffer): SecretBox {
  * start. An external database without a configured key is refused: a generated key on one machine
  * would make the secrets unreadable by every other replica.
  */
+/** The data directory's file of the generated key (embedded database only). */
+export const SECRET_KEY_FILE = 'secret-key';
+
 export function resolveSecretKey(options: { configured?: Buffer; dataDir: string; embedded: boolean }): Buffer {
   if (options.configured) return options.configured;
   if (!options.embedded) {
@@ -67,7 +70,7 @@ export function resolveSecretKey(options: { configured?: Buffer; dataDir: string
     );
   }
   const dir = resolve(options.dataDir);
-  const file = join(dir, 'secret-key');
+  const file = join(dir, SECRET_KEY_FILE);
   if (!existsSync(file)) {
     mkdirSync(dir, { recursive: true });
     writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600 });

@@ -2,6 +2,7 @@
 // Its data lives under <dataDir>/postgres and is reused on the next start. The platform connects with
 // logins that are not superusers (embedded-logins.ts); the superuser's password, like theirs, is kept
 // in a file of the data directory that only its owner may read.
+import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -131,6 +132,48 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger, con
   logger.info({ dataDir: databaseDir, port, firstStart, ms: Date.now() - started }, 'embedded PostgreSQL started');
 
   return { ...urls(port, socketDir), stop: () => server.stop() };
+}
+
+/**
+ * Runs `work` with the superuser's URL of `dataDir`'s embedded server and its data directory: the
+ * running one (a platform's, left running), or one started for it and stopped after.
+ */
+export async function withEmbeddedSuperuser<T>(dataDir: string, logger: Logger, work: (server: { superuserUrl: string; databaseDir: string }) => Promise<T>): Promise<T> {
+  const root = resolve(dataDir);
+  const databaseDir = join(root, 'postgres');
+  const database = await startEmbeddedPostgres(root, logger);
+  try {
+    const running = runningServer(databaseDir);
+    if (!running) throw new Error(`the embedded PostgreSQL of ${root} stopped unexpectedly`);
+    const superuserUrl = connectionUrl('postgres', passwordInFile(join(root, SUPERUSER_PASSWORD_FILE)), running.port, running.socketDir);
+    return await work({ superuserUrl, databaseDir });
+  } finally {
+    await database.stop();
+  }
+}
+
+/** Whether `dataDir` holds an embedded server's data (to restore into it would overwrite them). */
+export const hasEmbeddedData = (dataDir: string): boolean => existsSync(join(resolve(dataDir), 'postgres', 'PG_VERSION'));
+
+/** The key files of the data directory: without them a copy of its server cannot be started or its secrets read. */
+export const EMBEDDED_KEY_FILES = [SUPERUSER_PASSWORD_FILE, PLATFORM_PASSWORD_FILE, ADMIN_PASSWORD_FILE];
+
+/**
+ * Hands a server's data directory written by this process (a restore) to the OS user PostgreSQL runs
+ * as: the `postgres` user when the platform is root (made if this machine lacks it, as on first start),
+ * with the folder modes PostgreSQL insists on.
+ */
+export function handDataDirectoryToServer(databaseDir: string): void {
+  chmodSync(databaseDir, 0o700);
+  if (process.getuid?.() !== 0) return;
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  try {
+    id('-u');
+  } catch {
+    execFileSync('groupadd', ['--force', 'postgres']);
+    execFileSync('useradd', ['-g', 'postgres', 'postgres']);
+  }
+  execFileSync('chown', ['-R', '--no-dereference', `${id('-u')}:${id('-g')}`, databaseDir]);
 }
 
 /**
