@@ -14,9 +14,11 @@ const byteSize = z
 const EnvSchema = z.object({
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   /**
-   * With DATABASE_URL: the login (CREATEROLE, not a superuser) that makes and drops deployments'
-   * logins, on the same database. Without it DATABASE_URL's login does (start-up warns if that is a
-   * superuser). The embedded database has its own admin login.
+   * The login (CREATEROLE, CREATEDB, not a superuser) that makes and drops deployments' logins and
+   * databases, on the server where deployments' databases are to live: the platform's (with
+   * DATABASE_URL; without this setting DATABASE_URL's login does, and start-up warns if that is a
+   * superuser) or another one, kept for deployments. The embedded database has its own admin login,
+   * used when this is unset.
    */
   AGENT_PLATFORM_ADMIN_DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   PORT: z.coerce.number().int().min(0).max(65535).default(4100),
@@ -338,9 +340,6 @@ export function loadConfig(
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.') || 'env'}: ${issue.message}`));
   }
   const value = parsed.data;
-  if (value.AGENT_PLATFORM_ADMIN_DATABASE_URL && !value.DATABASE_URL) {
-    throw new ConfigError(['AGENT_PLATFORM_ADMIN_DATABASE_URL: set DATABASE_URL too (the embedded database has its own admin login)']);
-  }
   return {
     databaseUrl: value.DATABASE_URL,
     adminDatabaseUrl: value.AGENT_PLATFORM_ADMIN_DATABASE_URL,

@@ -38,17 +38,19 @@ type OpenedDatabase = { url: string; adminUrl: string; embedded: EmbeddedDatabas
 
 /**
  * Opens the database (starting the embedded one when no DATABASE_URL is set) and migrates it. The
- * admin login is the embedded one's, else AGENT_PLATFORM_ADMIN_DATABASE_URL, else the platform's.
+ * admin login is AGENT_PLATFORM_ADMIN_DATABASE_URL's (on the platform's server or another), else the
+ * embedded one's, else the platform's.
  */
 async function openDatabase(config: Config, logger: Logger): Promise<OpenedDatabase> {
   const embedded = config.databaseUrl
     ? undefined
     : await startEmbeddedPostgres(config.dataDir, logger, { maxConnections: config.embeddedMaxConnections, reservedConnections: config.reservedConnections });
   const url = config.databaseUrl ?? embedded!.url;
-  const adminUrl = embedded?.adminUrl ?? config.adminDatabaseUrl ?? url;
+  // A configured admin login wins over the embedded one's: deployments' databases then live on its server.
+  const adminUrl = config.adminDatabaseUrl ?? embedded?.adminUrl ?? url;
   try {
     await migrateDatabase(url, logger, 'platform');
-    if (!embedded) {
+    if (!embedded || config.adminDatabaseUrl) {
       const launchesDeployments = config.roles.includes('worker') && config.controlPlaneWorker;
       await checkDatabaseLogins({ platform: url, admin: adminUrl, adminConfigured: config.adminDatabaseUrl !== undefined }, { launchesDeployments }, logger);
     }

@@ -36,6 +36,10 @@ export type PreparedRuntime = {
   discard(): Promise<void>;
 };
 
+/**
+ * Starts revisions' agent servers somewhere. What another launcher (a Kubernetes Deployment and Service
+ * per revision) must keep of this one's contract: the README's "Another launcher".
+ */
 export interface RuntimeLauncher {
   launch(spec: LaunchSpec): Promise<LaunchedRuntime>;
   /**

@@ -67,6 +67,11 @@ export type AdminLogin = {
   ensureTemplate(template: DatabaseTemplate & { prefix: string }, fill: (url: string) => Promise<void>): Promise<void>;
   /** The admin login's role name (current_user). */
   loginName(): Promise<string>;
+  /**
+   * Its URL: deployments' databases are on its server (which may be another than the platform's), so
+   * their agent servers connect where it points, with logins of their own.
+   */
+  readonly url: string;
   close(): Promise<void>;
 };
 
@@ -172,6 +177,7 @@ export function openAdminLogin(adminUrl: string, onWarning?: (message: string) =
   };
 
   return {
+    url: adminUrl,
     ensureLogin: (role, password, limits) =>
       withClient(async (client) => {
         const name = quoteIdent(role);
@@ -319,6 +325,8 @@ export async function checkDatabaseLogins(
   };
   const platform = await attributes(urls.platform);
   await warnOfOpenDatabases(urls.platform, logger);
+  // Deployments' databases on a server of their own: what their logins could reach there is said too.
+  if (!sameServer(urls.platform, urls.admin)) await warnOfOpenDatabases(urls.admin, logger);
   const admin = urls.admin === urls.platform ? platform : await attributes(urls.admin);
   if (platform.superuser) {
     logger.warn({ login: platform.name }, "the platform's database login is a superuser: give it a login that owns the database and is not a superuser (see the README's settings)");
@@ -334,6 +342,12 @@ export async function checkDatabaseLogins(
       "no database login may make deployments' logins (CREATEROLE): deploys will fail until one can; set AGENT_PLATFORM_ADMIN_DATABASE_URL",
     );
   }
+}
+
+/** Whether two connection URLs reach one server (host, port and Unix socket folder alike). */
+function sameServer(a: string, b: string): boolean {
+  const where = (url: URL) => `${url.hostname}:${url.port || '5432'}:${url.searchParams.get('host') ?? ''}`;
+  return where(new URL(a)) === where(new URL(b));
 }
 
 /**

@@ -35,6 +35,9 @@ const EXTERNAL_DATABASE =
 
 function assertEmbedded(config: Config): void {
   if (config.databaseUrl) throw AppError.badRequest(EXTERNAL_DATABASE);
+  if (config.adminDatabaseUrl) {
+    throw AppError.badRequest("deployments' databases are on the server of AGENT_PLATFORM_ADMIN_DATABASE_URL, which a copy of the embedded server would leave out: back both servers up with PostgreSQL's own tools (README, \"Backup and restore\")");
+  }
 }
 
 /**

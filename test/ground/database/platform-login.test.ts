@@ -260,7 +260,7 @@ describe('an external database', () => {
     expect(await startWarnings({ DATABASE_URL: databaseUrl(), AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl() })).toEqual([]);
   });
 
-  it('takes no admin login without DATABASE_URL (the embedded database has its own)', () => {
-    expect(() => loadConfig({}, { AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl() })).toThrow(/AGENT_PLATFORM_ADMIN_DATABASE_URL: set DATABASE_URL too/);
+  it('takes an admin login beside the embedded database too: deployments\' databases then live on its server (deployment-database-server.test.ts)', () => {
+    expect(loadConfig({}, { AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl() })).toMatchObject({ databaseUrl: undefined, adminDatabaseUrl: adminLoginUrl() });
   });
 });

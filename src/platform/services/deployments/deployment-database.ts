@@ -46,7 +46,8 @@ function closePlatformDatabase(deps: Pick<Deps, 'db' | 'adminLogin' | 'logger'>)
     await deps.db.pool.query(
       `DO $$ BEGIN
          EXECUTE format('REVOKE CONNECT, TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
-         IF ${pgLiteral(admin)} <> current_user THEN
+         -- (Absent where the admin login is on a server of deployments' own: it never connects here.)
+         IF ${pgLiteral(admin)} <> current_user AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ${pgLiteral(admin)}) THEN
            EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), ${pgLiteral(admin)});
          END IF;
        END $$`,
@@ -61,10 +62,10 @@ function closePlatformDatabase(deps: Pick<Deps, 'db' | 'adminLogin' | 'logger'>)
 
 const pgLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
-/** Whether the deployment's database exists already. */
-export async function deploymentDatabaseExists(deps: Pick<Deps, 'db'>, deploymentId: string): Promise<boolean> {
-  const { rowCount } = await deps.db.pool.query('SELECT 1 FROM pg_database WHERE datname = $1', [deploymentDatabaseName(deploymentId)]);
-  return rowCount === 1;
+/** Whether the deployment's database exists already (on the admin login's server, where deployments' databases are). */
+export async function deploymentDatabaseExists(deps: Pick<Deps, 'adminLogin'>, deploymentId: string): Promise<boolean> {
+  const name = deploymentDatabaseName(deploymentId);
+  return (await deps.adminLogin.databaseUsage([name])).has(name);
 }
 
 export type DeploymentDatabase = { url: string; made: boolean };
@@ -159,15 +160,16 @@ export async function ensureDeploymentDatabase(
       `could not make the deployment's own database and login (${(error as Error).message}); give the platform an admin login that may create roles and databases (AGENT_PLATFORM_ADMIN_DATABASE_URL)`,
     );
   }
-  return { url: deploymentDatabaseUrl(deps.db.url, deps.secrets, deploymentId), made };
+  return { url: deploymentDatabaseUrl(deps.adminLogin.url, deps.secrets, deploymentId), made };
 }
 
 /**
- * The URL a deployment's agent server connects with: the platform's server (`platformUrl`), the
- * deployment's own database and login, whose password is derived from the installation's key.
+ * The URL a deployment's agent server connects with: the server of the admin login that made its
+ * database (`serverUrl`: the platform's, or one of deployments' own), the deployment's own database
+ * and login, whose password is derived from the installation's key.
  */
-export function deploymentDatabaseUrl(platformUrl: string, secrets: Pick<Deps['secrets'], 'derive'>, deploymentId: string): string {
-  const url = new URL(platformUrl);
+export function deploymentDatabaseUrl(serverUrl: string, secrets: Pick<Deps['secrets'], 'derive'>, deploymentId: string): string {
+  const url = new URL(serverUrl);
   url.username = runtimeLoginRole(deploymentId);
   url.password = secrets.derive(`database-login:${deploymentId}`).key.toString('hex');
   url.pathname = `/${deploymentDatabaseName(deploymentId)}`;
