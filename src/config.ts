@@ -141,6 +141,18 @@ const EnvSchema = z.object({
   /** …which queues at most this many trace operations (runs, patches); beyond that, runs wait for room. */
   AGENT_SERVER_TRACE_QUEUE: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   /**
+   * Agent server: opt-in rate limits (token buckets in its own database, shared by all its processes).
+   * `off` (default); `shadow` counts and logs what would be refused and refuses nothing; `enforce`
+   * answers 429 with Retry-After. A deployment sets it among its secrets, `serve` in its environment.
+   */
+  AGENT_SERVER_RATE_LIMIT: z.enum(['off', 'shadow', 'enforce']).default('off'),
+  /** Requests per minute (and burst) of one caller: custom auth's identity, else the platform user the gateway let through. */
+  AGENT_SERVER_RATE_LIMIT_CALLER_PER_MINUTE: z.coerce.number().min(1).max(1_000_000).default(600),
+  /** Requests per minute (and burst) of the whole deployment, all callers together. */
+  AGENT_SERVER_RATE_LIMIT_DEPLOYMENT_PER_MINUTE: z.coerce.number().min(1).max(10_000_000).default(6_000),
+  /** Searches (the `…/search` and `…/count` routes, which read the most) per minute of one caller, besides the caller's limit. */
+  AGENT_SERVER_RATE_LIMIT_SEARCH_PER_MINUTE: z.coerce.number().min(1).max(1_000_000).default(120),
+  /**
    * Agent server: seconds between two keep-alives of an open SSE stream (a comment line), so proxies and
    * clients that drop an idle connection keep it. A deployed revision's agent server gets the platform's.
    */
@@ -288,6 +300,8 @@ export type Config = {
   ingestThreads: number;
   ingestWriteConnections: number;
   agentServerTracing: { enabled: boolean; workspaceId: string | undefined; project: string | undefined; flushIntervalMs: number; queueCapacity: number };
+  /** The agent server's opt-in rate limits (AGENT_SERVER_RATE_LIMIT*). */
+  agentServerRateLimits: { mode: 'off' | 'shadow' | 'enforce'; callerPerMinute: number; deploymentPerMinute: number; searchPerMinute: number };
   /** A deployed revision's agent server: where its traces go (the platform's ingest API) and with which key. */
   deploymentTraces: { url: string; apiKey: string; project: string } | undefined;
   usageDataStart: Date;
@@ -401,6 +415,12 @@ export function loadConfig(
       project: value.AGENT_SERVER_TRACING_PROJECT,
       flushIntervalMs: value.AGENT_SERVER_TRACE_FLUSH_MS,
       queueCapacity: value.AGENT_SERVER_TRACE_QUEUE,
+    },
+    agentServerRateLimits: {
+      mode: value.AGENT_SERVER_RATE_LIMIT,
+      callerPerMinute: value.AGENT_SERVER_RATE_LIMIT_CALLER_PER_MINUTE,
+      deploymentPerMinute: value.AGENT_SERVER_RATE_LIMIT_DEPLOYMENT_PER_MINUTE,
+      searchPerMinute: value.AGENT_SERVER_RATE_LIMIT_SEARCH_PER_MINUTE,
     },
     deploymentTraces:
       value.AGENT_PLATFORM_TRACES_URL && value.AGENT_PLATFORM_TRACES_API_KEY && value.AGENT_PLATFORM_TRACES_PROJECT

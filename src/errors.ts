@@ -12,7 +12,9 @@ export type ErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'UNPROCESSABLE'
   /** A dependency (a deployment's runtime) is not running or not answering: try again later. */
-  | 'UNAVAILABLE';
+  | 'UNAVAILABLE'
+  /** A rate limit refuses the request for now; `details.retryAfterSeconds` says for how long. */
+  | 'TOO_MANY_REQUESTS';
 
 /** A validation problem at a location: `loc` is the path into the input (FastAPI's shape). */
 export type ValidationIssue = { loc: (string | number)[]; msg: string; type: string };

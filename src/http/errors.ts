@@ -21,6 +21,7 @@ const STATUS: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   UNPROCESSABLE: 422,
   UNAVAILABLE: 503,
+  TOO_MANY_REQUESTS: 429,
 };
 
 /** body-parser and other http-errors carry `status`/`type`; turn the client-side ones into AppErrors. */

@@ -1,7 +1,7 @@
 // The agent server's REST surface for the one deployment it serves, at the root of its server (the
 // platform's gateway forwards /deployments/<id>/… there; `serve` answers on its own port). Errors are
 // plain text (the SDK reports them as "HTTP 404: Assistant not found").
-import { type Request, Router } from 'express';
+import { type Request, type RequestHandler, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../context.js';
 import { type CustomAuth, platformCaller } from '../services/custom-auth/custom-auth.js';
@@ -11,6 +11,7 @@ import { AGENT_CALL_PATH, type DeploymentAccess, requestAccess, RUNTIME_DEPLOYME
 import { truncateDeployment } from '../services/served-deployment/truncate.js';
 import { localViewer } from '../../viewer.js';
 import { deploymentMetrics } from '../services/system/metrics.service.js';
+import { applyRateLimits } from '../services/rate-limits/rate-limits.service.js';
 import type { CustomApp, UiBundles } from '../services/served-deployment/runtime-protocol.js';
 import { errorHandler, notFoundHandler } from '../../http/errors.js';
 import { agentServerSurface } from './openapi.operations.js';
@@ -87,6 +88,17 @@ export const studioCredentialOf = (target: AgentServerTarget): StudioCredential 
 
 const deploymentUrlOf = (req: Request) => req.deploymentUrl;
 
+/** Draws the request from its rate-limit buckets; a refusal answers 429 with Retry-After, as HTTP says and the SDKs read. */
+const rateLimited: RequestHandler = async (req, res, next) => {
+  try {
+    await applyRateLimits(req.agent, req.path);
+    next();
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'TOO_MANY_REQUESTS') res.set('Retry-After', String((error.details as { retryAfterSeconds: number }).retryAfterSeconds));
+    next(error);
+  }
+};
+
 /**
  * The agent-server API for a target. `customApp` (langgraph.json `http.app`), `ui` and `auth` are the
  * project's own routes, UI bundles and custom auth, loaded where its code runs (agent-server.ts);
@@ -147,6 +159,9 @@ export function agentServerRouter(
     const { contentType, text } = await deploymentMetrics(req.agent, { tracesIngested: options.tracesIngested });
     res.type(contentType).send(text);
   });
+
+  // The opt-in rate limits, once the caller is known (custom auth's identity, the gateway's user).
+  if (deps.config.agentServerRateLimits.mode !== 'off') router.use(rateLimited);
 
   // Runs first: they are the busiest routes, and each router a request passes costs a path match per
   // route (no two of these routers answer the same path, so the order changes nothing else).

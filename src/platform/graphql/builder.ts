@@ -62,7 +62,7 @@ builder.subscriptionType({ description: 'Live events: revision status, export st
 
 const ErrorCodeEnum = builder.enumType('ErrorCode', {
   description: 'Stable machine-readable error codes, shared with the REST surfaces.',
-  values: ['VALIDATION_FAILED', 'BAD_REQUEST', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNPROCESSABLE', 'UNAVAILABLE'] as const,
+  values: ['VALIDATION_FAILED', 'BAD_REQUEST', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNPROCESSABLE', 'UNAVAILABLE', 'TOO_MANY_REQUESTS'] as const,
 });
 
 const ValidationIssueRef = builder

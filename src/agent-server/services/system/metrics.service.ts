@@ -12,12 +12,17 @@
 //                                          channel; absent when no runtime answers or tracing is off):
 //                                          _queued (gauge), _flushed_total, _backpressure_waits_total,
 //                                          _failed_total (counters, trace operations since it started)
+//   agent_server_rate_limit_mode{mode}     gauge: 1 for the opt-in rate limits' mode (off, shadow, enforce)
+//   agent_server_rate_limit_decisions_total{bucket,decision}
+//                                          counter: requests each kind of bucket let through or refused
+//                                          (in shadow mode: would have refused), all processes together
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AgentServerContext } from '../served-deployment/deployment-scope.js';
 import { askRuntime } from '../served-deployment/runtime-client.js';
 import type { TraceSinkStats } from '../../../contracts/trace-wire.js';
 import { RUN_STATUSES } from '../runs/runs.schemas.js';
 import { countRunsByStatus, runsEndedAfter } from './metrics.store.js';
+import { rateLimitFigures } from '../rate-limits/rate-limits.service.js';
 
 const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 // Runs observed per scrape at most; a backlog larger than that is taken over the next scrapes.
@@ -49,12 +54,13 @@ async function durationHistogram(ctx: AgentServerContext): Promise<Histogram> {
  */
 export async function deploymentMetrics(ctx: AgentServerContext, options: { tracesIngested?: () => Promise<number> } = {}): Promise<{ contentType: string; text: string }> {
   const registry = new Registry();
-  const [byStatus, traces, histogram, runtime] = await Promise.all([
+  const [byStatus, traces, histogram, runtime, rateLimits] = await Promise.all([
     countRunsByStatus(ctx.db, ctx.deployment.deploymentId),
     options.tracesIngested?.() ?? 0,
     durationHistogram(ctx),
     // A scrape never fails for want of a runtime: its figures are left out.
     (askRuntime(ctx, { kind: 'runtime-metrics' }) as Promise<{ traceBatcher: TraceSinkStats | null }>).catch(() => undefined),
+    rateLimitFigures(ctx),
   ]);
 
   const runs = new Gauge({ name: 'agent_server_runs', help: "The deployment's runs by status.", labelNames: ['status'], registers: [registry] });
@@ -69,6 +75,14 @@ export async function deploymentMetrics(ctx: AgentServerContext, options: { trac
     new Counter({ name: 'agent_server_trace_batcher_backpressure_waits_total', help: "Times a run waited for room in the runtime's full trace batcher.", registers: [registry] }).inc(batcher.backpressureWaits);
     new Counter({ name: 'agent_server_trace_batcher_writes_total', help: "Batches the runtime's trace batcher wrote (flushed ÷ writes: operations per batch).", registers: [registry] }).inc(batcher.writes ?? 0);
     new Counter({ name: 'agent_server_trace_batcher_failed_total', help: 'Trace operations that could not be stored (logged).', registers: [registry] }).inc(batcher.failed);
+  }
+
+  const mode = new Gauge({ name: 'agent_server_rate_limit_mode', help: "The opt-in rate limits' mode: 1 for the one in force.", labelNames: ['mode'], registers: [registry] });
+  for (const each of ['off', 'shadow', 'enforce']) mode.set({ mode: each }, each === rateLimits.mode ? 1 : 0);
+  const decisions = new Counter({ name: 'agent_server_rate_limit_decisions_total', help: 'Requests each kind of rate-limit bucket let through or refused (shadow mode: would have refused).', labelNames: ['bucket', 'decision'], registers: [registry] });
+  for (const { kind, allowed, limited } of rateLimits.decisions) {
+    decisions.inc({ bucket: kind, decision: 'allowed' }, allowed);
+    decisions.inc({ bucket: kind, decision: 'limited' }, limited);
   }
 
   return { contentType: registry.contentType, text: await registry.metrics() };
