@@ -126,9 +126,9 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
       graph_id: graphId,
     };
     const config = { configurable, tags: kwargs.config.tags ?? assistantConfig.tags, recursionLimit: kwargs.config.recursion_limit ?? assistantConfig.recursion_limit };
-    const graph = await ctx.deployment.graphs.resolve(graphId, config, { stateless: kwargs.temporary });
-    tracing = options.tracer?.({ runId, threadId, assistantId: row.assistant_id, graphId, deploymentId: ctx.deployment.deploymentId });
     const context = { ...(assistant.context ?? {}), ...(kwargs.context ?? {}) };
+    const graph = await ctx.deployment.graphs.resolve(graphId, config, { accessContext: 'threads.create_run', executionRuntime: { context } }, { stateless: kwargs.temporary });
+    tracing = options.tracer?.({ runId, threadId, assistantId: row.assistant_id, graphId, deploymentId: ctx.deployment.deploymentId });
     const events = streamGraphRun(graph, graphInput(kwargs), {
       runId,
       modes: kwargs.stream_mode as StreamMode[],

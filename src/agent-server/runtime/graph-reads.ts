@@ -13,6 +13,7 @@ import { asGraphRequest } from './graph-errors.js';
 import { extractGraphSchemas, type GraphSchemas, hasRuntimeTypes, withRuntimeDefaults } from './graph-schemas.js';
 import { serializeError, toPlainJson } from '../../serialize.js';
 import { type Checkpoint, checkpointOf } from './stream-modes.js';
+import { readAccess } from './graph-registry.js';
 
 type Json = Record<string, unknown>;
 
@@ -76,7 +77,7 @@ type Request<K extends GraphRequest['kind']> = Extract<GraphRequest, { kind: K }
 
 /** The thread's state (at a checkpoint when named); `subgraphs` includes subgraph states in tasks. */
 async function readThreadState(ctx: RuntimeContext, request: Request<'thread-state'>): Promise<ThreadState> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config), readAccess('threads.read'));
   const configurable = threadConfigurable(request.threadId, request.checkpoint);
   const state = await asGraphRequest(() => graph.getState({ configurable }, { subgraphs: request.subgraphs }));
   // LangGraph answers an empty snapshot (no creation time) for a checkpoint it does not have.
@@ -86,7 +87,7 @@ async function readThreadState(ctx: RuntimeContext, request: Request<'thread-sta
 
 /** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). */
 async function readThreadHistory(ctx: RuntimeContext, request: Request<'thread-history'>): Promise<ThreadState[]> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config), readAccess('threads.read'));
   const { before: given } = request;
   const before =
     typeof given === 'string'
@@ -109,7 +110,7 @@ async function readThreadHistory(ctx: RuntimeContext, request: Request<'thread-h
 
 /** Writes values into the thread's state as if `asNode` had returned them; refreshes the thread's cache. */
 async function updateThreadState(ctx: RuntimeContext, request: Request<'update-thread-state'>): Promise<{ checkpoint: Checkpoint | null; configurable: Json }> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config));
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, threadGraphConfig(request.config), readAccess('threads.update'));
   const next = await asGraphRequest(() => graph.updateState({ configurable: threadConfigurable(request.threadId, request.checkpoint) }, request.values ?? null, request.asNode));
   await refreshThreadCache(ctx, request.threadId);
   // The official servers answer {checkpoint}; the JS SDK's type reads {configurable}: both are given.
@@ -119,7 +120,7 @@ async function updateThreadState(ctx: RuntimeContext, request: Request<'update-t
 
 /** Seeds a new thread's state from supersteps of updates (thread create); refreshes the thread's cache. */
 async function seedThreadState(ctx: RuntimeContext, request: Request<'seed-thread-state'>): Promise<null> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, {});
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, {}, readAccess('threads.update'));
   await asGraphRequest(() =>
     graph.bulkUpdateState(
       { configurable: { thread_id: request.threadId } },
@@ -132,7 +133,7 @@ async function seedThreadState(ctx: RuntimeContext, request: Request<'seed-threa
 
 /** The drawable graph (nodes and edges); `xray` includes subgraphs. */
 async function drawGraph(ctx: RuntimeContext, request: Request<'graph-drawing'>): Promise<unknown> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config, readAccess('assistants.read'));
   const drawable: DrawableGraph = await graph.getGraphAsync({ ...request.config, xray: request.xray } as Parameters<typeof graph.getGraphAsync>[0]);
   return drawable.toJSON();
 }
@@ -150,7 +151,7 @@ async function schemasOf(ctx: RuntimeContext, graphId: string, namespace: string
 
 /** The schemas of a graph. */
 async function readGraphSchemas(ctx: RuntimeContext, request: Request<'graph-schemas'>): Promise<Json> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config, readAccess('assistants.read'));
   const schemas = await schemasOf(ctx, request.graphId, '', graph);
   // As the reference: a JS graph's context schema is its config schema.
   return {
@@ -165,7 +166,7 @@ async function readGraphSchemas(ctx: RuntimeContext, request: Request<'graph-sch
 
 /** The schemas of a graph's subgraphs by namespace (optionally below one namespace, recursively). */
 async function readSubgraphSchemas(ctx: RuntimeContext, request: Request<'subgraph-schemas'>): Promise<Record<string, Json>> {
-  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config);
+  const graph = await ctx.deployment.graphs.resolve(request.graphId, request.config, readAccess('assistants.read'));
   const result: Record<string, Json> = {};
   for await (const [namespace, subgraph] of graph.getSubgraphsAsync(request.namespace, request.recurse)) {
     result[namespace] = await schemasOf(ctx, request.graphId, namespace, subgraph);
@@ -189,7 +190,7 @@ export async function refreshThreadCache(
   const interrupts: Json = {};
   let hasNext = false;
   if (thread.graphId) {
-    const graph = await ctx.deployment.graphs.resolve(thread.graphId, threadGraphConfig(thread.config));
+    const graph = await ctx.deployment.graphs.resolve(thread.graphId, threadGraphConfig(thread.config), readAccess('threads.read'));
     const state = presentSnapshot(await graph.getState({ configurable: { thread_id: threadId } }));
     values = state.values;
     hasNext = state.next.length > 0;

@@ -1,6 +1,8 @@
 // Loads the graphs a config file names and hands out a runnable graph per run. An export may be a
-// compiled graph, a StateGraph (compiled here), a promise of either, or a factory `(config) => graph`
-// that is called again for every run (so per-run configuration can shape the graph).
+// compiled graph, a StateGraph (compiled here), a promise of either, or a factory
+// `(config, access) => graph` that is called again for every run (so per-run configuration can shape
+// the graph), and for every read of a thread's state or an assistant's graph; `access` says which, as
+// langgraph-api 1.5 passes it (GraphAccess).
 import { pathToFileURL } from 'node:url';
 import { SHARE_ENV, Worker } from 'node:worker_threads';
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
@@ -18,7 +20,19 @@ import type { TypeSchemas } from './type-schemas.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: graphs are user code of any state shape
 export type RunnableGraph = Pregel<any, any>;
-type GraphFactory = (config: RunnableConfig) => Promise<RunnableGraph>;
+/**
+ * Why a factory graph is being built, its second argument (langgraph-api 1.5's ServerRuntime): to
+ * execute a run, with the run's context, or to read an assistant's graph or a thread's state (no run).
+ * A factory may build a cheaper graph, or check the caller, for reads.
+ */
+export type GraphAccess =
+  | { accessContext: 'threads.create_run'; executionRuntime: { context: unknown } }
+  | { accessContext: 'assistants.read' | 'threads.read' | 'threads.update'; executionRuntime: null };
+
+/** A read's GraphAccess (no run executes). */
+export const readAccess = (accessContext: Exclude<GraphAccess['accessContext'], 'threads.create_run'>): GraphAccess => ({ accessContext, executionRuntime: null });
+
+type GraphFactory = (config: RunnableConfig, access: GraphAccess) => Promise<RunnableGraph>;
 
 type LoadedGraph = GraphEntry & {
   /** Set for static exports: one copy with the checkpointer, one without (stateless runs). */
@@ -174,15 +188,15 @@ export class GraphRegistry {
       }
       if (exported === undefined) throw new Error(`Graph "${entry.graphId}": ${entry.file} has no export "${entry.exportName}"`);
       if (typeof exported === 'function' && !isCompiled(exported)) {
-        const factory = exported as (config: RunnableConfig) => unknown;
+        const factory = exported as (config: RunnableConfig, access: GraphAccess) => unknown;
         // Called once now, with an empty configuration, so a factory that returns no graph fails the
         // build (not every later request); one that needs a run's configuration to build may throw
         // here, and is left to its runs.
         const trial = await Promise.resolve()
-          .then(() => factory({ configurable: {} }))
+          .then(() => factory({ configurable: {} }, readAccess('assistants.read')))
           .catch(() => undefined);
         if (trial !== undefined) toCompiled(trial, entry.graphId);
-        graphs.set(entry.graphId, { ...entry, factory: async (runConfig) => toCompiled(await factory(runConfig), entry.graphId) });
+        graphs.set(entry.graphId, { ...entry, factory: async (runConfig, access) => toCompiled(await factory(runConfig, access), entry.graphId) });
         continue;
       }
       const compiled = toCompiled(await exported, entry.graphId);
@@ -216,11 +230,11 @@ export class GraphRegistry {
    * A graph ready to run: with the Postgres checkpointer unless `stateless` (temporary threads keep no
    * history), and the deployment's store. Throws NOT_FOUND for a graph this deployment does not serve.
    */
-  async resolve(graphId: string, config: RunnableConfig, options: { stateless?: boolean } = {}): Promise<RunnableGraph> {
+  async resolve(graphId: string, config: RunnableConfig, access: GraphAccess, options: { stateless?: boolean } = {}): Promise<RunnableGraph> {
     const graph = this.graphs.get(graphId);
     if (!graph) throw AppError.notFound(`Graph "${graphId}" not found`);
     if (graph.factory) {
-      const built = await graph.factory(config);
+      const built = await graph.factory(config, access);
       const copy = copyGraph(built);
       copy.checkpointer = options.stateless ? undefined : this.persistence.checkpointer;
       copy.store = this.persistence.store;

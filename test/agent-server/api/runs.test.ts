@@ -125,6 +125,17 @@ describe('interrupts, errors, factories and the store', () => {
     expect(parts[1]!.data).toEqual({ shout: { greeting: 'HELLO FROM ENV, ADA' } });
   });
 
+  it('tells a factory why it builds the graph: a run, with its context, or a read of the assistant (a thread\'s reads build it too)', async () => {
+    const assistant = await server.client.assistants.create({ graphId: 'factory', config: { configurable: { style: 'access' } } });
+    const thread = await server.client.threads.create();
+    const state = await server.client.runs.wait(thread.thread_id, assistant.assistant_id, { input: { name: 'Ada' }, context: { salutation: 'Ahoy' } });
+    expect(state).toEqual({ name: 'Ada', greeting: 'Ahoy, Ada (threads.create_run)' });
+    const drawn = (await server.client.assistants.getGraph(assistant.assistant_id)) as { nodes: { id: string }[] };
+    expect(drawn.nodes.map((node) => node.id)).toContain('built_for_assistants_read');
+    const history = await server.client.threads.getHistory(thread.thread_id);
+    expect(history.length).toBeGreaterThan(0);
+  });
+
   it("passes the request's x-* headers and user-agent to the graph in config.configurable, but credentials", async () => {
     // The key a deployed revision's client sends comes along (its defaultHeaders).
     const client = new Client({ apiUrl: server.url, callerOptions: { maxRetries: 0 }, defaultHeaders: { ...(server.client as unknown as { defaultHeaders: Record<string, string> }).defaultHeaders, 'x-configurable-header': 'extra-client', 'x-service-key': 'secret' } });
