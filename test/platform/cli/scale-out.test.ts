@@ -1,0 +1,142 @@
+// Scale out, shown: two `start --role api` and two `start --role worker` processes on one external
+// PostgreSQL, behind no balancer. A deployment made through one api process deploys (its build job
+// runs once, on one worker; one agent server serves it), and every surface answers alike from either
+// api process: the control plane, the gateway's runs and streams, trace ingest and reads, usage and a
+// bulk export whose job runs once (one file per export run, nothing written twice).
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Client } from '@langchain/langgraph-sdk';
+import { Client as LangSmith } from 'langsmith';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, waitForRevision } from '../../support/deployments.js';
+import { listKeys, type S3Server, startS3 } from '../../support/exports.js';
+import { adminLoginUrl, databaseUrl, graphql } from '../../support/helpers.js';
+import { type PlatformProcess, spawnPlatform } from '../../support/processes.js';
+
+const env = {
+  DATABASE_URL: databaseUrl(),
+  AGENT_PLATFORM_ADMIN_DATABASE_URL: adminLoginUrl(),
+  // One installation: every process seals and reads secrets with the same key.
+  AGENT_PLATFORM_SECRET_KEY: randomBytes(32).toString('base64'),
+  AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
+  AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true',
+  AGENT_PLATFORM_INGEST_THREADS: '1',
+  LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+};
+const WORKER_READY = /(Agent Platform is running) \(roles: worker/;
+
+let apis: PlatformProcess[] = [];
+let workers: PlatformProcess[] = [];
+let s3: S3Server;
+let key: string;
+let workspaceId: string;
+
+beforeAll(async () => {
+  s3 = await startS3();
+  // The first api process makes the installation's first tenant and key (its database is new).
+  const first = await spawnPlatform(['start', '--role', 'api', '--port', '0'], env, 150_000);
+  apis = [first];
+  key = /^API key: (\S+)$/m.exec(first.output())![1]!;
+  const [second, ...started] = await Promise.all([
+    spawnPlatform(['start', '--role', 'api', '--port', '0'], env, 150_000),
+    spawnPlatform(['start', '--role', 'worker'], env, 150_000, WORKER_READY),
+    spawnPlatform(['start', '--role', 'worker'], env, 150_000, WORKER_READY),
+  ]);
+  apis.push(second);
+  workers = started;
+  workspaceId = (await graphql(second.url, '{ viewer { workspaces { id } } }', { key })).body.data.viewer.workspaces[0].id;
+}, 240_000);
+afterAll(async () => {
+  await Promise.all([...workers, ...apis].map((process) => process.stop()));
+  await s3?.stop();
+});
+
+const controlPlane = (index: number): Api => controlPlaneApi(apis[index]!.url, { key, tenant: workspaceId });
+
+async function rest(index: number, method: string, path: string, body?: unknown): Promise<any> {
+  const response = await fetch(`${apis[index]!.url}/api/v1${path}`, {
+    method,
+    headers: { 'x-api-key': key, 'x-tenant-id': workspaceId, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await response.json();
+  expect(response.status, JSON.stringify(json)).toBe(200);
+  return json;
+}
+
+async function onDatabase<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: databaseUrl() });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('two api and two worker processes on one PostgreSQL', () => {
+  it('deploy through one api, run and stream through either, one agent server, one build', async () => {
+    const created = await controlPlane(0)('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(echoGraph('v1')).url, { name: 'scaled' }) });
+    expect(created.status).toBe(201);
+    const deploymentId: string = created.body.id;
+    // Followed through the other api process.
+    expect((await waitForRevision(controlPlane(1), deploymentId, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+
+    const [a, b] = apis.map((api) => new Client({ apiUrl: `${api.url}/deployments/${deploymentId}`, defaultHeaders: { 'x-api-key': key } }));
+    const thread = await a!.threads.create();
+    const run = await a!.runs.create(thread.thread_id, 'agent', { input: { input: 'from a' } });
+    // Its stream joined through the other api process, from the start.
+    const events = [];
+    for await (const part of b!.runs.joinStream(thread.thread_id, run.run_id)) events.push(part.event);
+    expect(events).toContain('values');
+    expect((await b!.threads.getState(thread.thread_id)).values).toMatchObject({ reply: 'v1: from a' });
+    expect(await b!.runs.wait(thread.thread_id, 'agent', { input: { input: 'from b' } })).toMatchObject({ reply: 'v1: from b' });
+
+    const counts = await onDatabase(async (client) => ({
+      // One agent server serves it, on one of the two workers.
+      runtimes: (await client.query('SELECT count(*)::int AS n FROM deployment_runtimes WHERE deployment_id = $1', [deploymentId])).rows[0].n,
+      // Its revision was built and deployed once: one job of each, completed (by either worker).
+      jobs: (await client.query(`SELECT name, state FROM pgboss.job WHERE name IN ('revisions.build', 'revisions.deploy') AND data->>'revisionId' = $1 ORDER BY name`, [created.body.latest_revision_id])).rows,
+    }));
+    expect(counts.runtimes).toBe(1);
+    expect(counts.jobs).toEqual([{ name: 'revisions.build', state: 'completed' }, { name: 'revisions.deploy', state: 'completed' }]);
+  }, 300_000);
+
+  it('ingests through one api process, reads traces and usage through the other, and exports once', async () => {
+    const traceId = randomUUID();
+    const startTime = Date.now();
+    const dottedOrder = `${new Date(startTime).toISOString().replace(/[-:.]/g, '')}${traceId}`;
+    const writer = new LangSmith({ apiUrl: apis[0]!.url, apiKey: key });
+    await writer.createRun({ id: traceId, trace_id: traceId, dotted_order: dottedOrder, name: 'scaled-trace', run_type: 'chain', inputs: { q: 1 }, project_name: 'scaled', start_time: startTime });
+    await writer.updateRun(traceId, { outputs: { a: 2 }, end_time: startTime + 3, trace_id: traceId, dotted_order: dottedOrder });
+    await writer.awaitPendingTraceBatches();
+
+    const reader = new LangSmith({ apiUrl: apis[1]!.url, apiKey: key });
+    const read = async () => {
+      const found = [];
+      for await (const traced of reader.listRuns({ projectName: 'scaled', traceId })) found.push(traced);
+      return found;
+    };
+    await expect.poll(async () => (await read()).map((traced) => traced.end_time !== undefined && traced.end_time !== null), { timeout: 20_000, interval: 200 }).toEqual([true]);
+    // Usage (folded by a worker's job) counts it, read through the other api process.
+    const window = `start_time=${encodeURIComponent(new Date(startTime - 3_600_000).toISOString())}&end_time=${encodeURIComponent(new Date(startTime + 3_600_000).toISOString())}&workspace_ids=${workspaceId}`;
+    const traces = async () => ((await rest(1, 'GET', `/orgs/current/billing/granular-usage?${window}`)) as { usage: { traces: number }[] }).usage.reduce((sum, bucket) => sum + bucket.traces, 0);
+    await expect.poll(traces, { timeout: 30_000, interval: 500 }).toBeGreaterThanOrEqual(1);
+
+    await s3.createBucket('scaled');
+    const destination = await rest(0, 'POST', '/bulk-exports/destinations', {
+      destination_type: 's3',
+      display_name: 'Lake',
+      config: { bucket_name: 'scaled', prefix: 'runs', endpoint_url: s3.endpoint, region: 'us-east-1' },
+      credentials: { access_key_id: 'S3RVER', secret_access_key: 'S3RVER' },
+    });
+    const project = await reader.readProject({ projectName: 'scaled' });
+    const created = await rest(0, 'POST', '/bulk-exports', { bulk_export_destination_id: destination.id, session_id: project.id, start_time: new Date(startTime - 3_600_000).toISOString(), end_time: new Date(startTime + 3_600_000).toISOString() });
+    await expect.poll(async () => (await rest(1, 'GET', `/bulk-exports/${created.id}`)).status, { timeout: 60_000, interval: 500 }).toBe('Completed');
+    const runs = (await rest(1, 'GET', `/bulk-exports/${created.id}/runs`)) as { status: string }[];
+    expect(runs.map((run) => run.status)).toEqual(runs.map(() => 'Completed'));
+    // Each export run wrote its file once, by one of the two workers.
+    const files = (await listKeys(s3.client, 'scaled', 'runs/')).filter((file) => file.endsWith('.parquet'));
+    expect(files).toHaveLength(runs.length);
+  }, 180_000);
+});
