@@ -160,6 +160,11 @@ const EnvSchema = z.object({
   /** Agent server: how many runs one runtime executes at once. */
   AGENT_PLATFORM_RUNTIME_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   /**
+   * Agent server: how long a stopping runtime lets its runs in progress finish before it ends them as
+   * errors (it takes no new run meanwhile). A deployed revision's agent server has the default.
+   */
+  AGENT_PLATFORM_RUN_DRAIN_SECONDS: z.coerce.number().min(0).max(60).default(8),
+  /**
    * Worker threads for trace ingestion's parsing and writes (0: in the request's thread). Two even on
    * two cores: each thread also waits on its database round trips (measured: 2 threads +15% runs/s).
    */
@@ -291,6 +296,8 @@ export type Config = {
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   logPretty: boolean;
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
+  /** How long a stopping runtime lets its runs in progress finish (AGENT_PLATFORM_RUN_DRAIN_SECONDS). */
+  runDrainSeconds: number;
   runtimeConcurrency: number;
   sseHeartbeatSeconds: number;
   runtimeThread: boolean;
@@ -394,6 +401,7 @@ export function loadConfig(
     logPretty: value.LOG_PRETTY,
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
+    runDrainSeconds: value.AGENT_PLATFORM_RUN_DRAIN_SECONDS,
     sseHeartbeatSeconds: value.AGENT_PLATFORM_SSE_HEARTBEAT_SECONDS,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
     controlPlaneWorker: value.AGENT_PLATFORM_CONTROL_PLANE_WORKER,

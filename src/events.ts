@@ -35,6 +35,12 @@ export interface EventMap {
   'revisions.queued': { revisionId: string };
   /** Control plane: stop the deployment's runtimes, all of them or all but the active revision's. Key: none; every launcher listens. */
   'deployments.stop-runtimes': { deploymentId: string; keepRevisionId?: string };
+  /**
+   * Control plane: a stopping worker hands its revisions' runtimes over. `offered`: the other workers
+   * load them; `ready`: one has (the stopping worker then stops its own); `released`: its lock is free,
+   * the loaded one starts serving. Key: none; every launcher listens.
+   */
+  'deployments.hand-over': { revisionId: string; deploymentId: string; phase: 'offered' | 'ready' | 'released' };
 }
 export type EventName = keyof EventMap;
 

@@ -81,7 +81,7 @@ export async function runDeployment(
     const livenessRetaken = async () => {
       if (recorded) await insertRuntime(deps.db, recorded);
     };
-    const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, tracer, livenessRetaken });
+    const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, drainMs: deps.config.runDrainSeconds * 1000, tracer, livenessRetaken });
     let runtimeStopped: Promise<void> | undefined;
     const stopRuntime = () => (runtimeStopped ??= runtime.stop());
     steps.push(stopRuntime);

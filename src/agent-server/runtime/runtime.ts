@@ -29,7 +29,7 @@ const BACKSTOP_POLL_MS = 1_000;
  */
 export async function startRuntime(
   ctx: RuntimeContext,
-  options: { concurrency: number; tracer?: RunTracer; livenessRetaken?: () => Promise<void> },
+  options: { concurrency: number; drainMs: number; tracer?: RunTracer; livenessRetaken?: () => Promise<void> },
 ): Promise<Runtime> {
   const workerId = newId();
   const { queue } = ctx.deployment;
@@ -102,6 +102,8 @@ export async function startRuntime(
   // from elsewhere, a delayed run falling due, the backstop poll) or when the last fetch filled every
   // free slot.
   let running = 0;
+  // Stopping: no more runs are taken; those in progress may finish (stop()).
+  let draining = false;
   let fetching: Promise<void> | undefined;
   let mayHaveJobs = true;
   const pump = (): Promise<void> => {
@@ -111,7 +113,7 @@ export async function startRuntime(
   };
   const fetchJobs = async (): Promise<void> => {
     try {
-      while (mayHaveJobs && running < options.concurrency && !stop.signal.aborted) {
+      while (mayHaveJobs && running < options.concurrency && !stop.signal.aborted && !draining) {
         mayHaveJobs = false;
         const wanted = options.concurrency - running;
         cancelledDuringFetch.clear();
@@ -160,10 +162,15 @@ export async function startRuntime(
     async stop() {
       clearInterval(poll);
       queue.onLocalWake(undefined);
-      stop.abort();
+      draining = true;
       // A fetch in flight may still hand this runtime jobs: they start, and are waited for, before
       // the deployment's persistence closes (a run started after would find its pool ended).
       await fetching;
+      // Runs in progress finish, for a while (a rolling replacement drains its runtimes rather than
+      // cut their runs short; the runs queued meanwhile wait for the runtime that takes over); then
+      // the rest end as errors, their threads free for the next run.
+      for (let waited = 0; running > 0 && waited < options.drainMs; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      stop.abort();
       for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
       for (let waited = 0; running > 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
       await liveness.release();

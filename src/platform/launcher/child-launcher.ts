@@ -278,7 +278,8 @@ async function stopChild(child: ChildProcess): Promise<void> {
   const exited = once(child, 'exit');
   if (child.connected) child.send('stop' satisfies ChildCommand);
   else child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  // Its runtime drains first (AGENT_PLATFORM_RUN_DRAIN_SECONDS, 8 s by default), then stops.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
   await exited;
   clearTimeout(timer);
 }

@@ -6,7 +6,10 @@
 // With several workers, one runs each revision's runtime: a worker holds a session advisory lock per
 // revision it runs (on a connection of its own), and starts or restores a runtime only once it took
 // that lock. A worker that dies loses its connection and so its locks; another worker's next restore
-// pass takes its revisions over.
+// pass takes its revisions over. A worker that stops (SIGTERM: a rolling upgrade) hands them over
+// instead: another worker loads each first, and serves it as soon as the stopping one has let go
+// (`deployments.hand-over`), so the deployment is away for the time a loaded runtime takes to start,
+// not for a cold start after the next restore pass.
 import { existsSync } from 'node:fs';
 import pg from 'pg';
 import type { Deps } from '../../context.js';
@@ -29,6 +32,8 @@ type Prepared = { deploymentId: string; runtime: PreparedRuntime; timer: NodeJS.
 const PREPARED_TTL_MS = 5 * 60_000;
 /** How often a worker looks for active revisions whose runtime nobody runs (their worker died). */
 const RESTORE_INTERVAL_MS = 15_000;
+/** How long a stopping worker waits for another to have loaded a runtime it hands over, before stopping it anyway. */
+const HAND_OVER_WAIT_MS = 15_000;
 
 export class DeployedRuntimes {
   private readonly entries = new Map<string, Entry>();
@@ -51,6 +56,7 @@ export class DeployedRuntimes {
     private readonly launcher: RuntimeLauncher & Required<Pick<RuntimeLauncher, 'prepare'>> = childProcessLauncher(deps),
   ) {
     void this.listen();
+    void this.listenForHandOvers();
   }
 
   /**
@@ -283,12 +289,74 @@ export class DeployedRuntimes {
     clearInterval(this.restoreTimer);
     clearInterval(this.usageTimer);
     await Promise.all([this.restoring, this.warming, this.removeAgain ?? this.removing, this.checking]);
-    await Promise.all([...this.entries.values()].map((entry) => this.stopEntry(entry)));
+    await Promise.all([...this.entries.values()].map((entry) => this.handOver(entry)));
     await Promise.all([...this.prepared.keys()].map((revisionId) => this.discardPrepared(revisionId)));
     // Ending the session releases every lock it still holds.
     const session = this.lockSession;
     this.lockSession = undefined;
     await session?.then((client) => client.end()).catch(() => undefined);
+  }
+
+  /**
+   * Stops a runtime this worker gives up while the deployment stays (this worker stops): offers it to
+   * the other workers, waits (a while) until one has loaded it, stops it here, then says its lock is free.
+   */
+  private async handOver(entry: Entry): Promise<void> {
+    const { revisionId, deploymentId } = entry;
+    const taken = new AbortController();
+    const timer = setTimeout(() => taken.abort(), HAND_OVER_WAIT_MS);
+    try {
+      const answers = this.deps.events.subscribe('deployments.hand-over', { signal: taken.signal });
+      const ready = (async () => {
+        for await (const event of answers) if (event.revisionId === revisionId && event.phase === 'ready') return true;
+        return false;
+      })().catch(() => false);
+      await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, phase: 'offered' });
+      if (!(await ready)) this.deps.logger.warn({ deploymentId, revisionId }, 'no other worker loaded this runtime in time; the next restore pass of one brings it back');
+    } catch (error) {
+      this.deps.logger.warn({ err: error, deploymentId, revisionId }, 'could not hand this runtime over; the next restore pass of another worker brings it back');
+    } finally {
+      clearTimeout(timer);
+      taken.abort();
+    }
+    await this.stopEntry(entry);
+    await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, phase: 'released' }).catch(() => undefined);
+  }
+
+  /** Takes over the runtimes other workers hand over (they stop): loads each, then serves it once its lock is free. */
+  private async listenForHandOvers(): Promise<void> {
+    try {
+      for await (const event of this.deps.events.subscribe('deployments.hand-over', { signal: this.abort.signal })) {
+        if (event.phase === 'offered') void this.loadHandedOver(event.deploymentId, event.revisionId);
+        if (event.phase === 'released' && this.prepared.has(event.revisionId)) void this.startHandedOver(event.deploymentId, event.revisionId);
+      }
+    } catch (error) {
+      if (!this.abort.signal.aborted) this.deps.logger.error({ err: error }, 'stopped listening for runtimes handed over');
+    }
+  }
+
+  private async loadHandedOver(deploymentId: string, revisionId: string): Promise<void> {
+    if (this.entries.has(revisionId) || this.prepared.has(revisionId)) return;
+    const revision = await findRevision(this.deps.db, revisionId).catch(() => undefined);
+    const configPath = revision ? revisionGraphConfigPath(this.deps.config.dataDir, revision) : undefined;
+    // Its build is not on this machine: another worker's to take.
+    if (!configPath || !existsSync(configPath)) return;
+    try {
+      await this.prepare(deploymentId, revisionId, configPath);
+      await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, phase: 'ready' });
+    } catch (error) {
+      this.deps.logger.warn({ err: error, deploymentId, revisionId }, 'could not load a runtime handed over; the next restore pass brings it back');
+    }
+  }
+
+  private async startHandedOver(deploymentId: string, revisionId: string): Promise<void> {
+    const revision = await findRevision(this.deps.db, revisionId).catch(() => undefined);
+    const configPath = revision ? revisionGraphConfigPath(this.deps.config.dataDir, revision) : undefined;
+    if (!configPath) return this.discardPrepared(revisionId);
+    // Several workers loaded it: the one that takes the lock serves it, the others end theirs (start() discards it).
+    await this.start(deploymentId, revisionId, configPath)
+      .then(() => this.deps.logger.info({ deploymentId, revisionId }, 'deployment runtime taken over from a stopping worker'))
+      .catch(() => undefined);
   }
 
   private async stopEntry(entry: Entry): Promise<void> {

@@ -102,6 +102,45 @@ describe('two api and two worker processes on one PostgreSQL', () => {
     expect(counts.jobs).toEqual([{ name: 'revisions.build', state: 'completed' }, { name: 'revisions.deploy', state: 'completed' }]);
   }, 300_000);
 
+  it('replacing the workers one at a time while clients run: the deployment is handed over, no request fails, no run is lost', async () => {
+    const created = await controlPlane(1)('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(echoGraph('v2')).url, { name: 'rolled' }) });
+    expect((await waitForRevision(controlPlane(0), created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    // The SDK as users have it: it retries what a gateway answers while a deployment moves (503).
+    const client = new Client({ apiUrl: `${apis[0]!.url}/deployments/${created.body.id}`, defaultHeaders: { 'x-api-key': key } });
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, 'agent', { input: { input: 'before' } });
+
+    const outcomes: string[] = [];
+    let running = true;
+    const traffic = (async () => {
+      for (let i = 0; running; i++) {
+        const other = await client.threads.create().catch((error: Error) => error);
+        if (other instanceof Error) {
+          outcomes.push(`create failed: ${other.message}`);
+          continue;
+        }
+        const state = await client.runs.wait(other.thread_id, 'agent', { input: { input: `during ${i}` } }).catch((error: Error) => error);
+        outcomes.push(state instanceof Error ? `run failed: ${state.message}` : (state as { reply: string }).reply === `v2: during ${i}` ? 'ok' : `wrong: ${JSON.stringify(state)}`);
+      }
+    })();
+    const servedSince = () => outcomes.length;
+    for (const index of [0, 1]) {
+      const before = servedSince();
+      // SIGTERM: the worker offers its agent servers to the other, which loads them and serves them
+      // as soon as this one has stopped its own.
+      expect(await workers[index]!.stop()).toBe(0);
+      await expect.poll(servedSince, { timeout: 90_000, interval: 200 }).toBeGreaterThan(before + 2);
+      workers[index] = await spawnPlatform(['start', '--role', 'worker'], env, 150_000, WORKER_READY);
+    }
+    running = false;
+    await traffic;
+    expect(outcomes.filter((outcome) => outcome !== 'ok')).toEqual([]);
+    expect(outcomes.length).toBeGreaterThan(6);
+    // The thread from before is still there, with its run.
+    expect((await client.threads.getState(thread.thread_id)).values).toMatchObject({ reply: 'v2: before' });
+    expect(await onDatabase(async (db) => (await db.query('SELECT count(*)::int AS n FROM deployment_runtimes WHERE deployment_id = $1', [created.body.id])).rows[0].n)).toBe(1);
+  }, 400_000);
+
   it('ingests through one api process, reads traces and usage through the other, and exports once', async () => {
     const traceId = randomUUID();
     const startTime = Date.now();
