@@ -43,6 +43,8 @@ export class DeployedRuntimes {
   /** The session whose advisory locks say which revisions' runtimes this instance runs. */
   private lockSession: Promise<pg.Client> | undefined;
   private readonly claimed = new Set<string>();
+  /** Starts in progress, by revision. */
+  private readonly starting = new Map<string, Promise<LaunchedRuntime>>();
   private restoring: Promise<void> | undefined;
   private restoreTimer: NodeJS.Timeout | undefined;
   private warming: Promise<unknown> | undefined;
@@ -72,10 +74,22 @@ export class DeployedRuntimes {
     return runtime.graphIds;
   }
 
-  /** Starts the runtime of a built revision (in the process its build loaded, when here); resolves once it answers. */
-  async start(deploymentId: string, revisionId: string, configPath: string): Promise<LaunchedRuntime> {
+  /**
+   * Starts the runtime of a built revision (in the process its build loaded, when here); resolves once
+   * it answers. One start per revision at a time: a restore pass and a hand-over asking at once share it.
+   */
+  start(deploymentId: string, revisionId: string, configPath: string): Promise<LaunchedRuntime> {
     const existing = this.entries.get(revisionId);
-    if (existing) return existing.runtime;
+    if (existing) return Promise.resolve(existing.runtime);
+    let starting = this.starting.get(revisionId);
+    if (!starting) {
+      starting = this.startClaimed(deploymentId, revisionId, configPath).finally(() => this.starting.delete(revisionId));
+      this.starting.set(revisionId, starting);
+    }
+    return starting;
+  }
+
+  private async startClaimed(deploymentId: string, revisionId: string, configPath: string): Promise<LaunchedRuntime> {
     if (!(await this.claim(revisionId))) {
       await this.discardPrepared(revisionId);
       throw new Error(`another worker runs the runtime of revision ${revisionId}`);
