@@ -5,6 +5,7 @@ import { bulkExportsRouter } from './exports.routes.js';
 import { authIntegrationsListenersRouter } from './auth-integrations-listeners.routes.js';
 import { deploymentMetricsRouter, deploymentPages, deploymentsRouter } from './deployments.routes.js';
 import { errorHandler, notFoundHandler } from '../../http/errors.js';
+import { feedbackRouter } from './feedback.routes.js';
 import { healthCheck } from '../../http/health.js';
 import { platformSurface } from './openapi.operations.js';
 import { apiReferenceRouter } from '../../http/openapi/reference.routes.js';
@@ -42,6 +43,10 @@ export function restRouter(deps: Deps, agentServerReference?: Router): Router {
   const traces = tracesRouter(deps);
   router.use(traces);
   router.use('/api/v1', traces);
+  // Feedback on trace runs, beside them (the langsmith SDK's paths; it too passes on what it does not own).
+  const feedback = feedbackRouter(deps);
+  router.use(feedback);
+  router.use('/api/v1', feedback);
 
   // Platform API (FastAPI dialect): tenancy and usage; bulk export joins here.
   const platformApi = Router();

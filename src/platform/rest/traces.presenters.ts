@@ -1,6 +1,7 @@
 // snake_case JSON for tracing projects and runs, as the langsmith SDK reads them.
 import type { TracingProject } from '../../generated/prisma/client.js';
 import type { ProjectStats } from '../services/traces/projects.service.js';
+import type { FeedbackRow, FeedbackTokenRow } from '../services/traces/feedback.service.js';
 import type { TraceRunRow } from '../services/traces/queries.service.js';
 
 export const presentProject = (project: TracingProject, stats?: ProjectStats) => ({
@@ -57,3 +58,25 @@ export function presentRun(run: TraceRunRow, select?: string[] | null) {
   for (const field of select) if (field in full) picked[field] = full[field];
   return picked;
 }
+
+/** A feedback as the langsmith SDK reads it (FeedbackSchema). */
+export const presentFeedback = (feedback: FeedbackRow) => ({
+  id: feedback.id,
+  created_at: feedback.createdAt,
+  modified_at: feedback.modifiedAt,
+  run_id: feedback.runId,
+  trace_id: feedback.traceId,
+  session_id: feedback.sessionId,
+  key: feedback.key,
+  score: feedback.score,
+  value: feedback.value ?? null,
+  comment: feedback.comment,
+  correction: feedback.correction ?? null,
+  feedback_source: { user_id: feedback.userId, ...(feedback.feedbackSource as Record<string, unknown> | null) },
+  feedback_group_id: feedback.feedbackGroupId,
+  comparative_experiment_id: feedback.comparativeExperimentId,
+  extra: null,
+});
+
+/** A presigned feedback token (FeedbackIngestToken). */
+export const presentFeedbackToken = (token: FeedbackTokenRow) => ({ id: token.id, url: token.url, expires_at: token.expiresAt.toISOString() });

@@ -51,7 +51,7 @@ export const ProjectListQuery = z.object({
 });
 
 /** A snake_case body with its keys in camelCase, as the traces services take their input (`name_contains` -> `nameContains`). */
-const camelCaseKeys = (body: Record<string, unknown>) =>
+export const camelCaseKeys = (body: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(body).map(([key, value]) => [key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), value]));
 
 export function tracesRouter(deps: Deps): Router {

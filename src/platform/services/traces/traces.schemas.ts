@@ -65,3 +65,83 @@ export const RunQuery = z.object({
   limit: z.number().int().min(1).max(1000).nullish(),
 });
 export type RunQueryInput = z.input<typeof RunQuery>;
+
+/** A feedback score: a number, or a boolean (stored as 1 or 0). */
+const feedbackScore = z.union([z.number().finite(), z.boolean().transform((value) => (value ? 1 : 0))]).nullish();
+export const FEEDBACK_KEY_MAX = 180;
+const feedbackKey = z.string().trim().min(1, 'must not be empty').max(FEEDBACK_KEY_MAX);
+const feedbackComment = z.string().max(10_000).nullish();
+
+export const FeedbackCreate = z.object({
+  /** Chosen by the client (the SDK sends a UUID v7); a new one otherwise. */
+  id: z.uuid().nullish(),
+  /** Feedback on a project rather than a run (the SDK's projectId) is not taken: a run is required. */
+  runId: z.uuid(),
+  key: feedbackKey,
+  score: feedbackScore,
+  value: z.unknown().optional(),
+  comment: feedbackComment,
+  correction: z.unknown().optional(),
+  feedbackSource: z.object({ type: z.string().max(50).nullish(), metadata: jsonObject.nullish() }).nullish(),
+  feedbackGroupId: z.uuid().nullish(),
+  comparativeExperimentId: z.uuid().nullish(),
+});
+export type FeedbackCreateInput = z.input<typeof FeedbackCreate>;
+
+export const FeedbackUpdate = z.object({
+  score: feedbackScore,
+  value: z.unknown().optional(),
+  comment: feedbackComment,
+  correction: z.unknown().optional(),
+});
+export type FeedbackUpdateInput = z.input<typeof FeedbackUpdate>;
+
+const textList = (max: number) => z.union([z.string().max(max), z.array(z.string().max(max)).max(100)]).transform((value) => (Array.isArray(value) ? value : [value]));
+
+export const FeedbackList = z.object({
+  run: uuidList.nullish(),
+  key: textList(FEEDBACK_KEY_MAX).nullish(),
+  source: textList(50).nullish(),
+  limit: z.coerce.number().int().min(1).max(100).default(100),
+  offset: z.coerce.number().int().min(0).max(100_000).default(0),
+});
+export type FeedbackListInput = z.input<typeof FeedbackList>;
+
+/** The longest a presigned feedback token lives. */
+const TOKEN_MAX_MS = 365 * 24 * 3600 * 1000;
+
+export const FeedbackTokenCreate = z
+  .object({
+    runId: z.uuid(),
+    feedbackKey,
+    /** When it expires, or how long after now (the SDK sends one of the two; 3 hours without either). */
+    expiresAt: timestamp.nullish(),
+    expiresIn: z.object({ days: z.number().min(0).nullish(), hours: z.number().min(0).nullish(), minutes: z.number().min(0).nullish() }).nullish(),
+    feedbackConfig: jsonObject.nullish(),
+  })
+  .transform(({ expiresAt, expiresIn, ...rest }) => {
+    const inMs = expiresIn ? (((expiresIn.days ?? 0) * 24 + (expiresIn.hours ?? 0)) * 60 + (expiresIn.minutes ?? 0)) * 60_000 : 3 * 3600_000;
+    return { ...rest, expiresAt: expiresAt ?? new Date(Date.now() + inMs) };
+  })
+  .refine((token) => token.expiresAt.getTime() > Date.now(), { path: ['expires_at'], message: 'must be in the future' })
+  .refine((token) => token.expiresAt.getTime() <= Date.now() + TOKEN_MAX_MS, { path: ['expires_at'], message: 'must be within a year' });
+export type FeedbackTokenCreateInput = z.input<typeof FeedbackTokenCreate>;
+
+/**
+ * Feedback through a token's url: a JSON body (POST), or query parameters (GET), whose values are
+ * text: a score that reads as a number (or true/false) is one, and a value that reads as JSON is that.
+ */
+export const FeedbackWithToken = z.object({
+  score: z.preprocess((value) => (typeof value === 'string' ? textScore(value) : value), feedbackScore),
+  value: z.unknown().optional(),
+  comment: feedbackComment,
+  correction: z.unknown().optional(),
+  metadata: jsonObject.nullish(),
+});
+export type FeedbackWithTokenInput = z.input<typeof FeedbackWithToken>;
+
+function textScore(text: string): unknown {
+  if (text === 'true' || text === 'false') return text === 'true';
+  const number = Number(text);
+  return text.trim() !== '' && Number.isFinite(number) ? number : text;
+}

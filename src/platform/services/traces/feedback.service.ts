@@ -1,0 +1,222 @@
+// Feedback on trace runs, as the langsmith SDK gives and reads it: create, read, update, delete and
+// list, and presigned feedback tokens whose url records feedback of one key on one run without an API
+// key. Feedback lives in the workspace of its run (another workspace's key finds none of it); each
+// write recomputes the run's feedback_stats in its transaction.
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { withTransaction } from '../../../db.js';
+import { AppError } from '../../../errors.js';
+import { isUuid, newId } from '../../../ids.js';
+import type { Deps, ServiceContext } from '../../../context.js';
+import { parseInput } from '../../../validate.js';
+import {
+  deleteFeedbackRow,
+  type FeedbackChange,
+  type FeedbackRow,
+  type FeedbackTarget,
+  type FeedbackTokenRow,
+  findFeedback,
+  findFeedbackToken,
+  insertFeedback,
+  insertFeedbackToken,
+  lockFeedbackTarget,
+  refreshFeedbackStats,
+  selectFeedback,
+  selectFeedbackOfRuns,
+  selectFeedbackTokens,
+  updateFeedbackRow,
+} from './feedback.store.js';
+import {
+  FeedbackCreate,
+  type FeedbackCreateInput,
+  FeedbackList,
+  type FeedbackListInput,
+  FeedbackTokenCreate,
+  type FeedbackTokenCreateInput,
+  FeedbackUpdate,
+  type FeedbackUpdateInput,
+  FeedbackWithToken,
+  type FeedbackWithTokenInput,
+} from './traces.schemas.js';
+import { traceWorkspace } from './workspace.js';
+
+export type { FeedbackRow, FeedbackTokenRow } from './feedback.store.js';
+
+const runNotFound = (runId: string) => AppError.notFound(`Run ${runId} not found.`);
+const feedbackNotFound = (id: string) => AppError.notFound(`Feedback ${id} not found.`);
+
+/** Who wrote feedback: the viewer's key and user, for an API key. */
+const authorOf = (ctx: ServiceContext) =>
+  ctx.viewer.kind === 'api-key' ? { apiKeyId: ctx.viewer.apiKeyId, userId: ctx.viewer.userId } : { apiKeyId: null, userId: null };
+
+/**
+ * Records feedback on a run of the viewer's trace workspace. Needs workspaces:write. Throws
+ * VALIDATION_FAILED for bad input (a score that is no number or boolean, a key too long…), NOT_FOUND
+ * for a run the workspace does not hold, CONFLICT for a feedback id already used in the workspace.
+ */
+export async function createFeedback(ctx: ServiceContext, input: FeedbackCreateInput): Promise<FeedbackRow> {
+  const feedback = parseInput(FeedbackCreate, input, 'body');
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  return withTransaction(ctx.db, async (client) => {
+    const target = await lockFeedbackTarget(client, workspaceId, feedback.runId);
+    if (!target) throw runNotFound(feedback.runId);
+    return storeFeedback(client, workspaceId, target, {
+      id: feedback.id ?? newId(),
+      key: feedback.key,
+      score: feedback.score ?? null,
+      value: feedback.value,
+      comment: feedback.comment ?? null,
+      correction: feedback.correction,
+      feedbackSource: { type: feedback.feedbackSource?.type ?? 'api', metadata: feedback.feedbackSource?.metadata ?? {} },
+      feedbackGroupId: feedback.feedbackGroupId ?? null,
+      comparativeExperimentId: feedback.comparativeExperimentId ?? null,
+      ...authorOf(ctx),
+    });
+  });
+}
+
+async function storeFeedback(
+  client: pg.PoolClient,
+  workspaceId: string,
+  target: FeedbackTarget,
+  feedback: Omit<FeedbackRow, 'tenantId' | 'runId' | 'traceId' | 'sessionId' | 'createdAt' | 'modifiedAt'>,
+): Promise<FeedbackRow> {
+  const row = await insertFeedback(client, { ...feedback, tenantId: workspaceId, runId: target.id, traceId: target.traceId, sessionId: target.sessionId });
+  if (!row) throw AppError.conflict(`Feedback ${feedback.id} already exists.`);
+  await refreshFeedbackStats(client, workspaceId, target.id);
+  return row;
+}
+
+/** One feedback of the viewer's trace workspace. Needs workspaces:read; NOT_FOUND otherwise. */
+export async function getFeedback(ctx: ServiceContext, id: string): Promise<FeedbackRow> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  const row = isUuid(id) ? await findFeedback(ctx.db.pool, workspaceId, id) : undefined;
+  if (!row) throw feedbackNotFound(id);
+  return row;
+}
+
+/**
+ * Changes the fields given of a feedback (null clears one). Needs workspaces:write. Throws NOT_FOUND
+ * for feedback the workspace does not hold, VALIDATION_FAILED for bad input.
+ */
+export async function updateFeedback(ctx: ServiceContext, id: string, input: FeedbackUpdateInput): Promise<FeedbackRow> {
+  const change = parseInput(FeedbackUpdate, input, 'body');
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  return changeFeedback(ctx, workspaceId, id, async (client) => {
+    const fields: FeedbackChange = { score: change.score, value: change.value, comment: change.comment, correction: change.correction };
+    return updateFeedbackRow(client, workspaceId, id, fields);
+  });
+}
+
+/** Deletes a feedback. Needs workspaces:write; NOT_FOUND for feedback the workspace does not hold. */
+export async function deleteFeedback(ctx: ServiceContext, id: string): Promise<void> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  await changeFeedback(ctx, workspaceId, id, async (client) => ((await deleteFeedbackRow(client, workspaceId, id)) ? true : undefined));
+}
+
+/** A write of an existing feedback, its run locked first (as a create locks it) and its stats recomputed after. */
+async function changeFeedback<T>(ctx: ServiceContext, workspaceId: string, id: string, write: (client: pg.PoolClient) => Promise<T | undefined>): Promise<T> {
+  const existing = isUuid(id) ? await findFeedback(ctx.db.pool, workspaceId, id) : undefined;
+  if (!existing) throw feedbackNotFound(id);
+  return withTransaction(ctx.db, async (client) => {
+    await lockFeedbackTarget(client, workspaceId, existing.runId);
+    const result = await write(client);
+    if (result === undefined) throw feedbackNotFound(id);
+    await refreshFeedbackStats(client, workspaceId, existing.runId);
+    return result;
+  });
+}
+
+/**
+ * Feedback of the viewer's trace workspace, newest first, filtered by runs, keys and source types
+ * (api, model, app…), an offset page. Needs workspaces:read; VALIDATION_FAILED for bad input.
+ */
+export async function listFeedback(ctx: ServiceContext, input: FeedbackListInput): Promise<FeedbackRow[]> {
+  const query = parseInput(FeedbackList, input, 'query');
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  return selectFeedback(ctx.db.pool, workspaceId, {
+    runIds: query.run ?? undefined,
+    keys: query.key ?? undefined,
+    sources: query.source ?? undefined,
+    limit: query.limit,
+    offset: query.offset,
+  });
+}
+
+/** The most feedback a run shows through listFeedbackOfRuns. */
+export const RUN_FEEDBACK_MAX = 100;
+
+/**
+ * Each run's feedback, newest first (at most RUN_FEEDBACK_MAX each), in the order given (a GraphQL
+ * dataloader's batch). Runs outside the viewer's trace workspace have none.
+ */
+export async function listFeedbackOfRuns(ctx: ServiceContext, runs: readonly { id: string; tenantId: string }[]): Promise<FeedbackRow[][]> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  const own = [...new Set(runs.filter((run) => run.tenantId === workspaceId).map((run) => run.id))];
+  const byRun = new Map<string, FeedbackRow[]>(own.map((id) => [id, []]));
+  if (own.length) for (const row of await selectFeedbackOfRuns(ctx.db.pool, workspaceId, own, RUN_FEEDBACK_MAX)) byRun.get(row.runId)?.push(row);
+  return runs.map((run) => byRun.get(run.id) ?? []);
+}
+
+/**
+ * Makes a presigned feedback token: its url (`baseUrl`/feedback/tokens/<id>) records feedback of
+ * `feedbackKey` on the run, without an API key, until it expires (3 hours unless the input says).
+ * The run need not be stored yet (an agent server asks for tokens as its run ends, before its trace
+ * is sent); it must be when the url is used. Needs workspaces:write, or a deployment's trace key,
+ * whose tokens take feedback only on runs of its own project. Throws VALIDATION_FAILED for bad input.
+ */
+export async function createFeedbackToken(ctx: ServiceContext, input: FeedbackTokenCreateInput, baseUrl: string): Promise<FeedbackTokenRow> {
+  const token = parseInput(FeedbackTokenCreate, input, 'body');
+  const { viewer } = ctx;
+  const [workspaceId, traceProject] =
+    viewer.kind === 'trace-writer' ? [viewer.workspaceId, viewer.project] : [await traceWorkspace(ctx, 'workspaces:write'), null];
+  // A random UUID, not a time-ordered one: the id is the url's secret.
+  const id = randomUUID();
+  return insertFeedbackToken(ctx.db.pool, {
+    id,
+    tenantId: workspaceId,
+    runId: token.runId,
+    feedbackKey: token.feedbackKey,
+    feedbackConfig: token.feedbackConfig ?? null,
+    traceProject,
+    url: `${baseUrl}/feedback/tokens/${id}`,
+    expiresAt: token.expiresAt,
+  });
+}
+
+/** A run's feedback tokens, newest first, an offset page. Needs workspaces:read. */
+export async function listFeedbackTokens(ctx: ServiceContext, runId: string, page: { limit?: number; offset?: number } = {}): Promise<FeedbackTokenRow[]> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  if (!isUuid(runId)) throw new AppError('VALIDATION_FAILED', 'query.run_id: expected a UUID', [{ loc: ['query', 'run_id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
+  const limit = Math.min(Math.max(Math.floor(page.limit ?? 100), 1), 100);
+  return selectFeedbackTokens(ctx.db.pool, workspaceId, runId, limit, Math.max(Math.floor(page.offset ?? 0), 0));
+}
+
+/**
+ * Records feedback through a presigned token (no viewer: the token is the credential), on the token's
+ * run with the token's key. Throws NOT_FOUND for an unknown token or a run not stored (or, for a
+ * deployment's token, not of its project), BAD_REQUEST for an expired token, VALIDATION_FAILED for bad input.
+ */
+export async function recordFeedbackWithToken(deps: Pick<Deps, 'db'>, tokenId: string, input: FeedbackWithTokenInput): Promise<FeedbackRow> {
+  const token = isUuid(tokenId) ? await findFeedbackToken(deps.db.pool, tokenId) : undefined;
+  if (!token) throw AppError.notFound('Feedback token not found.');
+  if (token.expiresAt.getTime() <= Date.now()) throw AppError.badRequest(`This feedback token expired at ${token.expiresAt.toISOString()}.`);
+  const feedback = parseInput(FeedbackWithToken, input, 'body');
+  return withTransaction(deps.db, async (client) => {
+    const target = await lockFeedbackTarget(client, token.tenantId, token.runId);
+    if (!target || (token.traceProject !== null && target.projectName !== token.traceProject)) throw runNotFound(token.runId);
+    return storeFeedback(client, token.tenantId, target, {
+      id: newId(),
+      key: token.feedbackKey,
+      score: feedback.score ?? null,
+      value: feedback.value,
+      comment: feedback.comment ?? null,
+      correction: feedback.correction,
+      feedbackSource: { type: 'app', metadata: { ...(feedback.metadata ?? {}), feedback_token_id: token.id } },
+      feedbackGroupId: null,
+      comparativeExperimentId: null,
+      apiKeyId: null,
+      userId: null,
+    });
+  });
+}
