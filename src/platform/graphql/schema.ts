@@ -9,6 +9,7 @@ import './tenancy/viewer.js';
 import './system/ping.js';
 import './traces/tracing-project.js';
 import './traces/trace-run.js';
+import './traces/feedback.js';
 import './usage/usage.js';
 import './agent-server/assistant.js';
 import './agent-server/thread.js';

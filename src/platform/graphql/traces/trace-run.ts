@@ -6,7 +6,7 @@ import { TracingProjectRef } from './tracing-project.js';
 
 const date = (value: string | null) => (value === null ? null : new Date(value));
 
-const TraceRunRef = builder.objectRef<TraceRunRow>('TraceRun');
+export const TraceRunRef = builder.objectRef<TraceRunRow>('TraceRun');
 
 TraceRunRef.implement({
   description: 'One run (span) of a trace: a chain, LLM call, tool call… with its inputs, outputs, timing, tokens and cost.',
@@ -28,6 +28,12 @@ TraceRunRef.implement({
     extra: t.field({ type: 'JSON', nullable: true, description: 'Extra data; metadata is extra.metadata.', resolve: (run) => run.extra ?? null }),
     events: t.field({ type: 'JSON', nullable: true, description: 'Events (streamed tokens, retries…).', resolve: (run) => run.events ?? null }),
     tags: t.exposeStringList('tags', { description: 'Tags.' }),
+    feedbackStats: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'Its feedback summed up per key: {key: {n, avg, stdev, errors, values}} (avg over numeric scores; values counts each value given); null without feedback.',
+      resolve: (run) => run.feedbackStats ?? null,
+    }),
     traceId: t.exposeID('traceId', { description: 'ID of the root run of its trace.' }),
     parentRunId: t.exposeID('parentRunId', { nullable: true, description: 'ID of the parent run; null for a root.' }),
     dottedOrder: t.exposeString('dottedOrder', { description: 'Hierarchical ordering key: start time and id of each ancestor.' }),

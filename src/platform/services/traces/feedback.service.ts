@@ -8,6 +8,7 @@ import { withTransaction } from '../../../db.js';
 import { AppError } from '../../../errors.js';
 import { isUuid, newId } from '../../../ids.js';
 import type { Deps, ServiceContext } from '../../../context.js';
+import type { Feedback, Prisma } from '../../../generated/prisma/client.js';
 import { parseInput } from '../../../validate.js';
 import {
   deleteFeedbackRow,
@@ -16,13 +17,13 @@ import {
   type FeedbackTarget,
   type FeedbackTokenRow,
   findFeedback,
+  findFeedbackRecords,
   findFeedbackToken,
   insertFeedback,
   insertFeedbackToken,
   lockFeedbackTarget,
   refreshFeedbackStats,
   selectFeedback,
-  selectFeedbackOfRuns,
   selectFeedbackTokens,
   updateFeedbackRow,
 } from './feedback.store.js';
@@ -147,14 +148,34 @@ export async function listFeedback(ctx: ServiceContext, input: FeedbackListInput
 export const RUN_FEEDBACK_MAX = 100;
 
 /**
- * Each run's feedback, newest first (at most RUN_FEEDBACK_MAX each), in the order given (a GraphQL
- * dataloader's batch). Runs outside the viewer's trace workspace have none.
+ * Feedback of the viewer's trace workspace as Prisma records (GraphQL: `selection` folds Pothos's
+ * selection into the read), newest first, by runs and keys. Needs workspaces:read.
  */
-export async function listFeedbackOfRuns(ctx: ServiceContext, runs: readonly { id: string; tenantId: string }[]): Promise<FeedbackRow[][]> {
+export async function listFeedbackRecords(
+  ctx: ServiceContext,
+  input: Omit<FeedbackListInput, 'source'>,
+  selection: Prisma.FeedbackFindManyArgs = {},
+): Promise<Feedback[]> {
+  const query = parseInput(FeedbackList, input, 'args');
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  return findFeedbackRecords(ctx.db, workspaceId, { runIds: query.run ?? undefined, keys: query.key ?? undefined, limit: query.limit, offset: query.offset }, selection);
+}
+
+/**
+ * Each run's feedback, newest first (at most RUN_FEEDBACK_MAX each), in the order given, in one read
+ * (a GraphQL dataloader's batch). Runs outside the viewer's trace workspace have none.
+ */
+export async function listFeedbackOfRuns(ctx: ServiceContext, runs: readonly { id: string; tenantId: string }[]): Promise<Feedback[][]> {
   const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
   const own = [...new Set(runs.filter((run) => run.tenantId === workspaceId).map((run) => run.id))];
-  const byRun = new Map<string, FeedbackRow[]>(own.map((id) => [id, []]));
-  if (own.length) for (const row of await selectFeedbackOfRuns(ctx.db.pool, workspaceId, own, RUN_FEEDBACK_MAX)) byRun.get(row.runId)?.push(row);
+  const byRun = new Map<string, Feedback[]>(own.map((id) => [id, []]));
+  if (own.length) {
+    const records = await findFeedbackRecords(ctx.db, workspaceId, { runIds: own, limit: RUN_FEEDBACK_MAX * own.length, offset: 0 });
+    for (const record of records) {
+      const list = byRun.get(record.runId);
+      if (list && list.length < RUN_FEEDBACK_MAX) list.push(record);
+    }
+  }
   return runs.map((run) => byRun.get(run.id) ?? []);
 }
 

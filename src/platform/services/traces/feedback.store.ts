@@ -2,6 +2,8 @@
 // feedback recomputes on the run. Reads of a run's feedback and of a key's are ranges of the
 // (tenant_id, run_id | key, created_at DESC, id DESC) indexes declared on Feedback in schema.prisma.
 import type pg from 'pg';
+import type { Database } from '../../../db.js';
+import type { Feedback, Prisma } from '../../../generated/prisma/client.js';
 import { isoSql } from './trace-runs.store.js';
 
 /** A stored feedback as services return it (timestamps as ISO strings, UTC). */
@@ -146,15 +148,23 @@ export async function selectFeedback(pool: pg.Pool, tenantId: string, filter: Fe
   return rows;
 }
 
-/** Each run's feedback, newest first, at most `limit` per run (a GraphQL dataloader's batch). */
-export async function selectFeedbackOfRuns(pool: pg.Pool, tenantId: string, runIds: string[], limit: number): Promise<FeedbackRow[]> {
-  const { rows } = await pool.query<FeedbackRow>(
-    `SELECT x.* FROM unnest($2::uuid[]) AS run(id)
-      CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM feedback f WHERE f.tenant_id = $1 AND f.run_id = run.id
-                           ORDER BY f.created_at DESC, f.id DESC LIMIT $3) x`,
-    [tenantId, runIds, limit],
-  );
-  return rows;
+/**
+ * A workspace's feedback through Prisma (GraphQL's reads: `selection` is Pothos's), newest first, an
+ * offset page, by runs and keys as selectFeedback.
+ */
+export function findFeedbackRecords(
+  db: Database,
+  tenantId: string,
+  filter: Omit<FeedbackFilter, 'sources'>,
+  selection: Prisma.FeedbackFindManyArgs = {},
+): Promise<Feedback[]> {
+  return db.prisma.feedback.findMany({
+    ...selection,
+    where: { tenantId, ...(filter.runIds ? { runId: { in: filter.runIds } } : {}), ...(filter.keys ? { key: { in: filter.keys } } : {}) },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    take: filter.limit,
+    skip: filter.offset,
+  });
 }
 
 /** A stored feedback token. */

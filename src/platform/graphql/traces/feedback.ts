@@ -1,0 +1,58 @@
+// Feedback on trace runs: the Feedback type, a run's feedback (TraceRun.feedback) and the feedback
+// query. Reads go through Prisma, with Pothos's selection folded in.
+import { getRun } from '../../services/traces/queries.service.js';
+import { listFeedbackOfRuns, listFeedbackRecords, RUN_FEEDBACK_MAX } from '../../services/traces/feedback.service.js';
+import { builder } from '../builder.js';
+import { TraceRunRef } from './trace-run.js';
+
+const FeedbackRef = builder.prismaObject('Feedback', {
+  description: 'Feedback on a trace run: a score, value, comment or correction under a key, from the langsmith SDK, a presigned feedback url or a person.',
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'Feedback ID (UUID).' }),
+    key: t.exposeString('key', { description: 'What it rates (correctness, thumbs…).' }),
+    score: t.exposeFloat('score', { nullable: true, description: 'Numeric score (a boolean is stored as 1 or 0).' }),
+    value: t.expose('value', { type: 'JSON', nullable: true, description: 'Non-numeric value (a label, text, or any JSON).' }),
+    comment: t.exposeString('comment', { nullable: true, description: 'Free-text comment.' }),
+    correction: t.expose('correction', { type: 'JSON', nullable: true, description: 'What the output should have been.' }),
+    feedbackSource: t.expose('feedbackSource', { type: 'JSON', nullable: true, description: 'Who gave it: {type: api | model | app, metadata}.' }),
+    runId: t.exposeID('runId', { description: 'ID of the run it is on.' }),
+    traceId: t.exposeID('traceId', { description: 'ID of the trace of that run.' }),
+    projectId: t.exposeID('sessionId', { description: 'ID of the tracing project of that run.' }),
+    // One read for every feedback of a response that names the same run (dataloader).
+    run: t.loadable({
+      type: TraceRunRef,
+      nullable: true,
+      description: 'The run it is on (null once the run is gone, by retention say).',
+      load: (ids: string[], ctx) => Promise.all(ids.map((id) => getRun(ctx, id).catch(() => null))),
+      resolve: (feedback) => feedback.runId,
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was given.' }),
+    modifiedAt: t.expose('modifiedAt', { type: 'DateTime', description: 'When it last changed.' }),
+  }),
+});
+
+builder.objectFields(TraceRunRef, (t) => ({
+  // One read for the feedback of all the runs of a response (dataloader).
+  feedback: t.loadableList({
+    type: FeedbackRef,
+    description: `Its feedback, newest first (at most ${RUN_FEEDBACK_MAX}).`,
+    load: (runs: { id: string; tenantId: string }[], ctx) => listFeedbackOfRuns(ctx, runs),
+    loaderOptions: { cacheKeyFn: (run) => run.id },
+    resolve: (run) => run,
+  }),
+}));
+
+builder.queryFields((t) => ({
+  feedback: t.prismaField({
+    type: [FeedbackRef],
+    description: 'Feedback of the workspace, newest first, optionally of one run and of some keys.',
+    args: {
+      runId: t.arg.id({ description: 'Only feedback on this run.' }),
+      key: t.arg.stringList({ description: 'Only feedback of these keys.' }),
+      limit: t.arg.int({ description: 'At most this many (1–100, default 100).' }),
+      offset: t.arg.int({ description: 'Skip this many first.' }),
+    },
+    resolve: (query, _root, args, ctx) =>
+      listFeedbackRecords(ctx, { run: args.runId == null ? undefined : String(args.runId), key: args.key ?? undefined, limit: args.limit ?? undefined, offset: args.offset ?? undefined }, query),
+  }),
+}));
