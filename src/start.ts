@@ -22,6 +22,7 @@ import { ensureDeploymentDatabase } from './platform/services/deployments/deploy
 import { findLocalDeployment, type LocalDeployment } from './platform/services/deployments/local-deployments.js';
 import { moveSharedAgentRows } from './platform/services/deployments/shared-agent-rows.js';
 import { bootstrapInstallation } from './platform/services/tenancy/tenancy.service.js';
+import { createDeploymentFeedbackUrls } from './platform/services/traces/feedback.service.js';
 import { countIngestedTraces } from './platform/services/usage/usage.service.js';
 import { createDeps, type ProcessDeps } from './wiring.js';
 
@@ -116,7 +117,17 @@ export async function startLocalAgentServer(
     databaseUrl: database.url,
     poolSize: config.dbPoolSize,
     ...options,
-    tracing: { workspaceId: deployment.tenantId, project: deployment.name, store: { databaseUrl: deps.db.url, open: (url) => openPlatformTraceStore(deps, url) } },
+    tracing: {
+      workspaceId: deployment.tenantId,
+      project: deployment.name,
+      store: { databaseUrl: deps.db.url, open: (url) => openPlatformTraceStore(deps, url) },
+      // Its runs' feedback urls are this platform's, where the caller reached it.
+      feedbackUrls: async ({ project, runId, keys, platformUrl }) => {
+        const baseUrl = platformUrl ?? config.publicUrl;
+        if (!baseUrl) throw new Error('The platform’s url is not known: set PUBLIC_URL.');
+        return createDeploymentFeedbackUrls(deps, { workspaceId: deployment.tenantId, project }, { runId, keys, baseUrl });
+      },
+    },
     tracesIngested: () => countIngestedTraces(deps, deployment.tenantId),
   });
 }

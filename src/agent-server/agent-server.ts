@@ -16,7 +16,7 @@ import type { Deps } from '../context.js';
 import { readGraphConfig } from '../contracts/graph-config.js';
 import { gatewayIdentityHeaders } from '../contracts/gateway-protocol.js';
 import type { RuntimeTracing } from '../contracts/launcher-protocol.js';
-import type { TraceSink } from '../contracts/trace-wire.js';
+import type { FeedbackUrlMaker, TraceSink } from '../contracts/trace-wire.js';
 import { migrateDatabase } from '../database/migrate.js';
 import type { UpgradeEndpoint } from '../http/upgrade.js';
 import { corsPolicy } from '../http/cors.js';
@@ -30,6 +30,7 @@ import { bindSdkClientsToServer, loadCustomApp } from './runtime/custom-app.js';
 import type { AppLoopback } from './runtime/runtime-context.js';
 import type { CustomApp } from './services/served-deployment/runtime-protocol.js';
 import { loadCustomAuth } from './runtime/custom-auth.js';
+import { ingestApiFeedbackUrls } from './runtime/ingest-api-traces.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
 import { registerServedDeployment } from './services/served-deployment/served-deployment.js';
@@ -60,7 +61,13 @@ export type AgentServerSpec = {
    * host stores them in the platform's trace tables (`store`, at that database), its runtime thread
    * included; undefined: its runs are not traced.
    */
-  tracing?: { workspaceId: string; project: string; store: { databaseUrl: string; open(databaseUrl: string): TraceSink } };
+  tracing?: {
+    workspaceId: string;
+    project: string;
+    store: { databaseUrl: string; open(databaseUrl: string): TraceSink };
+    /** Makes its runs' feedback urls (the host's platform stores the traces; no key is involved). */
+    feedbackUrls?: FeedbackUrlMaker;
+  };
   /** The platform's count of the traces ingested into its workspace (its /metrics), where its host can read it. */
   tracesIngested?: () => Promise<number>;
 };
@@ -108,6 +115,9 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
       : enabled && spec.tracing
         ? { workspaceId: spec.tracing.workspaceId, project: project ?? spec.tracing.project, store: { databaseUrl: spec.tracing.store.databaseUrl } }
         : undefined;
+    // A run created with feedback_keys ends its stream with presigned feedback urls for its trace,
+    // made where the trace goes: the platform's API with the trace key, or the host's platform.
+    const feedbackUrls: FeedbackUrlMaker | undefined = sent ? ingestApiFeedbackUrls(sent) : tracing ? spec.tracing?.feedbackUrls : undefined;
     const graphConfig = readGraphConfig(spec.configPath);
     // A runtime thread's webhooks given as a path go to the app this server serves (loaded below).
     let customApp: CustomApp | undefined;
@@ -132,7 +142,14 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
     const target = { deploymentId: spec.deploymentId, runtimeId: () => runtimeId, anonymous: spec.anonymous ?? false, dev: spec.dev ?? false, platformKeys: spec.platformKeys };
     // langgraph.json `http.cors`: which browser pages of other origins may call it (any, unless it says).
     const cors = corsPolicy(graphConfig.cors);
-    const router = agentServerRouter(deps, target, { customApp, ui, auth, cors, tracesIngested: spec.tracesIngested });
+    const router = agentServerRouter(deps, target, {
+      customApp,
+      ui,
+      auth,
+      cors,
+      tracesIngested: spec.tracesIngested,
+      feedback: feedbackUrls && tracing ? { project: tracing.project, urls: feedbackUrls } : undefined,
+    });
     const app = express();
     app.disable('x-powered-by');
     app.use(router);

@@ -64,3 +64,11 @@ export interface TraceSink {
   close(): Promise<void>;
   stats?(): TraceSinkStats;
 }
+
+/**
+ * A run's presigned feedback urls, one per key (`{key: url}`), made by the platform that stores its
+ * trace (the trace's root run has the agent run's id), for the feedback event that ends a run's stream
+ * when it was created with `feedback_keys`. `project`: the tracing project the run's trace goes to;
+ * `platformUrl`: where the caller reached the platform, when known (a url starts there).
+ */
+export type FeedbackUrlMaker = (request: { project: string; runId: string; keys: string[]; platformUrl: string | undefined }) => Promise<Record<string, string>>;

@@ -27,7 +27,7 @@ import { cronsRouter } from './crons.routes.js';
 import { attachCustomAuth, customAuthentication, customAuthErrors, type PlatformKeyCheck, type StudioCredential } from './custom-auth.js';
 import { customRoutes } from './custom-routes.js';
 import { mcpRouter } from './mcp.routes.js';
-import { runsRouter } from './runs.routes.js';
+import { type RunFeedback, runsRouter } from './runs.routes.js';
 import { storeRouter } from './store.routes.js';
 import { threadsRouter } from './threads.routes.js';
 import { commandBodyErrorHandler, threadStreamRouter } from './thread-stream.routes.js';
@@ -107,7 +107,15 @@ const rateLimited: RequestHandler = async (req, res, next) => {
 export function agentServerRouter(
   deps: Deps,
   target: AgentServerTarget,
-  options: { customApp?: CustomApp; ui?: UiBundles; auth?: CustomAuth; cors?: CorsPolicy; tracesIngested?: () => Promise<number> } = {},
+  options: {
+    customApp?: CustomApp;
+    ui?: UiBundles;
+    auth?: CustomAuth;
+    cors?: CorsPolicy;
+    tracesIngested?: () => Promise<number>;
+    /** Where its runs' feedback urls are made (the project its traces go to), when its runs are traced. */
+    feedback?: RunFeedback;
+  } = {},
 ): Router {
   const router = Router({ mergeParams: true });
   // Before anything that asks who is calling: a browser's preflight carries no credentials (and
@@ -165,7 +173,7 @@ export function agentServerRouter(
 
   // Runs first: they are the busiest routes, and each router a request passes costs a path match per
   // route (no two of these routers answer the same path, so the order changes nothing else).
-  router.use(runsRouter());
+  router.use(runsRouter({ feedback: options.feedback }));
   router.use(assistantsRouter());
   router.use(threadsRouter());
   router.use(threadStreamRouter());

@@ -11,6 +11,17 @@ import * as runs from '../services/runs/runs.service.js';
 import { presentRun, sendJson } from './presenters.js';
 import { queryFlag, queryStreamModes } from './query.js';
 import { openSse } from './sse.js';
+import type { FeedbackUrlMaker } from '../../contracts/trace-wire.js';
+
+/** Where a traced run's feedback urls are made, and the tracing project its trace goes to. */
+export type RunFeedback = { project: string; urls: FeedbackUrlMaker };
+
+/**
+ * The platform's url as the caller reached it: a deployment's url (which the gateway sends) without
+ * its /deployments/<id>, or, at `serve` (the platform on the same port), the request's own origin.
+ */
+const platformUrlOf = (req: Request): string | undefined =>
+  req.deploymentUrl ? req.deploymentUrl.replace(/\/deployments\/[^/]+\/?$/, '') : `${req.protocol}://${req.get('host') ?? 'localhost'}`;
 
 const runPath = (threadId: string | null, runId: string) => (threadId ? `/threads/${threadId}/runs/${runId}` : `/runs/${runId}`);
 
@@ -18,13 +29,28 @@ async function streamToClient(
   ctx: AgentServerContext,
   res: Response,
   run: { runId: string; threadId: string | null },
-  options: { afterSeq?: number; modes?: string[]; cancelOnDisconnect: boolean; headers?: Record<string, string> },
+  options: {
+    afterSeq?: number;
+    modes?: string[];
+    cancelOnDisconnect: boolean;
+    headers?: Record<string, string>;
+    /** The stream ends with a `feedback` event of these urls (`{key: url}`), made once the run ended. */
+    feedbackUrls?: () => Promise<Record<string, string>>;
+  },
 ) {
   const sse = openSse(res, options.headers);
   try {
     for await (const event of streamRun(ctx, run.runId, { afterSeq: options.afterSeq, modes: options.modes, signal: sse.signal })) {
       // Event ids count from 0 in each run, as the reference numbers them; `seq` counts from 1.
       await sse.write({ id: String(event.seq - 1), event: event.event, data: event.data });
+    }
+    if (options.feedbackUrls && !sse.signal.aborted) {
+      // Without urls (the platform did not answer) the stream still ends; the run is done either way.
+      const urls = await options.feedbackUrls().catch((error: unknown) => {
+        ctx.logger.warn({ err: error, runId: run.runId }, 'could not make the run’s feedback urls');
+        return undefined;
+      });
+      if (urls && !sse.signal.aborted) await sse.write({ event: 'feedback', data: JSON.stringify(urls) });
     }
   } finally {
     if (sse.signal.aborted && options.cancelOnDisconnect) {
@@ -42,8 +68,15 @@ const lastEventSeq = (req: Request): number | undefined => {
   return Number.isInteger(id) && id >= 0 ? id + 1 : undefined;
 };
 
-export function runsRouter(): Router {
+export function runsRouter(options: { feedback?: RunFeedback } = {}): Router {
   const router = Router();
+  /** A run's feedback urls, when it asked for some (feedback_keys) and its trace goes to a platform. */
+  const feedbackOf = (req: Request, runId: string) => {
+    const keys = req.body?.feedback_keys as string[] | null | undefined;
+    const { feedback } = options;
+    if (!feedback || !keys?.length) return undefined;
+    return () => feedback.urls({ project: feedback.project, runId, keys: [...new Set(keys)], platformUrl: platformUrlOf(req) });
+  };
 
   // ── creating runs: background, streamed, waited; on a thread or stateless ──
   for (const stateful of [true, false]) {
@@ -62,6 +95,7 @@ export function runsRouter(): Router {
       await streamToClient(req.agent, res, { runId: run.runId, threadId: threadOf(req) }, {
         cancelOnDisconnect: req.body?.on_disconnect === 'cancel',
         headers: { 'Content-Location': path, Location: `${path}/stream` },
+        feedbackUrls: feedbackOf(req, run.runId),
       });
     });
 

@@ -7,7 +7,7 @@
 // run ended, which sends everything still queued before the process exits.
 import { Client } from 'langsmith';
 import type { Logger } from 'pino';
-import type { Ingester, RunBatch, TraceSink } from '../../contracts/trace-wire.js';
+import type { FeedbackUrlMaker, Ingester, RunBatch, TraceSink } from '../../contracts/trace-wire.js';
 import { fetchOverPlatformConnections } from './platform-connections.js';
 
 export class IngestApiTraceSink implements TraceSink {
@@ -43,4 +43,25 @@ export class IngestApiTraceSink implements TraceSink {
   async close(): Promise<void> {
     await this.client.awaitPendingTraceBatches().catch((error: unknown) => this.logger.error({ err: error }, 'could not send the last traces'));
   }
+}
+
+/**
+ * Feedback urls of a deployed revision's runs, made as any langsmith client makes them: the platform's
+ * POST /feedback/tokens, with the deployment's trace key (whose tokens take feedback only on runs of
+ * its project). A url is given at the platform's url as the caller reached it, when known.
+ */
+export function ingestApiFeedbackUrls(target: { url: string; apiKey: string }): FeedbackUrlMaker {
+  const client = new Client({
+    apiUrl: target.url,
+    apiKey: target.apiKey,
+    fetchImplementation: fetchOverPlatformConnections(target.url),
+    autoBatchTracing: false,
+    callerOptions: { maxRetries: 1 },
+  });
+  return async ({ runId, keys, platformUrl }) => {
+    const tokens = await Promise.all(keys.map((key) => client.createPresignedFeedbackToken(runId, key)));
+    return Object.fromEntries(
+      tokens.map((token, index) => [keys[index]!, platformUrl ? `${platformUrl}${new URL(token.url).pathname}` : token.url]),
+    );
+  };
 }

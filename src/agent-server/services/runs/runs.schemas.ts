@@ -37,7 +37,8 @@ export const RunCreate = z.object({
   stream_mode: StreamModeList,
   stream_subgraphs: z.boolean().nullish(),
   stream_resumable: z.boolean().nullish(),
-  feedback_keys: z.unknown().optional(),
+  // Presigned feedback urls for these keys end the run's stream (a 'feedback' event), when its runs are traced.
+  feedback_keys: z.array(z.string().trim().min(1).max(180)).max(20).nullish(),
   multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish(),
   // The SDK's type names 'complete' | 'continue'; the servers read 'delete' | 'keep'. Only 'keep' keeps the thread.
   on_completion: z.enum(['delete', 'keep', 'complete', 'continue']).nullish(),

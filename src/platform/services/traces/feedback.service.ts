@@ -191,15 +191,42 @@ export async function createFeedbackToken(ctx: ServiceContext, input: FeedbackTo
   const { viewer } = ctx;
   const [workspaceId, traceProject] =
     viewer.kind === 'trace-writer' ? [viewer.workspaceId, viewer.project] : [await traceWorkspace(ctx, 'workspaces:write'), null];
+  return storeToken(ctx.db.pool, { workspaceId, traceProject }, token, baseUrl);
+}
+
+/**
+ * Presigned feedback urls (`{key: url}`, 3 hours each) for a run of a local deployment, which its host
+ * (a platform process: no key involved) makes for the feedback event that ends the run's stream. As a
+ * deployment's trace key's, they take feedback only on a run of `project`.
+ */
+export async function createDeploymentFeedbackUrls(
+  deps: Pick<Deps, 'db'>,
+  scope: { workspaceId: string; project: string },
+  request: { runId: string; keys: string[]; baseUrl: string },
+): Promise<Record<string, string>> {
+  const tokens = await Promise.all(
+    request.keys.map((feedbackKey) =>
+      storeToken(deps.db.pool, { workspaceId: scope.workspaceId, traceProject: scope.project }, parseInput(FeedbackTokenCreate, { runId: request.runId, feedbackKey }), request.baseUrl),
+    ),
+  );
+  return Object.fromEntries(tokens.map((token) => [token.feedbackKey, token.url]));
+}
+
+function storeToken(
+  pool: pg.Pool,
+  owner: { workspaceId: string; traceProject: string | null },
+  token: { runId: string; feedbackKey: string; feedbackConfig?: Record<string, unknown> | null; expiresAt: Date },
+  baseUrl: string,
+): Promise<FeedbackTokenRow> {
   // A random UUID, not a time-ordered one: the id is the url's secret.
   const id = randomUUID();
-  return insertFeedbackToken(ctx.db.pool, {
+  return insertFeedbackToken(pool, {
     id,
-    tenantId: workspaceId,
+    tenantId: owner.workspaceId,
     runId: token.runId,
     feedbackKey: token.feedbackKey,
     feedbackConfig: token.feedbackConfig ?? null,
-    traceProject,
+    traceProject: owner.traceProject,
     url: `${baseUrl}/feedback/tokens/${id}`,
     expiresAt: token.expiresAt,
   });

@@ -68,7 +68,7 @@ export type RunQueryInput = z.input<typeof RunQuery>;
 
 /** A feedback score: a number, or a boolean (stored as 1 or 0). */
 const feedbackScore = z.union([z.number().finite(), z.boolean().transform((value) => (value ? 1 : 0))]).nullish();
-export const FEEDBACK_KEY_MAX = 180;
+const FEEDBACK_KEY_MAX = 180;
 const feedbackKey = z.string().trim().min(1, 'must not be empty').max(FEEDBACK_KEY_MAX);
 const feedbackComment = z.string().max(10_000).nullish();
 
