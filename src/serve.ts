@@ -7,6 +7,7 @@
 // gateway signs them.
 import type { Logger } from 'pino';
 import { buildApp } from './platform/app.js';
+import { feedbackTokenUrlRouter } from './platform/rest/feedback.routes.js';
 import type { Config } from './config.js';
 import { readGraphConfig } from './contracts/graph-config.js';
 import { advertisedHost } from './contracts/launcher-protocol.js';
@@ -46,7 +47,8 @@ export function startServe(config: Config, logger: Logger, options: { configPath
     // (their data needs an API key, as on the platform); with custom auth, which GraphQL does not
     // run, it needs a platform key.
     const customAuth = readGraphConfig(options.configPath).auth !== undefined;
-    const app = buildApp(deps, { routers: [agentServer.router], upgrades: [agentServer.upgrade], anonymousViewer: customAuth ? undefined : localViewer(deploymentId) });
+    // Its runs' feedback urls (feedback_keys) are this port's: the token urls are answered here, ahead of the agent server.
+    const app = buildApp(deps, { routers: [feedbackTokenUrlRouter(deps), agentServer.router], upgrades: [agentServer.upgrade], anonymousViewer: customAuth ? undefined : localViewer(deploymentId) });
     wiring.onStop(() => app.stop());
     const url = await app.start(config.port, config.host);
     agentServer.listening(url);

@@ -41,8 +41,6 @@ export function feedbackRouter(deps: Deps): Router {
   const router = Router();
   const auth = authenticate(deps);
   const json = jsonBody(deps.config);
-  // A token's url is called from pages and scripts that may not label their JSON.
-  const lenientJson = jsonBody(deps.config, { lenient: true });
   /** Where this request reached the API (its origin, or PUBLIC_URL, and the /api/v1 mount if used): a token's url starts there. */
   const apiBase = (req: Request) => `${deps.config.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`}${req.baseUrl}`;
 
@@ -68,7 +66,36 @@ export function feedbackRouter(deps: Deps): Router {
     res.json(tokens.map(presentFeedbackToken));
   });
 
-  // The token is the credential: no API key is read. Any origin may call it, as LangSmith's.
+  router.use(feedbackTokenUrlRouter(deps));
+
+  router.get('/feedback/:id', auth, async (req, res) => {
+    res.json(presentFeedback(await feedback.getFeedback(req.ctx, String(req.params.id))));
+  });
+
+  router.patch('/feedback/:id', auth, ...json, async (req, res) => {
+    res.json(presentFeedback(await feedback.updateFeedback(req.ctx, String(req.params.id), objectBody(req))));
+  });
+
+  router.delete('/feedback/:id', auth, async (req, res) => {
+    await feedback.deleteFeedback(req.ctx, String(req.params.id));
+    res.json({});
+  });
+
+  // Only errors of this router's own routes (req.route is set once one matched) take its dialect.
+  const errors = errorHandler('fastapi', deps.logger);
+  router.use(((error, req, res, next) => (req.route ? errors(error, req, res, next) : next(error))) as ErrorRequestHandler);
+  return router;
+}
+
+/**
+ * A presigned feedback token's url (GET with query parameters, POST with a JSON body): the token is
+ * the credential, no API key is read, and any origin may call it, as LangSmith's. Part of
+ * feedbackRouter; `serve` mounts it alone beside its agent server, whose runs' feedback urls it answers.
+ */
+export function feedbackTokenUrlRouter(deps: Deps): Router {
+  const router = Router();
+  // A token's url is called from pages and scripts that may not label their JSON.
+  const lenientJson = jsonBody(deps.config, { lenient: true });
   const anyOrigin: RequestHandler = (_req, res, next) => {
     res.set('Access-Control-Allow-Origin', '*');
     next();
@@ -93,20 +120,6 @@ export function feedbackRouter(deps: Deps): Router {
     res.json({});
   });
 
-  router.get('/feedback/:id', auth, async (req, res) => {
-    res.json(presentFeedback(await feedback.getFeedback(req.ctx, String(req.params.id))));
-  });
-
-  router.patch('/feedback/:id', auth, ...json, async (req, res) => {
-    res.json(presentFeedback(await feedback.updateFeedback(req.ctx, String(req.params.id), objectBody(req))));
-  });
-
-  router.delete('/feedback/:id', auth, async (req, res) => {
-    await feedback.deleteFeedback(req.ctx, String(req.params.id));
-    res.json({});
-  });
-
-  // Only errors of this router's own routes (req.route is set once one matched) take its dialect.
   const errors = errorHandler('fastapi', deps.logger);
   router.use(((error, req, res, next) => (req.route ? errors(error, req, res, next) : next(error))) as ErrorRequestHandler);
   return router;

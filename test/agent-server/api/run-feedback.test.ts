@@ -1,9 +1,9 @@
 // A run created with feedback_keys ends its stream with a `feedback` event: one presigned feedback url
 // per key, for the run's trace (its root run has the run's id), as the hosted agent server sends it.
 // Each url takes feedback without a key, which the workspace then reads through the langsmith SDK.
-// Two agent servers: a local deployment (its host's platform stores its traces and makes the urls) and
+// Three agent servers: a local deployment (its host's platform stores its traces and makes the urls),
 // one tracing as a deployed revision does (the platform's ingest API and POST /feedback/tokens, with
-// its deployment's trace key).
+// its deployment's trace key), and `serve` (whose port answers the urls it gives).
 import { Client } from '@langchain/langgraph-sdk';
 import { Client as LangSmith } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { createDeploymentTraceKey } from '../../../src/platform/services/tenancy
 import { runLocalDeployment } from '../../../src/start.js';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
-import { fixtureConfig, removeDir } from '../../support/serve.js';
+import { atDeployed, fixtureConfig, removeDir, startServe } from '../../support/serve.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -102,6 +102,21 @@ describe('feedback_keys on agent server runs', () => {
       expect(((await langsmith().readRun(runId)).feedback_stats as Record<string, { n: number }>).thumbs!.n).toBe(1);
     });
   }
+
+  it.skipIf(atDeployed)('gives urls of serve’s own port at serve, which answers them', async () => {
+    const server = await startServe({ env: { AGENT_SERVER_TRACING: 'true', AGENT_SERVER_TRACE_WORKSPACE_ID: tenant.workspace.id } });
+    stops.push(async () => {
+      await server.stop();
+      removeDir(server.dir);
+    });
+    const { parts, runId } = await streamWithFeedback(server.client);
+    const urls = parts[parts.length - 1]!.data as Record<string, string>;
+    expect(urls.thumbs).toMatch(new RegExp(`^${server.url}/feedback/tokens/[0-9a-f-]{36}$`));
+    await traceStored(runId);
+    expect((await fetch(`${urls.thumbs}?score=0&value=bad`)).status).toBe(200);
+    const feedback = await collect(langsmith().listFeedback({ runIds: [runId] }));
+    expect(feedback.map((f) => [f.key, f.score, f.value])).toEqual([['thumbs', 0, 'bad']]);
+  });
 
   it('sends no feedback event without feedback_keys, and refuses bad ones', async () => {
     const client = await deployment('by-host');
