@@ -38,7 +38,9 @@ export type RunCreate = Record<string, unknown>;
 /** A run update as the langsmith SDK sends it: `id` plus the fields that changed. */
 type RunUpdate = Record<string, unknown>;
 export type RunAttachment = { runId: string; name: string; contentType: string; data: Buffer };
-export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[]; parentsMayFollow?: boolean };
+/** Feedback as the langsmith SDK batches it with runs (multipart part `feedback.<id>`): its create body. */
+export type FeedbackCreateBody = Record<string, unknown>;
+export type RunBatch = { post?: RunCreate[]; patch?: RunUpdate[]; attachments?: RunAttachment[]; feedback?: FeedbackCreateBody[]; parentsMayFollow?: boolean };
 
 /** What a trace sink did so far (on the agent server's /metrics). */
 export type TraceSinkStats = {

@@ -16,6 +16,7 @@ import type { IngestRequest, Ingester, IngestResult } from './ingest-types.js';
 import { decodeIngestRequest } from './ingest-wire.js';
 import { ingestRunBatch } from './ingest.service.js';
 import { ingestOtlpSpans } from './otlp-ingest.service.js';
+import { ingestFeedback } from '../services/traces/feedback.service.js';
 
 /** Ingests a request in one of the process's ingest threads when it has them, else here. */
 export function ingestEncoded(deps: Pick<Deps, 'db' | 'config' | 'ingestThreads'>, who: Ingester, request: IngestRequest): Promise<IngestResult> {
@@ -31,7 +32,11 @@ export async function decodeAndIngest(deps: Pick<Deps, 'db' | 'config'>, who: In
   const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
   const decoded = await bodyParsing.run(() => decodeIngestRequest(request, deps.config.ingestBodyLimitBytes, guards));
   if ('traces' in decoded) return ingestOtlpSpans(deps, who, decoded.traces, { project: request.project, jsonMaxDepth: guards.jsonMaxDepth });
-  return ingestRunBatch(deps, who, decoded.batch);
+  const result = await ingestRunBatch(deps, who, decoded.batch);
+  // Feedback batched with runs is stored after them: it may be on a run of this very batch.
+  if (!decoded.batch.feedback?.length) return result;
+  const rejected = await ingestFeedback(deps, who, decoded.batch.feedback);
+  return rejected ? { ...result, rejected } : result;
 }
 
 export type IngestThreadData = { config: Config; databaseUrl: string };

@@ -207,15 +207,28 @@ const partLoc = (part: MultipartPart) => ['body', part.name];
 /**
  * Turns multipart parts into a RunBatch: `post.<id>` / `patch.<id>` hold the run, `post.<id>.<field>`
  * (inputs, outputs, events, extra, error, serialized) its large fields, `attachment.<id>.<name>` files.
- * `feedback.<id>` parts are accepted and ignored (feedback is not stored yet).
+ * `feedback.<id>` parts hold feedback on runs (the SDK batches createFeedback with runs), stored after them.
  */
 export function multipartToBatch(parts: MultipartPart[], maxDepth = DEFAULT_JSON_MAX_DEPTH): RunBatch {
   const runs = { post: new Map<string, Record<string, unknown>>(), patch: new Map<string, Record<string, unknown>>() };
   const fields: { method: 'post' | 'patch'; id: string; field: string; value: unknown; part: string }[] = [];
   const attachments: RunAttachment[] = [];
+  const feedback: Record<string, unknown>[] = [];
   for (const part of parts) {
     const [kind, rawId, ...rest] = part.name.split('.');
-    if (kind === 'feedback') continue;
+    if (kind === 'feedback') {
+      if (!isUuid(rawId) || rest.length) throw invalid(partLoc(part), 'expected feedback.<feedback id>');
+      assertJsonDepth(part.data, maxDepth, partLoc(part));
+      let value: unknown;
+      try {
+        value = JSON.parse(part.data.toString('utf8'));
+      } catch {
+        throw invalid(partLoc(part), 'is not valid JSON', 'json_invalid');
+      }
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(partLoc(part), 'expected a JSON object', 'dict_type');
+      feedback.push({ ...(value as Record<string, unknown>), id: rawId.toLowerCase() });
+      continue;
+    }
     if (kind === 'attachment') {
       if (!isUuid(rawId) || !rest.length) throw invalid(partLoc(part), 'expected attachment.<run id>.<name>');
       attachments.push({ runId: rawId, name: rest.join('.'), contentType: part.contentType.split(';')[0]!.trim(), data: Buffer.from(part.data) });
@@ -253,5 +266,5 @@ export function multipartToBatch(parts: MultipartPart[], maxDepth = DEFAULT_JSON
     if (!run) throw invalid(['body', part], `has no ${method}.${id} part`);
     run[field] = value;
   }
-  return { post: [...runs.post.values()], patch: [...runs.patch.values()], attachments };
+  return { post: [...runs.post.values()], patch: [...runs.patch.values()], attachments, ...(feedback.length ? { feedback } : {}) };
 }

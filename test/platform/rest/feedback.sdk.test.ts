@@ -82,6 +82,36 @@ describe('feedback through the langsmith SDK', () => {
     expect((await sdk(tenant.adminKey, `${platform.url}/api/v1`).readFeedback(created.id)).id).toBe(created.id);
   });
 
+  it('stores feedback the SDK batches with runs (multipart feedback parts), in the same batch as its run too', async () => {
+    const paths: string[] = [];
+    const batching = new Client({
+      apiUrl: platform.url,
+      apiKey: tenant.adminKey,
+      fetchImplementation: ((input: RequestInfo | URL, init?: RequestInit) => {
+        paths.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
+        return fetch(input, init);
+      }) as typeof fetch,
+    });
+    const run = new RunTree({ name: 'batched', run_type: 'chain', inputs: {}, client: batching, project_name: `batched-${randomUUID().slice(0, 8)}`, tracingEnabled: true });
+    await run.postRun();
+    await run.end({ ok: true });
+    await run.patchRun();
+    // Queued beside the run's post and patch: with a trace id the SDK sends feedback in its multipart batches.
+    const sameBatch = await batching.createFeedback(run.id, 'batched', { score: 1, traceId: run.id, sessionId });
+    await batching.awaitPendingTraceBatches();
+    const later = await batching.createFeedback(run.id, 'batched', { score: 0, value: 'later', traceId: run.id, sessionId });
+    const orphan = await batching.createFeedback(randomUUID(), 'batched', { score: 0, traceId: randomUUID(), sessionId });
+    await batching.awaitPendingTraceBatches();
+
+    expect(paths).toContain('POST /runs/multipart');
+    expect(paths).not.toContain('POST /feedback');
+    expect(await client.readFeedback(sameBatch.id)).toMatchObject({ run_id: run.id, key: 'batched', score: 1 });
+    expect(await client.readFeedback(later.id)).toMatchObject({ score: 0, value: 'later' });
+    // Feedback on a run that is not stored is left out; the runs of its batch are not.
+    await expect(client.readFeedback(orphan.id)).rejects.toThrow(/404/);
+    expect(((await client.readRun(run.id)).feedback_stats as Record<string, any>).batched).toMatchObject({ n: 2, avg: 0.5 });
+  });
+
   it('records feedback through a presigned token’s url, without a key, by GET and by POST', async () => {
     const token = await client.createPresignedFeedbackToken(runId, 'thumbs', { expiration: { hours: 1 } });
     expect(token.url).toBe(`${platform.url}/feedback/tokens/${token.id}`);

@@ -7,7 +7,9 @@ import type pg from 'pg';
 import { withTransaction } from '../../../db.js';
 import { AppError } from '../../../errors.js';
 import { isUuid, newId } from '../../../ids.js';
+import type { z } from 'zod';
 import type { Deps, ServiceContext } from '../../../context.js';
+import type { FeedbackCreateBody, Ingester } from '../../../contracts/trace-wire.js';
 import type { Feedback, Prisma } from '../../../generated/prisma/client.js';
 import { parseInput } from '../../../validate.js';
 import {
@@ -61,20 +63,60 @@ export async function createFeedback(ctx: ServiceContext, input: FeedbackCreateI
   return withTransaction(ctx.db, async (client) => {
     const target = await lockFeedbackTarget(client, workspaceId, feedback.runId);
     if (!target) throw runNotFound(feedback.runId);
-    return storeFeedback(client, workspaceId, target, {
-      id: feedback.id ?? newId(),
-      key: feedback.key,
-      score: feedback.score ?? null,
-      value: feedback.value,
-      comment: feedback.comment ?? null,
-      correction: feedback.correction,
-      feedbackSource: { type: feedback.feedbackSource?.type ?? 'api', metadata: feedback.feedbackSource?.metadata ?? {} },
-      feedbackGroupId: feedback.feedbackGroupId ?? null,
-      comparativeExperimentId: feedback.comparativeExperimentId ?? null,
-      ...authorOf(ctx),
-    });
+    return storeFeedback(client, workspaceId, target, { ...feedbackFields(feedback), id: feedback.id ?? newId(), ...authorOf(ctx) });
   });
 }
+
+/**
+ * Stores feedback batched with runs (the SDK's multipart `feedback.<id>` parts) for an ingester whose
+ * workspaces:write was checked (ingest-as-viewer.ts); a deployment's trace key gives feedback only on
+ * runs of its project. Ingestion does not fail for feedback: feedback on a run not stored, invalid, or
+ * not the key's to give is left out and counted (`rejected`, with why); an id already stored is the
+ * same feedback sent again.
+ */
+export async function ingestFeedback(deps: Pick<Deps, 'db'>, who: Ingester, bodies: FeedbackCreateBody[]): Promise<{ count: number; message: string } | undefined> {
+  const problems: string[] = [];
+  for (const [index, body] of bodies.entries()) {
+    const parsed = FeedbackCreate.safeParse(snakeToCamel(body));
+    if (!parsed.success) {
+      problems.push(`feedback[${index}]: ${AppError.fromZod(parsed.error).message}`);
+      continue;
+    }
+    const feedback = parsed.data;
+    const id = feedback.id ?? newId();
+    await withTransaction(deps.db, async (client) => {
+      const target = await lockFeedbackTarget(client, who.workspaceId, feedback.runId);
+      if (!target || (who.project !== undefined && target.projectName !== who.project)) {
+        problems.push(`feedback ${id}: run ${feedback.runId} not found`);
+        return;
+      }
+      if (await findFeedback(client, who.workspaceId, id)) return;
+      await storeFeedback(client, who.workspaceId, target, {
+        ...feedbackFields(feedback),
+        id,
+        apiKeyId: who.apiKeyId ?? null,
+        userId: who.userId ?? null,
+      });
+    });
+  }
+  return problems.length ? { count: problems.length, message: problems.slice(0, 5).join('; ') } : undefined;
+}
+
+/** A snake_case wire body's top-level keys in camelCase, as the schemas read them. */
+const snakeToCamel = (body: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(body).map(([key, value]) => [key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), value]));
+
+/** The stored fields of a parsed create (its id, author and run aside). */
+const feedbackFields = (feedback: z.output<typeof FeedbackCreate>) => ({
+  key: feedback.key,
+  score: feedback.score ?? null,
+  value: feedback.value,
+  comment: feedback.comment ?? null,
+  correction: feedback.correction,
+  feedbackSource: { type: feedback.feedbackSource?.type ?? 'api', metadata: feedback.feedbackSource?.metadata ?? {} },
+  feedbackGroupId: feedback.feedbackGroupId ?? null,
+  comparativeExperimentId: feedback.comparativeExperimentId ?? null,
+});
 
 async function storeFeedback(
   client: pg.PoolClient,
