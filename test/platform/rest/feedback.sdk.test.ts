@@ -198,6 +198,26 @@ describe('feedback through the langsmith SDK', () => {
     expect(huge.status).toBe(413);
   });
 
+  it('filters runs by their feedback in the run filter language', async () => {
+    const projectName = `filtered-${randomUUID().slice(0, 8)}`;
+    const runs: Record<string, string> = {};
+    for (const name of ['good', 'bad', 'none']) {
+      const run = new RunTree({ name, run_type: 'chain', inputs: {}, client, project_name: projectName, tracingEnabled: true });
+      await run.postRun();
+      runs[name] = run.id;
+    }
+    await client.awaitPendingTraceBatches();
+    await client.createFeedback(runs.good!, 'correctness', { score: 0.9 });
+    await client.createFeedback(runs.bad!, 'correctness', { score: 0.2 });
+    await client.createFeedback(runs.bad!, 'thumbs', { score: 1 });
+    const names = async (filter: string) => (await collect(client.listRuns({ projectName, filter }))).map((run) => run.name).sort();
+    expect(await names('eq(feedback_key, "correctness")')).toEqual(['bad', 'good']);
+    expect(await names('and(eq(feedback_key, "correctness"), gt(feedback_score, 0.5))')).toEqual(['good']);
+    // The key and the score bind to the same feedback key: bad's thumbs of 1 is not a correctness above 0.5.
+    expect(await names('and(eq(feedback_key, "thumbs"), gte(feedback_score, 1))')).toEqual(['bad']);
+    expect(await names('neq(feedback_key, "correctness")')).toEqual(['none']);
+  });
+
   it('shows a run’s feedback through GraphQL', async () => {
     const given = await client.createFeedback(runId, 'graphql', { score: 0.5, comment: 'seen', sessionId });
     const { body } = await graphql(
