@@ -6,7 +6,13 @@
 // only ids whose run is gone), and the rest of the pass goes on.
 import type { Deps } from '../../context.js';
 import { dropTracePartitionsBefore } from '../services/traces/trace-partitions.store.js';
-import { deleteAwaitedParentsBefore, deleteExpiredRuns, deleteRunIdsBefore, longestTraceRetentionDays } from '../services/traces/trace-retention.store.js';
+import {
+  deleteAwaitedParentsBefore,
+  deleteExpiredRuns,
+  deleteFeedbackTokensExpiredBefore,
+  deleteRunIdsBefore,
+  longestTraceRetentionDays,
+} from '../services/traces/trace-retention.store.js';
 
 const BATCH = 5_000;
 
@@ -33,6 +39,8 @@ export async function deleteExpiredTraceRuns(deps: Pick<Deps, 'db' | 'config'>, 
   if (horizon) {
     while ((await deleteRunIdsBefore(pool, horizon, BATCH)) === BATCH);
     await deleteAwaitedParentsBefore(pool, horizon);
+    // A day's grace: a url used just after it expired is told so (not "unknown") for a while.
+    await deleteFeedbackTokensExpiredBefore(pool, new Date(Date.now() - 86_400_000));
   }
   return { deleted, droppedPartitions, busyPartitions };
 }

@@ -41,6 +41,10 @@ async function workspaceWithRuns(retentionDays: number | null, ages: number[]) {
     `INSERT INTO trace_run_attachments (tenant_id, run_id, name, content_type, data, size) SELECT $1, id, 'file', 'text/plain', '\\x00'::bytea, 1 FROM unnest($2::uuid[]) AS id`,
     [workspace.id, [...runs.values()]],
   );
+  await pool.query(
+    `INSERT INTO feedback (tenant_id, id, run_id, trace_id, session_id, key, score) SELECT $1, gen_random_uuid(), id, id, $3, 'k', 1 FROM unnest($2::uuid[]) AS id`,
+    [workspace.id, [...runs.values()], projectId],
+  );
   return { workspaceId: workspace.id, runs };
 }
 
@@ -48,10 +52,11 @@ async function remaining(workspaceId: string) {
   const { pool } = platform.deps.db;
   const runs = await pool.query<{ id: string }>('SELECT id FROM trace_runs WHERE tenant_id = $1', [workspaceId]);
   const attachments = await pool.query<{ run_id: string }>('SELECT run_id FROM trace_run_attachments WHERE tenant_id = $1', [workspaceId]);
-  return { runs: runs.rows.map((row) => row.id).sort(), attachments: attachments.rows.map((row) => row.run_id).sort() };
+  const feedback = await pool.query<{ run_id: string }>('SELECT run_id FROM feedback WHERE tenant_id = $1', [workspaceId]);
+  return { runs: runs.rows.map((row) => row.id).sort(), attachments: attachments.rows.map((row) => row.run_id).sort(), feedback: feedback.rows.map((row) => row.run_id).sort() };
 }
 
-it('deletes only runs past their workspace’s retention (or the default), with their attachments', async () => {
+it('deletes only runs past their workspace’s retention (or the default), with their attachments and feedback', async () => {
   const short = await workspaceWithRuns(7, [1, 6, 8, 40]);
   const byDefault = await workspaceWithRuns(null, [1, 8, 29, 31, 400]);
   const long = await workspaceWithRuns(365, [8, 40, 364]);
@@ -61,9 +66,9 @@ it('deletes only runs past their workspace’s retention (or the default), with 
   expect(await deleteExpiredTraceRuns(platform.deps, mine)).toEqual({ deleted: 4, droppedPartitions: [], busyPartitions: [] });
 
   const kept = (set: { runs: Map<number, string> }, ages: number[]) => ages.map((age) => set.runs.get(age)!).sort();
-  expect(await remaining(short.workspaceId)).toEqual({ runs: kept(short, [1, 6]), attachments: kept(short, [1, 6]) });
-  expect(await remaining(byDefault.workspaceId)).toEqual({ runs: kept(byDefault, [1, 8, 29]), attachments: kept(byDefault, [1, 8, 29]) });
-  expect(await remaining(long.workspaceId)).toEqual({ runs: kept(long, [8, 40, 364]), attachments: kept(long, [8, 40, 364]) });
+  expect(await remaining(short.workspaceId)).toEqual({ runs: kept(short, [1, 6]), attachments: kept(short, [1, 6]), feedback: kept(short, [1, 6]) });
+  expect(await remaining(byDefault.workspaceId)).toEqual({ runs: kept(byDefault, [1, 8, 29]), attachments: kept(byDefault, [1, 8, 29]), feedback: kept(byDefault, [1, 8, 29]) });
+  expect(await remaining(long.workspaceId)).toEqual({ runs: kept(long, [8, 40, 364]), attachments: kept(long, [8, 40, 364]), feedback: kept(long, [8, 40, 364]) });
   // The deleted runs' ids are released (trace_run_ids's delete trigger), so the id rule follows the runs.
   const { rows: ids } = await platform.deps.db.pool.query<{ id: string }>('SELECT id FROM trace_run_ids WHERE tenant_id = $1 ORDER BY id', [short.workspaceId]);
   expect(ids.map((row) => row.id)).toEqual(kept(short, [1, 6]));

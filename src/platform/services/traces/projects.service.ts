@@ -181,7 +181,7 @@ export async function updateProject(ctx: ServiceContext, id: string, input: Proj
   }
 }
 
-/** Deletes a project and all its runs. Needs workspaces:write; NOT_FOUND for another tenant's project. */
+/** Deletes a project and all its runs, with their feedback. Needs workspaces:write; NOT_FOUND for another tenant's project. */
 export async function deleteProject(ctx: ServiceContext, id: string): Promise<void> {
   const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
   const project = isUuid(id) ? await ctx.db.prisma.tracingProject.findFirst({ where: { id, workspaceId } }) : null;
@@ -189,6 +189,7 @@ export async function deleteProject(ctx: ServiceContext, id: string): Promise<vo
   forget(workspaceId, project);
   await withTransaction(ctx.db, async (client) => {
     await client.query('DELETE FROM trace_runs WHERE tenant_id = $1 AND session_id = $2', [workspaceId, id]);
+    await client.query('DELETE FROM feedback WHERE tenant_id = $1 AND session_id = $2', [workspaceId, id]);
     await client.query('DELETE FROM tracing_projects WHERE id = $1', [id]);
   });
 }

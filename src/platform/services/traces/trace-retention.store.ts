@@ -1,11 +1,12 @@
 // What expires of traces: runs past their workspace's retention, the ids of runs gone with their
-// partition (with their attachments and waiting patches), awaited parents that never came, and the
-// longest retention, which says which partitions may go (trace-partitions.store.ts drops them).
+// partition (with their attachments, waiting patches and feedback), awaited parents that never came,
+// expired feedback tokens, and the longest retention, which says which partitions may go
+// (trace-partitions.store.ts drops them).
 import type pg from 'pg';
 
 /**
  * Deletes up to `limit` trace runs per project that started before their workspace's retention
- * (`trace_retention_days`, else `defaultDays`), with their attachments and waiting patches; returns
+ * (`trace_retention_days`, else `defaultDays`), with their attachments, waiting patches and feedback; returns
  * how many runs it deleted. Per project, the old runs are a range of the (tenant_id, session_id,
  * start_time, id) index. Runs whose project is gone were deleted with it. `workspaceIds` narrows it
  * to those workspaces.
@@ -28,6 +29,8 @@ export async function deleteExpiredRuns(pool: pg.Pool, defaultDays: number, limi
        DELETE FROM trace_run_attachments a USING runs WHERE a.tenant_id = runs.tenant_id AND a.run_id = runs.id
      ), patches AS (
        DELETE FROM trace_run_pending_patches pp USING runs WHERE pp.tenant_id = runs.tenant_id AND pp.run_id = runs.id
+     ), feedback AS (
+       DELETE FROM feedback f USING runs WHERE f.tenant_id = runs.tenant_id AND f.run_id = runs.id
      )
      SELECT count(*)::int AS deleted FROM runs`,
     [defaultDays, limit, workspaceIds ?? null],
@@ -37,7 +40,7 @@ export async function deleteExpiredRuns(pool: pg.Pool, defaultDays: number, limi
 
 /**
  * Deletes up to `limit` run ids that started before `horizon` (their runs were dropped with their
- * partition, or deleted), with those runs' attachments and waiting patches; returns how many.
+ * partition, or deleted), with those runs' attachments, waiting patches and feedback; returns how many.
  */
 export async function deleteRunIdsBefore(pool: pg.Pool, horizon: Date, limit: number): Promise<number> {
   const { rows } = await pool.query<{ deleted: number }>(
@@ -53,6 +56,8 @@ export async function deleteRunIdsBefore(pool: pg.Pool, horizon: Date, limit: nu
        DELETE FROM trace_run_attachments a USING ids WHERE a.tenant_id = ids.tenant_id AND a.run_id = ids.id
      ), patches AS (
        DELETE FROM trace_run_pending_patches pp USING ids WHERE pp.tenant_id = ids.tenant_id AND pp.run_id = ids.id
+     ), feedback AS (
+       DELETE FROM feedback f USING ids WHERE f.tenant_id = ids.tenant_id AND f.run_id = ids.id
      )
      SELECT count(*)::int AS deleted FROM ids`,
     [horizon, limit],
@@ -72,5 +77,11 @@ export async function longestTraceRetentionDays(pool: pg.Pool, defaultDays: numb
  */
 export async function deleteAwaitedParentsBefore(pool: pg.Pool, horizon: Date): Promise<number> {
   const { rowCount } = await pool.query('DELETE FROM trace_run_awaited_parents WHERE created_at < $1', [horizon]);
+  return rowCount ?? 0;
+}
+
+/** Deletes the presigned feedback tokens that expired before `before` (their urls take nothing more). */
+export async function deleteFeedbackTokensExpiredBefore(pool: pg.Pool, before: Date): Promise<number> {
+  const { rowCount } = await pool.query('DELETE FROM feedback_tokens WHERE expires_at < $1', [before]);
   return rowCount ?? 0;
 }
