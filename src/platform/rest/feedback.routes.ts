@@ -18,7 +18,7 @@ import { authenticate, authenticateIngest } from './auth.js';
 import { presentFeedback, presentFeedbackToken } from './traces.presenters.js';
 import { camelCaseKeys } from './traces.routes.js';
 
-const FeedbackListQuery = z.object({
+export const FeedbackListQuery = z.object({
   run: z.union([z.string(), z.array(z.string())]).optional(),
   key: z.union([z.string(), z.array(z.string())]).optional(),
   source: z.union([z.string(), z.array(z.string())]).optional(),
@@ -26,7 +26,7 @@ const FeedbackListQuery = z.object({
   offset: z.string().optional(),
 });
 
-const TokenListQuery = z.object({ run_id: z.string(), limit: z.string().optional(), offset: z.string().optional() });
+export const FeedbackTokenListQuery = z.object({ run_id: z.string(), limit: z.string().optional(), offset: z.string().optional() });
 
 /** A JSON object body, or VALIDATION_FAILED naming the body. */
 function objectBody(req: Request): Record<string, unknown> {
@@ -61,7 +61,7 @@ export function feedbackRouter(deps: Deps): Router {
   });
 
   router.get('/feedback/tokens', auth, async (req, res) => {
-    const query = parseQuery(TokenListQuery, req);
+    const query = parseQuery(FeedbackTokenListQuery, req);
     const tokens = await feedback.listFeedbackTokens(req.ctx, query.run_id, { limit: Number(query.limit ?? 100), offset: Number(query.offset ?? 0) });
     res.json(tokens.map(presentFeedbackToken));
   });
@@ -100,8 +100,15 @@ export function feedbackTokenUrlRouter(deps: Deps): Router {
     res.set('Access-Control-Allow-Origin', '*');
     next();
   };
-  router.options('/feedback/tokens/:token', anyOrigin, (_req, res) => {
-    res.set({ 'Access-Control-Allow-Methods': 'GET, POST, OPTIONS', 'Access-Control-Allow-Headers': 'content-type', 'Access-Control-Max-Age': '600' });
+  // A browser's preflight of a JSON POST.
+  router.use('/feedback/tokens/:token', (req, res, next) => {
+    if (req.method !== 'OPTIONS') return next();
+    res.set({
+      'Access-Control-Allow-Origin': '*',
+      'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+      'Access-Control-Allow-Headers': 'content-type',
+      'Access-Control-Max-Age': '600',
+    });
     res.status(204).end();
   });
   router.get('/feedback/tokens/:token', anyOrigin, async (req, res) => {

@@ -4,7 +4,8 @@
 // …) exports its operations and joins OPERATIONS below in one line; the OpenAPI test fails for a
 // mounted route missing here.
 import { BulkExportCreate, BulkExportUpdate, DestinationCreate, DestinationUpdate } from '../services/exports/exports.schemas.js';
-import { ProjectCreate, ProjectUpdate, RunQuery } from '../services/traces/traces.schemas.js';
+import { FeedbackCreate, FeedbackTokenCreate, FeedbackUpdate, FeedbackWithToken, ProjectCreate, ProjectUpdate, RunQuery } from '../services/traces/traces.schemas.js';
+import { FeedbackListQuery, FeedbackTokenListQuery } from './feedback.routes.js';
 import { ApiKeyCreateBody, WorkspaceCreateBody } from './tenancy.routes.js';
 import { ProjectListQuery } from './traces.routes.js';
 import { GranularUsageQuery } from './usage.routes.js';
@@ -41,6 +42,25 @@ const tracesOperations = (prefix: string): Operation[] => [
   { method: 'get', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Get a tracing project' },
   { method: 'patch', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Update a tracing project', body: ProjectUpdate },
   { method: 'delete', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Delete a tracing project and its runs', response: accepted },
+];
+
+/** Feedback on runs (the langsmith SDK's paths), at the root and again under /api/v1. */
+const feedbackOperations = (prefix: string): Operation[] => [
+  { method: 'post', path: `${prefix}/feedback`, tag: 'Feedback', summary: 'Give feedback on a run (score, value, comment, correction under a key)', body: FeedbackCreate },
+  { method: 'get', path: `${prefix}/feedback`, tag: 'Feedback', summary: 'List feedback, newest first, by runs, keys and source types', query: FeedbackListQuery },
+  { method: 'get', path: `${prefix}/feedback/:id`, tag: 'Feedback', summary: 'Get a feedback' },
+  { method: 'patch', path: `${prefix}/feedback/:id`, tag: 'Feedback', summary: 'Change a feedback (null clears a field)', body: FeedbackUpdate },
+  { method: 'delete', path: `${prefix}/feedback/:id`, tag: 'Feedback', summary: 'Delete a feedback' },
+  {
+    method: 'post',
+    path: `${prefix}/feedback/tokens`,
+    tag: 'Feedback',
+    summary: 'Make a presigned feedback token: {id, url, expires_at}; its url takes feedback of one key on one run without a key',
+    body: FeedbackTokenCreate,
+  },
+  { method: 'get', path: `${prefix}/feedback/tokens`, tag: 'Feedback', summary: "A run's presigned feedback tokens", query: FeedbackTokenListQuery },
+  { method: 'get', path: `${prefix}/feedback/tokens/:token`, tag: 'Feedback', summary: 'Give feedback through a token (query: score, value, comment, correction; no key, any origin)' },
+  { method: 'post', path: `${prefix}/feedback/tokens/:token`, tag: 'Feedback', summary: 'Give feedback through a token (JSON body: score, value, comment, correction; no key, any origin)', body: FeedbackWithToken },
 ];
 
 const usageOperations: Operation[] = [
@@ -120,6 +140,8 @@ const OPERATIONS: Operation[] = [
   ...referenceOperations,
   ...tracesOperations(''),
   ...tracesOperations('/api/v1'),
+  ...feedbackOperations(''),
+  ...feedbackOperations('/api/v1'),
   ...usageOperations,
   ...bulkExportOperations,
   ...tenancyOperations,
@@ -136,6 +158,7 @@ export const platformSurface: Surface = {
   tags: [
     { name: 'Ingestion', description: 'Trace ingestion, as the langsmith SDK sends it.' },
     { name: 'Traces', description: 'Tracing projects and run queries.' },
+    { name: 'Feedback', description: 'Feedback on runs, and presigned feedback urls.' },
     { name: 'Usage', description: 'Metered traces.' },
     { name: 'Bulk export', description: 'Exports of runs to S3 as Parquet.' },
     { name: 'Tenancy', description: 'Organizations, workspaces and API keys.' },

@@ -120,6 +120,9 @@ describe('feedback through the langsmith SDK', () => {
     const byGet = await fetch(`${token.url}?score=1&comment=${encodeURIComponent('nice one')}`);
     expect(byGet.status).toBe(200);
     expect(byGet.headers.get('access-control-allow-origin')).toBe('*');
+    const preflight = await fetch(token.url, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
     const byPost = await fetch(token.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ score: 0, value: 'meh', correction: { better: 'x' } }) });
     expect(byPost.status).toBe(200);
 
