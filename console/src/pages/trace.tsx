@@ -1,5 +1,5 @@
 // One trace: its runs as a tree beside a waterfall of their timing, and the selected run's inputs,
-// outputs, events, error and metadata (chat messages shown as a conversation).
+// outputs, events, error, feedback and metadata (chat messages shown as a conversation).
 import { useMemo, useRef } from 'preact/hooks';
 import { ErrorNote, Loading, PageHeader, StatusBadge } from '../components.js';
 import { formatCost, formatDuration, formatNumber, formatTime } from '../format.js';
@@ -32,13 +32,17 @@ type RunDetail = TraceRun & {
   promptTokens: number | null;
   completionTokens: number | null;
   firstTokenTime: string | null;
+  feedback: Feedback[];
 };
+
+type Feedback = { id: string; key: string; score: number | null; value: unknown; comment: string | null; createdAt: string };
 
 const TRACE = `query ConsoleTrace($traceId: ID!) { traceRuns(traceId: $traceId) {
   id name runType status startTime endTime latency totalTokens totalCost parentRunId projectId } }`;
 const RUN = `query ConsoleRun($id: ID!) { traceRun(id: $id) {
   id name runType status startTime endTime latency totalTokens totalCost parentRunId projectId
-  inputs outputs events error extra tags promptTokens completionTokens firstTokenTime } }`;
+  inputs outputs events error extra tags promptTokens completionTokens firstTokenTime
+  feedback { id key score value comment createdAt } } }`;
 
 type Row = TraceRun & { depth: number; offset: number; width: number };
 
@@ -69,6 +73,37 @@ function layout(runs: TraceRun[]): { rows: Row[]; start: number; span: number } 
 function Json({ value }: { value: unknown }) {
   if (value === null || value === undefined) return <p class="muted">None.</p>;
   return <pre class="json">{JSON.stringify(value, null, 2)}</pre>;
+}
+
+/** A run's feedback, newest first: key, score, value, comment and when. */
+function FeedbackTable({ feedback }: { feedback: Feedback[] }) {
+  if (!feedback.length) return <p class="muted">None.</p>;
+  return (
+    <div class="table-wrap">
+      <table class="feedback" aria-label="Feedback">
+        <thead>
+          <tr>
+            <th scope="col">Key</th>
+            <th scope="col" class="num">Score</th>
+            <th scope="col">Value</th>
+            <th scope="col">Comment</th>
+            <th scope="col">Given</th>
+          </tr>
+        </thead>
+        <tbody>
+          {feedback.map((item) => (
+            <tr key={item.id}>
+              <td>{item.key}</td>
+              <td class="num">{item.score === null ? '–' : formatNumber(item.score)}</td>
+              <td class="text">{item.value === null || item.value === undefined ? '–' : typeof item.value === 'string' ? item.value : JSON.stringify(item.value)}</td>
+              <td class="text">{item.comment ?? ''}</td>
+              <td class="text">{formatTime(item.createdAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
 }
 
 function RunPanel({ session, runId }: { session: Session; runId: string }) {
@@ -121,6 +156,8 @@ function RunPanel({ session, runId }: { session: Session; runId: string }) {
       {conversation?.output ? <Conversation messages={conversation.output} label="Output messages" /> : <Json value={run.outputs} />}
       <h3>Events</h3>
       {events.length ? <Json value={events} /> : <p class="muted">None.</p>}
+      <h3>Feedback</h3>
+      <FeedbackTable feedback={run.feedback} />
       <h3>Metadata</h3>
       <Json value={metadata && Object.keys(metadata).length ? metadata : null} />
     </section>

@@ -53,6 +53,12 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
       body: JSON.stringify(batch),
     });
     expect(response.status).toBeLessThan(300);
+    const feedback = await fetch(`${platform.url}/feedback`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': tenant.adminKey },
+      body: JSON.stringify({ run_id: model, key: 'correctness', score: 1, comment: 'Right, and brief.' }),
+    });
+    expect(feedback.status).toBe(200);
     await foldUsageDeltas(platform.deps);
     const { rows } = await platform.deps.db.pool.query('SELECT id FROM tracing_projects WHERE workspace_id = $1 AND name = $2', [tenant.workspace.id, PROJECT]);
     projectId = rows[0].id;
@@ -133,7 +139,7 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
     expect(await items.nth(1).innerText()).toMatch(/800 ms · 30 tok/);
     expect(await items.nth(2).locator('.bar-error').count()).toBe(1);
 
-    // A run's detail: the chat model's messages as a conversation, its tokens and metadata; deep-linked.
+    // A run's detail: the chat model's messages as a conversation, its tokens, feedback and metadata; deep-linked.
     await items.nth(1).getByRole('button').click();
     await expect.poll(() => page.url()).toContain(`run=${model}`);
     const input = page.getByRole('list', { name: 'Input messages' });
@@ -143,6 +149,8 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
     const detail = page.locator('section.run-detail');
     expect(await detail.innerText()).toMatch(/30 \(21 in, 9 out\)/);
     expect(await detail.innerText()).toContain('ls_model_name');
+    // Its feedback, as given through the API.
+    expect(await detail.getByRole('table', { name: 'Feedback' }).locator('tbody tr').allInnerTexts()).toEqual([expect.stringMatching(/^correctness\s+1\s+–\s+Right, and brief\./)]);
     await shot(page, 'trace');
 
     // Keyboard: Down moves to the failed tool, whose error shows.
