@@ -10,6 +10,8 @@ import { PrismaClient } from '../../../src/generated/prisma/client.js';
 import { newId } from '../../../src/ids.js';
 import { ViewerCache } from '../../../src/viewer-cache.js';
 import { ingestRunBatch } from '../../../src/platform/ingest/ingest.service.js';
+import { createFeedback } from '../../../src/platform/services/traces/feedback.service.js';
+import { authenticateApiKey } from '../../../src/platform/services/tenancy/authentication.service.js';
 import { fixtureConfig } from '../../support/serve.js';
 import { buildApiKey, buildTenant, buildWorkspace } from '../../support/factories.js';
 import { graphql, startTestLocalDeployment, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
@@ -66,7 +68,7 @@ const TENANCY = `{
 
 const TRACES = `query($projectId: ID!) {
   tracingProjects { id runCount lastRunStartTime workspace { name } }
-  runs(projectId: $projectId, isRoot: true) { edges { node { id project { name workspace { name } } children { name project { workspace { id } } children { name project { name workspace { name } } } } } } }
+  runs(projectId: $projectId, isRoot: true) { edges { node { id feedback { key run { name } } project { name workspace { name } } children { name project { workspace { id } } children { name project { name workspace { name } } } } } } }
   bulkExports { id project { name } destination { displayName } runs { id status } }
 }`;
 
@@ -94,6 +96,11 @@ async function tenantOfSize(size: number, options: { deployment?: boolean } = {}
     );
   }
   await ingestRunBatch(platform.deps, { workspaceId: tenant.workspace.id }, { post });
+  // Two feedback on each trace's root.
+  const ctx = { ...platform.deps, viewer: await authenticateApiKey(platform.deps, tenant.adminKey, tenant.workspace.id) };
+  for (const root of post.filter((run) => !run.parent_run_id)) {
+    for (const key of ['correctness', 'thumbs']) await createFeedback(ctx, { runId: root.id, key, score: 1 });
+  }
   const main = await platform.deps.db.prisma.tracingProject.findFirstOrThrow({ where: { workspaceId: tenant.workspace.id, name: 'main' } });
   for (let i = 0; i < size; i++) {
     // Finished already, so no export worker of another test file picks the runs up.
@@ -155,7 +162,7 @@ describe('GraphQL query count', () => {
     expect(six.statements).toBe(one.statements);
   });
 
-  it('is the same for one project, trace and export as for four: run counts, projects and their workspaces, children, exports with their projects and runs', async () => {
+  it('is the same for one project, trace and export as for four: run counts, projects and their workspaces, children, feedback and its runs, exports with their projects and runs', async () => {
     const small = await tenantOfSize(1);
     const large = await tenantOfSize(4);
     // Each once before counting: a key's first use records it (last_used_at), and the first trace query
@@ -169,6 +176,10 @@ describe('GraphQL query count', () => {
     expect(runs.edges).toHaveLength(4);
     for (const { node } of runs.edges) {
       expect(node.project.name).toBe('main');
+      expect(node.feedback.map((given: { key: string; run: { name: string } }) => [given.key, given.run.name]).sort()).toEqual([
+        ['correctness', expect.stringMatching(/^trace-/)],
+        ['thumbs', expect.stringMatching(/^trace-/)],
+      ]);
       expect(node.project.workspace.name).toBe(large.tenant.workspace.name);
       expect(node.children.every((child: { project: { workspace: { id: string } } }) => child.project.workspace.id === large.tenant.workspace.id)).toBe(true);
       expect(node.children.map((child: { name: string }) => child.name)).toEqual(['node-a', 'node-b']);

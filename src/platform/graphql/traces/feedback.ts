@@ -1,6 +1,6 @@
 // Feedback on trace runs: the Feedback type, a run's feedback (TraceRun.feedback) and the feedback
 // query. Reads go through Prisma, with Pothos's selection folded in.
-import { getRun } from '../../services/traces/queries.service.js';
+import { getRunsById } from '../../services/traces/queries.service.js';
 import { listFeedbackOfRuns, listFeedbackRecords, RUN_FEEDBACK_MAX } from '../../services/traces/feedback.service.js';
 import { builder } from '../builder.js';
 import { TraceRunRef } from './trace-run.js';
@@ -18,12 +18,12 @@ const FeedbackRef = builder.prismaObject('Feedback', {
     runId: t.exposeID('runId', { description: 'ID of the run it is on.' }),
     traceId: t.exposeID('traceId', { description: 'ID of the trace of that run.' }),
     projectId: t.exposeID('sessionId', { description: 'ID of the tracing project of that run.' }),
-    // One read for every feedback of a response that names the same run (dataloader).
+    // One read for the runs of all the feedback of a response (dataloader).
     run: t.loadable({
       type: TraceRunRef,
       nullable: true,
       description: 'The run it is on (null once the run is gone, by retention say).',
-      load: (ids: string[], ctx) => Promise.all(ids.map((id) => getRun(ctx, id).catch(() => null))),
+      load: async (ids: string[], ctx) => (await getRunsById(ctx, ids)).map((run) => run ?? null),
       resolve: (feedback) => feedback.runId,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was given.' }),

@@ -6,7 +6,7 @@ import type { ServiceContext } from '../../../context.js';
 import { parseInput } from '../../../validate.js';
 import { validateFilter } from './filter.js';
 import { searchRuns } from './trace-run-search.store.js';
-import { findChildRuns, findRun, findTraceRuns, type TraceRunRow } from './trace-runs.store.js';
+import { findChildRuns, findRun, findRuns, findTraceRuns, type TraceRunRow } from './trace-runs.store.js';
 import { RunQuery, type RunQueryInput } from './traces.schemas.js';
 import { traceWorkspace } from './workspace.js';
 
@@ -21,6 +21,17 @@ export async function getRun(ctx: ServiceContext, id: string): Promise<TraceRunR
   const run = await findRun(ctx.db.pool, workspaceId, id);
   if (!run) throw AppError.notFound(`Run ${id} not found.`);
   return run;
+}
+
+/**
+ * Runs of the viewer's trace workspace by id, in one read, in the order given: undefined for an id the
+ * workspace does not hold (a GraphQL dataloader's batch). Needs workspaces:read.
+ */
+export async function getRunsById(ctx: ServiceContext, ids: readonly string[]): Promise<(TraceRunRow | undefined)[]> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  const wanted = [...new Set(ids.filter(isUuid))];
+  const found = new Map((wanted.length ? await findRuns(ctx.db.pool, workspaceId, wanted) : []).map((run) => [run.id, run]));
+  return ids.map((id) => found.get(id));
 }
 
 /**

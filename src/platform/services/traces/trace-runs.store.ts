@@ -108,6 +108,17 @@ export async function findRun(pool: pg.Pool, tenantId: string, id: string): Prom
   return rows[0];
 }
 
+/** Runs of a tenant by id, with all fields, in no order: each id's start time from trace_run_ids picks its partition. */
+export async function findRuns(pool: pg.Pool, tenantId: string, ids: string[]): Promise<TraceRunRow[]> {
+  const { rows } = await pool.query<TraceRunRow>(
+    `SELECT ${selectList(null)} FROM trace_run_ids i
+       JOIN trace_runs r ON r.tenant_id = i.tenant_id AND r.id = i.id AND r.start_time = i.start_time
+      WHERE i.tenant_id = $1 AND i.id = ANY($2::uuid[])`,
+    [tenantId, ids],
+  );
+  return rows;
+}
+
 /** The direct children of the parents (ids) within their traces, in execution order. */
 export async function findChildRuns(pool: pg.Pool, tenantId: string, traceIds: string[], parentIds: string[]): Promise<TraceRunRow[]> {
   // trace_id narrows the scan to the traces' entries of the (tenant_id, trace_id) index; parent_run_id picks the children.
