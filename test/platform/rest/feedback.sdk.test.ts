@@ -171,6 +171,17 @@ describe('feedback through the langsmith SDK', () => {
     expect((await call(`/feedback/${mine.id}`)).status).toBe(401);
   });
 
+  it('finds a run whose start time has microseconds (its partition read by that exact time)', async () => {
+    const id = randomUUID();
+    const stored = await call('/runs', { key: tenant.adminKey, body: { id, trace_id: id, name: 'precise', run_type: 'chain', start_time: '2026-11-20T10:00:00.123456Z', session_name: 'precise', inputs: {} } });
+    expect(stored.status).toBe(202);
+    const given = await call('/feedback', { key: tenant.adminKey, body: { run_id: id, key: 'precise', score: 1 } });
+    expect(given.status).toBe(200);
+    expect(((await client.readRun(id)).feedback_stats as Record<string, any>).precise.n).toBe(1);
+    const { body } = await graphql(platform.url, `query($id: ID!) { feedback(runId: $id) { run { id name } } }`, { key: tenant.adminKey, variables: { id } });
+    expect(body.data.feedback).toEqual([{ run: { id, name: 'precise' } }]);
+  });
+
   it('answers bad input with 4xx', async () => {
     const key = tenant.adminKey;
     const body = (extra: Record<string, unknown>) => ({ run_id: runId, key: 'k', ...extra });

@@ -40,14 +40,19 @@ export type FeedbackTarget = { id: string; traceId: string; sessionId: string; p
  * run's feedback take turns, so each recomputes feedback_stats over every committed feedback.
  */
 export async function lockFeedbackTarget(client: pg.PoolClient, tenantId: string, runId: string): Promise<FeedbackTarget | undefined> {
+  // As text: a Date would drop the microseconds the start time may have.
+  const claimed = await client.query<{ startTime: string }>(
+    'SELECT start_time::text AS "startTime" FROM trace_run_ids WHERE tenant_id = $1 AND id = $2 FOR UPDATE',
+    [tenantId, runId],
+  );
+  const startTime = claimed.rows[0]?.startTime;
+  if (!startTime) return undefined;
+  // The start time as a parameter: the one partition that holds the run is read.
   const { rows } = await client.query<FeedbackTarget>(
     `SELECT r.id, r.trace_id AS "traceId", r.session_id AS "sessionId", p.name AS "projectName"
-       FROM trace_run_ids i
-       JOIN trace_runs r ON r.tenant_id = i.tenant_id AND r.id = i.id AND r.start_time = i.start_time
-       JOIN tracing_projects p ON p.id = r.session_id
-      WHERE i.tenant_id = $1 AND i.id = $2
-      FOR UPDATE OF i`,
-    [tenantId, runId],
+       FROM trace_runs r JOIN tracing_projects p ON p.id = r.session_id
+      WHERE r.tenant_id = $1 AND r.id = $2 AND r.start_time = $3::timestamptz`,
+    [tenantId, runId, startTime],
   );
   return rows[0];
 }

@@ -108,13 +108,17 @@ export async function findRun(pool: pg.Pool, tenantId: string, id: string): Prom
   return rows[0];
 }
 
-/** Runs of a tenant by id, with all fields, in no order: each id's start time from trace_run_ids picks its partition. */
+/**
+ * Runs of a tenant by id, with all fields, in no order: their start times, read from trace_run_ids
+ * first, prune the read to the partitions that hold them.
+ */
 export async function findRuns(pool: pg.Pool, tenantId: string, ids: string[]): Promise<TraceRunRow[]> {
+  // As text: a Date would drop the microseconds a start time may have.
+  const claimed = await pool.query<{ startTime: string }>('SELECT start_time::text AS "startTime" FROM trace_run_ids WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [tenantId, ids]);
+  if (!claimed.rows.length) return [];
   const { rows } = await pool.query<TraceRunRow>(
-    `SELECT ${selectList(null)} FROM trace_run_ids i
-       JOIN trace_runs r ON r.tenant_id = i.tenant_id AND r.id = i.id AND r.start_time = i.start_time
-      WHERE i.tenant_id = $1 AND i.id = ANY($2::uuid[])`,
-    [tenantId, ids],
+    `SELECT ${selectList(null)} FROM trace_runs r WHERE r.tenant_id = $1 AND r.id = ANY($2::uuid[]) AND r.start_time = ANY($3::timestamptz[])`,
+    [tenantId, ids, [...new Set(claimed.rows.map((row) => row.startTime))]],
   );
   return rows;
 }
