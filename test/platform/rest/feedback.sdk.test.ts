@@ -247,4 +247,28 @@ describe('feedback through the langsmith SDK', () => {
     const stranger = await graphql(platform.url, `query($id: ID!) { feedback(runId: $id) { id } }`, { key: other.adminKey, variables: { id: runId } });
     expect(stranger.body.data?.feedback).toEqual([]);
   });
+
+  it('gives, changes and deletes feedback through GraphQL mutations, with typed errors', async () => {
+    const give = `mutation($input: GiveFeedbackInput!) { giveFeedback(input: $input) {
+      __typename ... on MutationGiveFeedbackSuccess { data { id key score comment feedbackSource run { id } } } ... on AppError { code message } } }`;
+    const given = await graphql(platform.url, give, { key: tenant.adminKey, variables: { input: { runId, key: 'console', score: 1, comment: 'from a person' } } });
+    const made = given.body.data.giveFeedback.data;
+    expect(made).toMatchObject({ key: 'console', score: 1, comment: 'from a person', feedbackSource: { type: 'app' }, run: { id: runId } });
+    expect((await client.readFeedback(made.id)).comment).toBe('from a person');
+
+    const change = `mutation($id: ID!, $input: ChangeFeedbackInput!) { changeFeedback(id: $id, input: $input) {
+      __typename ... on MutationChangeFeedbackSuccess { data { score comment } } ... on AppError { code } } }`;
+    const changed = await graphql(platform.url, change, { key: tenant.adminKey, variables: { id: made.id, input: { score: 0, comment: null } } });
+    expect(changed.body.data.changeFeedback.data).toEqual({ score: 0, comment: null });
+
+    // Typed errors: an unknown run, a viewer's write, another workspace's feedback.
+    const unknown = await graphql(platform.url, give, { key: tenant.adminKey, variables: { input: { runId: randomUUID(), key: 'x' } } });
+    expect(unknown.body.data.giveFeedback).toMatchObject({ __typename: 'AppError', code: 'NOT_FOUND' });
+    const viewer = await graphql(platform.url, give, { key: tenant.viewerKey, variables: { input: { runId, key: 'x' } } });
+    expect(viewer.body.data.giveFeedback).toMatchObject({ __typename: 'AppError', code: 'FORBIDDEN' });
+    const del = `mutation($id: ID!) { deleteFeedback(id: $id) { __typename ... on MutationDeleteFeedbackSuccess { data } ... on AppError { code } } }`;
+    expect((await graphql(platform.url, del, { key: other.adminKey, variables: { id: made.id } })).body.data.deleteFeedback).toMatchObject({ code: 'NOT_FOUND' });
+    expect((await graphql(platform.url, del, { key: tenant.adminKey, variables: { id: made.id } })).body.data.deleteFeedback).toEqual({ __typename: 'MutationDeleteFeedbackSuccess', data: true });
+    await expect(client.readFeedback(made.id)).rejects.toThrow(/404/);
+  });
 });

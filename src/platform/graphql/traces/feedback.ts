@@ -1,7 +1,16 @@
 // Feedback on trace runs: the Feedback type, a run's feedback (TraceRun.feedback) and the feedback
-// query. Reads go through Prisma, with Pothos's selection folded in.
+// query, and the mutations that give, change and delete feedback. Reads go through Prisma, with
+// Pothos's selection folded in; writes through the feedback service (as REST's).
 import { getRunsById } from '../../services/traces/queries.service.js';
-import { listFeedbackOfRuns, listFeedbackRecords, RUN_FEEDBACK_MAX } from '../../services/traces/feedback.service.js';
+import {
+  createFeedback,
+  deleteFeedback,
+  getFeedbackRecord,
+  listFeedbackOfRuns,
+  listFeedbackRecords,
+  RUN_FEEDBACK_MAX,
+  updateFeedback,
+} from '../../services/traces/feedback.service.js';
 import { builder } from '../builder.js';
 import { TraceRunRef } from './trace-run.js';
 
@@ -54,5 +63,68 @@ builder.queryFields((t) => ({
     },
     resolve: (query, _root, args, ctx) =>
       listFeedbackRecords(ctx, { run: args.runId == null ? undefined : String(args.runId), key: args.key ?? undefined, limit: args.limit ?? undefined, offset: args.offset ?? undefined }, query),
+  }),
+}));
+
+const GiveFeedbackInput = builder.inputType('GiveFeedbackInput', {
+  description: 'Feedback on a run: a key and any of score, value, comment and correction.',
+  fields: (t) => ({
+    runId: t.id({ required: true, description: 'The run it is on.' }),
+    key: t.string({ required: true, description: 'What it rates (correctness, thumbs…).' }),
+    score: t.float({ description: 'Numeric score.' }),
+    value: t.field({ type: 'JSON', description: 'Non-numeric value (a label, text, or any JSON).' }),
+    comment: t.string({ description: 'Free-text comment.' }),
+    correction: t.field({ type: 'JSON', description: 'What the output should have been.' }),
+  }),
+});
+
+const ChangeFeedbackInput = builder.inputType('ChangeFeedbackInput', {
+  description: 'Changes to a feedback; omitted fields stay as they are, null clears one.',
+  fields: (t) => ({
+    score: t.float({ description: 'New score.' }),
+    value: t.field({ type: 'JSON', description: 'New value.' }),
+    comment: t.string({ description: 'New comment.' }),
+    correction: t.field({ type: 'JSON', description: 'New correction.' }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  giveFeedback: t.prismaField({
+    type: FeedbackRef,
+    description: 'Gives feedback on a run, as the signed-in key (needs workspaces:write).',
+    errors: {},
+    args: { input: t.arg({ type: GiveFeedbackInput, required: true }) },
+    resolve: async (query, _root, { input }, ctx) => {
+      const given = await createFeedback(ctx, {
+        runId: String(input.runId),
+        key: input.key,
+        score: input.score,
+        value: input.value ?? undefined,
+        comment: input.comment,
+        correction: input.correction ?? undefined,
+        feedbackSource: { type: 'app' },
+      });
+      return getFeedbackRecord(ctx, given.id, query);
+    },
+  }),
+  changeFeedback: t.prismaField({
+    type: FeedbackRef,
+    description: 'Changes a feedback (needs workspaces:write).',
+    errors: {},
+    args: { id: t.arg.id({ required: true, description: 'Feedback ID.' }), input: t.arg({ type: ChangeFeedbackInput, required: true }) },
+    resolve: async (query, _root, { id, input }, ctx) => {
+      await updateFeedback(ctx, String(id), input);
+      return getFeedbackRecord(ctx, String(id), query);
+    },
+  }),
+  deleteFeedback: t.field({
+    type: 'Boolean',
+    description: 'Deletes a feedback (needs workspaces:write).',
+    errors: {},
+    args: { id: t.arg.id({ required: true, description: 'Feedback ID.' }) },
+    resolve: async (_root, { id }, ctx) => {
+      await deleteFeedback(ctx, String(id));
+      return true;
+    },
   }),
 }));

@@ -19,6 +19,7 @@ import {
   type FeedbackTarget,
   type FeedbackTokenRow,
   findFeedback,
+  findFeedbackRecord,
   findFeedbackRecords,
   findFeedbackToken,
   insertFeedback,
@@ -136,6 +137,17 @@ export async function getFeedback(ctx: ServiceContext, id: string): Promise<Feed
   const row = isUuid(id) ? await findFeedback(ctx.db.pool, workspaceId, id) : undefined;
   if (!row) throw feedbackNotFound(id);
   return row;
+}
+
+/**
+ * One feedback of the viewer's trace workspace as a Prisma record (GraphQL: `selection` folds Pothos's
+ * selection into the read). Needs workspaces:read; NOT_FOUND otherwise.
+ */
+export async function getFeedbackRecord(ctx: ServiceContext, id: string, selection: Prisma.FeedbackFindManyArgs = {}): Promise<Feedback> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  const record = isUuid(id) ? await findFeedbackRecord(ctx.db, workspaceId, id, selection) : null;
+  if (!record) throw feedbackNotFound(id);
+  return record;
 }
 
 /**

@@ -172,6 +172,11 @@ export function findFeedbackRecords(
   });
 }
 
+/** One feedback through Prisma (GraphQL's reads: `selection` is Pothos's). */
+export function findFeedbackRecord(db: Database, tenantId: string, id: string, selection: Prisma.FeedbackFindManyArgs = {}): Promise<Feedback | null> {
+  return db.prisma.feedback.findFirst({ ...selection, where: { tenantId, id } });
+}
+
 /** A stored feedback token. */
 export type FeedbackTokenRow = {
   id: string;
