@@ -1,6 +1,7 @@
 // Feedback on trace runs through the official langsmith SDK: create, read, update, list by run and key,
-// delete; feedback_stats on the run; presigned tokens whose url takes feedback without a key (GET
-// with query parameters, POST with JSON); another workspace's key finds nothing; roles; bad input.
+// delete (sent alone and in the SDK's multipart batches); feedback_stats on the run and the filter
+// language over it; presigned tokens whose url takes feedback without a key (GET with query
+// parameters, POST with JSON); another workspace's key finds nothing; roles; bad input.
 import { randomUUID } from 'node:crypto';
 import { Client, RunTree } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -230,45 +231,5 @@ describe('feedback through the langsmith SDK', () => {
     // The key and the score bind to the same feedback key: bad's thumbs of 1 is not a correctness above 0.5.
     expect(await names('and(eq(feedback_key, "thumbs"), gte(feedback_score, 1))')).toEqual(['bad']);
     expect(await names('neq(feedback_key, "correctness")')).toEqual(['none']);
-  });
-
-  it('shows a run’s feedback through GraphQL', async () => {
-    const given = await client.createFeedback(runId, 'graphql', { score: 0.5, comment: 'seen', sessionId });
-    const { body } = await graphql(
-      platform.url,
-      `query($id: ID!) { traceRun(id: $id) { id feedbackStats feedback { id key score comment run { id } } } feedback(runId: $id, key: "graphql") { id key } }`,
-      { key: tenant.adminKey, variables: { id: runId } },
-    );
-    expect(body.errors).toBeUndefined();
-    expect(body.data.traceRun.feedback).toContainEqual({ id: given.id, key: 'graphql', score: 0.5, comment: 'seen', run: { id: runId } });
-    expect(body.data.traceRun.feedbackStats.graphql).toMatchObject({ n: 1, avg: 0.5 });
-    expect(body.data.feedback).toEqual([{ id: given.id, key: 'graphql' }]);
-    // Another workspace's key sees none of it.
-    const stranger = await graphql(platform.url, `query($id: ID!) { feedback(runId: $id) { id } }`, { key: other.adminKey, variables: { id: runId } });
-    expect(stranger.body.data?.feedback).toEqual([]);
-  });
-
-  it('gives, changes and deletes feedback through GraphQL mutations, with typed errors', async () => {
-    const give = `mutation($input: GiveFeedbackInput!) { giveFeedback(input: $input) {
-      __typename ... on MutationGiveFeedbackSuccess { data { id key score comment feedbackSource run { id } } } ... on AppError { code message } } }`;
-    const given = await graphql(platform.url, give, { key: tenant.adminKey, variables: { input: { runId, key: 'console', score: 1, comment: 'from a person' } } });
-    const made = given.body.data.giveFeedback.data;
-    expect(made).toMatchObject({ key: 'console', score: 1, comment: 'from a person', feedbackSource: { type: 'app' }, run: { id: runId } });
-    expect((await client.readFeedback(made.id)).comment).toBe('from a person');
-
-    const change = `mutation($id: ID!, $input: ChangeFeedbackInput!) { changeFeedback(id: $id, input: $input) {
-      __typename ... on MutationChangeFeedbackSuccess { data { score comment } } ... on AppError { code } } }`;
-    const changed = await graphql(platform.url, change, { key: tenant.adminKey, variables: { id: made.id, input: { score: 0, comment: null } } });
-    expect(changed.body.data.changeFeedback.data).toEqual({ score: 0, comment: null });
-
-    // Typed errors: an unknown run, a viewer's write, another workspace's feedback.
-    const unknown = await graphql(platform.url, give, { key: tenant.adminKey, variables: { input: { runId: randomUUID(), key: 'x' } } });
-    expect(unknown.body.data.giveFeedback).toMatchObject({ __typename: 'AppError', code: 'NOT_FOUND' });
-    const viewer = await graphql(platform.url, give, { key: tenant.viewerKey, variables: { input: { runId, key: 'x' } } });
-    expect(viewer.body.data.giveFeedback).toMatchObject({ __typename: 'AppError', code: 'FORBIDDEN' });
-    const del = `mutation($id: ID!) { deleteFeedback(id: $id) { __typename ... on MutationDeleteFeedbackSuccess { data } ... on AppError { code } } }`;
-    expect((await graphql(platform.url, del, { key: other.adminKey, variables: { id: made.id } })).body.data.deleteFeedback).toMatchObject({ code: 'NOT_FOUND' });
-    expect((await graphql(platform.url, del, { key: tenant.adminKey, variables: { id: made.id } })).body.data.deleteFeedback).toEqual({ __typename: 'MutationDeleteFeedbackSuccess', data: true });
-    await expect(client.readFeedback(made.id)).rejects.toThrow(/404/);
   });
 });
