@@ -91,13 +91,22 @@ export async function ingestFeedback(deps: Pick<Deps, 'db'>, who: Ingester, bodi
         problems.push(`feedback ${id}: run ${feedback.runId} not found`);
         return;
       }
-      if (await findFeedback(client, who.workspaceId, id)) return;
+      // Writes of one run's feedback take turns (the lock), so a re-sent feedback finds itself here.
+      const stored = await findFeedback(client, who.workspaceId, id);
+      if (stored) {
+        if (stored.runId !== target.id) problems.push(`feedback ${id}: the id is taken by feedback on another run`);
+        return;
+      }
       await storeFeedback(client, who.workspaceId, target, {
         ...feedbackFields(feedback),
         id,
         apiKeyId: who.apiKeyId ?? null,
         userId: who.userId ?? null,
       });
+    }).catch((error: unknown) => {
+      // Taken meanwhile by feedback on another run (whose lock this one did not wait for).
+      if (error instanceof AppError && error.code === 'CONFLICT') problems.push(`feedback ${id}: the id is taken by feedback on another run`);
+      else throw error;
     });
   }
   return problems.length ? { count: problems.length, message: problems.slice(0, 5).join('; ') } : undefined;
