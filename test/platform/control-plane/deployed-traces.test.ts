@@ -113,6 +113,32 @@ describe("a deployed revision's traces", () => {
     expect(runs.map((r) => r.name)).toContain('answer');
   });
 
+  it('give a run streamed with feedback_keys presigned feedback urls, made with the trace key, that record feedback on its trace', async () => {
+    const client = gatewayClient(traced.id);
+    const thread = await client.threads.create();
+    let runId = '';
+    const parts = [];
+    for await (const part of client.runs.stream(thread.thread_id, 'agent', {
+      input: { input: 'rate me' },
+      feedbackKeys: ['thumbs'],
+      onRunCreated: (run) => {
+        runId = run.run_id;
+      },
+    })) parts.push(part);
+    const last = parts[parts.length - 1]!;
+    expect(last.event).toBe('feedback');
+    const { thumbs } = last.data as Record<string, string>;
+    // At the platform's url as the caller reached it, though made over the deployment's own connections.
+    expect(thumbs).toMatch(new RegExp(`^${platform.url}/feedback/tokens/[0-9a-f-]{36}$`));
+
+    const langsmith = new LangSmith({ apiUrl: platform.url, apiKey: tenant.adminKey });
+    // The url takes feedback once the run's trace is stored (the runtime sends it just after the run).
+    await expect.poll(async () => (await fetch(`${thumbs}?score=1&comment=deployed`)).status, { timeout: 20_000, interval: 200 }).toBe(200);
+    const feedback = [];
+    for await (const given of langsmith.listFeedback({ runIds: [runId] })) feedback.push(given);
+    expect(feedback.map((given) => [given.key, given.score, given.comment])).toEqual([['thumbs', 1, 'deployed']]);
+  });
+
   it('are written with a key that deployed code can use for nothing else', async () => {
     const other = await fetch(`${platform.url}/sessions`, {
       method: 'POST',
