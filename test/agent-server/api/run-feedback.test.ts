@@ -118,6 +118,25 @@ describe('feedback_keys on agent server runs', () => {
     expect(feedback.map((f) => [f.key, f.score, f.value])).toEqual([['thumbs', 0, 'bad']]);
   });
 
+  it('lets a deployment’s trace key make tokens that take feedback only on its own project’s runs, and read no feedback', async () => {
+    const { configPath } = fixtureConfig();
+    const { deploymentId } = await registerLocalDeployment(platform.system, { deploymentId: newId(), configPath, workspaceId: tenant.workspace.id });
+    const traceKey = await createDeploymentTraceKey(platform.deps, deploymentId);
+    const elsewhere = newId();
+    const post = await fetch(`${platform.url}/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': tenant.adminKey },
+      body: JSON.stringify({ id: elsewhere, name: 'not-its-own', run_type: 'chain', inputs: {}, start_time: new Date().toISOString(), session_name: 'someone-else' }),
+    });
+    expect(post.status).toBe(202);
+    await traceStored(elsewhere);
+    const asTraceKey = new LangSmith({ apiUrl: platform.url, apiKey: traceKey.key, callerOptions: { maxRetries: 0 } });
+    const token = await asTraceKey.createPresignedFeedbackToken(elsewhere, 'thumbs');
+    expect((await fetch(`${token.url}?score=1`)).status).toBe(404);
+    await expect(asTraceKey.readFeedback(newId())).rejects.toThrow(/40[13]/);
+    await expect(collect(asTraceKey.listFeedback({ runIds: [elsewhere] }))).rejects.toThrow(/40[13]/);
+  });
+
   it('sends no feedback event without feedback_keys, and refuses bad ones', async () => {
     const client = await deployment('by-host');
     const thread = await client.threads.create();
