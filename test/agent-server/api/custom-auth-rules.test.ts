@@ -17,6 +17,7 @@ import { searchCrons } from '../../../src/agent-server/services/crons/crons.serv
 import { type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../../src/agent-server/services/custom-auth/custom-auth.js';
 import { agentContext } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
 import { countThreads, createThread, deleteThread, getThread, searchThreads, updateThread } from '../../../src/agent-server/services/threads/threads.service.js';
+import { getItem, putItem, searchItems } from '../../../src/agent-server/services/store/store.service.js';
 import { buildTenant } from '../../support/factories.js';
 import { startTestLocalDeployment, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 import { fixtureConfig, removeDir } from '../../support/serve.js';
@@ -66,7 +67,7 @@ describe('custom-auth handlers', () => {
     expect(await refusal(auth.authorize(identity, 'threads', 'update', {}))).toBe('418 I brew');
     expect(await refusal(auth.authorize(identity, 'crons', 'search', {}))).toBe('403 Forbidden');
     // No handler for the event: allowed, unfiltered.
-    expect(await auth.authorize(identity, 'store', 'get', {})).toBeUndefined();
+    expect(await auth.authorize(identity, 'assistants', 'read', {})).toBeUndefined();
   });
 });
 
@@ -125,6 +126,16 @@ describe('filters in the services, on the database', () => {
     await createAssistant(system, { graph_id: 'whoami', metadata: { owner: ['dana'] } });
     await createAssistant(system, { graph_id: 'whoami', metadata: { owner: 'eve' } });
     expect((await searchAssistants(dana, {})).items.map((assistant) => assistant.assistantId)).toEqual([owned.assistantId]);
+  });
+
+  // The Agent Server's advisory "store filters dropped": a store handler's filter narrowed nothing.
+  it("a store handler's filter is applied to searches and reads of items, not dropped", async () => {
+    const namespace = ['shared', crypto.randomUUID()];
+    await putItem(system, { namespace, key: 'dana', value: { owner: 'dana', text: 'mine' } });
+    await putItem(system, { namespace, key: 'eve', value: { owner: 'eve', text: 'not mine' } });
+    expect((await searchItems(dana, { namespace_prefix: namespace })).map((item) => item.key)).toEqual(['dana']);
+    expect((await getItem(dana, { namespace: namespace.join('.'), key: 'dana' }))?.value).toEqual({ owner: 'dana', text: 'mine' });
+    await expect(getItem(dana, { namespace: namespace.join('.'), key: 'eve' })).rejects.toThrow('Item not found');
   });
 
   it('a refusal of the handler stops the action: the service throws it, nothing changes', async () => {

@@ -128,6 +128,23 @@ describe('custom auth at serve', () => {
     expect(await alice.runs.wait(null, 'whoami', { input: {} })).toMatchObject({ user: 'alice' });
   });
 
+  // The Agent Server's advisories: `if_not_exists: "create"` on a run let a caller past the thread's
+  // ownership, and a handler's changes to the value (the owner it stamps) were not applied.
+  it('creates a run with if_not_exists=create only on a new thread, its own; never on another user’s', async () => {
+    const theirs = await bob.threads.create();
+    expect(await status(alice.runs.create(theirs.thread_id, 'whoami', { input: {}, ifNotExists: 'create' }))).toBe(404);
+    expect(await status(alice.runs.wait(theirs.thread_id, 'whoami', { input: {}, ifNotExists: 'create' }))).toBe(404);
+    expect(await bob.runs.list(theirs.thread_id)).toEqual([]);
+    expect((await bob.threads.get(theirs.thread_id)).metadata).toMatchObject({ owner: 'bob' });
+
+    const fresh = crypto.randomUUID();
+    expect(await alice.runs.wait(fresh, 'whoami', { input: {}, ifNotExists: 'create' })).toMatchObject({ user: 'alice' });
+    // The thread it made is stamped by the handler as any thread alice creates, and is hers alone.
+    expect((await alice.threads.get(fresh)).metadata).toMatchObject({ owner: 'alice' });
+    expect(await status(bob.threads.get(fresh))).toBe(404);
+    expect(await status(bob.runs.create(fresh, 'whoami', { input: {}, ifNotExists: 'create' }))).toBe(404);
+  });
+
   it('answers joining the stream of another user’s run with an error event saying 404, as the reference', async () => {
     const theirs = await bob.threads.create();
     const run = await bob.runs.create(theirs.thread_id, 'whoami', { input: {} });
