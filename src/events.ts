@@ -40,7 +40,7 @@ export interface EventMap {
    * load them; `ready`: one has (the stopping worker then stops its own); `released`: its lock is free,
    * the loaded one starts serving. Key: none; every launcher listens.
    */
-  'deployments.hand-over': { revisionId: string; deploymentId: string; phase: 'offered' | 'ready' | 'released' };
+  'deployments.hand-over': { revisionId: string; deploymentId: string; replica: number; phase: 'offered' | 'ready' | 'released' };
 }
 export type EventName = keyof EventMap;
 

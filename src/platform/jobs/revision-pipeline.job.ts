@@ -10,7 +10,7 @@
 // Every move is conditional on the status it leaves, so a revision SKIPPED by a newer one or
 // INTERRUPTED by a DELETE meanwhile stops at the next step (and a runtime it started is stopped).
 import type { PgBoss } from 'pg-boss';
-import { DeployedRuntimes } from '../launcher/deployed-runtimes.js';
+import { DeployedRuntimes, replicasOf } from '../launcher/deployed-runtimes.js';
 import type { Deps } from '../../context.js';
 import { deploymentGitCredentials, forgetDeploymentRow } from '../services/deployments/deployments.service.js';
 import { logRevision, moveRevision, REVISION_BUILD_QUEUE, REVISION_DEPLOY_QUEUE } from '../services/deployments/revisions.service.js';
@@ -83,8 +83,11 @@ async function deployRevision(deps: Deps, runtimes: DeployedRuntimes, revisionId
       return;
     }
     await log('Starting the runtime');
-    const runtime = await runtimes.start(deployment.id, revisionId, revisionGraphConfigPath(deps.config.dataDir, revision));
+    const configPath = revisionGraphConfigPath(deps.config.dataDir, revision);
+    const runtime = await runtimes.start(deployment.id, revisionId, configPath);
     await log(`Runtime answering at ${runtime.url} (graphs ${runtime.graphIds.join(', ')})`);
+    const replicas = replicasOf(deployment.source_config.resource_spec);
+    if (replicas > 1) await log(`${await runtimes.startReplicas(deployment.id, revisionId, configPath, replicas)} of its ${replicas} replicas answering on this worker (others' on other workers, or at the next restore pass)`);
     // Switch only if nothing interrupted the revision meanwhile; the old runtime serves until then.
     if (!(await activateRevision(deps.db, deployment.id, revisionId, runtime.graphIds))) {
       await runtimes.stopRevision(revisionId);

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import pg from 'pg';
 import type { Deps } from '../../context.js';
 import { isUuid } from '../../ids.js';
-import { FINISHED_REVISION_STATUSES } from '../services/deployments/deployments.schemas.js';
+import { FINISHED_REVISION_STATUSES, MAX_REPLICAS } from '../services/deployments/deployments.schemas.js';
 import { removeRevisionDirectory, revisionGraphConfigPath, revisionsOnDisk } from './source-checkout.js';
 import { deletedDeploymentsAmong, findControlDeployment, findRevision, listActiveRevisions, retiredRevisionsAmong } from '../services/deployments/revisions.store.js';
 import { deploymentsOnDisk, removeDeploymentFiles, sandboxFor } from './sandbox.js';
@@ -25,7 +25,8 @@ import { childProcessLauncher } from './child-launcher.js';
 import { warmAgentServerCaches } from './agent-server-caches.js';
 import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../../contracts/launcher-protocol.js';
 
-type Entry = { deploymentId: string; revisionId: string; runtime: LaunchedRuntime };
+/** A runtime running here: which of its deployment's replicas of which revision (`slot`, slotOf). */
+type Entry = { deploymentId: string; revisionId: string; replica: number; slot: string; runtime: LaunchedRuntime };
 type Prepared = { deploymentId: string; runtime: PreparedRuntime; timer: NodeJS.Timeout };
 
 /** How long a build's loaded runtime waits for its deploy (in this process) before it is ended. */
@@ -34,6 +35,19 @@ const PREPARED_TTL_MS = 5 * 60_000;
 const RESTORE_INTERVAL_MS = 15_000;
 /** How long a stopping worker waits for another to have loaded a runtime it hands over, before stopping it anyway. */
 const HAND_OVER_WAIT_MS = 15_000;
+
+/**
+ * A runtime's slot: its revision, and which of the deployment's replicas it is. Each slot has its own
+ * lock; replica 0's is the revision's own (as before replicas), so one worker's lock per replica.
+ */
+const slotOf = (revisionId: string, replica: number) => (replica === 0 ? revisionId : `${revisionId}#${replica}`);
+
+/** How many agent servers a deployment runs: `resource_spec.replicas` (or `min_scale`, the hosted platform's name), 1 by default. */
+export function replicasOf(resourceSpec: unknown): number {
+  const spec = (resourceSpec && typeof resourceSpec === 'object' ? resourceSpec : {}) as { replicas?: unknown; min_scale?: unknown };
+  const asked = spec.replicas ?? spec.min_scale;
+  return typeof asked === 'number' && Number.isInteger(asked) && asked >= 1 ? Math.min(asked, MAX_REPLICAS) : 1;
+}
 
 export class DeployedRuntimes {
   private readonly entries = new Map<string, Entry>();
@@ -78,33 +92,52 @@ export class DeployedRuntimes {
    * Starts the runtime of a built revision (in the process its build loaded, when here); resolves once
    * it answers. One start per revision at a time: a restore pass and a hand-over asking at once share it.
    */
-  start(deploymentId: string, revisionId: string, configPath: string): Promise<LaunchedRuntime> {
-    const existing = this.entries.get(revisionId);
+  start(deploymentId: string, revisionId: string, configPath: string, replica = 0): Promise<LaunchedRuntime> {
+    const slot = slotOf(revisionId, replica);
+    const existing = this.entries.get(slot);
     if (existing) return Promise.resolve(existing.runtime);
-    let starting = this.starting.get(revisionId);
+    let starting = this.starting.get(slot);
     if (!starting) {
-      starting = this.startClaimed(deploymentId, revisionId, configPath).finally(() => this.starting.delete(revisionId));
-      this.starting.set(revisionId, starting);
+      starting = this.startClaimed(deploymentId, revisionId, configPath, replica).finally(() => this.starting.delete(slot));
+      this.starting.set(slot, starting);
     }
     return starting;
   }
 
-  private async startClaimed(deploymentId: string, revisionId: string, configPath: string): Promise<LaunchedRuntime> {
-    if (!(await this.claim(revisionId))) {
-      await this.discardPrepared(revisionId);
-      throw new Error(`another worker runs the runtime of revision ${revisionId}`);
+  private async startClaimed(deploymentId: string, revisionId: string, configPath: string, replica: number): Promise<LaunchedRuntime> {
+    const slot = slotOf(revisionId, replica);
+    if (!(await this.claim(slot))) {
+      if (replica === 0) await this.discardPrepared(revisionId);
+      throw new Error(`another worker runs replica ${replica} of revision ${revisionId}`);
     }
+    // A runtime loaded for the revision (its build's, or one handed over) serves whichever replica starts first.
     const prepared = this.prepared.get(revisionId);
     this.prepared.delete(revisionId);
     if (prepared) clearTimeout(prepared.timer);
     try {
       const runtime = prepared ? await prepared.runtime.launch() : await this.launcher.launch({ deploymentId, revisionId, configPath, tracing: undefined });
-      this.entries.set(revisionId, { deploymentId, revisionId, runtime });
+      this.entries.set(slot, { deploymentId, revisionId, replica, slot, runtime });
       return runtime;
     } catch (error) {
-      await this.release(revisionId);
+      await this.release(slot);
       throw error;
     }
+  }
+
+  /**
+   * Starts the deployment's other replicas of a revision (`resource_spec.replicas` in all), those no
+   * other worker runs; resolves with how many run here. A replica that fails to start is logged and
+   * left to the next restore pass.
+   */
+  async startReplicas(deploymentId: string, revisionId: string, configPath: string, replicas: number): Promise<number> {
+    let here = this.entries.has(revisionId) ? 1 : 0;
+    for (let replica = 1; replica < replicas; replica++) {
+      await this.start(deploymentId, revisionId, configPath, replica).then(
+        () => here++,
+        (error: unknown) => this.deps.logger.warn({ err: error, deploymentId, revisionId, replica }, 'a replica did not start here; the next restore pass tries again'),
+      );
+    }
+    return here;
   }
 
   /** Ends the runtime a build loaded for a revision that will not deploy here. */
@@ -131,8 +164,7 @@ export class DeployedRuntimes {
 
   async stopRevision(revisionId: string): Promise<void> {
     await this.discardPrepared(revisionId);
-    const entry = this.entries.get(revisionId);
-    if (entry) await this.stopEntry(entry);
+    await Promise.all([...this.entries.values()].filter((entry) => entry.revisionId === revisionId).map((entry) => this.stopEntry(entry)));
   }
 
   /**
@@ -222,7 +254,8 @@ export class DeployedRuntimes {
     const deleted = await deletedDeploymentsAmong(this.deps.db, deploymentsOnDisk(dataDir).filter(isUuid));
     // What a runtime here (or a build's loaded one) still starts from stays until a later pass.
     const running = [...this.entries.values(), ...this.prepared.values()];
-    const revisions = retired.filter((revisionId) => !this.entries.has(revisionId) && !this.prepared.has(revisionId));
+    const runningHere = new Set([...this.entries.values()].map((entry) => entry.revisionId));
+    const revisions = retired.filter((revisionId) => !runningHere.has(revisionId) && !this.prepared.has(revisionId));
     const deployments = deleted.filter((deploymentId) => !running.some((runtime) => runtime.deploymentId === deploymentId));
     const removals = [
       ...revisions.map((revisionId) => ({ what: { revisionId }, remove: () => removeRevisionDirectory(dataDir, revisionId) })),
@@ -240,9 +273,10 @@ export class DeployedRuntimes {
 
   private async restorePass(): Promise<void> {
     await this.reclaimRunning();
-    for (const { deployment_id: deploymentId, revision_id: revisionId, status } of await listActiveRevisions(this.deps.db)) {
+    for (const { deployment_id: deploymentId, revision_id: revisionId, status, resource_spec: resourceSpec } of await listActiveRevisions(this.deps.db)) {
+      const missing = [...Array(replicasOf(resourceSpec)).keys()].filter((replica) => !this.entries.has(slotOf(revisionId, replica)));
       if (this.abort.signal.aborted) return;
-      if (this.entries.has(revisionId)) continue;
+      if (!missing.length) continue;
       if (status === 'OVER_LIMIT' && !(await this.fitsAgain(deploymentId, revisionId))) continue;
       const revision = await findRevision(this.deps.db, revisionId);
       const configPath = revision ? revisionGraphConfigPath(this.deps.config.dataDir, revision) : undefined;
@@ -250,16 +284,19 @@ export class DeployedRuntimes {
         this.deps.logger.warn({ deploymentId, revisionId }, 'the active revision has no build on this machine; redeploy it');
         continue;
       }
-      // Another worker runs it (its lock is held): nothing to do here.
-      if (!(await this.claim(revisionId))) continue;
-      try {
-        await this.start(deploymentId, revisionId, configPath);
-        this.deps.logger.info({ deploymentId, revisionId }, 'deployment runtime restored');
-      } catch (error) {
-        this.deps.logger.error({ err: error, deploymentId, revisionId }, 'could not restore a deployment runtime');
-      } finally {
-        // start() took the lock once more for itself (session locks count): give back this pass's hold.
-        await this.release(revisionId, { once: true });
+      for (const replica of missing) {
+        const slot = slotOf(revisionId, replica);
+        // Another worker runs it (its lock is held): nothing to do here.
+        if (this.abort.signal.aborted || !(await this.claim(slot))) continue;
+        try {
+          await this.start(deploymentId, revisionId, configPath, replica);
+          this.deps.logger.info({ deploymentId, revisionId, replica }, 'deployment runtime restored');
+        } catch (error) {
+          this.deps.logger.error({ err: error, deploymentId, revisionId, replica }, 'could not restore a deployment runtime');
+        } finally {
+          // start() took the lock once more for itself (session locks count): give back this pass's hold.
+          await this.release(slot, { once: true });
+        }
       }
     }
   }
@@ -271,8 +308,8 @@ export class DeployedRuntimes {
    */
   private async reclaimRunning(): Promise<void> {
     for (const entry of [...this.entries.values()]) {
-      if (this.abort.signal.aborted || this.claimed.has(entry.revisionId)) continue;
-      if (await this.claim(entry.revisionId)) continue;
+      if (this.abort.signal.aborted || this.claimed.has(entry.slot)) continue;
+      if (await this.claim(entry.slot)) continue;
       this.deps.logger.warn({ deploymentId: entry.deploymentId, revisionId: entry.revisionId }, 'another worker runs this revision now: its runtime here stops');
       await this.stopEntry(entry);
     }
@@ -316,7 +353,7 @@ export class DeployedRuntimes {
    * the other workers, waits (a while) until one has loaded it, stops it here, then says its lock is free.
    */
   private async handOver(entry: Entry): Promise<void> {
-    const { revisionId, deploymentId } = entry;
+    const { revisionId, deploymentId, replica } = entry;
     const taken = new AbortController();
     const timer = setTimeout(() => taken.abort(), HAND_OVER_WAIT_MS);
     try {
@@ -325,7 +362,7 @@ export class DeployedRuntimes {
         for await (const event of answers) if (event.revisionId === revisionId && event.phase === 'ready') return true;
         return false;
       })().catch(() => false);
-      await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, phase: 'offered' });
+      await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica, phase: 'offered' });
       if (!(await ready)) this.deps.logger.warn({ deploymentId, revisionId }, 'no other worker loaded this runtime in time; the next restore pass of one brings it back');
     } catch (error) {
       this.deps.logger.warn({ err: error, deploymentId, revisionId }, 'could not hand this runtime over; the next restore pass of another worker brings it back');
@@ -334,7 +371,7 @@ export class DeployedRuntimes {
       taken.abort();
     }
     await this.stopEntry(entry);
-    await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, phase: 'released' }).catch(() => undefined);
+    await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica, phase: 'released' }).catch(() => undefined);
   }
 
   /** Takes over the runtimes other workers hand over (they stop): loads each, then serves it once its lock is free. */
@@ -342,7 +379,7 @@ export class DeployedRuntimes {
     try {
       for await (const event of this.deps.events.subscribe('deployments.hand-over', { signal: this.abort.signal })) {
         if (event.phase === 'offered') void this.loadHandedOver(event.deploymentId, event.revisionId);
-        if (event.phase === 'released' && this.prepared.has(event.revisionId)) void this.startHandedOver(event.deploymentId, event.revisionId);
+        if (event.phase === 'released') void this.startHandedOver(event.deploymentId, event.revisionId, event.replica);
       }
     } catch (error) {
       if (!this.abort.signal.aborted) this.deps.logger.error({ err: error }, 'stopped listening for runtimes handed over');
@@ -350,33 +387,36 @@ export class DeployedRuntimes {
   }
 
   private async loadHandedOver(deploymentId: string, revisionId: string): Promise<void> {
-    if (this.entries.has(revisionId) || this.prepared.has(revisionId)) return;
+    if ([...this.entries.values()].some((entry) => entry.revisionId === revisionId) || this.prepared.has(revisionId)) return;
     const revision = await findRevision(this.deps.db, revisionId).catch(() => undefined);
     const configPath = revision ? revisionGraphConfigPath(this.deps.config.dataDir, revision) : undefined;
     // Its build is not on this machine: another worker's to take.
     if (!configPath || !existsSync(configPath)) return;
     try {
       await this.prepare(deploymentId, revisionId, configPath);
-      await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, phase: 'ready' });
+      await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica: 0, phase: 'ready' });
     } catch (error) {
       this.deps.logger.warn({ err: error, deploymentId, revisionId }, 'could not load a runtime handed over; the next restore pass brings it back');
     }
   }
 
-  private async startHandedOver(deploymentId: string, revisionId: string): Promise<void> {
+  private async startHandedOver(deploymentId: string, revisionId: string, replica: number): Promise<void> {
+    if (this.entries.has(slotOf(revisionId, replica))) return;
     const revision = await findRevision(this.deps.db, revisionId).catch(() => undefined);
     const configPath = revision ? revisionGraphConfigPath(this.deps.config.dataDir, revision) : undefined;
-    if (!configPath) return this.discardPrepared(revisionId);
-    // Several workers loaded it: the one that takes the lock serves it, the others end theirs (start() discards it).
-    await this.start(deploymentId, revisionId, configPath)
-      .then(() => this.deps.logger.info({ deploymentId, revisionId }, 'deployment runtime taken over from a stopping worker'))
+    // Its build is not on this machine: another worker's to take.
+    if (!configPath || !existsSync(configPath)) return this.discardPrepared(revisionId);
+    // Several workers may start it: the one that takes the lock serves it (with what it loaded, if
+    // anything), the others give up (start() ends what they loaded for replica 0).
+    await this.start(deploymentId, revisionId, configPath, replica)
+      .then(() => this.deps.logger.info({ deploymentId, revisionId, replica }, 'deployment runtime taken over from a stopping worker'))
       .catch(() => undefined);
   }
 
   private async stopEntry(entry: Entry): Promise<void> {
-    this.entries.delete(entry.revisionId);
+    this.entries.delete(entry.slot);
     await entry.runtime.stop().catch((error: unknown) => this.deps.logger.error({ err: error }, 'a deployment runtime did not stop cleanly'));
-    await this.release(entry.revisionId);
+    await this.release(entry.slot);
   }
 
   private session(): Promise<pg.Client> {
@@ -411,7 +451,7 @@ export class DeployedRuntimes {
     return client;
   }
 
-  /** Takes the revision's runtime lock (again, if held: session locks count); whether it is ours. */
+  /** Takes a runtime slot's lock (slotOf; again, if held: session locks count); whether it is ours. */
   private async claim(revisionId: string): Promise<boolean> {
     const client = await this.session();
     const { rows } = await client.query<{ claimed: boolean }>(

@@ -87,6 +87,9 @@ function sendBody(req: IncomingMessage, outgoing: ClientRequest, limit: number, 
 }
 
 /** An agent server's url as http.request takes it, parsed once per url (a restarted server has a new one: the oldest go). */
+// Requests that carry no body: one whose agent server was gone may be sent to another.
+const BODILESS = new Set(['GET', 'HEAD']);
+
 const upstreams = new Map<string, { hostname: string; port: number; host: string }>();
 const UPSTREAMS_KEPT = 1000;
 function upstreamOf(url: string) {
@@ -142,9 +145,11 @@ async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerRespo
   // A JSON-RPC call's access depends on its method: the agent server checks it against the caller's.
   const access = JSON_RPC.test(path) ? 'read' : requestAccess({ method: req.method!, path: at.pathname, body: undefined });
   // A browser sends its preflight without credentials: the deployment's own `http.cors` answers it.
-  const route = isCorsPreflight(req)
-    ? await routePreflight(deps, deploymentId, { method: 'OPTIONS', path }, () => res.closed)
-    : await routeGatewayRequest(deps, deploymentId, callerOf(req, access, path), () => res.closed);
+  const routeOf = () =>
+    isCorsPreflight(req)
+      ? routePreflight(deps, deploymentId, { method: 'OPTIONS', path }, () => res.closed)
+      : routeGatewayRequest(deps, deploymentId, callerOf(req, access, path), () => res.closed);
+  let route = await routeOf();
   if (!route) return true;
 
   // The request's id, as the platform's other routes give one; the agent server gets it too, and its
@@ -171,27 +176,43 @@ async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerRespo
   // A caller that goes away ends the upstream request (a plain flag and destroy: an AbortSignal made
   // a DOMException for every request that simply finished, ~3% of the gateway's CPU).
   let callerGone = false;
-  const response = await new Promise<IncomingMessage>((resolve, reject) => {
-    const outgoing = httpRequest({ hostname: upstream.hostname, port: upstream.port, path, method: req.method, headers });
-    res.once('close', () => {
-      if (res.writableFinished) return;
-      callerGone = true;
-      outgoing.destroy();
+  const send = (to: { hostname: string; port: number }, sent: string[]) =>
+    new Promise<IncomingMessage>((resolve, reject) => {
+      const outgoing = httpRequest({ hostname: to.hostname, port: to.port, path, method: req.method, headers: sent });
+      res.once('close', () => {
+        if (res.writableFinished) return;
+        callerGone = true;
+        outgoing.destroy();
+      });
+      outgoing.once('response', resolve);
+      outgoing.once('error', reject);
+      sendBody(req, outgoing, deps.config.bodyLimitBytes, reject);
     });
-    outgoing.once('response', resolve);
-    outgoing.once('error', reject);
-    sendBody(req, outgoing, deps.config.bodyLimitBytes, reject);
-  }).catch(async (error: unknown) => {
-    if (!res.headersSent) res.setHeader('X-Request-Id', requestId);
-    if (error instanceof AppError) throw error;
-    if (callerGone) return undefined;
-    // Read the deployment's servers again on the next request: this one may be gone.
-    void agentServerAddresses(deps, deploymentId, { fresh: true }).catch(() => undefined);
-    // It may have been stopped since it was routed to, for outgrowing its limits: then say so.
-    await assertWithinLimits(deps, deploymentId);
-    deps.logger.warn({ err: error, deploymentId }, "a deployment's agent server did not answer");
-    throw new AppError('UNAVAILABLE', "The deployment's agent server did not answer.");
-  });
+  const response = await send(upstream, headers)
+    .catch(async (error: unknown) => {
+      // A request without a body that found its agent server gone (one of a deployment's replicas
+      // died, or was replaced) goes to another one, once: nothing of it was consumed.
+      if (error instanceof AppError || callerGone || !BODILESS.has(req.method ?? '')) throw error;
+      await agentServerAddresses(deps, deploymentId, { fresh: true });
+      const again = await routeOf();
+      if (!again || again.url === route!.url) throw error;
+      route = again;
+      const other = upstreamOf(again.url);
+      const resent = headers.map((value, i) => (i === 1 ? other.host : value));
+      for (const name in again.headers) resent[resent.indexOf(name) + 1] = again.headers[name]!;
+      return send(other, resent);
+    })
+    .catch(async (error: unknown) => {
+      if (!res.headersSent) res.setHeader('X-Request-Id', requestId);
+      if (error instanceof AppError) throw error;
+      if (callerGone) return undefined;
+      // Read the deployment's servers again on the next request: this one may be gone.
+      void agentServerAddresses(deps, deploymentId, { fresh: true }).catch(() => undefined);
+      // It may have been stopped since it was routed to, for outgrowing its limits: then say so.
+      await assertWithinLimits(deps, deploymentId);
+      deps.logger.warn({ err: error, deploymentId }, "a deployment's agent server did not answer");
+      throw new AppError('UNAVAILABLE', "The deployment's agent server did not answer.");
+    });
   if (!response) return true;
   const answer: string[] = [];
   const raw = response.rawHeaders;

@@ -10,7 +10,7 @@ import type { Operation, OperationArgs, RunStreamEvent } from '../../../agent-se
 import { authenticateApiKey } from '../tenancy/authentication.service.js';
 import { authorizeDeploymentCaller, declaresCustomAuth } from './deployments.service.js';
 import { findDeploymentUsage, listLocalDeploymentIds } from './deployments.store.js';
-import { agentServerAddresses } from './agent-server-addresses.js';
+import { agentServerAddresses, pickAgentServer } from './agent-server-addresses.js';
 import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, gatewayIdentityHeaders, PLATFORM_CALL_ACCESS, type PlatformCall } from '../../../contracts/gateway-protocol.js';
 
 /** An ISO-8601 timestamp as JSON writes a Date: read back as a Date (the services' values hold Dates). */
@@ -56,7 +56,7 @@ async function signedRoute(
   abandoned: () => boolean,
 ): Promise<AgentServerRoute | undefined> {
   for (let fresh = false, deadline = Date.now() + RESTART_WAIT_MS; ; fresh = true, await new Promise((resolve) => setTimeout(resolve, 200))) {
-    const [server] = await agentServerAddresses(deps, deploymentId, { fresh });
+    const server = pickAgentServer(deploymentId, await agentServerAddresses(deps, deploymentId, { fresh }));
     if (server) return { url: server.url, headers: gatewayIdentityHeaders(server.signer, server.runtimeId, request, caller) };
     if (abandoned()) return undefined;
     // Stopped for outgrowing its limits: no server comes until it fits again, and the caller is told why.

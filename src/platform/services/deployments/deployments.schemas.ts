@@ -79,13 +79,22 @@ const secrets = z
   .max(100)
   .refine((list) => new Set(list.map((secret) => secret.name)).size === list.length, { message: 'secret names must be unique' });
 
+/** The most agent servers one deployment runs (resource_spec.replicas, or min_scale as the hosted platform names it). */
+export const MAX_REPLICAS = 8;
+const ResourceSpec = z
+  .record(z.string(), z.unknown())
+  .refine(
+    (spec) => [spec.replicas, spec.min_scale].every((asked) => asked === undefined || asked === null || (typeof asked === 'number' && Number.isInteger(asked) && asked >= 1 && asked <= MAX_REPLICAS)),
+    { message: `replicas (min_scale) must be a whole number from 1 to ${MAX_REPLICAS}` },
+  );
+
 const SourceConfigFields = {
   integration_id: z.uuid().nullish(),
   repo_url: repoUrl,
   deployment_type: z.enum(['dev', 'prod']).nullish(),
   build_on_push: z.boolean().optional(),
   custom_url: z.string().max(2048).nullish(),
-  resource_spec: z.record(z.string(), z.unknown()).nullish(),
+  resource_spec: ResourceSpec.nullish(),
 };
 
 // `langgraph_config_path` is accepted as an alias of `graph_config_path` (DECISIONS).
@@ -137,7 +146,7 @@ export const DeploymentPatch = z.object({
       deployment_type: z.unknown().optional(),
       build_on_push: z.boolean().optional(),
       custom_url: z.string().max(2048).nullish(),
-      resource_spec: z.record(z.string(), z.unknown()).nullish(),
+      resource_spec: ResourceSpec.nullish(),
     })
     .optional(),
   source_revision_config: SourceRevisionConfigPatch.optional(),

@@ -49,10 +49,10 @@ export async function listLocalDeploymentIds(db: Database, organizationId?: stri
 }
 
 /** The deployment's agent servers that its launchers recorded, the active revision's first, newest first. */
-export async function listDeploymentRuntimes(db: Database, deploymentId: string): Promise<{ id: string; url: string; key_id: string | null }[]> {
+export async function listDeploymentRuntimes(db: Database, deploymentId: string): Promise<{ id: string; url: string; key_id: string | null; active: boolean }[]> {
   // The active revision's runtime first: during a deploy the next revision's runtime is already up.
-  const { rows } = await db.pool.query<{ id: string; url: string; key_id: string | null }>(
-    `SELECT r.id, r.url, r.key_id FROM deployment_runtimes r JOIN deployments d ON d.id = r.deployment_id
+  const { rows } = await db.pool.query<{ id: string; url: string; key_id: string | null; active: boolean }>(
+    `SELECT r.id, r.url, r.key_id, r.revision_id IS NOT DISTINCT FROM d.active_revision_id AS active FROM deployment_runtimes r JOIN deployments d ON d.id = r.deployment_id
      WHERE r.deployment_id = $1 ORDER BY (r.revision_id IS NOT DISTINCT FROM d.active_revision_id) DESC, r.started_at DESC`,
     [deploymentId],
   );

@@ -147,9 +147,9 @@ export async function whileWatchingRefs<T>(db: Database, work: () => Promise<T>)
 }
 
 /** The deployments whose active revision should be running (for a restart of the platform). */
-export async function listActiveRevisions(db: Database): Promise<{ deployment_id: string; revision_id: string; status: string }[]> {
-  const { rows } = await db.pool.query<{ deployment_id: string; revision_id: string; status: string }>(
-    `SELECT id AS deployment_id, active_revision_id AS revision_id, status FROM deployments
+export async function listActiveRevisions(db: Database): Promise<{ deployment_id: string; revision_id: string; status: string; resource_spec: unknown }[]> {
+  const { rows } = await db.pool.query<{ deployment_id: string; revision_id: string; status: string; resource_spec: unknown }>(
+    `SELECT id AS deployment_id, active_revision_id AS revision_id, status, source_config->'resource_spec' AS resource_spec FROM deployments
      WHERE deleted_at IS NULL AND active_revision_id IS NOT NULL AND source <> 'local'`,
   );
   return rows;
