@@ -84,6 +84,7 @@ const GraphConfigFile = z
       .object({
         path: z.string().regex(/^[^:]+(:[A-Za-z_$][\w$]*)?$/, 'expected "./path/to/auth.ts:exportName"').optional(),
         disable_studio_auth: z.boolean().optional(),
+        allow_langsmith_api_keys: z.boolean().optional(),
       })
       .passthrough()
       .optional(),
@@ -127,7 +128,7 @@ export type GraphConfig = {
   /** `store`: the long-term store's embedding index and time to live. */
   store?: StoreConfig;
   /** `auth`: the project's `Auth` object (`@langchain/langgraph-sdk/auth`), by absolute file and export; undefined: no custom auth. */
-  auth?: { file: string; exportName: string; disableStudioAuth: boolean };
+  auth?: { file: string; exportName: string; disableStudioAuth: boolean; allowPlatformKeys: boolean };
   /** `checkpointer.ttl`: the default TTL of threads (minutes) and the sweep's interval; undefined: unset. */
   threadTtl: { defaultMinutes?: number; sweepIntervalMinutes?: number };
   /** `dependencies`: the folders whose packages the graphs need, absolute (the config's own folder when it names none). */
@@ -188,7 +189,9 @@ export function readGraphConfig(configPath: string, options: { confineTo?: strin
   const ttl = parsed.data.checkpointer?.ttl;
   const threadTtl = { defaultMinutes: ttl?.default_ttl, sweepIntervalMinutes: ttl?.sweep_interval_minutes };
   const authPath = parsed.data.auth?.path;
-  const auth = authPath ? { ...fileExport(root, authPath), disableStudioAuth: parsed.data.auth?.disable_studio_auth ?? false } : undefined;
+  const auth = authPath
+    ? { ...fileExport(root, authPath), disableStudioAuth: parsed.data.auth?.disable_studio_auth ?? false, allowPlatformKeys: parsed.data.auth?.allow_langsmith_api_keys ?? false }
+    : undefined;
   checkNodeVersion(parsed.data.node_version, notes);
   const dockerOnly = DOCKER_ONLY_FIELDS.filter((field) => (raw as Record<string, unknown>)[field] !== undefined);
   if (dockerOnly.length) notes.push(`${dockerOnly.join(', ')} only shape the hosted platform's Docker image: ignored here (deployed code runs in a sandbox on this machine)`);

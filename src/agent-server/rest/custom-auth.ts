@@ -90,7 +90,39 @@ export async function authenticateCaller(deps: Deps, auth: CustomAuth, studio: S
     await checkStudioCredential(deps, studio, req, access);
     return STUDIO_USER;
   }
+  if (auth.allowPlatformKeys) {
+    const platformUser = await platformKeyUser(deps, studio, req);
+    // Its permissions are what its role in the deployment's workspace allows: `read`, or `read` and `write`.
+    const permissions = platformUser?.access === 'write' ? ['read', 'write'] : ['read'];
+    if (platformUser && (access === 'read' || platformUser.access === 'write')) {
+      return { user: { kind: 'PlatformUser', identity: platformUser.userId, display_name: platformUser.userId, is_authenticated: true, permissions }, permissions };
+    }
+  }
   return auth.authenticate(fetchRequest(req));
+}
+
+/**
+ * The platform user of a request's platform key that may make it (`auth.allow_langsmith_api_keys`):
+ * the one the gateway signed for, or at `serve` a valid key of the deployment's workspace. Undefined
+ * for any other request, which the project's own `authenticate` handler then judges (a key of no
+ * use here is not a refusal: its header may be the application's own).
+ */
+async function platformKeyUser(deps: Deps, studio: StudioCredential, req: CallerRequest): Promise<{ userId: string; access: DeploymentAccess } | undefined> {
+  const identity = (() => {
+    try {
+      return gatewayIdentityOf(deps, studio.gatewayRuntimeId(), req, { required: false });
+    } catch {
+      return undefined;
+    }
+  })();
+  if (identity) return identity.userId === null ? undefined : { userId: identity.userId, access: identity.access };
+  const apiKey = req.get('x-api-key');
+  if (!apiKey || !studio.platformKeys) return undefined;
+  const viewer = await studio.platformKeys(apiKey).catch(() => undefined);
+  if (viewer?.kind !== 'api-key') return undefined;
+  const may = (access: DeploymentAccess) => agentContext({ ...deps, viewer }, studio.deploymentId, { access }).then(() => true, () => false);
+  if (await may('write')) return { userId: viewer.userId, access: 'write' };
+  return (await may('read')) ? { userId: viewer.userId, access: 'read' } : undefined;
 }
 
 /**

@@ -55,11 +55,12 @@ function isFilter(value: unknown): value is AuthFilter {
 }
 
 /** Wraps an `Auth` object's handlers as the agent server calls them. */
-function customAuthOf(handlers: HandlerCache, options: { disableStudioAuth: boolean; logger: Logger }): CustomAuth {
+function customAuthOf(handlers: HandlerCache, options: { disableStudioAuth: boolean; allowPlatformKeys: boolean; logger: Logger }): CustomAuth {
   const { logger } = options;
   const callbacks = handlers.callbacks ?? {};
   return {
     disableStudioAuth: options.disableStudioAuth,
+    allowPlatformKeys: options.allowPlatformKeys,
 
     async authenticate(request) {
       // As on the reference server: without an authenticate handler no request has a user.
@@ -121,5 +122,5 @@ export async function loadCustomAuth(config: Pick<GraphConfig, 'auth'>, logger: 
   if (typeof handlers !== 'object' || handlers === null) {
     throw new Error(`The auth "${exportName}" of ${file} is not an Auth object of @langchain/langgraph-sdk/auth`);
   }
-  return customAuthOf(handlers, { disableStudioAuth: config.auth.disableStudioAuth, logger });
+  return customAuthOf(handlers, { disableStudioAuth: config.auth.disableStudioAuth, allowPlatformKeys: config.auth.allowPlatformKeys, logger });
 }

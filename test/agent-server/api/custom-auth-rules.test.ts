@@ -25,7 +25,7 @@ import { fixtureConfig, removeDir } from '../../support/serve.js';
 const FIXTURE = new URL('../../fixtures/custom-auth/', import.meta.url).pathname;
 const logLines: string[] = [];
 const logger = pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) });
-const load = (exportName: string, file = 'rules.ts') => loadCustomAuth({ auth: { file: join(FIXTURE, file), exportName, disableStudioAuth: false } }, logger);
+const load = (exportName: string, file = 'rules.ts') => loadCustomAuth({ auth: { file: join(FIXTURE, file), exportName, disableStudioAuth: false, allowPlatformKeys: false } }, logger);
 const refusal = (promise: Promise<unknown>) =>
   promise.then(
     () => 'allowed',

@@ -300,3 +300,38 @@ describe('custom auth with disable_studio_auth', () => {
     removeDir(strictDir);
   }, 180_000);
 });
+
+describe('custom auth with allow_langsmith_api_keys', () => {
+  let open: ServeProcess | undefined;
+  afterAll(async () => {
+    await open?.stop();
+  });
+
+  it('takes a platform key of the workspace beside the project’s tokens, as its user; another key goes to the handler', async () => {
+    // Without the setting, a platform key (no studio scheme) is no credential: the handler refuses it.
+    const keyOnly = (url: string, apiKey: string) => new Client({ apiUrl: url, apiKey, callerOptions: { maxRetries: 0 } });
+    expect(await status(keyOnly(server.url, platformKey).threads.search())).toBe(401);
+
+    const config = JSON.parse(readFileSync(server.configPath, 'utf8')) as { auth: Record<string, unknown> };
+    config.auth.allow_langsmith_api_keys = true;
+    const openDir = fixtureConfig('custom-auth').dir;
+    const configPath = `${openDir}/langgraph.json`;
+    writeFileSync(configPath, JSON.stringify(config));
+    open = await startServe({ configPath, dir: openDir, env, readyTimeoutMs: 170_000 });
+
+    const platformUser = keyOnly(open.url, platformKey);
+    const made = await platformUser.threads.create();
+    // The project's handlers see a platform user (and stamp what it makes with its identity).
+    const owner = made.metadata?.owner;
+    expect(typeof owner).toBe('string');
+    expect((await platformUser.threads.search()).map((thread) => thread.thread_id)).toEqual([made.thread_id]);
+    expect(await platformUser.runs.wait(made.thread_id, 'whoami', { input: {} })).toMatchObject({ user: owner });
+    // The project's own users go on as before, and do not see the platform user's thread.
+    const aliceThere = new Client({ apiUrl: open.url, defaultHeaders: { authorization: 'Bearer token-alice' }, callerOptions: { maxRetries: 0 } });
+    expect(await status(aliceThere.threads.get(made.thread_id))).toBe(404);
+    // A key of another workspace, or no key at all, is the handler's to judge: no token, 401.
+    expect(await status(keyOnly(open.url, strangerKey).threads.search())).toBe(401);
+    expect(await status(keyOnly(open.url, 'lsv2_not_a_key').threads.search())).toBe(401);
+    removeDir(openDir);
+  }, 240_000);
+});

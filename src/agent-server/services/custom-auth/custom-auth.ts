@@ -26,6 +26,12 @@ export type AuthFilter = Record<string, unknown>;
 export interface CustomAuth {
   /** `auth.disable_studio_auth`: the studio's `x-auth-scheme: langsmith` with a platform key is not accepted. */
   readonly disableStudioAuth: boolean;
+  /**
+   * `auth.allow_langsmith_api_keys`: a platform API key of the deployment's workspace is a credential
+   * beside the project's own (its user is the request's, as a platform user); other requests still
+   * go to the `authenticate` handler.
+   */
+  readonly allowPlatformKeys: boolean;
   /** Runs the `authenticate` handler (undefined: the project has none); throws AuthRefusal (its HTTPException, else 401). */
   authenticate(request: Request): Promise<AuthIdentity | undefined>;
   /**
@@ -116,6 +122,7 @@ export function authConfigurable(ctx: AuthorizedContext): Json {
 /** Handlers that allow everything: the platform's own callers of a deployment without custom auth. */
 const PLATFORM_ROLES_ONLY: CustomAuth = {
   disableStudioAuth: false,
+  allowPlatformKeys: false,
   authenticate: async () => undefined,
   authorize: async () => undefined,
 };

@@ -8,7 +8,7 @@ import type { Deps, ServiceContext } from '../../../context.js';
 // Types only: what each call takes and returns is the agent server's (its API's resources).
 import type { Operation, OperationArgs, RunStreamEvent } from '../../../agent-server/services/served-deployment/platform-calls.js';
 import { authenticateApiKey } from '../tenancy/authentication.service.js';
-import { authorizeDeploymentCaller, declaresCustomAuth } from './deployments.service.js';
+import { authorizeDeploymentCaller, declaresCustomAuth, takesPlatformKeys } from './deployments.service.js';
 import { findDeploymentUsage, listLocalDeploymentIds } from './deployments.store.js';
 import { agentServerAddresses, pickAgentServer } from './agent-server-addresses.js';
 import { AGENT_CALL_PATH, type DeploymentAccess, type GatewayIdentity, gatewayIdentityHeaders, PLATFORM_CALL_ACCESS, type PlatformCall } from '../../../contracts/gateway-protocol.js';
@@ -95,11 +95,33 @@ export async function routeGatewayRequest(
   const forwarded = { method: request.method, path: request.path };
   const studio = request.authScheme?.toLowerCase() === 'langsmith' && !!request.apiKey;
   if (!studio && (await declaresCustomAuth(deps, deploymentId))) {
+    // At a deployment whose config takes platform keys beside its own auth
+    // (auth.allow_langsmith_api_keys), a key that may use it is signed for as its user; any other
+    // request is its end user's, for its `authenticate` handler to decide.
+    const platformUser = request.apiKey && (await takesPlatformKeys(deps, deploymentId)) ? await routeWithPlatformKey(deps, deploymentId, request, forwarded, abandoned) : undefined;
+    if (platformUser) return platformUser;
     // What the end user may do is the deployment's handlers' to decide, not a workspace role's.
     return signedRoute(deps, deploymentId, forwarded, { userId: null, apiKeyId: null, access: 'write' }, abandoned);
   }
   const viewer = await authenticateApiKey(deps, request.apiKey, undefined);
   return routeToAgentServer({ ...deps, viewer }, deploymentId, request.access, forwarded, abandoned);
+}
+
+/** The route of a request whose platform key may use the deployment, as that key's user; undefined for a key that may not (it goes on as an end user's). */
+async function routeWithPlatformKey(
+  deps: Deps,
+  deploymentId: string,
+  request: { apiKey: string | undefined; access: DeploymentAccess },
+  forwarded: { method: string; path: string },
+  abandoned: () => boolean,
+): Promise<AgentServerRoute | undefined> {
+  try {
+    const viewer = await authenticateApiKey(deps, request.apiKey, undefined);
+    return await routeToAgentServer({ ...deps, viewer }, deploymentId, request.access, forwarded, abandoned);
+  } catch (error) {
+    if (error instanceof AppError && ['UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND'].includes(error.code)) return undefined;
+    throw error;
+  }
 }
 
 /**

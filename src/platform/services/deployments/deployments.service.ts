@@ -63,6 +63,12 @@ export async function declaresCustomAuth(deps: Deps, deploymentId: string): Prom
   return row !== undefined && row.custom_auth;
 }
 
+/** Whether the deployment's custom auth also takes platform API keys (`auth.allow_langsmith_api_keys`, as its active revision's build read it). */
+export async function takesPlatformKeys(deps: Deps, deploymentId: string): Promise<boolean> {
+  const row = await deploymentRow(deps, deploymentId);
+  return row !== undefined && row.platform_keys;
+}
+
 // ───────────────────────────── control plane (/v2/deployments) ─────────────────────────────
 
 export type Deployment = ControlDeploymentRow & { secret_names: string[] };

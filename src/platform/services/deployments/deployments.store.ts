@@ -12,12 +12,14 @@ export type DeploymentRow = {
   graph_ids: string[];
   /** Whether its active revision declares custom auth (langgraph.json `auth`). */
   custom_auth: boolean;
+  /** …and takes platform API keys beside it (`auth.allow_langsmith_api_keys`). */
+  platform_keys: boolean;
 };
 
 /** One deployment with its tenant's organization. */
 export async function findDeployment(db: Database, deploymentId: string): Promise<DeploymentRow | undefined> {
   const { rows } = await db.pool.query<DeploymentRow>(
-    `SELECT d.id, d.tenant_id, w.organization_id, d.name, d.source, d.source_config, d.graph_ids, d.custom_auth
+    `SELECT d.id, d.tenant_id, w.organization_id, d.name, d.source, d.source_config, d.graph_ids, d.custom_auth, d.platform_keys
      FROM deployments d JOIN workspaces w ON w.id = d.tenant_id WHERE d.id = $1 AND d.deleted_at IS NULL`,
     [deploymentId],
   );

@@ -162,7 +162,8 @@ export async function listActiveRevisions(db: Database): Promise<{ deployment_id
 export async function activateRevision(db: Database, deploymentId: string, revisionId: string, graphIds: string[]): Promise<boolean> {
   const { rowCount } = await db.pool.query(
     `UPDATE deployments SET active_revision_id = $2, graph_ids = $3, updated_at = now(),
-       custom_auth = coalesce((SELECT custom_auth FROM deployment_revisions WHERE id = $2), false)
+       custom_auth = coalesce((SELECT custom_auth FROM deployment_revisions WHERE id = $2), false),
+       platform_keys = coalesce((SELECT platform_keys FROM deployment_revisions WHERE id = $2), false)
      WHERE id = $1 AND deleted_at IS NULL`,
     [deploymentId, revisionId, graphIds],
   );
@@ -217,11 +218,11 @@ export async function moveRevisionsOf(
   return rows.map((row) => row.id);
 }
 
-export async function setRevisionBuild(db: Database, revisionId: string, values: { commitSha?: string; graphIds?: string[]; customAuth?: boolean }): Promise<void> {
+export async function setRevisionBuild(db: Database, revisionId: string, values: { commitSha?: string; graphIds?: string[]; customAuth?: boolean; platformKeys?: boolean }): Promise<void> {
   await db.pool.query(
     `UPDATE deployment_revisions SET commit_sha = coalesce($2, commit_sha), graph_ids = coalesce($3, graph_ids),
-       custom_auth = coalesce($4, custom_auth), updated_at = now() WHERE id = $1`,
-    [revisionId, values.commitSha ?? null, values.graphIds ?? null, values.customAuth ?? null],
+       custom_auth = coalesce($4, custom_auth), platform_keys = coalesce($5, platform_keys), updated_at = now() WHERE id = $1`,
+    [revisionId, values.commitSha ?? null, values.graphIds ?? null, values.customAuth ?? null, values.platformKeys ?? null],
   );
 }
 
