@@ -61,6 +61,19 @@ function findSubgraphs(source: ts.SourceFile, exportName: string): { namespace: 
           found.push({ namespace: namespace.join('|'), variable });
           visit(topLevel.get(variable)!, namespace, new Set([...stack, variable]));
         }
+        // The graph the node is added to (a chain of calls, or a variable declared elsewhere); not
+        // the node itself, whose subgraphs are the subgraph's, under its own name (above).
+        walk(node.expression.expression);
+        return;
+      }
+      // Names that are not references: a property's (`x.child`, `{ child: … }`).
+      if (ts.isPropertyAccessExpression(node)) return walk(node.expression);
+      if (ts.isPropertyAssignment(node)) return walk(node.initializer);
+      // A graph built in another top-level declaration (`export const graph = builder.compile()`):
+      // its nodes are this graph's.
+      if (ts.isIdentifier(node) && topLevel.has(node.text) && !stack.has(node.text)) {
+        visit(topLevel.get(node.text)!, prefix, new Set([...stack, node.text]));
+        return;
       }
       ts.forEachChild(node, walk);
     };
