@@ -160,6 +160,12 @@ const EnvSchema = z.object({
   /** Agent server: how many runs one runtime executes at once. */
   AGENT_PLATFORM_RUNTIME_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   /**
+   * How long an api process keeps serving after SIGTERM while /ok answers 503 and its answers close
+   * their connections, before it stops accepting (a rolling upgrade behind a balancer: at least the
+   * balancer's health-check interval, and the 5 s of HTTP keep-alive for clients connected directly).
+   */
+  AGENT_PLATFORM_SHUTDOWN_DRAIN_SECONDS: z.coerce.number().min(0).max(300).default(0),
+  /**
    * Agent server: how long a stopping runtime lets its runs in progress finish before it ends them as
    * errors (it takes no new run meanwhile). A deployed revision's agent server has the default.
    */
@@ -298,6 +304,8 @@ export type Config = {
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   /** How long a stopping runtime lets its runs in progress finish (AGENT_PLATFORM_RUN_DRAIN_SECONDS). */
   runDrainSeconds: number;
+  /** How long a stopping api process serves while not ready (AGENT_PLATFORM_SHUTDOWN_DRAIN_SECONDS). */
+  shutdownDrainSeconds: number;
   runtimeConcurrency: number;
   sseHeartbeatSeconds: number;
   runtimeThread: boolean;
@@ -402,6 +410,7 @@ export function loadConfig(
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
     runDrainSeconds: value.AGENT_PLATFORM_RUN_DRAIN_SECONDS,
+    shutdownDrainSeconds: value.AGENT_PLATFORM_SHUTDOWN_DRAIN_SECONDS,
     sseHeartbeatSeconds: value.AGENT_PLATFORM_SSE_HEARTBEAT_SECONDS,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,
     controlPlaneWorker: value.AGENT_PLATFORM_CONTROL_PLANE_WORKER,

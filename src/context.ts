@@ -32,6 +32,8 @@ export type Deps = {
   boss?: PgBoss;
   /** The control-plane runtimes this process launched (worker role); stopped before the job queue. */
   deployedRuntimes?: LaunchedRuntimes;
+  /** Set when the api role begins to stop: /ok answers 503 and answers close their connections (buildApp's stop). */
+  draining?: boolean;
 };
 
 /**

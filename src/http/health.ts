@@ -4,9 +4,10 @@ import type { RequestHandler } from 'express';
 import type { Deps } from '../context.js';
 import { notReadyBecause } from './health.service.js';
 
-export function healthCheck(deps: Pick<Deps, 'db' | 'events'>): RequestHandler {
+export function healthCheck(deps: Pick<Deps, 'db' | 'events' | 'draining'>): RequestHandler {
   return async (_req, res) => {
-    const detail = await notReadyBecause(deps);
+    // Stopping: a balancer takes it out of rotation while it still serves what it is sent.
+    const detail = deps.draining ? 'Shutting down.' : await notReadyBecause(deps);
     if (detail) res.status(503).json({ ok: false, detail });
     else res.json({ ok: true });
   };

@@ -97,7 +97,13 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   app.use(errorHandler('fastapi', deps.logger));
 
   // A deployment's url in its common shape is forwarded before Express (deploymentsGatewayFirst).
-  const server = createServer(options.routers ? app : deploymentsGatewayFirst(deps, app));
+  const handle = options.routers ? app : deploymentsGatewayFirst(deps, app);
+  const server = createServer((req, res) => {
+    // Stopping: each answer closes its connection, so the caller's next request opens a new one,
+    // which a balancer sends to another process (a kept-alive one would fail when this one closes).
+    if (deps.draining) res.setHeader('Connection', 'close');
+    handle(req, res);
+  });
   // Node answers a request line or headers over its 16 KiB limit (e.g. a usage query naming
   // thousands of workspaces) with a bare 431; say why, in the platform API's error shape.
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
@@ -208,6 +214,11 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
       });
     },
     async stop() {
+      // First, for AGENT_PLATFORM_SHUTDOWN_DRAIN_SECONDS: still serving, but not ready (/ok 503) and
+      // closing each connection after its answer, so balancers and clients move to other processes
+      // before this one stops accepting connections.
+      deps.draining = true;
+      if (deps.config.shutdownDrainSeconds > 0) await new Promise((resolve) => setTimeout(resolve, deps.config.shutdownDrainSeconds * 1000));
       await graphqlWs.dispose();
       for (const upgrade of upgrades) upgrade.close();
       for (const client of wsServer.clients) client.terminate();

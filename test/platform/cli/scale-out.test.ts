@@ -10,6 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, waitForRevision } from '../../support/deployments.js';
 import { listKeys, type S3Server, startS3 } from '../../support/exports.js';
+import { startBalancer } from '../../support/balancer.js';
 import { adminLoginUrl, databaseUrl, graphql } from '../../support/helpers.js';
 import { type PlatformProcess, spawnPlatform } from '../../support/processes.js';
 
@@ -21,6 +22,8 @@ const env = {
   AGENT_PLATFORM_DATA_DIR: inject('dataDir'),
   AGENT_PLATFORM_CONTROL_PLANE_WORKER: 'true',
   AGENT_PLATFORM_INGEST_THREADS: '1',
+  // On SIGTERM an api process serves on for a while as not ready, closing each connection after its answer.
+  AGENT_PLATFORM_SHUTDOWN_DRAIN_SECONDS: '6',
   LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
 };
 const WORKER_READY = /(Agent Platform is running) \(roles: worker/;
@@ -178,4 +181,69 @@ describe('two api and two worker processes on one PostgreSQL', () => {
     const files = (await listKeys(s3.client, 'scaled', 'runs/')).filter((file) => file.endsWith('.parquet'));
     expect(files).toHaveLength(runs.length);
   }, 180_000);
+
+  it('replacing the api processes one at a time behind a balancer while clients stream runs: no request or stream fails', async () => {
+    // Runs that stream for about two seconds: ten custom events, one each 200 ms.
+    const streaming = {
+      'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' } }),
+      'agent.ts': `
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+const State = Annotation.Root({ input: Annotation<string>(), reply: Annotation<string>() });
+export const graph = new StateGraph(State)
+  .addNode('answer', async (state, config) => {
+    for (let step = 0; step < 10; step++) {
+      config.writer?.({ step });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    return { reply: 'streamed: ' + state.input };
+  })
+  .addEdge(START, 'answer')
+  .addEdge('answer', END)
+  .compile();
+`,
+    };
+    const created = await controlPlane(0)('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(streaming).url, { name: 'streaming' }) });
+    expect((await waitForRevision(controlPlane(1), created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+
+    const balancer = await startBalancer(apis.map((api) => api.url));
+    try {
+      const client = new Client({ apiUrl: `${balancer.url}/deployments/${created.body.id}`, defaultHeaders: { 'x-api-key': key } });
+      const outcomes: string[] = [];
+      let running = true;
+      const consumer = async (who: number) => {
+        for (let i = 0; running; i++) {
+          const input = `${who}-${i}`;
+          try {
+            const thread = await client.threads.create();
+            const steps: number[] = [];
+            let reply: string | undefined;
+            for await (const part of client.runs.stream(thread.thread_id, 'agent', { input: { input }, streamMode: ['values', 'custom'] })) {
+              if (part.event === 'custom') steps.push((part.data as { step: number }).step);
+              if (part.event === 'values') reply = (part.data as { reply?: string }).reply ?? reply;
+            }
+            // Every event once, in order, and the run's end: a stream cut by a stopping process went on elsewhere.
+            outcomes.push(reply === `streamed: ${input}` && steps.join() === '0,1,2,3,4,5,6,7,8,9' ? 'ok' : `incomplete: ${reply} [${steps.join()}]`);
+          } catch (error) {
+            outcomes.push(`failed: ${(error as Error).message}`);
+          }
+        }
+      };
+      const traffic = Promise.all([0, 1, 2].map(consumer));
+      for (const index of [0, 1]) {
+        const before = outcomes.length;
+        const replacement = spawnPlatform(['start', '--role', 'api', '--port', '0'], env, 150_000);
+        // SIGTERM, as an orchestrator replaces a process: it drains, then stops.
+        expect(await apis[index]!.stop()).toBe(0);
+        apis[index] = await replacement;
+        balancer.backends = apis.map((api) => api.url);
+        await expect.poll(() => outcomes.length, { timeout: 60_000, interval: 200 }).toBeGreaterThan(before + 3);
+      }
+      running = false;
+      await traffic;
+      expect(outcomes.filter((outcome) => outcome !== 'ok')).toEqual([]);
+      expect(outcomes.length).toBeGreaterThan(6);
+    } finally {
+      await balancer.close();
+    }
+  }, 400_000);
 });
