@@ -149,3 +149,16 @@ export function perRun(before: ProcessSample, after: ProcessSample, runs: number
   };
 }
 export type PerRun = ReturnType<typeof perRun>;
+
+/**
+ * CPU seconds of each process of a PostgreSQL (the postmaster and its children), by pid: over a window,
+ * a backend that connected meanwhile counts whole and one that exited is missing from the later reading.
+ */
+export function postgresCpuByPid(postgresDir: string): Map<number, number> {
+  const postmaster = Number(readFileSync(join(postgresDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const seconds = new Map([[postmaster, cpuSecondsOf(`/proc/${postmaster}/stat`)]]);
+  for (const entry of readdirSync('/proc')) {
+    if (/^\d+$/.test(entry) && parentOf(entry) === postmaster) seconds.set(Number(entry), cpuSecondsOf(`/proc/${entry}/stat`));
+  }
+  return seconds;
+}

@@ -16,6 +16,8 @@
 //   BENCH_BEFORE_ROOT=<checkout>  also measure another checkout's platform (e.g. main), side by side
 //   BENCH_STATEMENT_RUNS (50)     runs counted per kind for the statements-per-run rows
 //   BENCH_SHOW_STATEMENTS=1       print each counted statement with its calls per run
+//   BENCH_IDLE_ONLY=1             only that: serve after 2 s of load, then idle
+//   BENCH_IDLE_SECONDS (10)       after the load, the connections serve holds and its CPU (and its PostgreSQL's) over as long idle
 //   BENCH_CPU_PROF_DIR=<dir>      run each serve under `node --cpu-prof` (profiles in <dir>/<column>) and
 //                                 print where its threads' CPU went during the throughput row
 //   --json <file>                 also write the figures as a flat { name: { value, unit, floor?, reference? } }
@@ -42,7 +44,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { printSummaries, summarizeProfiles } from './cpu-profile-summary.js';
 import { graph } from './graphs/two-node.js';
-import { CHILD_PARTS, CPU_PARTS, type PerRun, perRun, sampleProcesses, WAIT_PARTS } from './process-cpu.js';
+import { CHILD_PARTS, CPU_PARTS, type PerRun, perRun, postgresCpuByPid, sampleProcesses, WAIT_PARTS } from './process-cpu.js';
 import { connectEmbedded, freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -54,6 +56,7 @@ const STATEMENT_RUNS = Number(process.env.BENCH_STATEMENT_RUNS ?? 50);
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 8);
 const PAIR_SECONDS = Number(process.env.BENCH_PAIR_SECONDS ?? 2);
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 10);
 const jsonFlag = process.argv.indexOf('--json');
 const JSON_FILE = jsonFlag >= 0 ? process.argv[jsonFlag + 1] : undefined;
 
@@ -109,10 +112,11 @@ async function countStatements(db: pg.Client, runs: number, work: () => Promise<
   const elapsed = performance.now() - started;
   const busy = await statementsByKind(db);
   if (process.env.BENCH_SHOW_STATEMENTS) {
-    const { rows } = await db.query<{ query: string; calls: number }>(
-      `SELECT s.query, s.calls::int FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 40`,
+    const { rows } = await db.query<{ query: string; calls: number; ms: number }>(
+      `SELECT s.query, s.calls::int, s.total_exec_time::float8 AS ms FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 40`,
     );
-    for (const row of rows) console.error(`  ${(row.calls / runs).toFixed(2).padStart(6)}  [${kindOf(row.query)}] ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+    console.error('  calls/run  ms/run  [kind] statement');
+    for (const row of rows) console.error(`  ${(row.calls / runs).toFixed(2).padStart(6)}  ${(row.ms / runs).toFixed(3).padStart(7)}  [${kindOf(row.query)}] ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
   }
   await db.query('SELECT pg_stat_statements_reset()');
   await new Promise((resolve) => setTimeout(resolve, elapsed));
@@ -275,6 +279,48 @@ async function measurePaired(serveUrl: string, gatewayUrl: string, apiKey: strin
   return paired;
 }
 
+/**
+ * The connections the serve process holds (client backends, by database and application name), and what
+ * it and its PostgreSQL do over IDLE_SECONDS with nothing to do (pollers, timers, pools that close and
+ * reopen connections): CPU in ms per second, statements per second, connections opened.
+ */
+async function reportIdle(name: string, db: pg.Client, pid: number, postgresDir: string) {
+  const backends = async () => {
+    const { rows } = await db.query<{ datname: string; application_name: string; n: number }>(
+      `SELECT datname, application_name, count(*)::int AS n FROM pg_stat_activity
+       WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY 1, 2 ORDER BY 3 DESC`,
+    );
+    return `${rows.reduce((sum, row) => sum + row.n, 0)} (${rows.map((row) => `${row.datname.replace(/^agent_deployment_.*/, 'deployment')}/${row.application_name || '-'} ${row.n}`).join(', ')})`;
+  };
+  console.error(`${name}: client backends after load: ${await backends()}`);
+  await db.query('SELECT pg_stat_statements_reset()');
+  const from = (await db.query<{ now: string }>('SELECT clock_timestamp()::text AS now')).rows[0]!.now;
+  const before = sampleProcesses(pid, postgresDir);
+  const postgresBefore = postgresCpuByPid(postgresDir);
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
+  const after = sampleProcesses(pid, postgresDir);
+  const postgresAfter = postgresCpuByPid(postgresDir);
+  const postgres = [...postgresAfter].reduce((sum, [backend, seconds]) => sum + seconds - (postgresBefore.get(backend) ?? 0), 0);
+  const serveParts = CPU_PARTS.slice(0, 4).map((part) => [part, after.cpuSeconds[part] - before.cpuSeconds[part]] as const);
+  const serve = serveParts.reduce((sum, [, seconds]) => sum + seconds, 0);
+  const perSecond = (seconds: number) => ((seconds * 1000) / IDLE_SECONDS).toFixed(2);
+  console.error(
+    `${name}: idle CPU over ${IDLE_SECONDS} s, ms/s: all ${perSecond(serve + postgres)}; serve process ${perSecond(serve)} (${serveParts.map(([part, seconds]) => `${part} ${perSecond(seconds)}`).join('; ')}); PostgreSQL ${perSecond(postgres)}`,
+  );
+  const { rows: [opened] } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND backend_start > $1`,
+    [from],
+  );
+  console.error(`${name}: connections opened while idle: ${opened!.n}; client backends after ${IDLE_SECONDS} s idle: ${await backends()}`);
+  const { rows } = await db.query<{ datname: string; query: string; calls: number; ms: number }>(
+    `SELECT d.datname, s.query, s.calls::int, s.total_exec_time::float8 AS ms FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+     WHERE s.query NOT LIKE '%pg_stat%' ORDER BY s.calls DESC LIMIT 25`,
+  );
+  const total = rows.reduce((sum, row) => sum + row.calls, 0);
+  console.error(`${name}: statements while idle: ${(total / IDLE_SECONDS).toFixed(2)}/s`);
+  for (const row of rows) console.error(`  ${(row.calls / IDLE_SECONDS).toFixed(2).padStart(6)}/s ${row.datname.replace(/^agent_deployment_.*/, 'deployment').padEnd(14)} ${row.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+}
+
 /** Profile folders of the columns measured under --cpu-prof, with their throughput window. */
 const profileWindows = new Map<string, { fromMicros: number; toMicros: number; runs: number }>();
 
@@ -325,7 +371,14 @@ async function measurePlatform(name: string, checkout: string, tracing: boolean,
     const db = await connectEmbedded(dataPath);
     try {
       await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      if (process.env.BENCH_IDLE_ONLY) {
+        const client = new Client({ apiUrl: `http://127.0.0.1:${platform.port}`, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
+        await throughput(client, 2);
+        await reportIdle(name, db, platform.child.pid!, join(dataPath, 'postgres'));
+        return { waitP50: NaN, waitP99: NaN, firstEventP50: NaN, runsPerSecond: NaN };
+      }
       const figures = await measure(name, `http://127.0.0.1:${platform.port}`, db, { pid: platform.child.pid!, postgresDir: join(dataPath, 'postgres'), profileDir });
+      await reportIdle(name, db, platform.child.pid!, join(dataPath, 'postgres'));
       // Still running (idle: its pollers only) while `then` measures something else, and against it.
       await then?.(`http://127.0.0.1:${platform.port}`);
       return figures;
