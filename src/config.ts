@@ -50,9 +50,12 @@ const EnvSchema = z.object({
   /** GraphQL: deepest selection set and most tokens one document may have (beyond: 400). */
   AGENT_PLATFORM_GRAPHQL_MAX_DEPTH: z.coerce.number().int().min(2).max(100).default(15),
   AGENT_PLATFORM_GRAPHQL_MAX_TOKENS: z.coerce.number().int().min(100).max(100_000).default(2_000),
-  AGENT_PLATFORM_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
+  // Pools sized to the work, not to the clients: a statement holds a connection for well under a
+  // millisecond, so a handful per pool keeps a process's cores busy, and every connection is a
+  // PostgreSQL backend (npm run bench:runs prints the backends a serve holds after load).
+  AGENT_PLATFORM_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(6),
   /** Connections of a runtime's own pool (runs, events), when it runs apart from the API (its thread or process). */
-  AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(16),
+  AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(6),
   /**
    * Most connections a deployment's login may hold to its own database, all its runtimes together (a
    * redeploy runs two for a moment): one deployment cannot take the server's every connection.
@@ -77,7 +80,7 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_USAGE_CHECK_SECONDS: z.coerce.number().min(0.2).max(3600).default(30),
   /** Temporary files one session of a deployment's login may write (sorts, hashes spilled to disk); beyond: its query fails. */
   AGENT_PLATFORM_DEPLOYMENT_TEMP_FILES: byteSize.default('2gb'),
-  /** Connections of a runtime's checkpointer (default: one per concurrent run plus four, at most 40). */
+  /** Connections of a runtime's checkpointer (default: one per concurrent run, at most 4: a checkpoint write is one short statement). */
   AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE: z.coerce.number().int().min(2).max(200).optional(),
   /** Days trace runs are kept (by start time) in a workspace that sets no retention of its own. */
   AGENT_PLATFORM_TRACE_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
@@ -100,7 +103,7 @@ const EnvSchema = z.object({
    */
   AGENT_PLATFORM_API_KEY_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(5),
   /** Connections of a process's job queue (pg-boss), plus its one listener. */
-  AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
+  AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** One readable line per entry instead of JSON; the CLI's default is whether its output is a terminal (logger.ts). */
   LOG_PRETTY: z.stringbool().default(false),
@@ -399,7 +402,7 @@ export function loadConfig(
     usageCheckSeconds: value.AGENT_PLATFORM_USAGE_CHECK_SECONDS,
     embeddedMaxConnections: value.AGENT_PLATFORM_EMBEDDED_MAX_CONNECTIONS,
     reservedConnections: value.AGENT_PLATFORM_RESERVED_CONNECTIONS,
-    checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY + 4, 40),
+    checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.max(2, Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY, 4)),
     jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
     apiKeyCacheSeconds: value.AGENT_PLATFORM_API_KEY_CACHE_SECONDS,
     jobRetentionSeconds: value.AGENT_PLATFORM_JOB_RETENTION_SECONDS,

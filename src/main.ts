@@ -28,9 +28,8 @@ function configFrom(options: ProcessOptions, defaults: Record<string, string> = 
   );
 }
 
-// `serve` answers many clients of one deployment from one process: larger pools unless configured,
-// and run data inline on the event bus (no deployed code connects to its database).
-const SERVE_DEFAULTS = { AGENT_PLATFORM_DB_POOL_SIZE: '24', AGENT_PLATFORM_JOBS_POOL_SIZE: '8', AGENT_PLATFORM_RUN_DATA_ON_EVENT_BUS: 'true' };
+// `serve`: run data inline on the event bus (no deployed code connects to its database).
+const SERVE_DEFAULTS = { AGENT_PLATFORM_RUN_DATA_ON_EVENT_BUS: 'true' };
 
 const portOption = new Option('-p, --port <port>', 'HTTP port (env PORT, default 4100)').argParser((value) => {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('expected a port number');

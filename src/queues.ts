@@ -6,6 +6,7 @@
 import { type ConstructorOptions, type Job, PgBoss, type Queue } from 'pg-boss';
 import type { Deps } from './context.js';
 import { PreparingClient } from './database/prepared-statements.js';
+import { POOL_IDLE_TIMEOUT_MS } from './database/pool.js';
 
 /** The PostgreSQL schema pg-boss keeps its tables in (stores that delete jobs with their rows name it). */
 export const BOSS_SCHEMA = 'pgboss';
@@ -20,7 +21,8 @@ export type Boss = PgBoss;
 export const bossConnection = (url: string): ConstructorOptions => ({
   connectionString: url,
   schema: BOSS_SCHEMA,
-  ...({ Client: PreparingClient } as object),
+  // Kept, as the platform's own pools keep theirs (database/pool.ts).
+  ...({ Client: PreparingClient, idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS } as object),
 });
 
 /**
