@@ -13,6 +13,9 @@ export const BOSS_SCHEMA = 'pgboss';
 
 export type Boss = PgBoss;
 
+/** pg-boss's queue of due cron ticks, from its clock to the worker that sends them. */
+const CRON_HANDOFF_QUEUE = '__pgboss__send-it';
+
 /**
  * Connection options of every PgBoss of the platform: its pool names pg-boss's recurring statements
  * (fetch, complete, send) as prepared statements, like the platform's own pool (pg-boss hands its
@@ -51,11 +54,17 @@ export async function startJobQueue(
     cronWorkerIntervalSeconds: Math.min(5, deps.config.cronClockSeconds),
     // Runtimes are woken by the agent server's own `runs.queued` event (agent-server/runtime/runtime.ts), not pg-boss's.
     useListenNotify: options.work,
+    // The pass that unblocks jobs whose dependencies completed (pg-boss flows), two statements every
+    // 5 s by default on an idle database: no job here has dependencies.
+    flowIntervalSeconds: 300,
     migrate: options.install,
   });
   boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
   rememberJobRetention(boss, deps.config.jobRetentionSeconds);
   await boss.start();
+  // The cron clock hands due ticks to a queue of pg-boss's own, whose worker polls it every
+  // cronWorkerIntervalSeconds; with `notify` the hand-off wakes it and the poll is a 30 s backstop.
+  if (options.work) await boss.updateQueue(CRON_HANDOFF_QUEUE, { notify: true });
   return boss;
 }
 
@@ -118,15 +127,22 @@ const RETRY_WAKE_MARGIN_MS = 500;
 /**
  * Works a `notify` queue (see agent-server/jobs/boss.ts QUEUES): NOTIFY wakes its worker for new jobs; a job whose handler
  * throws and that the queue retries wakes it again once the queue's retry delay is over, as its
- * polling did before.
+ * polling did before. `options`: the worker's (concurrency, batch), and the retries of a queue whose
+ * jobs set their own (`retryLimit`, `retryDelay` as sent).
  */
-export async function workNotified<T extends object>(boss: PgBoss, queue: QueueDefinition, handler: (jobs: Job<T>[]) => Promise<unknown>): Promise<string> {
+export async function workNotified<T extends object>(
+  boss: PgBoss,
+  queue: QueueDefinition,
+  handler: (jobs: Job<T>[]) => Promise<unknown>,
+  options: { localConcurrency?: number; batchSize?: number; retries?: { limit: number; delaySeconds: number } } = {},
+): Promise<string> {
+  const { retries = { limit: queue.retryLimit ?? 0, delaySeconds: queue.retryDelay ?? 0 }, ...work } = options;
   let workerId = '';
-  workerId = await boss.work<T>(queue.name, async (jobs) => {
+  workerId = await boss.work<T>(queue.name, work, async (jobs) => {
     try {
       return await handler(jobs);
     } catch (error) {
-      if (queue.retryLimit) setTimeout(() => boss.notifyWorker(workerId), (queue.retryDelay ?? 0) * 1000 + RETRY_WAKE_MARGIN_MS).unref();
+      if (retries.limit) setTimeout(() => boss.notifyWorker(workerId), retries.delaySeconds * 1000 + RETRY_WAKE_MARGIN_MS).unref();
       throw error;
     }
   });

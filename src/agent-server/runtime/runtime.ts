@@ -17,11 +17,15 @@ import type { RuntimeContext } from './runtime-context.js';
 export type Runtime = { workerId: string; stop(): Promise<void> };
 
 // Runs are fetched when woken (their creation, `runs.queued`, a thread's next run after the last one
-// ends, recovery, a delayed run's timer); this poll catches a wake-up lost with the LISTEN connection.
-// It is one statement per interval per deployment, idle or not. Measured with 5 s (loaded machine):
-// three runs enqueued on one thread took about 1.4 s instead of 0.8 s, so some hand-off still waits
-// for this poll; until that wake-up is found, it stays at one second.
+// ends, recovery, a delayed run's timer, the event bus listening again after its connection was lost);
+// a backstop poll catches what these miss. While runs come and go it polls every second: measured with
+// 5 s (loaded machine), three runs enqueued on one thread took about 1.4 s instead of 0.8 s, so some
+// hand-off still waits for it. Once nothing has run for BUSY_FOR_MS no hand-off is pending, and an idle
+// runtime polls every IDLE_BACKSTOP_POLL_MS: a statement a second per deployment was most of what an
+// idle agent server did.
 const BACKSTOP_POLL_MS = 1_000;
+const BUSY_FOR_MS = 30_000;
+const IDLE_BACKSTOP_POLL_MS = 30_000;
 
 /**
  * Starts executing the deployment's runs in this process. `livenessRetaken` runs when its liveness
@@ -70,6 +74,7 @@ export async function startRuntime(
       await ctx.events.publish('runs.stream', { runId, status: 'error' }, runId).catch(() => undefined);
     } finally {
       active.delete(runId);
+      lastBusy = Date.now();
     }
     // key_strict_fifo releases the thread's next job only once this one completes.
     if (!jobCompleted) await onceDatabaseAnswers(ctx, stop.signal, 'could not complete a run job', () => queue.complete(job.id));
@@ -106,6 +111,9 @@ export async function startRuntime(
   let draining = false;
   let fetching: Promise<void> | undefined;
   let mayHaveJobs = true;
+  // When a run last ended or a fetch found or failed, and when the last fetch began: the backstop's pace.
+  let lastBusy = Date.now();
+  let lastFetch = 0;
   const pump = (): Promise<void> => {
     // The fetch in flight loops again if a wake-up came meanwhile.
     fetching ??= fetchJobs().finally(() => (fetching = undefined));
@@ -117,13 +125,18 @@ export async function startRuntime(
         mayHaveJobs = false;
         const wanted = options.concurrency - running;
         cancelledDuringFetch.clear();
+        lastFetch = Date.now();
         const fetched = await fetchAndClaimRuns(ctx, wanted, workerId);
-        if (fetched.length) start(fetched);
+        if (fetched.length) {
+          lastBusy = Date.now();
+          start(fetched);
+        }
         cancelledDuringFetch.clear();
         if (fetched.length >= wanted) mayHaveJobs = true;
       }
     } catch (error) {
       mayHaveJobs = true;
+      lastBusy = Date.now();
       ctx.logger.warn({ err: error }, 'could not fetch runs');
     }
   };
@@ -141,13 +154,19 @@ export async function startRuntime(
   })();
   await queue.ensure();
   void (async () => {
-    for await (const { origin, afterSeconds } of ctx.events.subscribe('runs.queued', { key: ctx.deployment.deploymentId, signal: stop.signal })) {
+    // `resync`: when the bus listens again after losing its connection, what was published meanwhile
+    // was not heard; a fetch finds it.
+    const resync = { deploymentId: ctx.deployment.deploymentId };
+    for await (const { origin, afterSeconds } of ctx.events.subscribe('runs.queued', { key: ctx.deployment.deploymentId, signal: stop.signal, resync })) {
       // Runs created through this queue object woke this runtime in-process already.
       if (origin !== queue.origin) wakeWhenDue(wake, afterSeconds);
     }
   })();
   queue.onLocalWake(wake);
-  const poll = setInterval(wake, BACKSTOP_POLL_MS);
+  const poll = setInterval(() => {
+    const now = Date.now();
+    if (running > 0 || now - lastBusy < BUSY_FOR_MS || now - lastFetch >= IDLE_BACKSTOP_POLL_MS) wake();
+  }, BACKSTOP_POLL_MS);
   poll.unref();
   wake();
 

@@ -7,6 +7,7 @@ import type { Deps } from '../../context.js';
 import { executeExportRun } from '../services/exports/export-runner.js';
 import { spawnScheduledExports } from '../services/exports/exports.service.js';
 import * as store from '../services/exports/exports.store.js';
+import { workNotified } from '../../queues.js';
 
 export const EXPORT_RUN_QUEUE = 'exports.run';
 const ExportRunJob = z.object({ runId: z.uuid() });
@@ -51,7 +52,10 @@ async function sweepExports(deps: Deps, boss: PgBoss, now = new Date()): Promise
 /** The worker role's part of bulk export: run handler, dispatcher wake-ups and the sweep timer. */
 export async function workExports(deps: Deps, boss: PgBoss): Promise<void> {
   const limits = deps.config.exports;
-  await boss.work<{ runId: string }>(EXPORT_RUN_QUEUE, { localConcurrency: limits.workerConcurrency, batchSize: 1 }, async ([job]) => {
+  // Woken by NOTIFY, not polled: its workers' every-2-seconds fetches were most of an idle platform's statements.
+  const queue = { name: EXPORT_RUN_QUEUE, notify: true };
+  const retries = { limit: limits.retries, delaySeconds: limits.retryDelaySeconds };
+  await workNotified<{ runId: string }>(boss, queue, async ([job]) => {
     const { runId } = ExportRunJob.parse(job!.data);
     try {
       await executeExportRun(deps, runId, job!.id);
@@ -59,7 +63,7 @@ export async function workExports(deps: Deps, boss: PgBoss): Promise<void> {
       // A finished (or failed) run frees a slot for a waiting one.
       await dispatchExportRuns(deps, boss).catch((error: unknown) => deps.logger.error({ err: error }, 'export dispatch failed'));
     }
-  });
+  }, { localConcurrency: limits.workerConcurrency, batchSize: 1, retries });
 
   const stop = new AbortController();
   let sweeping: Promise<void> | undefined;

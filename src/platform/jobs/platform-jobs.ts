@@ -41,8 +41,8 @@ const PLATFORM_QUEUES = {
     // sweep hands its run to a new job before that (the run's lease decides who executes).
     // Retry limit and delay are set per job from the configuration.
     policy: 'short',
-    // No `notify`: with it, workers poll only as a slow backstop, and a retried run (no NOTIFY)
-    // waited for that backstop rather than its retry delay.
+    // A retried run (no NOTIFY) wakes its worker when its retry delay is over (workNotified).
+    notify: true,
   },
   tracesRetention: {
     name: 'traces.retention',
