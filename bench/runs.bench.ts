@@ -18,6 +18,7 @@
 //   BENCH_SHOW_STATEMENTS=1       print each counted statement with its calls per run
 //   BENCH_IDLE_ONLY=1             only that: serve after 2 s of load, then idle
 //   BENCH_IDLE_SECONDS (10)       after the load, the connections serve holds and its CPU (and its PostgreSQL's) over as long idle
+//   BENCH_IDLE_SETTLE_SECONDS (0) …after first idling this long (past timers the load armed, pools' idle timeouts)
 //   BENCH_CPU_PROF_DIR=<dir>      run each serve under `node --cpu-prof` (profiles in <dir>/<column>) and
 //                                 print where its threads' CPU went during the throughput row
 //   --json <file>                 also write the figures as a flat { name: { value, unit, floor?, reference? } }
@@ -57,6 +58,7 @@ const PAIRS = Number(process.env.BENCH_PAIRS ?? 8);
 const PAIR_SECONDS = Number(process.env.BENCH_PAIR_SECONDS ?? 2);
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 10);
+const IDLE_SETTLE_SECONDS = Number(process.env.BENCH_IDLE_SETTLE_SECONDS ?? 0);
 const jsonFlag = process.argv.indexOf('--json');
 const JSON_FILE = jsonFlag >= 0 ? process.argv[jsonFlag + 1] : undefined;
 
@@ -293,6 +295,9 @@ async function reportIdle(name: string, db: pg.Client, pid: number, postgresDir:
     return `${rows.reduce((sum, row) => sum + row.n, 0)} (${rows.map((row) => `${row.datname.replace(/^agent_deployment_.*/, 'deployment')}/${row.application_name || '-'} ${row.n}`).join(', ')})`;
   };
   console.error(`${name}: client backends after load: ${await backends()}`);
+  // Past what follows the load (timers armed by it, pools' idle timeouts), to the steady idle.
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_SECONDS * 1000));
+  if (IDLE_SETTLE_SECONDS) console.error(`${name}: client backends after ${IDLE_SETTLE_SECONDS} s settling: ${await backends()}`);
   await db.query('SELECT pg_stat_statements_reset()');
   const from = (await db.query<{ now: string }>('SELECT clock_timestamp()::text AS now')).rows[0]!.now;
   const before = sampleProcesses(pid, postgresDir);
