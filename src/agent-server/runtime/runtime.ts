@@ -7,7 +7,6 @@ import { isDatabaseUnreachable } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { type RunJob, wakeWhenDue } from '../services/runs/run-queue.js';
 import { failUnendedRun } from '../services/runs/runs.store.js';
-import { latestCheckpointId } from '../services/threads/checkpoints.store.js';
 import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
 import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
 import { holdSessionLock } from '../../database/session-lock.js';
@@ -58,9 +57,8 @@ export async function startRuntime(
     let stateless = false;
     let jobCompleted = false;
     try {
-      // The thread's latest checkpoint (for a rollback): the thread's previous run has finished
-      // (per-thread order), so nothing can move it before this run starts.
-      const startCheckpoint = job.data.threadId ? await latestCheckpointId(ctx.deployment.persistence.pool, job.data.threadId) : undefined;
+      // The thread's latest checkpoint (for a rollback), read by the claim.
+      const startCheckpoint = row ? row.start_checkpoint : undefined;
       stateless = row?.kwargs.temporary ?? false;
       // A stateless run's job is completed with its outcome: no later run waits on it, unlike a kept
       // thread's, whose next run must not start before this one has also updated the thread.

@@ -2,6 +2,7 @@
 // talks SQL.
 import type pg from 'pg';
 import type { Database } from '../../../db.js';
+import { CHECKPOINT_SCHEMA } from '../../../database/checkpoint-schema.js';
 import type { MultitaskStrategy, RunKwargs, RunStatus } from './runs.schemas.js';
 
 type Json = Record<string, unknown>;
@@ -316,10 +317,16 @@ export async function deleteDeploymentRuns(db: Pick<Database, 'pool'>, deploymen
   await db.pool.query('DELETE FROM agent_runs WHERE deployment_id = $1', [deploymentId]);
 }
 
-export type ClaimedRun = RunRow & { assistant: { graph_id: string; config: Json; context: Json } | null; metadata_seq: number };
+export type ClaimedRun = RunRow & {
+  assistant: { graph_id: string; config: Json; context: Json } | null;
+  metadata_seq: number;
+  /** A kept thread's latest checkpoint as the run starts (null: none yet, or a stateless run): where a rollback returns to. */
+  start_checkpoint: string | null;
+};
 
 /**
- * Claims pending runs (pending → running) and reads each one's assistant in the same statement,
+ * Claims pending runs (pending → running) and reads each one's assistant and its thread's latest
+ * checkpoint in the same statement,
  * which also appends each run's `metadata` event and runs `notify` (the caller's NOTIFY expressions
  * over the `claimed` and `metadata` rows, e.g. the run's stream signal).
  */
@@ -338,7 +345,11 @@ const claimCtes = (runIds: string, workerId: string) => `claimed AS (
        UPDATE agent_runs r SET status = 'running', attempt = attempt + 1, worker_id = ${workerId}, started_at = now(), updated_at = now()
        WHERE r.id = ANY(${runIds}) AND r.status = 'pending'
        RETURNING r.*, (SELECT json_build_object('graph_id', a.graph_id, 'config', a.config, 'context', a.context)
-                       FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant),
+                       FROM agent_assistants a WHERE a.deployment_id = r.deployment_id AND a.id = r.assistant_id) AS assistant,
+                 -- The thread's previous run has ended (per-thread order): nothing moves this before the run starts.
+                 CASE WHEN r.thread_id IS NOT NULL AND (r.kwargs->>'temporary') IS DISTINCT FROM 'true' THEN
+                   (SELECT k.checkpoint_id FROM ${CHECKPOINT_SCHEMA}.checkpoints k
+                    WHERE k.thread_id = r.thread_id::text AND k.checkpoint_ns = '' ORDER BY k.checkpoint_id DESC LIMIT 1) END AS start_checkpoint),
      metadata AS (
        SELECT c.id, coalesce((SELECT max(e.seq) FROM run_events e WHERE e.run_id = c.id), 0) + 1 AS seq,
               '{"run_id":"' || c.id || '","attempt":' || c.attempt || '}' AS data
