@@ -122,7 +122,9 @@ export async function declareQueues(boss: PgBoss, queues: QueueDefinition[]): Pr
 
 // A little after the retry is due, so the fetch finds it (the delay counts from pg-boss's write of
 // the failure, just after the handler throws).
-const RETRY_WAKE_MARGIN_MS = 500;
+const RETRY_WAKE_MARGINS_MS = [500, 5_000, 30_000];
+
+const NOTIFIED_BACKSTOP_SECONDS = 300;
 
 /**
  * Works a `notify` queue (see agent-server/jobs/boss.ts QUEUES): NOTIFY wakes its worker for new jobs; a job whose handler
@@ -138,11 +140,16 @@ export async function workNotified<T extends object>(
 ): Promise<string> {
   const { retries = { limit: queue.retryLimit ?? 0, delaySeconds: queue.retryDelay ?? 0 }, ...work } = options;
   let workerId = '';
-  workerId = await boss.work<T>(queue.name, work, async (jobs) => {
+  // The poll that backs NOTIFY up, 30 s by default: a fetch per worker per interval on an idle
+  // database. NOTIFY wakes the worker for a new job, pg-boss wakes every worker when its listener
+  // connects again (what was notified meanwhile was missed), and a retry wakes it below; the poll is
+  // left for a job that expired and is retried, whose worker died.
+  workerId = await boss.work<T>(queue.name, { notifyPollingIntervalSeconds: NOTIFIED_BACKSTOP_SECONDS, ...work }, async (jobs) => {
     try {
       return await handler(jobs);
     } catch (error) {
-      if (retries.limit) setTimeout(() => boss.notifyWorker(workerId), retries.delaySeconds * 1000 + RETRY_WAKE_MARGIN_MS).unref();
+      // Again later: on a loaded machine pg-boss may record the failure (and the retry's due time) after the first wake-up.
+      if (retries.limit) for (const margin of RETRY_WAKE_MARGINS_MS) setTimeout(() => boss.notifyWorker(workerId), retries.delaySeconds * 1000 + margin).unref();
       throw error;
     }
   });
