@@ -1,0 +1,81 @@
+// npm run bench:runs-paired — CPU per run of two checkouts' `serve` (tracing off), both running at once
+// and loaded in turn: BENCH_PAIRS pairs of BENCH_PAIR_SECONDS throughput windows (32 clients calling
+// runs.wait), alternating which goes first, so the machine's other load hits both alike (one window
+// each, minutes apart, as bench:runs measures its columns, moves with that load). Prints each part's
+// median CPU µs per run, the runs/s and the time its threads waited for a core. Asserts nothing.
+//
+//   BENCH_BEFORE_ROOT=<checkout>  required: the other checkout (e.g. main)
+//   BENCH_PAIRS (6), BENCH_PAIR_SECONDS (4)
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@langchain/langgraph-sdk';
+import { CPU_PARTS, perRun, sampleProcesses } from './process-cpu.js';
+import { freePort, startProcess, stopProcess } from './processes.js';
+
+const here = new URL('.', import.meta.url).pathname;
+const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 6);
+const PAIR_SECONDS = Number(process.env.BENCH_PAIR_SECONDS ?? 4);
+const CONCURRENCY = 32;
+if (!BEFORE_ROOT) throw new Error('BENCH_BEFORE_ROOT names the checkout to compare with');
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function startServe(checkout: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-paired-'));
+  chmodSync(dataDir, 0o711);
+  const port = await freePort();
+  const started = await startProcess(
+    process.execPath,
+    [join(checkout, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/langgraph.json'), '--port', String(port), '--data-dir', join(dataDir, 'data')],
+    { cwd: checkout, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: 'false' }, ready: /running at http/ },
+  );
+  const client = new Client({ apiUrl: `http://127.0.0.1:${port}`, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
+  return { ...started, client, postgresDir: join(dataDir, 'data', 'postgres'), dataDir };
+}
+
+async function window(served: Awaited<ReturnType<typeof startServe>>) {
+  const input = { steps: [] };
+  const before = sampleProcesses(served.child.pid!, served.postgresDir);
+  const deadline = performance.now() + PAIR_SECONDS * 1000;
+  const started = performance.now();
+  let completed = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < deadline) {
+        await served.client.runs.wait(null, 'two_node', { input });
+        completed++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  return { ...perRun(before, sampleProcesses(served.child.pid!, served.postgresDir), completed), runsPerSecond: completed / elapsed };
+}
+
+const load = loadavg();
+const serves = { before: await startServe(BEFORE_ROOT), after: await startServe(join(here, '..')) };
+try {
+  for (const served of Object.values(serves)) for (let i = 0; i < 50; i++) await served.client.runs.wait(null, 'two_node', { input: { steps: [] } });
+  const windows = { before: [] as Awaited<ReturnType<typeof window>>[], after: [] as Awaited<ReturnType<typeof window>>[] };
+  for (let i = 0; i < PAIRS; i++) {
+    for (const which of i % 2 ? (['after', 'before'] as const) : (['before', 'after'] as const)) windows[which].push(await window(serves[which]));
+  }
+  const loadAfter = loadavg();
+  console.log(`load average (1/5/15 min): before ${load.map((v) => v.toFixed(2)).join(' / ')}, after ${loadAfter.map((v) => v.toFixed(2)).join(' / ')}`);
+  console.log(`| median of ${PAIRS} windows of ${PAIR_SECONDS} s each, interleaved | before (${BEFORE_ROOT}) | after |`);
+  console.log('|---|---|---|');
+  const row = (label: string, pick: (w: Awaited<ReturnType<typeof window>>) => number, digits = 0) =>
+    console.log(`| ${label} | ${median(windows.before.map(pick)).toFixed(digits)} | ${median(windows.after.map(pick)).toFixed(digits)} |`);
+  row('runs/s (32 clients, runs.wait)', (w) => w.runsPerSecond, 1);
+  for (const part of CPU_PARTS) row(`CPU µs per run: ${part}`, (w) => w.cpuMicroseconds[part]);
+  row('CPU µs per run: all', (w) => CPU_PARTS.reduce((sum, part) => sum + w.cpuMicroseconds[part], 0));
+  row('waiting for a core µs per run: api thread', (w) => w.waitMicroseconds['api thread']);
+  row('waiting for a core µs per run: runtime thread', (w) => w.waitMicroseconds['runtime thread']);
+} finally {
+  for (const served of Object.values(serves)) {
+    await stopProcess(served.child);
+    rmSync(served.dataDir, { recursive: true, force: true });
+  }
+}
+process.exit(0);
