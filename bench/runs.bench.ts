@@ -16,7 +16,7 @@
 //   BENCH_BEFORE_ROOT=<checkout>  also measure another checkout's platform (e.g. main), side by side
 //   BENCH_STATEMENT_RUNS (50)     runs counted per kind for the statements-per-run rows
 //   BENCH_SHOW_STATEMENTS=1       print each counted statement with its calls per run
-//   BENCH_IDLE_ONLY=1             only that: serve after 2 s of load, then idle
+//   BENCH_IDLE_ONLY=1             only that: serve after 2 s of load, then idle (and the gateway's platform with its deployment, unless skipped)
 //   BENCH_IDLE_SECONDS (10)       after the load, the connections serve holds and its CPU (and its PostgreSQL's) over as long idle
 //   BENCH_IDLE_SETTLE_SECONDS (0) …after first idling this long (past timers the load armed, pools' idle timeouts)
 //   BENCH_CPU_PROF_DIR=<dir>      run each serve under `node --cpu-prof` (profiles in <dir>/<column>) and
@@ -298,7 +298,7 @@ async function reportIdle(name: string, db: pg.Client, pid: number, postgresDir:
   // Past what follows the load (timers armed by it, pools' idle timeouts), to the steady idle.
   await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_SECONDS * 1000));
   if (IDLE_SETTLE_SECONDS) console.error(`${name}: client backends after ${IDLE_SETTLE_SECONDS} s settling: ${await backends()}`);
-  await db.query('SELECT pg_stat_statements_reset()');
+  const statements = await db.query('SELECT pg_stat_statements_reset()').then(() => true, () => false);
   const from = (await db.query<{ now: string }>('SELECT clock_timestamp()::text AS now')).rows[0]!.now;
   const before = sampleProcesses(pid, postgresDir);
   const postgresBefore = postgresCpuByPid(postgresDir);
@@ -306,7 +306,10 @@ async function reportIdle(name: string, db: pg.Client, pid: number, postgresDir:
   const after = sampleProcesses(pid, postgresDir);
   const postgresAfter = postgresCpuByPid(postgresDir);
   const postgres = [...postgresAfter].reduce((sum, [backend, seconds]) => sum + seconds - (postgresBefore.get(backend) ?? 0), 0);
-  const serveParts = CPU_PARTS.slice(0, 4).map((part) => [part, after.cpuSeconds[part] - before.cpuSeconds[part]] as const);
+  const serveParts = [
+    ...CPU_PARTS.slice(0, 4).map((part) => [part, after.cpuSeconds[part] - before.cpuSeconds[part]] as const),
+    ...CHILD_PARTS.map((part) => [part, after.childCpuSeconds[part] - before.childCpuSeconds[part]] as const).filter(([, seconds]) => seconds > 0),
+  ];
   const serve = serveParts.reduce((sum, [, seconds]) => sum + seconds, 0);
   const perSecond = (seconds: number) => ((seconds * 1000) / IDLE_SECONDS).toFixed(2);
   console.error(
@@ -317,6 +320,7 @@ async function reportIdle(name: string, db: pg.Client, pid: number, postgresDir:
     [from],
   );
   console.error(`${name}: connections opened while idle: ${opened!.n}; client backends after ${IDLE_SECONDS} s idle: ${await backends()}`);
+  if (!statements) return;
   const { rows } = await db.query<{ datname: string; query: string; calls: number; ms: number }>(
     `SELECT d.datname, s.query, s.calls::int, s.total_exec_time::float8 AS ms FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
      WHERE s.query NOT LIKE '%pg_stat%' ORDER BY s.calls DESC LIMIT 25`,
@@ -380,6 +384,7 @@ async function measurePlatform(name: string, checkout: string, tracing: boolean,
         const client = new Client({ apiUrl: `http://127.0.0.1:${platform.port}`, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
         await throughput(client, 2);
         await reportIdle(name, db, platform.child.pid!, join(dataPath, 'postgres'));
+        await then?.(`http://127.0.0.1:${platform.port}`);
         return { waitP50: NaN, waitP99: NaN, firstEventP50: NaN, runsPerSecond: NaN };
       }
       const figures = await measure(name, `http://127.0.0.1:${platform.port}`, db, { pid: platform.child.pid!, postgresDir: join(dataPath, 'postgres'), profileDir });
@@ -456,6 +461,18 @@ async function measureGateway(then?: (url: string, apiKey: string) => Promise<vo
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // The platform's process (the gateway), the deployment's agent server (its child) and PostgreSQL (both databases) are read from /proc.
+    if (process.env.BENCH_IDLE_ONLY) {
+      // The platform with one deployment, idle: its process (and the deployment's agent server, its child) and PostgreSQL.
+      const client = new Client({ apiUrl: `${url}/deployments/${created.id}`, apiKey: key, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
+      await throughput(client, 2);
+      const db = await connectEmbedded(join(dataDir, 'data'));
+      try {
+        await reportIdle('platform with one deployment (gateway)', db, platform.child.pid!, join(dataDir, 'data', 'postgres'));
+      } finally {
+        await db.end();
+      }
+      return { waitP50: NaN, waitP99: NaN, firstEventP50: NaN, runsPerSecond: NaN };
+    }
     const figures = await measure('gateway', `${url}/deployments/${created.id}`, undefined, { pid: platform.child.pid!, postgresDir: join(dataDir, 'data', 'postgres'), profileDir }, key);
     await then?.(`${url}/deployments/${created.id}`, key);
     return figures;
@@ -490,7 +507,7 @@ async function main() {
         const withGateway = !process.env.BENCH_SKIP_GATEWAY && !tracing && checkout === root;
         const then = withGateway
           ? async (serveUrl: string) => {
-              const figures = await measureGateway(async (gatewayUrl, apiKey) => void (paired = await measurePaired(serveUrl, gatewayUrl, apiKey)));
+              const figures = await measureGateway(async (gatewayUrl, apiKey) => void (paired = process.env.BENCH_IDLE_ONLY ? undefined : await measurePaired(serveUrl, gatewayUrl, apiKey)));
               gateway = { key: 'gateway', title: 'deployed, through the gateway, tracing off', figures };
             }
           : undefined;
