@@ -162,3 +162,17 @@ export function postgresCpuByPid(postgresDir: string): Map<number, number> {
   }
   return seconds;
 }
+
+/**
+ * CPU seconds of a process's children that ended and were waited for (cutime + cstime): short-lived
+ * commands it runs (`du` measuring a deployment's files, git), which no reading of live processes sees.
+ */
+export function reapedChildrenCpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // cutime and cstime are stat fields 16 and 17.
+    return (Number(fields[13]) + Number(fields[14])) / ticksPerSecond;
+  } catch {
+    return 0;
+  }
+}

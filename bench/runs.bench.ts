@@ -45,7 +45,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { printSummaries, summarizeProfiles } from './cpu-profile-summary.js';
 import { graph } from './graphs/two-node.js';
-import { CHILD_PARTS, CPU_PARTS, type PerRun, perRun, postgresCpuByPid, sampleProcesses, WAIT_PARTS } from './process-cpu.js';
+import { CHILD_PARTS, CPU_PARTS, type PerRun, perRun, postgresCpuByPid, reapedChildrenCpuSeconds, sampleProcesses, WAIT_PARTS } from './process-cpu.js';
 import { connectEmbedded, freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
@@ -301,6 +301,7 @@ async function reportIdle(name: string, db: pg.Client, pid: number, postgresDir:
   const statements = await db.query('SELECT pg_stat_statements_reset()').then(() => true, () => false);
   const from = (await db.query<{ now: string }>('SELECT clock_timestamp()::text AS now')).rows[0]!.now;
   const before = sampleProcesses(pid, postgresDir);
+  const reapedBefore = reapedChildrenCpuSeconds(pid);
   const postgresBefore = postgresCpuByPid(postgresDir);
   await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
   const after = sampleProcesses(pid, postgresDir);
@@ -309,6 +310,7 @@ async function reportIdle(name: string, db: pg.Client, pid: number, postgresDir:
   const serveParts = [
     ...CPU_PARTS.slice(0, 4).map((part) => [part, after.cpuSeconds[part] - before.cpuSeconds[part]] as const),
     ...CHILD_PARTS.map((part) => [part, after.childCpuSeconds[part] - before.childCpuSeconds[part]] as const).filter(([, seconds]) => seconds > 0),
+    ['commands it ran (du, git…)', reapedChildrenCpuSeconds(pid) - reapedBefore] as const,
   ];
   const serve = serveParts.reduce((sum, [, seconds]) => sum + seconds, 0);
   const perSecond = (seconds: number) => ((seconds * 1000) / IDLE_SECONDS).toFixed(2);
