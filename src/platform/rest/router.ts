@@ -3,6 +3,7 @@ import { Router } from 'express';
 import type { Deps } from '../../context.js';
 import { bulkExportsRouter } from './exports.routes.js';
 import { authIntegrationsListenersRouter } from './auth-integrations-listeners.routes.js';
+import { datasetsRouter } from './datasets.routes.js';
 import { deploymentMetricsRouter, deploymentPages, deploymentsRouter } from './deployments.routes.js';
 import { errorHandler, notFoundHandler } from '../../http/errors.js';
 import { feedbackRouter } from './feedback.routes.js';
@@ -47,6 +48,10 @@ export function restRouter(deps: Deps, agentServerReference?: Router): Router {
   const feedback = feedbackRouter(deps);
   router.use(feedback);
   router.use('/api/v1', feedback);
+  // Datasets, examples and experiment comparison, beside them (the langsmith SDK's paths; it passes on what it does not own).
+  const datasets = datasetsRouter(deps);
+  router.use(datasets);
+  router.use('/api/v1', datasets);
 
   // Platform API (FastAPI dialect): tenancy and usage; bulk export joins here.
   const platformApi = Router();

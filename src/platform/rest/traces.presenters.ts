@@ -1,10 +1,12 @@
-// snake_case JSON for tracing projects and runs, as the langsmith SDK reads them.
+// snake_case JSON for tracing projects, runs, feedback, datasets and examples, as the langsmith SDK reads them.
 import type { TracingProject } from '../../generated/prisma/client.js';
+import type { DatasetRow, ExampleRow } from '../services/traces/datasets.service.js';
+import type { ExampleComparison, ExperimentFeedbackStats } from '../services/traces/experiments.service.js';
 import type { ProjectStats } from '../services/traces/projects.service.js';
 import type { FeedbackRow, FeedbackTokenRow } from '../services/traces/feedback.service.js';
 import type { TraceRunRow } from '../services/traces/queries.service.js';
 
-export const presentProject = (project: TracingProject, stats?: ProjectStats) => ({
+export const presentProject = (project: TracingProject, stats?: ProjectStats, feedbackStats?: ExperimentFeedbackStats) => ({
   id: project.id,
   name: project.name,
   description: project.description,
@@ -15,6 +17,7 @@ export const presentProject = (project: TracingProject, stats?: ProjectStats) =>
   end_time: project.endTime?.toISOString() ?? null,
   created_at: project.createdAt.toISOString(),
   ...(stats ? { run_count: stats.runCount, last_run_start_time: stats.lastRunStartTime?.toISOString() ?? null } : {}),
+  ...(feedbackStats ? { feedback_stats: feedbackStats } : {}),
 });
 
 /** A run; with `select`, only the selected fields (plus id), as the runs query returns them. */
@@ -80,3 +83,42 @@ export const presentFeedback = (feedback: FeedbackRow) => ({
 
 /** A presigned feedback token (FeedbackIngestToken). */
 export const presentFeedbackToken = (token: FeedbackTokenRow) => ({ id: token.id, url: token.url, expires_at: token.expiresAt.toISOString() });
+
+/** A dataset as the langsmith SDK reads it (Dataset). */
+export const presentDataset = (dataset: DatasetRow) => ({
+  id: dataset.id,
+  name: dataset.name,
+  description: dataset.description,
+  data_type: dataset.dataType,
+  inputs_schema_definition: dataset.inputsSchemaDefinition ?? null,
+  outputs_schema_definition: dataset.outputsSchemaDefinition ?? null,
+  externally_managed: false,
+  transformations: [],
+  metadata: (dataset.extra?.metadata as Record<string, unknown> | undefined) ?? null,
+  tenant_id: dataset.workspaceId,
+  created_at: dataset.createdAt,
+  modified_at: dataset.modifiedAt,
+  example_count: dataset.exampleCount,
+  session_count: dataset.sessionCount,
+  last_session_start_time: dataset.lastSessionStartTime,
+});
+
+/** An example (a version of it) as the langsmith SDK reads it (Example). */
+export const presentExample = (example: ExampleRow) => ({
+  id: example.id,
+  dataset_id: example.datasetId,
+  inputs: example.inputs,
+  outputs: example.outputs,
+  metadata: example.metadata,
+  source_run_id: example.sourceRunId,
+  created_at: example.createdAt,
+  modified_at: example.modifiedAt,
+  attachment_urls: null,
+  runs: [],
+});
+
+/** An example with each compared experiment's run on it (the runs of experiments that did not run it are left out). */
+export const presentExampleComparison = (comparison: ExampleComparison) => ({
+  ...presentExample(comparison.example),
+  runs: comparison.runs.flatMap(({ run }) => (run ? [presentRun(run)] : [])),
+});

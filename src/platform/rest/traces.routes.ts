@@ -13,6 +13,7 @@ import type { Deps } from '../../context.js';
 import { probeSandbox } from '../launcher/sandbox.js';
 import { FilterError } from '../services/traces/filter.js';
 import { ingestAsViewer } from '../ingest/ingest-as-viewer.js';
+import { experimentFeedbackStats } from '../services/traces/experiments.service.js';
 import * as projects from '../services/traces/projects.service.js';
 import { getRun, queryRuns, validateRunFilters } from '../services/traces/queries.service.js';
 import type { ProjectCreateInput } from '../services/traces/traces.schemas.js';
@@ -48,6 +49,8 @@ export const ProjectListQuery = z.object({
   limit: z.string().optional(),
   offset: z.string().optional(),
   include_stats: z.enum(['true', 'false']).optional(),
+  reference_dataset: z.string().optional(),
+  reference_free: z.enum(['true', 'false']).optional(),
 });
 
 /** A snake_case body with its keys in camelCase, as the traces services take their input (`name_contains` -> `nameContains`). */
@@ -86,8 +89,9 @@ export function tracesRouter(deps: Deps): Router {
       instance_flags: {
         gzip_body_enabled: true,
         zstd_compression_enabled: true,
-        dataset_examples_multipart_enabled: false,
-        examples_multipart_enabled: false,
+        // Examples are written as multipart parts (the SDK's createExample(s) and updateExample(s)).
+        dataset_examples_multipart_enabled: true,
+        examples_multipart_enabled: true,
         experimental_search_enabled: false,
       },
     });
@@ -181,13 +185,16 @@ export function tracesRouter(deps: Deps): Router {
       name: query.name,
       nameContains: query.name_contains,
       ids: query.id === undefined ? undefined : Array.isArray(query.id) ? query.id : [query.id],
+      referenceDataset: query.reference_dataset,
+      referenceFree: query.reference_free === undefined ? undefined : query.reference_free === 'true',
       limit: query.limit,
       offset: query.offset,
     });
-    const stats = query.include_stats === 'true' && list.length
-      ? await projects.projectStats(deps, list[0]!.workspaceId, list.map((p) => p.id))
-      : undefined;
-    res.json(list.map((project) => presentProject(project, stats?.get(project.id))));
+    const withStats = query.include_stats === 'true' && list.length > 0;
+    const stats = withStats ? await projects.projectStats(deps, list[0]!.workspaceId, list.map((p) => p.id)) : undefined;
+    // An experiment's scores: its runs' feedback summed up per key.
+    const feedbackStats = withStats ? await experimentFeedbackStats(req.ctx, list) : undefined;
+    res.json(list.map((project, index) => presentProject(project, stats?.get(project.id), feedbackStats?.[index])));
   });
 
   router.get('/sessions/:id', auth, async (req, res) => {

@@ -77,7 +77,7 @@ export async function ensureProject(ctx: ServiceContext, name: string, options: 
   return ctx.db.prisma.tracingProject.findUniqueOrThrow({ where: { id: ids.byName.get(trimmed)! } });
 }
 
-/** Projects of the trace workspace, by name or id filters, oldest first. Needs workspaces:read. */
+/** Projects of the trace workspace, by name, id or dataset (experiments) filters, oldest first. Needs workspaces:read. */
 export async function listProjects(
   ctx: ServiceContext,
   input: ProjectListInput = {},
@@ -92,6 +92,8 @@ export async function listProjects(
       ...(query.ids ? { id: { in: query.ids } } : {}),
       ...(query.name !== undefined ? { name: query.name } : {}),
       ...(query.nameContains ? { name: { contains: query.nameContains, mode: 'insensitive' as const } } : {}),
+      ...(query.referenceDataset ? { referenceDatasetId: query.referenceDataset } : {}),
+      ...(query.referenceFree !== undefined ? { referenceDatasetId: query.referenceFree ? null : { not: null } } : {}),
     },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
     take: query.limit,

@@ -31,6 +31,10 @@ export const ProjectList = z.object({
   ids: z.array(z.uuid()).optional(),
   name: z.string().optional(),
   nameContains: z.string().max(500).optional(),
+  /** Only experiments of this dataset. */
+  referenceDataset: z.uuid().optional(),
+  /** Only projects of no dataset (true) or only experiments (false). */
+  referenceFree: z.boolean().optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   offset: z.coerce.number().int().min(0).default(0),
   includeStats: z.boolean().default(false),
@@ -145,3 +149,118 @@ function textScore(text: string): unknown {
   const number = Number(text);
   return text.trim() !== '' && Number.isFinite(number) ? number : text;
 }
+
+const datasetName = z.string().trim().min(1, 'must not be empty').max(500);
+const DATA_TYPES = ['kv', 'llm', 'chat'] as const;
+/** A JSON object given as query text (the SDK sends metadata filters so). */
+const jsonObjectText = z.string().max(10_000).transform((text, ctx) => {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  ctx.addIssue({ code: 'custom', message: 'expected a JSON object' });
+  return z.NEVER;
+});
+
+export const DatasetCreate = z.object({
+  id: z.uuid().nullish(),
+  name: datasetName,
+  description: z.string().max(10_000).nullish(),
+  dataType: z.enum(DATA_TYPES).nullish(),
+  inputsSchemaDefinition: jsonObject.nullish(),
+  outputsSchemaDefinition: jsonObject.nullish(),
+  /** The SDK's extra: {source, metadata}. */
+  extra: jsonObject.nullish(),
+  createdAt: timestamp.nullish(),
+});
+export type DatasetCreateInput = z.input<typeof DatasetCreate>;
+
+export const DatasetUpdate = z.object({
+  name: datasetName.nullish(),
+  description: z.string().max(10_000).nullish(),
+  metadata: jsonObject.nullish(),
+  inputsSchemaDefinition: jsonObject.nullish(),
+  outputsSchemaDefinition: jsonObject.nullish(),
+});
+export type DatasetUpdateInput = z.input<typeof DatasetUpdate>;
+
+export const DatasetList = z.object({
+  id: uuidList.nullish(),
+  name: z.string().max(500).nullish(),
+  nameContains: z.string().max(500).nullish(),
+  dataType: z.enum(DATA_TYPES).nullish(),
+  metadata: jsonObjectText.nullish(),
+  limit: z.coerce.number().int().min(1).max(100).default(100),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});
+export type DatasetListInput = z.input<typeof DatasetList>;
+
+/** A dataset version: a time, or a tag's name ("latest" is now). */
+const datasetVersion = z.string().trim().min(1).max(200);
+
+/** A time kept as text (microseconds, which a Date drops, kept): a dataset's versions are transaction times. */
+const preciseTimestamp = z.iso.datetime({ offset: true, local: true }).transform((value) => (/[zZ]|[+-]\d\d:?\d\d$/.test(value.slice(10)) ? value : `${value}Z`));
+
+export const DatasetTagUpdate = z.object({ asOf: preciseTimestamp, tag: z.string().trim().min(1, 'must not be empty').max(200) });
+export type DatasetTagUpdateInput = z.input<typeof DatasetTagUpdate>;
+
+export const DatasetVersionRead = z
+  .object({ asOf: datasetVersion.nullish(), tag: datasetVersion.nullish() })
+  .refine((query) => (query.asOf == null) !== (query.tag == null), { message: 'give exactly one of as_of and tag' });
+
+export const DatasetVersionDiff = z.object({ fromVersion: datasetVersion, toVersion: datasetVersion });
+
+const splitList = z.union([z.string().trim().min(1).max(200), z.array(z.string().trim().min(1).max(200)).max(100)]).transform((value) => (Array.isArray(value) ? value : [value]));
+
+/** The most examples one request writes. */
+export const EXAMPLES_PER_REQUEST_MAX = 10_000;
+
+export const ExampleCreate = z
+  .object({
+    id: z.uuid().nullish(),
+    inputs: jsonObject.nullish(),
+    outputs: jsonObject.nullish(),
+    metadata: jsonObject.nullish(),
+    split: splitList.nullish(),
+    createdAt: timestamp.nullish(),
+    sourceRunId: z.uuid().nullish(),
+    /** Take inputs and outputs from the source run. */
+    useSourceRunIo: z.boolean().nullish(),
+    useSourceRunAttachments: z.array(z.string()).nullish(),
+  })
+  .refine((example) => example.inputs != null || (example.useSourceRunIo && example.sourceRunId), {
+    path: ['inputs'],
+    message: 'required (unless use_source_run_io with a source_run_id)',
+  });
+export type ExampleCreateInput = z.input<typeof ExampleCreate>;
+
+export const ExampleUpdate = z.object({
+  id: z.uuid(),
+  inputs: jsonObject.nullish(),
+  outputs: jsonObject.nullish(),
+  metadata: jsonObject.nullish(),
+  split: splitList.nullish(),
+  datasetId: z.uuid().nullish(),
+});
+export type ExampleUpdateInput = z.input<typeof ExampleUpdate>;
+
+export const ExampleList = z.object({
+  dataset: z.uuid().nullish(),
+  id: uuidList.nullish(),
+  asOf: datasetVersion.nullish(),
+  splits: splitList.nullish(),
+  metadata: jsonObjectText.nullish(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});
+export type ExampleListInput = z.input<typeof ExampleList>;
+
+export const ExperimentComparison = z.object({
+  sessionIds: z.array(z.uuid()).min(1).max(20),
+  exampleIds: z.array(z.uuid()).max(1000).nullish(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});
+export type ExperimentComparisonInput = z.input<typeof ExperimentComparison>;
