@@ -10,6 +10,7 @@ import './system/ping.js';
 import './traces/tracing-project.js';
 import './traces/trace-run.js';
 import './traces/feedback.js';
+import './traces/dataset.js';
 import './usage/usage.js';
 import './agent-server/assistant.js';
 import './agent-server/thread.js';

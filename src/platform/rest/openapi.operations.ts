@@ -4,7 +4,22 @@
 // …) exports its operations and joins OPERATIONS below in one line; the OpenAPI test fails for a
 // mounted route missing here.
 import { BulkExportCreate, BulkExportUpdate, DestinationCreate, DestinationUpdate } from '../services/exports/exports.schemas.js';
-import { FeedbackCreate, FeedbackTokenCreate, FeedbackUpdate, FeedbackWithToken, ProjectCreate, ProjectUpdate, RunQuery } from '../services/traces/traces.schemas.js';
+import {
+  DatasetCreate,
+  DatasetTagUpdate,
+  DatasetUpdate,
+  ExampleCreate,
+  ExampleUpdate,
+  ExperimentComparison,
+  FeedbackCreate,
+  FeedbackTokenCreate,
+  FeedbackUpdate,
+  FeedbackWithToken,
+  ProjectCreate,
+  ProjectUpdate,
+  RunQuery,
+} from '../services/traces/traces.schemas.js';
+import { DatasetListQuery, ExampleListQuery } from './datasets.routes.js';
 import { FeedbackListQuery, FeedbackTokenListQuery } from './feedback.routes.js';
 import { ApiKeyCreateBody, WorkspaceCreateBody } from './tenancy.routes.js';
 import { ProjectListQuery } from './traces.routes.js';
@@ -43,6 +58,48 @@ const tracesOperations = (prefix: string): Operation[] => [
   { method: 'patch', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Update a tracing project', body: ProjectUpdate },
   { method: 'delete', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Delete a tracing project and its runs', response: accepted },
 ];
+
+/** Datasets, examples and experiment comparison (the langsmith SDK's paths), at the root and again under /api/v1. */
+const datasetsOperations = (prefix: string): Operation[] => {
+  // The SDK's multipart example paths: /v1/platform/… at the root, /platform/… under /api/v1 (each
+  // answered at both, as one router serves both mounts).
+  const examplePaths = (base: string): Operation[] => [
+    {
+      method: 'post',
+      path: `${base}/datasets/:id/examples`,
+      tag: 'Datasets',
+      summary: 'Add examples as multipart parts: <id> (created_at, metadata, split, source_run_id, use_source_run_io), <id>.inputs, <id>.outputs; answers {example_ids, count}',
+      response: created,
+    },
+    { method: 'patch', path: `${base}/datasets/:id/examples`, tag: 'Datasets', summary: 'Change examples (multipart parts as when adding them): a new version of each' },
+    { method: 'patch', path: `${base}/datasets/:id/examples/metadata`, tag: 'Datasets', summary: 'Add examples to a split or remove them from it (array_add / array_remove of dataset_split)' },
+    { method: 'post', path: `${base}/datasets/examples/delete`, tag: 'Datasets', summary: 'Delete examples: {example_ids, hard_delete} (a hard delete drops every version)' },
+  ];
+  return [
+    { method: 'post', path: `${prefix}/datasets`, tag: 'Datasets', summary: 'Create a dataset', body: DatasetCreate },
+    { method: 'get', path: `${prefix}/datasets`, tag: 'Datasets', summary: 'List datasets, newest first, by ids, name, part of the name, data type and metadata', query: DatasetListQuery },
+    { method: 'post', path: `${prefix}/datasets/upload`, tag: 'Datasets', summary: 'Create a dataset from a CSV or JSONL file (multipart: file, input_keys, output_keys, name, description, data_type)' },
+    { method: 'post', path: `${prefix}/datasets/:id/runs`, tag: 'Datasets', summary: "Compare experiments: a page of the dataset's examples, each with every experiment's root run on it (outputs, feedback_stats)", body: ExperimentComparison },
+    { method: 'get', path: `${prefix}/datasets/:id`, tag: 'Datasets', summary: 'Get a dataset (example_count, session_count)' },
+    { method: 'patch', path: `${prefix}/datasets/:id`, tag: 'Datasets', summary: "Change a dataset's name, description, metadata or schemas", body: DatasetUpdate },
+    { method: 'delete', path: `${prefix}/datasets/:id`, tag: 'Datasets', summary: 'Delete a dataset and its examples (its experiments stay)' },
+    { method: 'put', path: `${prefix}/datasets/:id/tags`, tag: 'Datasets', summary: 'Point a tag at a version of the dataset', body: DatasetTagUpdate },
+    { method: 'get', path: `${prefix}/datasets/:id/version`, tag: 'Datasets', summary: 'A version of the dataset (query as_of or tag): {as_of, tags}' },
+    { method: 'get', path: `${prefix}/datasets/:id/versions/diff`, tag: 'Datasets', summary: 'Examples added, modified and removed between two versions (from_version, to_version)' },
+    { method: 'get', path: `${prefix}/datasets/:id/splits`, tag: 'Datasets', summary: "The splits of the dataset's examples (at as_of)" },
+    { method: 'put', path: `${prefix}/datasets/:id/splits`, tag: 'Datasets', summary: 'Add examples to a split or remove them from it: {split_name, examples, remove}' },
+    ...examplePaths(`${prefix}/v1/platform`),
+    ...examplePaths(`${prefix}/platform`),
+    { method: 'get', path: `${prefix}/examples`, tag: 'Datasets', summary: 'List examples, oldest first, by dataset, ids, splits and metadata, as of a version', query: ExampleListQuery },
+    { method: 'post', path: `${prefix}/examples`, tag: 'Datasets', summary: 'Add an example (JSON, with dataset_id)', body: ExampleCreate },
+    { method: 'post', path: `${prefix}/examples/bulk`, tag: 'Datasets', summary: 'Add examples of one dataset (a JSON list)' },
+    { method: 'patch', path: `${prefix}/examples/bulk`, tag: 'Datasets', summary: 'Change examples (a JSON list with ids)' },
+    { method: 'delete', path: `${prefix}/examples`, tag: 'Datasets', summary: 'Delete examples (query example_ids)' },
+    { method: 'get', path: `${prefix}/examples/:id`, tag: 'Datasets', summary: 'Get an example (as of a version)' },
+    { method: 'patch', path: `${prefix}/examples/:id`, tag: 'Datasets', summary: 'Change an example: a new version of it', body: ExampleUpdate },
+    { method: 'delete', path: `${prefix}/examples/:id`, tag: 'Datasets', summary: 'Delete an example (earlier versions keep it)' },
+  ];
+};
 
 /** Feedback on runs (the langsmith SDK's paths), at the root and again under /api/v1. */
 const feedbackOperations = (prefix: string): Operation[] => [
@@ -142,6 +199,8 @@ const OPERATIONS: Operation[] = [
   ...tracesOperations('/api/v1'),
   ...feedbackOperations(''),
   ...feedbackOperations('/api/v1'),
+  ...datasetsOperations(''),
+  ...datasetsOperations('/api/v1'),
   ...usageOperations,
   ...bulkExportOperations,
   ...tenancyOperations,
@@ -159,6 +218,7 @@ export const platformSurface: Surface = {
     { name: 'Ingestion', description: 'Trace ingestion, as the langsmith SDK sends it.' },
     { name: 'Traces', description: 'Tracing projects and run queries.' },
     { name: 'Feedback', description: 'Feedback on runs, and presigned feedback urls.' },
+    { name: 'Datasets', description: 'Datasets, their examples and versions, and experiments over them compared.' },
     { name: 'Usage', description: 'Metered traces.' },
     { name: 'Bulk export', description: 'Exports of runs to S3 as Parquet.' },
     { name: 'Tenancy', description: 'Organizations, workspaces and API keys.' },

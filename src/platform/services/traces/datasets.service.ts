@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type { ServiceContext } from '../../../context.js';
 import { withTransaction } from '../../../db.js';
 import { AppError } from '../../../errors.js';
-import type { Dataset, Example, Prisma } from '../../../generated/prisma/client.js';
+import type { Dataset, Prisma } from '../../../generated/prisma/client.js';
 import { isUuid, newId } from '../../../ids.js';
 import { parseInput } from '../../../validate.js';
 import {
@@ -22,7 +22,6 @@ import {
   findDatasetRecords,
   findDatasetTag,
   findExample,
-  findExampleRecords,
   insertDataset,
   insertExamples,
   lockCurrentExamples,
@@ -452,17 +451,4 @@ export async function getDatasetRecord(ctx: ServiceContext, id: string, selectio
   const [record] = isUuid(id) ? await listDatasetRecords(ctx, { ids: [id], limit: 1 }, selection) : [];
   if (!record) throw datasetNotFound(id);
   return record;
-}
-
-/** A dataset's current examples as Prisma records (GraphQL), oldest first. Needs workspaces:read. */
-export async function listExampleRecords(
-  ctx: ServiceContext,
-  dataset: Pick<Dataset, 'id' | 'workspaceId'>,
-  page: { ids?: string[]; limit?: number | null; offset?: number | null },
-  selection: Prisma.ExampleFindManyArgs = {},
-): Promise<Example[]> {
-  const query = parseInput(ExampleList, { dataset: dataset.id, id: page.ids, limit: page.limit ?? undefined, offset: page.offset ?? undefined }, 'args');
-  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
-  if (workspaceId !== dataset.workspaceId) return [];
-  return findExampleRecords(ctx.db, workspaceId, { datasetId: dataset.id, ids: query.id ?? undefined, limit: query.limit, offset: query.offset }, selection);
 }

@@ -4,7 +4,7 @@
 // validity; a dataset holds thousands of examples, not millions.
 import type pg from 'pg';
 import type { Database } from '../../../db.js';
-import type { Dataset, Example, Prisma } from '../../../generated/prisma/client.js';
+import type { Dataset, Prisma } from '../../../generated/prisma/client.js';
 import { isoSql } from './trace-runs.store.js';
 
 type Queryable = pg.Pool | pg.PoolClient;
@@ -335,17 +335,6 @@ export function findDatasetRecords(db: Database, workspaceId: string, filter: { 
     ...selection,
     where: { workspaceId, ...(filter.ids ? { id: { in: filter.ids } } : {}) },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: filter.limit,
-    skip: filter.offset,
-  });
-}
-
-/** Current examples of datasets through Prisma (GraphQL's reads), oldest first. */
-export function findExampleRecords(db: Database, tenantId: string, filter: { datasetId: string; ids?: string[]; limit: number; offset: number }, selection: Prisma.ExampleFindManyArgs = {}): Promise<Example[]> {
-  return db.prisma.example.findMany({
-    ...selection,
-    where: { tenantId, datasetId: filter.datasetId, validTo: null, ...(filter.ids ? { id: { in: filter.ids } } : {}) },
-    orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
     take: filter.limit,
     skip: filter.offset,
   });

@@ -15,6 +15,7 @@ import {
   ProjectUpdate,
   type ProjectUpdateInput,
 } from './traces.schemas.js';
+import { findDataset } from './datasets.store.js';
 import { type RecentTraceStats, selectRecentTraceStats } from './trace-runs.store.js';
 import { traceWorkspace } from './workspace.js';
 
@@ -27,13 +28,17 @@ export type ProjectStats = { runCount: number; lastRunStartTime: Date | null };
 
 
 /**
- * Creates a tracing project in the viewer's trace workspace. Needs workspaces:write. Throws CONFLICT
- * when the name is taken, unless `upsert`, which returns the existing project with the given fields
- * applied.
+ * Creates a tracing project in the viewer's trace workspace (an experiment when it names a dataset,
+ * which must be the workspace's: NOT_FOUND otherwise). Needs workspaces:write. Throws CONFLICT when
+ * the name is taken, unless `upsert`, which returns the existing project with the given fields applied.
  */
 export async function createProject(ctx: ServiceContext, input: ProjectCreateInput): Promise<TracingProject> {
   const data = parseInput(ProjectCreate, input);
   const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  // An experiment names a dataset of its own workspace.
+  if (data.referenceDatasetId && !(await findDataset(ctx.db.pool, workspaceId, { id: data.referenceDatasetId }))) {
+    throw AppError.notFound(`Dataset ${data.referenceDatasetId} not found.`);
+  }
   const fields = {
     ...(data.description !== undefined ? { description: data.description } : {}),
     ...(data.extra !== undefined ? { extra: (data.extra ?? undefined) as Prisma.InputJsonValue | undefined } : {}),
