@@ -10,7 +10,9 @@ import { PrismaClient } from '../../../src/generated/prisma/client.js';
 import { newId } from '../../../src/ids.js';
 import { ViewerCache } from '../../../src/viewer-cache.js';
 import { ingestRunBatch } from '../../../src/platform/ingest/ingest.service.js';
+import { createDataset, createExamples } from '../../../src/platform/services/traces/datasets.service.js';
 import { createFeedback } from '../../../src/platform/services/traces/feedback.service.js';
+import { createProject } from '../../../src/platform/services/traces/projects.service.js';
 import { authenticateApiKey } from '../../../src/platform/services/tenancy/authentication.service.js';
 import { fixtureConfig } from '../../support/serve.js';
 import { buildApiKey, buildTenant, buildWorkspace } from '../../support/factories.js';
@@ -71,6 +73,28 @@ const TRACES = `query($projectId: ID!) {
   runs(projectId: $projectId, isRoot: true) { edges { node { id feedback { key run { name } } project { name workspace { name } } children { name project { workspace { id } } children { name project { name workspace { name } } } } } } }
   bulkExports { id project { name } destination { displayName } runs { id status } }
 }`;
+
+// Not examples: a page of them (as of a version) is read per dataset, for a dataset's own page.
+const DATASETS = `{ datasets { name exampleCount experiments { name runCount feedbackStats } } }`;
+
+/** A tenant with `size` datasets of one example, each with two experiments of one scored run on it. */
+async function datasetsOfSize(size: number) {
+  const tenant = await buildTenant(platform.system);
+  const ctx = { ...platform.deps, viewer: await authenticateApiKey(platform.deps, tenant.adminKey, tenant.workspace.id) };
+  for (let i = 0; i < size; i++) {
+    const dataset = await createDataset(ctx, { name: `dataset-${i}` });
+    const [exampleId] = await createExamples(ctx, dataset.id, [{ inputs: { i } }]);
+    for (const name of ['a', 'b']) {
+      const project = await createProject(ctx, { name: `dataset-${i}-${name}`, referenceDatasetId: dataset.id });
+      const runId = newId();
+      await ingestRunBatch(platform.deps, { workspaceId: tenant.workspace.id }, {
+        post: [{ id: runId, name: 'target', run_type: 'chain', start_time: new Date().toISOString(), session_name: project.name, reference_example_id: exampleId }],
+      });
+      await createFeedback(ctx, { runId, key: 'exact', score: name === 'a' ? 1 : 0 });
+    }
+  }
+  return tenant;
+}
 
 const THREADS = `query($deploymentId: ID!) { threads(deploymentId: $deploymentId) { threadId runs(limit: 5) { runId status } } }`;
 
@@ -196,6 +220,23 @@ describe('GraphQL query count', () => {
     // Workspaces are read once for the key's trace workspace and once for every project's (runs'
     // projects come from a dataloader, whose rows a Prisma relation would re-read per field path).
     expect(four.workspaceReads).toBeLessThanOrEqual(2);
+  });
+
+  it('is the same for one dataset as for four: example counts, experiments with run counts and scores', async () => {
+    const small = await datasetsOfSize(1);
+    const large = await datasetsOfSize(4);
+    for (const tenant of [small, large]) await countFor(DATASETS, tenant.adminKey);
+    const one = await countFor(DATASETS, small.adminKey);
+    const four = await countFor(DATASETS, large.adminKey);
+    expect(four.body.data.datasets).toHaveLength(4);
+    for (const dataset of four.body.data.datasets) {
+      expect(dataset.exampleCount).toBe(1);
+      expect(dataset.experiments.map((e: { runCount: number; feedbackStats: any }) => [e.runCount, e.feedbackStats.exact.avg])).toEqual([
+        [1, 1],
+        [1, 0],
+      ]);
+    }
+    expect(four.statements).toBe(one.statements);
   });
 
   it('is the same for one thread as for four: each thread’s runs', async () => {

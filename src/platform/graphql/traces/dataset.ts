@@ -1,7 +1,7 @@
 // Datasets and experiments: the Dataset type (a Prisma object), its examples (as of a version), its
 // experiments with their scores and their comparison example by example; the datasets and dataset
 // queries; createDataset and deleteDataset. Through the datasets and experiments services, as REST's.
-import type { TracingProject } from '../../../generated/prisma/client.js';
+import type { Dataset, TracingProject } from '../../../generated/prisma/client.js';
 import {
   createDataset,
   deleteDataset,
@@ -11,7 +11,7 @@ import {
   listExamples,
 } from '../../services/traces/datasets.service.js';
 import { compareExperiments, type ExampleComparison, experimentFeedbackStats } from '../../services/traces/experiments.service.js';
-import { listProjects } from '../../services/traces/projects.service.js';
+import { listExperimentsOfDatasets } from '../../services/traces/projects.service.js';
 import { builder } from '../builder.js';
 import { TraceRunRef } from './trace-run.js';
 import { TracingProjectRef } from './tracing-project.js';
@@ -88,7 +88,7 @@ const DatasetRef = builder.prismaObject('Dataset', {
     exampleCount: t.relationCount('examples', { where: { validTo: null }, description: 'How many examples it holds now.' }),
     examples: t.field({
       type: [ExampleRef],
-      description: 'Its examples, oldest first, as of a version.',
+      description: 'Its examples, oldest first, as of a version (read per dataset: ask it of one dataset at a time).',
       args: {
         asOf: t.arg.string({ description: 'A version: a time (ISO 8601), a tag, or "latest" (the default).' }),
         splits: t.arg.stringList({ description: 'Only examples in one of these splits.' }),
@@ -98,10 +98,13 @@ const DatasetRef = builder.prismaObject('Dataset', {
       resolve: (dataset, args, ctx) =>
         listExamples(ctx, { dataset: dataset.id, asOf: args.asOf, splits: args.splits ?? undefined, limit: args.limit ?? undefined, offset: args.offset ?? undefined }),
     }),
-    experiments: t.field({
-      type: [TracingProjectRef],
+    // One read for the experiments of all the datasets of a response (dataloader).
+    experiments: t.loadableList({
+      type: TracingProjectRef,
       description: 'Its experiments: tracing projects whose runs ran its examples, oldest first.',
-      resolve: (dataset, _args, ctx) => listProjects(ctx, { referenceDataset: dataset.id, limit: 1000 }),
+      load: (datasets: Dataset[], ctx) => listExperimentsOfDatasets(ctx, datasets),
+      loaderOptions: { cacheKeyFn: (dataset) => dataset.id },
+      resolve: (dataset) => dataset,
     }),
     comparison: t.field({
       type: [ExampleComparisonRef],

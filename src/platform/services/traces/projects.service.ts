@@ -107,6 +107,20 @@ export async function listProjects(
 }
 
 /**
+ * Each dataset's experiments (the projects that name it), oldest first, in the order given, in one
+ * read (a GraphQL dataloader's batch). Datasets outside the viewer's trace workspace have none. Needs
+ * workspaces:read.
+ */
+export async function listExperimentsOfDatasets(ctx: ServiceContext, datasets: readonly { id: string; workspaceId: string }[]): Promise<TracingProject[][]> {
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:read');
+  const own = [...new Set(datasets.filter((dataset) => dataset.workspaceId === workspaceId).map((dataset) => dataset.id))];
+  const found = own.length
+    ? await ctx.db.prisma.tracingProject.findMany({ where: { workspaceId, referenceDatasetId: { in: own } }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] })
+    : [];
+  return datasets.map((dataset) => found.filter((project) => project.referenceDatasetId === dataset.id));
+}
+
+/**
  * One project of the viewer's trace workspace; NOT_FOUND otherwise (never another tenant's row).
  * `selection` folds relations (a GraphQL field's Prisma query) into the same read.
  */
