@@ -45,12 +45,15 @@ const DeploymentsPage = lazyPage(() => import('./pages/deployments.js').then((mo
 const DeploymentPage = lazyPage(() => import('./pages/deployment.js').then((module) => module.DeploymentPage));
 const ThreadsPage = lazyPage(() => import('./pages/threads.js').then((module) => module.ThreadsPage));
 const ExportsPage = lazyPage(() => import('./pages/exports.js').then((module) => module.ExportsPage));
+const DatasetsPage = lazyPage(() => import('./pages/datasets.js').then((module) => module.DatasetsPage));
+const DatasetPage = lazyPage(() => import('./pages/datasets.js').then((module) => module.DatasetPage));
 
 /** Starts loading the code of the page a link opens (code only: no data is asked before the viewer is known). */
 function preloadPage(hash: string): void {
   const [section, id, sub] = hash.replace(/^#\/?/, '').split('?')[0]!.split('/');
   if (section === 'usage') void UsagePage.preload();
   else if (section === 'exports') void ExportsPage.preload();
+  else if (section === 'datasets') void (id ? DatasetPage : DatasetsPage).preload();
   else if (section === 'deployments') void (sub === 'threads' ? ThreadsPage : id ? DeploymentPage : DeploymentsPage).preload();
 }
 
@@ -112,10 +115,13 @@ function Shell({ session, viewer, onWorkspace, onSignOut }: { session: Session; 
     page = <ThreadsPage key={route.path[1]} session={session} deploymentId={route.path[1]} params={route.params} canWrite={canWrite} />;
   else if (section === 'deployments' && route.path[1]) page = <DeploymentPage key={route.path[1]} session={session} deploymentId={route.path[1]} params={route.params} canWrite={canWrite} />;
   else if (section === 'deployments') page = <DeploymentsPage session={session} params={route.params} canWrite={canWrite} />;
+  else if (section === 'datasets' && route.path[1]) page = <DatasetPage key={route.path[1]} session={session} datasetId={route.path[1]} params={route.params} />;
+  else if (section === 'datasets') page = <DatasetsPage session={session} />;
   else if (section === 'exports' && canExport) page = <ExportsPage session={session} params={route.params} canWrite={canWrite} />;
   else page = <ProjectsPage session={session} />;
   const nav = [
     { id: 'projects', label: 'Traces', to: href([]) },
+    { id: 'datasets', label: 'Datasets', to: href(['datasets']) },
     { id: 'deployments', label: 'Deployments', to: href(['deployments']) },
     ...(canExport ? [{ id: 'exports', label: 'Exports', to: href(['exports']) }] : []),
     ...(canSeeUsage ? [{ id: 'usage', label: 'Usage', to: href(['usage']) }] : []),

@@ -34,7 +34,8 @@ async function call(path: string, init: { method?: string; key?: string; body?: 
 }
 
 beforeAll(async () => {
-  platform = await startTestPlatform();
+  // A small body limit, so the test of a body past it sends little.
+  platform = await startTestPlatform({ config: { AGENT_PLATFORM_INGEST_BODY_LIMIT: '2mb' } });
   tenant = await buildTenant(platform.system);
   other = await buildTenant(platform.system);
   client = sdk(tenant.adminKey);

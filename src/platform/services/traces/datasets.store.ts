@@ -166,6 +166,9 @@ export type ExampleInsert = Omit<ExampleRow, 'createdAt' | 'modifiedAt' | 'datas
 /** Adds examples' first versions, from `at`; the ids of those whose id the workspace already holds are returned as taken. */
 export async function insertExamples(client: pg.PoolClient, tenantId: string, datasetId: string, examples: ExampleInsert[], at: string): Promise<{ taken: string[] }> {
   const ids = examples.map((example) => example.id);
+  // An example id is the workspace's, whatever its dataset (clients choose ids): adds in a workspace
+  // take turns, so two datasets cannot both take one id.
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1::text || ':examples', 0))", [tenantId]);
   const { rows: existing } = await client.query<{ id: string }>('SELECT DISTINCT id FROM examples WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [tenantId, ids]);
   if (existing.length) return { taken: existing.map((row) => row.id) };
   await client.query(
