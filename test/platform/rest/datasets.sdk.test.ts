@@ -179,6 +179,22 @@ describe('datasets and examples through the langsmith SDK', () => {
     await expect(client.uploadCsv({ csvFile: new Blob([csv]), fileName: 'x.csv', inputKeys: ['nope'], outputKeys: [], name: unique('csv') })).rejects.toThrow(/422/);
   });
 
+  it('takes examples on the older JSON paths (create one, create and change in bulk, change one)', async () => {
+    const key = tenant.adminKey;
+    const dataset = await client.createDataset(unique('json'));
+    const one = await call('/api/v1/examples', { key, body: { dataset_id: dataset.id, inputs: { q: 'one' }, outputs: { a: '1' }, split: 'train' } });
+    expect(one.status).toBe(200);
+    expect(one.body).toMatchObject({ dataset_id: dataset.id, inputs: { q: 'one' }, outputs: { a: '1' }, metadata: { dataset_split: ['train'] } });
+    const bulk = await call('/examples/bulk', { key, body: [{ dataset_id: dataset.id, inputs: { q: 'two' } }, { dataset_id: dataset.id, inputs: { q: 'three' } }] });
+    expect(bulk.body.map((e: any) => e.inputs.q)).toEqual(['two', 'three']);
+    expect((await call(`/examples/${one.body.id}`, { key, method: 'PATCH', body: { outputs: { a: 'uno' } } })).body.outputs).toEqual({ a: 'uno' });
+    expect((await call('/examples/bulk', { key, method: 'PATCH', body: [{ id: bulk.body[0].id, inputs: { q: 'dos' } }] })).status).toBe(200);
+    expect((await collect(client.listExamples({ datasetId: dataset.id }))).map((e) => e.inputs.q)).toEqual(['one', 'dos', 'three']);
+    // One dataset a bulk request; an example of another workspace is not found.
+    expect((await call('/examples/bulk', { key, body: [{ dataset_id: dataset.id, inputs: {} }, { dataset_id: randomUUID(), inputs: {} }] })).status).toBe(422);
+    expect((await call(`/examples/${one.body.id}`, { key: other.adminKey, method: 'PATCH', body: { outputs: {} } })).status).toBe(404);
+  });
+
   it('keeps datasets to their workspace (404 across tenants) and respects roles', async () => {
     const dataset = await client.createDataset(unique('private'));
     const example = await client.createExample({ q: 'mine' }, { a: 'mine' }, { datasetId: dataset.id });
