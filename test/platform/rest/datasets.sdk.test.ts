@@ -149,6 +149,25 @@ describe('datasets and examples through the langsmith SDK', () => {
     expect((await collect(client.listExamples({ datasetId: dataset.id, asOf: new Date() }))).length).toBe(0);
   });
 
+  it('keeps one current version and ordered versions when an example is changed by many writers at once', async () => {
+    const dataset = await client.createDataset(unique('concurrent'));
+    const example = await client.createExample({ n: -1 }, { a: 'x' }, { datasetId: dataset.id });
+    await Promise.all(Array.from({ length: 12 }, (_, n) => client.updateExample(example.id, { dataset_id: dataset.id, inputs: { n } })));
+    const { rows } = await platform.deps.db.pool.query<{ current: number; backwards: number; total: number }>(
+      `SELECT count(*) FILTER (WHERE valid_to IS NULL)::int AS current, count(*) FILTER (WHERE valid_to < valid_from)::int AS backwards, count(*)::int AS total
+         FROM examples WHERE id = $1`,
+      [example.id],
+    );
+    expect(rows[0]).toEqual({ current: 1, backwards: 0, total: 13 });
+    // Each version began where the one before it ended.
+    const { rows: gaps } = await platform.deps.db.pool.query(
+      `SELECT 1 FROM (SELECT valid_to, lead(valid_from) OVER (ORDER BY valid_from) AS next FROM examples WHERE id = $1) v
+        WHERE v.next IS NOT NULL AND v.next <> v.valid_to`,
+      [example.id],
+    );
+    expect(gaps).toEqual([]);
+  });
+
   it('makes examples from runs (their ids recorded, their inputs and outputs taken when asked)', async () => {
     const run = new RunTree({ name: 'source', run_type: 'chain', inputs: { q: 'from a run' }, client, project_name: unique('sources'), tracingEnabled: true });
     await run.postRun();

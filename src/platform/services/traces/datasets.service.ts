@@ -33,7 +33,7 @@ import {
   selectSplits,
   tagsOfVersion,
   touchDataset,
-  transactionTime,
+  writeTime,
   updateDatasetRow,
   upsertDatasetTag,
   versionAt,
@@ -251,7 +251,7 @@ export async function updateDatasetSplits(ctx: ServiceContext, id: string, input
   await withTransaction(ctx.db, async (client) => {
     if (!isUuid(id) || !(await lockDataset(client, workspaceId, id))) throw datasetNotFound(id);
     const current = await currentExamples(client, workspaceId, id, exampleIds);
-    const at = await transactionTime(client);
+    const at = await writeTime(client);
     await replaceExampleVersions(
       client,
       workspaceId,
@@ -304,7 +304,7 @@ export async function createExamples(ctx: ServiceContext, datasetId: string, inp
 }
 
 async function storeExamples(ctx: ServiceContext, client: pg.PoolClient, workspaceId: string, datasetId: string, examples: ParsedExample[]): Promise<string[]> {
-  const at = await transactionTime(client);
+  const at = await writeTime(client);
   const rows: ExampleInsert[] = [];
   for (const example of examples) {
     let { inputs, outputs } = example;
@@ -355,7 +355,7 @@ export async function updateExamples(ctx: ServiceContext, datasetId: string | nu
   return withTransaction(ctx.db, async (client) => {
     if (datasetId !== null && !(await lockDataset(client, workspaceId, datasetId))) throw datasetNotFound(datasetId);
     const current = new Map((await currentExamples(client, workspaceId, datasetId, updates.map((u) => u.id))).map((e) => [e.id, e]));
-    const at = await transactionTime(client);
+    const at = await writeTime(client);
     const versions = new Map<string, ExampleRow>();
     for (const update of updates) {
       const base = versions.get(update.id) ?? current.get(update.id)!;
@@ -385,14 +385,16 @@ export async function deleteExamples(ctx: ServiceContext, ids: string[], options
   if (invalid !== undefined) throw exampleNotFound(invalid);
   const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
   await withTransaction(ctx.db, async (client) => {
-    const at = await transactionTime(client);
     if (options.hard) {
       const datasets = await purgeExamples(client, workspaceId, ids);
       if (!datasets.length && ids.length) throw exampleNotFound(ids[0]!);
+      const at = await writeTime(client);
       for (const datasetId of datasets) await touchDataset(client, datasetId, at);
       return;
     }
+    // Locked before the time is taken (see writeTime).
     await currentExamples(client, workspaceId, null, ids);
+    const at = await writeTime(client);
     for (const datasetId of await endExampleVersions(client, workspaceId, ids, at)) await touchDataset(client, datasetId, at);
   });
 }

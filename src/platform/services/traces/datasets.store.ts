@@ -134,15 +134,19 @@ export async function deleteDatasetRow(db: Queryable, workspaceId: string, id: s
   return (rowCount ?? 0) > 0;
 }
 
-/** The time of the transaction: every version a write makes starts (or ends) then. */
-export async function transactionTime(client: pg.PoolClient): Promise<string> {
-  const { rows } = await client.query<{ now: string }>(`SELECT ${isoSql('now()')} AS now`);
+/**
+ * The time of a write, every version it makes starting (or ending) then. Taken once the write holds
+ * its locks: a write that waited for another gets a later time (the transaction's start, now(), may
+ * be earlier than the write it waited for, which would end a version before it began).
+ */
+export async function writeTime(client: pg.PoolClient): Promise<string> {
+  const { rows } = await client.query<{ now: string }>(`SELECT ${isoSql('clock_timestamp()')} AS now`);
   return rows[0]!.now;
 }
 
-/** Marks a dataset changed at `at` (its latest version). */
+/** Marks a dataset changed at `at` (its latest version; a write that committed later with an earlier time moves it not back). */
 export async function touchDataset(client: pg.PoolClient, datasetId: string, at: string): Promise<void> {
-  await client.query('UPDATE datasets SET modified_at = $2 WHERE id = $1', [datasetId, at]);
+  await client.query('UPDATE datasets SET modified_at = GREATEST(modified_at, $2::timestamptz) WHERE id = $1', [datasetId, at]);
 }
 
 /** A version of an example as services return it. */
