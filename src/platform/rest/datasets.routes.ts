@@ -1,11 +1,12 @@
 // Datasets, examples and experiment comparison: the paths the langsmith SDK calls (createDataset,
 // readDataset, listDatasets, updateDataset, deleteDataset, updateDatasetTag, readDatasetVersion,
 // diffDatasetVersions, listDatasetSplits, updateDatasetSplits, uploadCsv, createExample(s),
-// listExamples, readExample, updateExample(s), deleteExample(s)), and POST /datasets/{id}/runs,
-// which sets experiments side by side example by example. The SDK sends examples as multipart parts
-// to /v1/platform/datasets/{id}/examples (/platform/… under /api/v1); an uploaded CSV or JSONL file
-// is multipart too. Served at the root and under /api/v1 beside the traces router; errors are
-// LangSmith's {detail}. Like the traces router, it matches only its own paths and passes everything else on.
+// listExamples, readExample, updateExample(s), deleteExample(s), createComparativeExperiment), and
+// POST /datasets/{id}/runs, which sets experiments side by side example by example. The SDK sends
+// examples as multipart parts to /v1/platform/datasets/{id}/examples (/platform/… under /api/v1); an
+// uploaded CSV or JSONL file is multipart too. Served at the root and under /api/v1 beside the traces
+// router; errors are LangSmith's {detail}. Like the traces router, it matches only its own paths and
+// passes everything else on.
 import { type ErrorRequestHandler, type Request, Router } from 'express';
 import { z } from 'zod';
 import type { Deps } from '../../context.js';
@@ -15,11 +16,11 @@ import { jsonBody } from '../../http/json-body.js';
 import { parseQuery } from '../../http/validate.js';
 import { assertStorableText } from '../../limits/json.js';
 import * as datasets from '../services/traces/datasets.service.js';
-import { compareExperiments } from '../services/traces/experiments.service.js';
-import type { DatasetCreateInput, ExampleCreateInput, ExampleUpdateInput, ExperimentComparisonInput } from '../services/traces/traces.schemas.js';
+import { compareExperiments, createComparativeExperiment } from '../services/traces/experiments.service.js';
+import type { ComparativeExperimentCreateInput, DatasetCreateInput, ExampleCreateInput, ExampleUpdateInput, ExperimentComparisonInput } from '../services/traces/traces.schemas.js';
 import { type MultipartPart, multipartBoundary, parseJsonBody, parseMultipart, readBody } from '../ingest/ingest-wire.js';
 import { authenticate } from './auth.js';
-import { presentDataset, presentExample, presentExampleComparison } from './traces.presenters.js';
+import { presentComparativeExperiment, presentDataset, presentExample, presentExampleComparison } from './traces.presenters.js';
 import { camelCaseKeys } from './traces.routes.js';
 
 const list = z.union([z.string(), z.array(z.string())]).optional();
@@ -128,6 +129,11 @@ export function datasetsRouter(deps: Deps): Router {
       examples,
     );
     res.json(presentDataset(dataset));
+  });
+
+  // Before /datasets/:id: a comparative (pairwise) experiment over experiments of one dataset.
+  router.post('/datasets/comparative', auth, ...json, async (req, res) => {
+    res.json(presentComparativeExperiment(await createComparativeExperiment(req.ctx, camelCaseKeys(objectBody(req)) as ComparativeExperimentCreateInput)));
   });
 
   router.post('/datasets/:id/runs', auth, ...json, async (req, res) => {

@@ -5,6 +5,7 @@
 // mounted route missing here.
 import { BulkExportCreate, BulkExportUpdate, DestinationCreate, DestinationUpdate } from '../services/exports/exports.schemas.js';
 import {
+  ComparativeExperimentCreate,
   DatasetCreate,
   DatasetTagUpdate,
   DatasetUpdate,
@@ -79,6 +80,7 @@ const datasetsOperations = (prefix: string): Operation[] => {
     { method: 'post', path: `${prefix}/datasets`, tag: 'Datasets', summary: 'Create a dataset', body: DatasetCreate },
     { method: 'get', path: `${prefix}/datasets`, tag: 'Datasets', summary: 'List datasets, newest first, by ids, name, part of the name, data type and metadata', query: DatasetListQuery },
     { method: 'post', path: `${prefix}/datasets/upload`, tag: 'Datasets', summary: 'Create a dataset from a CSV or JSONL file (multipart: file, input_keys, output_keys, name, description, data_type)' },
+    { method: 'post', path: `${prefix}/datasets/comparative`, tag: 'Datasets', summary: 'Record a comparative (pairwise) experiment over experiments of one dataset', body: ComparativeExperimentCreate },
     { method: 'post', path: `${prefix}/datasets/:id/runs`, tag: 'Datasets', summary: "Compare experiments: a page of the dataset's examples, each with every experiment's root run on it (outputs, feedback_stats)", body: ExperimentComparison },
     { method: 'get', path: `${prefix}/datasets/:id`, tag: 'Datasets', summary: 'Get a dataset (example_count, session_count)' },
     { method: 'patch', path: `${prefix}/datasets/:id`, tag: 'Datasets', summary: "Change a dataset's name, description, metadata or schemas", body: DatasetUpdate },

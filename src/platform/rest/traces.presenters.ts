@@ -1,7 +1,7 @@
 // snake_case JSON for tracing projects, runs, feedback, datasets and examples, as the langsmith SDK reads them.
 import type { TracingProject } from '../../generated/prisma/client.js';
 import type { DatasetRow, ExampleRow } from '../services/traces/datasets.service.js';
-import type { ExampleComparison, ExperimentFeedbackStats } from '../services/traces/experiments.service.js';
+import type { ComparativeExperimentRow, ExampleComparison, ExperimentFeedbackStats } from '../services/traces/experiments.service.js';
 import type { ProjectStats } from '../services/traces/projects.service.js';
 import type { FeedbackRow, FeedbackTokenRow } from '../services/traces/feedback.service.js';
 import type { TraceRunRow } from '../services/traces/queries.service.js';
@@ -121,4 +121,18 @@ export const presentExample = (example: ExampleRow) => ({
 export const presentExampleComparison = (comparison: ExampleComparison) => ({
   ...presentExample(comparison.example),
   runs: comparison.runs.flatMap(({ run }) => (run ? [presentRun(run)] : [])),
+});
+
+/** A comparative experiment as the langsmith SDK reads it (ComparativeExperiment). */
+export const presentComparativeExperiment = (comparative: ComparativeExperimentRow) => ({
+  id: comparative.id,
+  name: comparative.name,
+  description: comparative.description,
+  tenant_id: comparative.workspaceId,
+  reference_dataset_id: comparative.referenceDatasetId,
+  extra: comparative.extra,
+  experiments_info: comparative.experiments,
+  feedback_stats: null,
+  created_at: comparative.createdAt,
+  modified_at: comparative.modifiedAt,
 });

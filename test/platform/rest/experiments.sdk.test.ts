@@ -142,6 +142,26 @@ describe('experiments through the langsmith SDK’s evaluate()', () => {
       [sloppyProject.id, 0],
     ]);
 
+    // A pairwise (comparative) experiment over the two: its scores are feedback naming it.
+    const pairwise = await evaluate([right.experimentName, sloppy.experimentName], {
+      evaluators: [
+        ({ runs, referenceOutputs }: { runs: { id: string; outputs?: Record<string, any> }[]; referenceOutputs?: Record<string, any> }) => ({
+          key: 'preferred',
+          scores: Object.fromEntries(runs.map((run) => [run.id, run.outputs?.sum === referenceOutputs?.sum ? 1 : 0])),
+        }),
+      ],
+      client,
+    });
+    await client.awaitPendingTraceBatches();
+    expect(pairwise.comparativeExperiment).toMatchObject({ reference_dataset_id: dataset.id, experiments_info: [{ id: rightProject.id }, { id: sloppyProject.id }] });
+    const preferred = await collect(client.listFeedback({ feedbackKeys: ['preferred'] }));
+    expect(preferred).toHaveLength(20);
+    expect(preferred.every((f) => (f as { comparative_experiment_id?: string }).comparative_experiment_id === pairwise.comparativeExperiment.id)).toBe(true);
+    expect(preferred.filter((f) => f.score === 1)).toHaveLength(15);
+    // Its experiments must be of its dataset and its workspace.
+    const bad = await call('/datasets/comparative', { key: tenant.adminKey, body: { name: 'x', experiment_ids: [rightProject.id], reference_dataset_id: randomUUID() } });
+    expect(bad.status).toBe(404);
+
     // Another workspace finds none of it.
     const stranger = sdk(other.adminKey);
     expect(await collect(stranger.listProjects({ referenceDatasetId: dataset.id }))).toEqual([]);

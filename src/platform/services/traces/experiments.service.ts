@@ -5,15 +5,16 @@
 import type { ServiceContext } from '../../../context.js';
 import { AppError } from '../../../errors.js';
 import type { TracingProject } from '../../../generated/prisma/client.js';
+import { newId } from '../../../ids.js';
 import { parseInput } from '../../../validate.js';
 import { getDataset, listExamples, type ExampleRow } from './datasets.service.js';
-import { type ExperimentFeedbackStats, selectExperimentFeedbackStats } from './experiments.store.js';
+import { type ComparativeExperimentRow, type ExperimentFeedbackStats, insertComparativeExperiment, selectExperimentFeedbackStats } from './experiments.store.js';
 import { getProjects } from './projects.service.js';
 import { queryRuns, type TraceRunRow } from './queries.service.js';
-import { ExperimentComparison, type ExperimentComparisonInput } from './traces.schemas.js';
+import { ComparativeExperimentCreate, type ComparativeExperimentCreateInput, ExperimentComparison, type ExperimentComparisonInput } from './traces.schemas.js';
 import { traceWorkspace } from './workspace.js';
 
-export type { ExperimentFeedbackStats } from './experiments.store.js';
+export type { ComparativeExperimentRow, ExperimentFeedbackStats } from './experiments.store.js';
 
 /**
  * The feedback of projects' runs summed up per key ({key: {n, avg, stdev, errors, values}}), by
@@ -72,4 +73,37 @@ export async function compareExperiments(ctx: ServiceContext, datasetId: string,
     example,
     runs: query.sessionIds.map((experimentId) => ({ experimentId, run: byKey.get(`${experimentId}\n${example.id}`) ?? null })),
   }));
+}
+
+/**
+ * Records a comparative experiment: experiments of one dataset that pairwise evaluators score against
+ * each other (their feedback names it). Needs workspaces:write. Throws NOT_FOUND for a dataset or
+ * experiment the workspace does not hold, VALIDATION_FAILED for bad input or an experiment of another
+ * dataset, CONFLICT for an id already used.
+ */
+export async function createComparativeExperiment(ctx: ServiceContext, input: ComparativeExperimentCreateInput): Promise<ComparativeExperimentRow> {
+  const comparative = parseInput(ComparativeExperimentCreate, input, 'body');
+  const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
+  const dataset = await getDataset(ctx, comparative.referenceDatasetId);
+  const experiments = await getProjects(ctx, comparative.experimentIds);
+  experiments.forEach((experiment, index) => {
+    if (!experiment) throw AppError.notFound(`Project ${comparative.experimentIds[index]} not found.`);
+    if (experiment.referenceDatasetId !== dataset.id) {
+      throw new AppError('VALIDATION_FAILED', `body.experiment_ids.${index}: not an experiment of dataset ${dataset.id}`, [
+        { loc: ['body', 'experiment_ids', index], msg: `not an experiment of dataset ${dataset.id}`, type: 'value_error' },
+      ]);
+    }
+  });
+  const row = await insertComparativeExperiment(ctx.db.pool, {
+    id: comparative.id ?? newId(),
+    workspaceId,
+    name: comparative.name,
+    description: comparative.description ?? null,
+    referenceDatasetId: dataset.id,
+    experimentIds: comparative.experimentIds,
+    extra: comparative.extra ?? null,
+    createdAt: comparative.createdAt ?? null,
+  });
+  if (!row) throw AppError.conflict(`Comparative experiment ${comparative.id} already exists.`);
+  return row;
 }

@@ -1,6 +1,7 @@
 // Experiments (tracing projects whose runs ran a dataset's examples): their feedback summed up per key,
-// a range of the feedback (tenant_id, session_id, key) index per experiment.
+// a range of the feedback (tenant_id, session_id, key) index per experiment; comparative experiments.
 import type pg from 'pg';
+import { isoSql } from './trace-runs.store.js';
 
 /** An experiment's feedback per key: {key: {n, avg, stdev, errors, values}}, as a run's feedback_stats. */
 export type ExperimentFeedbackStats = Record<string, { n: number; avg: number | null; stdev: number | null; errors: number; values: Record<string, number> }>;
@@ -24,4 +25,36 @@ export async function selectExperimentFeedbackStats(pool: pg.Pool, tenantId: str
   const stats = new Map<string, ExperimentFeedbackStats>(sessionIds.map((id) => [id, {}]));
   for (const row of rows) stats.set(row.sessionId, row.stats);
   return stats;
+}
+
+/** A stored comparative experiment, with its experiments' names. */
+export type ComparativeExperimentRow = {
+  id: string;
+  workspaceId: string;
+  name: string;
+  description: string | null;
+  referenceDatasetId: string;
+  experiments: { id: string; name: string }[];
+  extra: Record<string, unknown> | null;
+  createdAt: string;
+  modifiedAt: string;
+};
+
+/** Inserts a comparative experiment; undefined when its id is taken. */
+export async function insertComparativeExperiment(
+  pool: pg.Pool,
+  row: Omit<ComparativeExperimentRow, 'experiments' | 'createdAt' | 'modifiedAt'> & { experimentIds: string[]; createdAt: Date | null },
+): Promise<ComparativeExperimentRow | undefined> {
+  const { rows } = await pool.query<ComparativeExperimentRow>(
+    `WITH c AS (
+       INSERT INTO comparative_experiments (id, workspace_id, name, description, reference_dataset_id, experiment_ids, extra, created_at, modified_at)
+       VALUES ($1, $2, $3, $4, $5, $6::uuid[], $7, COALESCE($8, now()), COALESCE($8, now())) ON CONFLICT DO NOTHING RETURNING *)
+     SELECT c.id, c.workspace_id AS "workspaceId", c.name, c.description, c.reference_dataset_id AS "referenceDatasetId", c.extra,
+            ${isoSql('c.created_at')} AS "createdAt", ${isoSql('c.modified_at')} AS "modifiedAt",
+            (SELECT jsonb_agg(jsonb_build_object('id', p.id, 'name', p.name) ORDER BY e.n)
+               FROM unnest(c.experiment_ids) WITH ORDINALITY AS e(id, n) JOIN tracing_projects p ON p.id = e.id) AS experiments
+       FROM c`,
+    [row.id, row.workspaceId, row.name, row.description, row.referenceDatasetId, row.experimentIds, row.extra === null ? null : JSON.stringify(row.extra), row.createdAt],
+  );
+  return rows[0];
 }

@@ -264,3 +264,14 @@ export const ExperimentComparison = z.object({
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });
 export type ExperimentComparisonInput = z.input<typeof ExperimentComparison>;
+
+export const ComparativeExperimentCreate = z.object({
+  id: z.uuid().nullish(),
+  name: z.string().trim().min(1, 'must not be empty').max(500),
+  description: z.string().max(10_000).nullish(),
+  experimentIds: z.array(z.uuid()).min(1).max(20),
+  referenceDatasetId: z.uuid(),
+  createdAt: timestamp.nullish(),
+  extra: jsonObject.nullish(),
+});
+export type ComparativeExperimentCreateInput = z.input<typeof ComparativeExperimentCreate>;
