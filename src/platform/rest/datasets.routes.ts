@@ -17,7 +17,7 @@ import { parseQuery } from '../../http/validate.js';
 import { assertStorableText } from '../../limits/json.js';
 import * as datasets from '../services/traces/datasets.service.js';
 import { compareExperiments, createComparativeExperiment } from '../services/traces/experiments.service.js';
-import type { ComparativeExperimentCreateInput, DatasetCreateInput, ExampleCreateInput, ExampleUpdateInput, ExperimentComparisonInput } from '../services/traces/traces.schemas.js';
+import type { ComparativeExperimentCreateInput, DatasetCreateInput, DatasetSplitsUpdateInput, ExampleCreateInput, ExampleUpdateInput, ExperimentComparisonInput } from '../services/traces/traces.schemas.js';
 import { type MultipartPart, multipartBoundary, parseJsonBody, parseMultipart, readBody } from '../ingest/ingest-wire.js';
 import { authenticate } from './auth.js';
 import { presentComparativeExperiment, presentDataset, presentExample, presentExampleComparison } from './traces.presenters.js';
@@ -178,7 +178,7 @@ export function datasetsRouter(deps: Deps): Router {
 
   router.put('/datasets/:id/splits', auth, ...json, async (req, res) => {
     const body = objectBody(req);
-    await datasets.updateDatasetSplits(req.ctx, String(req.params.id), { splitName: body.split_name, exampleIds: body.examples, remove: body.remove });
+    await datasets.updateDatasetSplits(req.ctx, String(req.params.id), { splitName: body.split_name, exampleIds: body.examples, remove: body.remove } as DatasetSplitsUpdateInput);
     res.json({});
   });
 
@@ -207,7 +207,7 @@ export function datasetsRouter(deps: Deps): Router {
           throw invalid(['body', 'operations', index], 'only array_add and array_remove of dataset_split are supported');
         }
         for (const splitName of operation.values) {
-          await datasets.updateDatasetSplits(req.ctx, String(req.params.id), { splitName, exampleIds: body.example_ids, remove: kind === 'array_remove' });
+          await datasets.updateDatasetSplits(req.ctx, String(req.params.id), { splitName, exampleIds: body.example_ids, remove: kind === 'array_remove' } as DatasetSplitsUpdateInput);
         }
       }
       res.json({});

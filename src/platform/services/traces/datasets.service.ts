@@ -44,6 +44,8 @@ import {
   type DatasetCreateInput,
   DatasetList,
   type DatasetListInput,
+  DatasetSplitsUpdate,
+  type DatasetSplitsUpdateInput,
   DatasetTagUpdate,
   type DatasetTagUpdateInput,
   DatasetUpdate,
@@ -239,14 +241,11 @@ export async function listDatasetSplits(ctx: ServiceContext, id: string, asOf?: 
 
 /**
  * Adds examples of a dataset to a split, or removes them from it (their metadata's dataset_split):
- * a new version of each. Needs workspaces:write. Throws NOT_FOUND for the dataset or an example not in it.
+ * a new version of each. Needs workspaces:write. Throws NOT_FOUND for the dataset or an example not in
+ * it, VALIDATION_FAILED for bad input.
  */
-export async function updateDatasetSplits(ctx: ServiceContext, id: string, input: { splitName: unknown; exampleIds: unknown; remove?: unknown }): Promise<void> {
-  const splitName = typeof input.splitName === 'string' && input.splitName.trim() ? input.splitName.trim().slice(0, 200) : undefined;
-  const exampleIds = Array.isArray(input.exampleIds) && input.exampleIds.length <= EXAMPLES_PER_REQUEST_MAX && input.exampleIds.every(isUuid) ? (input.exampleIds as string[]) : undefined;
-  if (!splitName || !exampleIds) {
-    throw new AppError('VALIDATION_FAILED', 'body: expected split_name and a list of example ids', [{ loc: ['body'], msg: 'expected split_name and a list of example ids', type: 'value_error' }]);
-  }
+export async function updateDatasetSplits(ctx: ServiceContext, id: string, input: DatasetSplitsUpdateInput): Promise<void> {
+  const { splitName, exampleIds, remove } = parseInput(DatasetSplitsUpdate, input, 'body');
   const workspaceId = await traceWorkspace(ctx, 'workspaces:write');
   await withTransaction(ctx.db, async (client) => {
     if (!isUuid(id) || !(await lockDataset(client, workspaceId, id))) throw datasetNotFound(id);
@@ -257,7 +256,7 @@ export async function updateDatasetSplits(ctx: ServiceContext, id: string, input
       workspaceId,
       current.map((example) => {
         const splits = splitsOf(example.metadata).filter((split) => split !== splitName);
-        return { ...example, metadata: { ...example.metadata, dataset_split: input.remove === true ? splits : [...splits, splitName] } };
+        return { ...example, metadata: { ...example.metadata, dataset_split: remove ? splits : [...splits, splitName] } };
       }),
       at,
     );

@@ -217,6 +217,13 @@ const splitList = z.union([z.string().trim().min(1).max(200), z.array(z.string()
 /** The most examples one request writes. */
 export const EXAMPLES_PER_REQUEST_MAX = 10_000;
 
+export const DatasetSplitsUpdate = z.object({
+  splitName: z.string().trim().min(1, 'must not be empty').max(200),
+  exampleIds: z.array(z.uuid()).max(EXAMPLES_PER_REQUEST_MAX),
+  remove: z.boolean().default(false),
+});
+export type DatasetSplitsUpdateInput = z.input<typeof DatasetSplitsUpdate>;
+
 export const ExampleCreate = z
   .object({
     id: z.uuid().nullish(),
