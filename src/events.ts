@@ -37,10 +37,10 @@ export interface EventMap {
   'deployments.stop-runtimes': { deploymentId: string; keepRevisionId?: string };
   /**
    * Control plane: a stopping worker hands its revisions' runtimes over. `offered`: the other workers
-   * load them; `ready`: one has (the stopping worker then stops its own); `released`: its lock is free,
-   * the loaded one starts serving. Key: none; every launcher listens.
+   * that have the build say `taking` and load them; `ready`: one has (the stopping worker then stops
+   * its own); `released`: its lock is free, the loaded one starts serving. Key: none; every launcher listens.
    */
-  'deployments.hand-over': { revisionId: string; deploymentId: string; replica: number; phase: 'offered' | 'ready' | 'released' };
+  'deployments.hand-over': { revisionId: string; deploymentId: string; replica: number; phase: 'offered' | 'taking' | 'ready' | 'released' };
 }
 export type EventName = keyof EventMap;
 

@@ -64,7 +64,9 @@ export function apiReferenceRouter(surface: Surface): Router {
   router.get('/docs/init.js', (req, res) => {
     const url = JSON.stringify(`${mountPath(req)}/openapi.json`);
     res.type('text/javascript').send(
-      `window.ui = SwaggerUIBundle({ url: ${url}, dom_id: '#reference', deepLinking: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' });\n`,
+      // Sections collapsed, their names the table of contents: Swagger UI stopped rendering the platform's
+      // ~170 operations listed all at once (the page stayed blank after the second section).
+      `window.ui = SwaggerUIBundle({ url: ${url}, dom_id: '#reference', deepLinking: true, docExpansion: 'none', presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' });\n`,
     );
   });
   router.get('/docs/assets/:file', (req, res, next) => {

@@ -33,7 +33,9 @@ type Prepared = { deploymentId: string; runtime: PreparedRuntime; timer: NodeJS.
 const PREPARED_TTL_MS = 5 * 60_000;
 /** How often a worker looks for active revisions whose runtime nobody runs (their worker died). */
 const RESTORE_INTERVAL_MS = 15_000;
-/** How long a stopping worker waits for another to have loaded a runtime it hands over, before stopping it anyway. */
+/** How long a stopping worker waits for another to say it takes a runtime over (none: it is the only worker). */
+const HAND_OVER_ANSWER_MS = 1_000;
+/** How long a stopping worker waits for the one taking a runtime over to have loaded it, before stopping it anyway. */
 const HAND_OVER_WAIT_MS = 15_000;
 
 /**
@@ -354,21 +356,32 @@ export class DeployedRuntimes {
    */
   private async handOver(entry: Entry): Promise<void> {
     const { revisionId, deploymentId, replica } = entry;
-    const taken = new AbortController();
-    const timer = setTimeout(() => taken.abort(), HAND_OVER_WAIT_MS);
+    const done = new AbortController();
+    let taking = false;
+    // A worker alone hears no answer within a second: it stops its runtime without waiting.
+    let timer = setTimeout(() => done.abort(), HAND_OVER_ANSWER_MS);
     try {
-      const answers = this.deps.events.subscribe('deployments.hand-over', { signal: taken.signal });
+      const answers = this.deps.events.subscribe('deployments.hand-over', { signal: done.signal });
+      // 'taking' at once from a worker that has the build; 'ready' once it has loaded it.
       const ready = (async () => {
-        for await (const event of answers) if (event.revisionId === revisionId && event.phase === 'ready') return true;
+        for await (const event of answers) {
+          if (event.revisionId !== revisionId) continue;
+          if (event.phase === 'ready') return true;
+          if (event.phase === 'taking' && !taking) {
+            taking = true;
+            clearTimeout(timer);
+            timer = setTimeout(() => done.abort(), HAND_OVER_WAIT_MS);
+          }
+        }
         return false;
       })().catch(() => false);
       await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica, phase: 'offered' });
-      if (!(await ready)) this.deps.logger.warn({ deploymentId, revisionId }, 'no other worker loaded this runtime in time; the next restore pass of one brings it back');
+      if (!(await ready) && taking) this.deps.logger.warn({ deploymentId, revisionId }, 'the worker taking this runtime over had not loaded it in time; it starts it cold');
     } catch (error) {
       this.deps.logger.warn({ err: error, deploymentId, revisionId }, 'could not hand this runtime over; the next restore pass of another worker brings it back');
     } finally {
       clearTimeout(timer);
-      taken.abort();
+      done.abort();
     }
     await this.stopEntry(entry);
     await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica, phase: 'released' }).catch(() => undefined);
@@ -393,6 +406,7 @@ export class DeployedRuntimes {
     // Its build is not on this machine: another worker's to take.
     if (!configPath || !existsSync(configPath)) return;
     try {
+      await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica: 0, phase: 'taking' });
       await this.prepare(deploymentId, revisionId, configPath);
       await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica: 0, phase: 'ready' });
     } catch (error) {

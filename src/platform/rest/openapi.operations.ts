@@ -69,7 +69,7 @@ const datasetsOperations = (prefix: string): Operation[] => {
       method: 'post',
       path: `${base}/datasets/:id/examples`,
       tag: 'Datasets',
-      summary: 'Add examples as multipart parts: <id> (created_at, metadata, split, source_run_id, use_source_run_io), <id>.inputs, <id>.outputs; answers {example_ids, count}',
+      summary: 'Add examples as multipart parts: {example id} (created_at, metadata, split, source_run_id, use_source_run_io), {example id}.inputs, {example id}.outputs; answers {example_ids, count}',
       response: created,
     },
     { method: 'patch', path: `${base}/datasets/:id/examples`, tag: 'Datasets', summary: 'Change examples (multipart parts as when adding them): a new version of each' },

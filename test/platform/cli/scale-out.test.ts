@@ -115,6 +115,7 @@ describe('two api and two worker processes on one PostgreSQL', () => {
 
     const outcomes: string[] = [];
     let running = true;
+    const threads: string[] = [];
     const traffic = (async () => {
       for (let i = 0; running; i++) {
         const other = await client.threads.create().catch((error: Error) => error);
@@ -122,7 +123,13 @@ describe('two api and two worker processes on one PostgreSQL', () => {
           outcomes.push(`create failed: ${other.message}`);
           continue;
         }
-        const state = await client.runs.wait(other.thread_id, 'agent', { input: { input: `during ${i}` } }).catch((error: Error) => error);
+        threads.push(other.thread_id);
+        // A background run, then joined: a join cut by a stopping agent server is asked again (a GET),
+        // where a runs.wait retried would start the run a second time.
+        const state = await client.runs
+          .create(other.thread_id, 'agent', { input: { input: `during ${i}` } })
+          .then((run) => client.runs.join(other.thread_id, run.run_id))
+          .catch((error: Error) => error);
         outcomes.push(state instanceof Error ? `run failed: ${state.message}` : (state as { reply: string }).reply === `v2: during ${i}` ? 'ok' : `wrong: ${JSON.stringify(state)}`);
       }
     })();
@@ -139,6 +146,8 @@ describe('two api and two worker processes on one PostgreSQL', () => {
     await traffic;
     expect(outcomes.filter((outcome) => outcome !== 'ok')).toEqual([]);
     expect(outcomes.length).toBeGreaterThan(6);
+    // No run was lost or ran twice: each thread has its one run, ended.
+    for (const threadId of threads) expect((await client.runs.list(threadId)).map((run) => run.status)).toEqual(['success']);
     // The thread from before is still there, with its run.
     expect((await client.threads.getState(thread.thread_id)).values).toMatchObject({ reply: 'v2: before' });
     expect(await onDatabase(async (db) => (await db.query('SELECT count(*)::int AS n FROM deployment_runtimes WHERE deployment_id = $1', [created.body.id])).rows[0].n)).toBe(1);
