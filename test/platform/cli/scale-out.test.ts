@@ -182,13 +182,18 @@ describe('two api and two worker processes on one PostgreSQL', () => {
       credentials: { access_key_id: 'S3RVER', secret_access_key: 'S3RVER' },
     });
     const project = await reader.readProject({ projectName: 'scaled' });
-    const created = await rest(0, 'POST', '/bulk-exports', { bulk_export_destination_id: destination.id, session_id: project.id, start_time: new Date(startTime - 3_600_000).toISOString(), end_time: new Date(startTime + 3_600_000).toISOString() });
+    // A minute each side: an export run per day of the range, and a range across midnight had one with nothing to write.
+    const created = await rest(0, 'POST', '/bulk-exports', { bulk_export_destination_id: destination.id, session_id: project.id, start_time: new Date(startTime - 60_000).toISOString(), end_time: new Date(startTime + 60_000).toISOString() });
     await expect.poll(async () => (await rest(1, 'GET', `/bulk-exports/${created.id}`)).status, { timeout: 60_000, interval: 500 }).toBe('Completed');
-    const runs = (await rest(1, 'GET', `/bulk-exports/${created.id}/runs`)) as { status: string }[];
+    const runs = (await rest(1, 'GET', `/bulk-exports/${created.id}/runs`)) as { id: string; status: string }[];
     expect(runs.map((run) => run.status)).toEqual(runs.map(() => 'Completed'));
-    // Each export run wrote its file once, by one of the two workers.
+    // Each file is named after the export run that wrote it (<run id>_<part>.parquet): every one is of
+    // a run of this export, and no run wrote its part twice (by either worker).
     const files = (await listKeys(s3.client, 'scaled', 'runs/')).filter((file) => file.endsWith('.parquet'));
-    expect(files).toHaveLength(runs.length);
+    const parts = files.map((file) => /([0-9a-f-]{36}_\d+)\.parquet$/.exec(file)?.[1] ?? file);
+    expect(files.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(parts).size).toBe(parts.length);
+    for (const part of parts) expect(runs.map((run) => run.id)).toContain(part.slice(0, 36));
   }, 180_000);
 
   it('replacing the api processes one at a time behind a balancer while clients stream runs: no request or stream fails', async () => {
