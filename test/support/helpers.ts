@@ -109,6 +109,28 @@ export async function startTenantPlatform(options: Parameters<typeof startTestPl
   return { platform, tenant, ctx: await contextOfKey(platform, tenant.adminKey) };
 }
 
+/**
+ * A JSON call to the platform at `url` (a POST when it has a body, else a GET, unless `method` says),
+ * with an API key and tenant when given: its status and parsed body.
+ */
+export async function callPlatform(
+  url: string,
+  path: string,
+  init: { method?: string; key?: string; tenant?: string; body?: unknown } = {},
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${url}${path}`, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers: {
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(init.key ? { 'x-api-key': init.key } : {}),
+      ...(init.tenant ? { 'x-tenant-id': init.tenant } : {}),
+    },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
 /** POSTs a GraphQL operation with an API key (and optional tenant) and returns status and body. */
 export async function graphql(
   url: string,

@@ -8,7 +8,7 @@ import { Client } from 'langsmith';
 import { evaluate } from 'langsmith/evaluation';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
-import { graphql, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { callPlatform, graphql, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -25,14 +25,7 @@ async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
-async function call(path: string, init: { key: string; body?: unknown }) {
-  const response = await fetch(`${platform.url}${path}`, {
-    method: init.body === undefined ? 'GET' : 'POST',
-    headers: { 'x-api-key': init.key, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (path: string, init: { key: string; body?: unknown }) => callPlatform(platform.url, path, init);
 
 beforeAll(async () => {
   platform = await startTestPlatform();

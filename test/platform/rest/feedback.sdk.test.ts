@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, RunTree } from 'langsmith';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
-import { graphql, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
+import { callPlatform, graphql, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -24,14 +24,7 @@ async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
 }
 
 /** A status and JSON body from the platform, with a key or without. */
-async function call(path: string, init: { method?: string; key?: string; body?: unknown } = {}) {
-  const response = await fetch(`${platform.url}${path}`, {
-    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-    headers: { ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...(init.key ? { 'x-api-key': init.key } : {}) },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (path: string, init: { method?: string; key?: string; body?: unknown } = {}) => callPlatform(platform.url, path, init);
 
 beforeAll(async () => {
   platform = await startTestPlatform();
