@@ -3,6 +3,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepStoreJob } from '../../../src/agent-server/jobs/store-sweep.job.js';
+import { storeSchema } from '../../../src/database/store-schema.js';
 import { connectDatabase } from '../../../src/db.js';
 import type { AgentServerContext } from '../../../src/agent-server/services/served-deployment/deployment-scope.js';
 import * as store from '../../../src/agent-server/services/store/store.service.js';
@@ -121,6 +122,11 @@ describe('store items', () => {
 
   it('expires items after their ttl; the sweep deletes them', async () => {
     const user = crypto.randomUUID();
+    // The agent server's own store.sweep runs every minute and may come between the reads and the check
+    // that the expired row is still there (CI saw it): mark the store swept just now, due in an hour.
+    const settings = `"${storeSchema(server.deploymentId)}".platform_store_settings`;
+    const { rows } = await pool.query<{ settings: object }>(`SELECT settings FROM ${settings}`);
+    await pool.query(`UPDATE ${settings} SET settings = jsonb_set(settings, '{ttl}', '{"sweepIntervalMinutes": 60}'), swept_at = now()`);
     await server.client.store.putItem(['ttl', user], 'short', { v: 1 }, { ttl: 0.01 }); // 0.6 seconds
     await server.client.store.putItem(['ttl', user], 'forever', { v: 2 });
     expect(await server.client.store.getItem(['ttl', user], 'short', { refreshTtl: false })).not.toBeNull();
@@ -128,6 +134,7 @@ describe('store items', () => {
     expect(await server.client.store.getItem(['ttl', user], 'short')).toBeNull();
     expect((await server.client.store.searchItems(['ttl', user])).items.map((item) => item.key)).toEqual(['forever']);
     expect(await expiresAt(['ttl', user], 'short')).toBeInstanceOf(Date);
+    await pool.query(`UPDATE ${settings} SET settings = $1, swept_at = NULL`, [JSON.stringify(rows[0]!.settings)]);
     await sweepStoreJob({ db: { pool } } as never);
     expect(await expiresAt(['ttl', user], 'short')).toBeUndefined();
     expect(await expiresAt(['ttl', user], 'forever')).toBeNull();
