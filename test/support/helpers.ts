@@ -2,19 +2,30 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { inject } from 'vitest';
-import { buildApp } from '../../src/platform/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
-import { createDeps } from '../../src/wiring.js';
 import type { Deps, ServiceContext } from '../../src/context.js';
-import { authenticateApiKey } from '../../src/platform/services/tenancy/authentication.service.js';
-import { SYSTEM_VIEWER } from '../../src/viewer.js';
 import type { Boss } from '../../src/queues.js';
-import { agentServerReference, runLocalDeployment } from '../../src/start.js';
-import { startPlatformJobs } from '../../src/platform/jobs/platform-jobs.js';
-import { registerLocalDeployment } from '../../src/platform/services/deployments/local-deployments.js';
-import { newId } from '../../src/ids.js';
-import { startIngestThreads } from '../../src/platform/ingest/ingest-threads.js';
-import { buildTenant } from './factories.js';
+import { SYSTEM_VIEWER } from '../../src/viewer.js';
+import type { buildTenant } from './factories.js';
+
+// The platform's modules are imported when a test starts a platform in its process, not with this file:
+// most test files take only a URL or a call helper from here and run the platform as child processes,
+// and loading the whole platform cost each of them seconds of import time (of a 15-minute suite).
+const platformModules = async () => {
+  const [{ buildApp }, { createDeps }, { authenticateApiKey }, { agentServerReference, runLocalDeployment }, { startPlatformJobs }, { registerLocalDeployment }, { newId }, { startIngestThreads }, { buildTenant }] =
+    await Promise.all([
+      import('../../src/platform/app.js'),
+      import('../../src/wiring.js'),
+      import('../../src/platform/services/tenancy/authentication.service.js'),
+      import('../../src/start.js'),
+      import('../../src/platform/jobs/platform-jobs.js'),
+      import('../../src/platform/services/deployments/local-deployments.js'),
+      import('../../src/ids.js'),
+      import('../../src/platform/ingest/ingest-threads.js'),
+      import('./factories.js'),
+    ]);
+  return { buildApp, createDeps, authenticateApiKey, agentServerReference, runLocalDeployment, startPlatformJobs, registerLocalDeployment, newId, startIngestThreads, buildTenant };
+};
 
 /** This test file's own database (test/support/file-database.ts), copied from the migrated template. */
 export const databaseUrl = () => {
@@ -64,6 +75,7 @@ export type TestPlatform = {
 
 /** The API role (and optionally the worker role's job queue) in this process, over the test file's database. */
 export async function startTestPlatform(options: { config?: Record<string, string>; jobs?: boolean } = {}): Promise<TestPlatform> {
+  const { createDeps, startIngestThreads, startPlatformJobs, buildApp, agentServerReference } = await platformModules();
   const config = testConfig(options.config);
   const logger = pino({ level: config.logLevel });
   // The file's database is a copy of the migrated template.
@@ -90,6 +102,7 @@ export async function startTestLocalDeployment(
   platform: TestPlatform,
   input: { configPath: string; workspaceId: string; deploymentId?: string },
 ): Promise<{ deploymentId: string; deps: Deps; system: ServiceContext; stop(): Promise<void> }> {
+  const { registerLocalDeployment, newId, runLocalDeployment } = await platformModules();
   const { deploymentId } = await registerLocalDeployment(platform.system, { deploymentId: newId(), ...input });
   const running = await runLocalDeployment(platform.deps, deploymentId);
   return { deploymentId, deps: running.deps, system: { ...running.deps, viewer: SYSTEM_VIEWER }, stop: running.stop };
@@ -97,6 +110,7 @@ export async function startTestLocalDeployment(
 
 /** A service context acting as an API key's holder (a tenant's `adminKey`, say), optionally in one workspace. */
 async function contextOfKey(platform: TestPlatform, key: string, workspaceId?: string): Promise<ServiceContext> {
+  const { authenticateApiKey } = await platformModules();
   return { ...platform.deps, viewer: await authenticateApiKey(platform.deps, key, workspaceId) };
 }
 
@@ -105,6 +119,7 @@ export type Tenant = Awaited<ReturnType<typeof buildTenant>>;
 /** A test platform, a fresh tenant in it, and a service context acting as that tenant's admin key. */
 export async function startTenantPlatform(options: Parameters<typeof startTestPlatform>[0] = {}): Promise<{ platform: TestPlatform; tenant: Tenant; ctx: ServiceContext }> {
   const platform = await startTestPlatform(options);
+  const { buildTenant } = await platformModules();
   const tenant = await buildTenant(platform.system);
   return { platform, tenant, ctx: await contextOfKey(platform, tenant.adminKey) };
 }

@@ -16,7 +16,6 @@ import { deploymentDatabaseUrl } from '../../src/platform/services/deployments/d
 import { adminLoginUrl, databaseUrl } from './helpers.js';
 import type { Deps } from '../../src/context.js';
 import { spawnPlatform, type PlatformProcess } from './processes.js';
-import { startDeployed, startDeploymentWorker } from './deployed.js';
 
 const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 
@@ -64,6 +63,8 @@ export async function startServe(options: { configPath?: string; dir?: string; p
   const { dir, configPath } = options.configPath ? { dir: options.dir ?? '', configPath: options.configPath } : fixtureConfig(options.project);
   // The same tests at a deployed revision's url, through the gateway (deployed.ts).
   if (atDeployed) {
+    // Imported only in this mode: it loads the platform, which serve's tests run as child processes.
+    const { startDeployed } = await import('./deployed.js');
     const deployed = await startDeployed(configPath, options.env);
     const unavailable = () => {
       throw new Error('not at a deployed revision');
@@ -129,6 +130,7 @@ export async function startServe(options: { configPath?: string; dir?: string; p
  * database (working the job queues when `jobs`).
  */
 export async function startWorker(server: ServeProcess, options: { jobs?: boolean } = {}): Promise<{ deps: Deps; stop(): Promise<void> }> {
+  const { startDeploymentWorker } = await import('./deployed.js');
   return startDeploymentWorker(server.databaseUrl, options);
 }
 
