@@ -32,7 +32,7 @@ const sse = { kind: 'sse', description: 'Server-sent events: one event per strea
 const empty = { status: 204, kind: 'empty', description: 'Done.' } as const;
 
 const systemOperations: Operation[] = [
-  { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and its database answer, 503 otherwise' },
+  { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and each dependency (postgres, event_bus in `checks`) answer, 503 otherwise' },
   { method: 'get', path: '/info', tag: 'System', summary: 'Server version and feature flags' },
   { method: 'get', path: '/metrics', tag: 'System', summary: 'Prometheus metrics: runs by status, queue depth, run latency, ingested traces', response: { kind: 'text' } },
   {

@@ -184,7 +184,7 @@ const controlPlaneOperations = (prefix: string): Operation[] => [
 ];
 
 const platformSystemOperations: Operation[] = [
-  { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and its database answer, 503 otherwise' },
+  { method: 'get', path: '/ok', tag: 'System', summary: 'Health: 200 while the server and each dependency (postgres, event_bus in `checks`) answer, 503 otherwise' },
   {
     method: 'get',
     path: '/metrics',

@@ -25,6 +25,12 @@ function sample(text: string, name: string, labels = ''): number | undefined {
 }
 
 describe('system endpoints', () => {
+  it('/ok reports each dependency it serves from', async () => {
+    const ok = await fetch(`${server.url}/ok`);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ ok: true, checks: { postgres: { status: 'ok', latency_ms: expect.any(Number) }, event_bus: { status: 'ok' } } });
+  });
+
   it('/info flags A2A and MCP', async () => {
     const info = (await (await fetch(`${server.url}/info`)).json()) as { flags: Record<string, boolean> };
     expect(info.flags).toMatchObject({ assistants: true, a2a: true, mcp: true });

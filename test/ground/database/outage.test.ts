@@ -33,7 +33,12 @@ describe('database outage', () => {
     await postgres.stop();
     const down = await fetch(`${platform.url}/ok`);
     expect(down.status).toBe(503);
-    expect(await down.json()).toEqual({ ok: false, detail: expect.stringMatching(/database/) });
+    // Which dependency is away, as well as that one is.
+    expect(await down.json()).toEqual({
+      ok: false,
+      detail: expect.stringMatching(/database/),
+      checks: { postgres: { status: 'unavailable', detail: expect.stringMatching(/database/), latency_ms: expect.any(Number) }, event_bus: expect.any(Object) },
+    });
 
     await postgres.start();
     await expect.poll(async () => (await fetch(`${platform.url}/ok`)).status, { timeout: 20_000, interval: 200 }).toBe(200);

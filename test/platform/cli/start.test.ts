@@ -26,7 +26,7 @@ describe('agent-platform start (embedded PostgreSQL)', () => {
       expect(key).toMatch(/^apk_[\w-]{40}$/);
       expect(platform.output()).toContain(`${platform.url}/graphql`);
 
-      expect(await (await fetch(`${platform.url}/ok`)).json()).toEqual({ ok: true });
+      expect(await (await fetch(`${platform.url}/ok`)).json()).toMatchObject({ ok: true, checks: { postgres: { status: 'ok' }, event_bus: { status: 'ok' } } });
       const { status, body } = await graphql(platform.url, '{ viewer { user { email } organization { planTier } workspaces { id name } } }', { key });
       expect(status).toBe(200);
       expect(body.data.viewer).toMatchObject({ user: { email: 'admin@localhost' }, organization: { planTier: 'enterprise' } });

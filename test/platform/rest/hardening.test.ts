@@ -338,7 +338,7 @@ describe('smaller ones', () => {
   });
 
   it('/ok reflects the database', async () => {
-    expect(await (await fetch(`${platform.url}/ok`)).json()).toEqual({ ok: true });
+    expect(await (await fetch(`${platform.url}/ok`)).json()).toMatchObject({ ok: true, checks: { postgres: { status: 'ok' }, event_bus: { status: 'ok' } } });
     expect(workspaceId).toBeTruthy();
   });
 });
