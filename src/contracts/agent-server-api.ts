@@ -89,6 +89,8 @@ export type Run = {
   multitaskStrategy: MultitaskStrategy;
   output: unknown;
   attempt: number;
+  /** Why it was cancelled, while its status is `interrupted` because it was; null otherwise. */
+  cancelReason: string | null;
   createdAt: Date;
   updatedAt: Date;
 };

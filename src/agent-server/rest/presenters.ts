@@ -48,6 +48,7 @@ export const presentRun = (run: Run) => ({
   metadata: run.metadata,
   kwargs: run.kwargs,
   multitask_strategy: run.multitaskStrategy,
+  cancel_reason: run.cancelReason,
 });
 
 export const presentCron = (cron: Cron) => ({

@@ -54,7 +54,7 @@ async function streamToClient(
     }
   } finally {
     if (sse.signal.aborted && options.cancelOnDisconnect) {
-      await runs.cancelRunIds(ctx, [run.runId], 'interrupt').catch((error: unknown) => ctx.logger.warn({ err: error }, 'cancel on disconnect failed'));
+      await runs.cancelRunIds(ctx, [run.runId], 'interrupt', 'disconnect').catch((error: unknown) => ctx.logger.warn({ err: error }, 'cancel on disconnect failed'));
     }
     sse.end();
   }
@@ -106,7 +106,7 @@ export function runsRouter(options: { feedback?: RunFeedback } = {}): Router {
       });
       const { run, done } = await runs.createRunAndWait(req.agent, threadOf(req), req.body ?? {}, disconnected.signal);
       if (disconnected.signal.aborted) {
-        if (req.body?.on_disconnect === 'cancel') await runs.cancelRunIds(req.agent, [run.runId], 'interrupt');
+        if (req.body?.on_disconnect === 'cancel') await runs.cancelRunIds(req.agent, [run.runId], 'interrupt', 'disconnect');
         return;
       }
       res.set('Content-Location', runPath(threadOf(req), run.runId));

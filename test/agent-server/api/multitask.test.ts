@@ -62,8 +62,8 @@ describe('multitask strategies', () => {
     await started(thread.thread_id, first.run_id);
     const second = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'b', delay_ms: 1 }, multitaskStrategy: 'interrupt' });
     const result = (await server.client.runs.join(thread.thread_id, second.run_id)) as SlowState;
-    expect((await server.client.runs.get(thread.thread_id, first.run_id)).status).toBe('interrupted');
-    expect((await server.client.runs.get(thread.thread_id, second.run_id)).status).toBe('success');
+    expect(await server.client.runs.get(thread.thread_id, first.run_id)).toMatchObject({ status: 'interrupted', cancel_reason: `multitask:interrupt:${second.run_id}` });
+    expect(await server.client.runs.get(thread.thread_id, second.run_id)).toMatchObject({ status: 'success', cancel_reason: null });
     expect(result.log.filter((entry) => entry.startsWith('b:'))).toEqual(['b:first', 'b:second', 'b:third']);
   });
 
@@ -88,7 +88,7 @@ describe('cancellation', () => {
     const began = Date.now();
     await server.client.runs.cancel(thread.thread_id, run.run_id, true);
     expect(Date.now() - began).toBeLessThan(1500);
-    expect((await server.client.runs.get(thread.thread_id, run.run_id)).status).toBe('interrupted');
+    expect(await server.client.runs.get(thread.thread_id, run.run_id)).toMatchObject({ status: 'interrupted', cancel_reason: 'user' });
     expect((await server.client.threads.get(thread.thread_id)).status).not.toBe('busy');
   });
 
@@ -110,7 +110,7 @@ describe('cancellation', () => {
       body: JSON.stringify({ run_ids: [queued.run_id] }),
     });
     expect(response.status).toBe(204);
-    expect((await server.client.runs.get(thread.thread_id, queued.run_id)).status).toBe('interrupted');
+    expect(await server.client.runs.get(thread.thread_id, queued.run_id)).toMatchObject({ status: 'interrupted', cancel_reason: 'user' });
     const stream = (await collect(server.client.runs.joinStream(thread.thread_id, queued.run_id))) as { event: string }[];
     expect(stream).toEqual([]);
     const final = (await server.client.runs.join(thread.thread_id, blocker.run_id)) as SlowState;
@@ -133,5 +133,23 @@ describe('cancellation', () => {
       if (part.event === 'custom') controller.abort();
     }
     await expect.poll(async () => (await server.client.runs.get(thread.thread_id, runId)).status, { timeout: 5000 }).toBe('interrupted');
+    expect(await server.client.runs.get(thread.thread_id, runId)).toMatchObject({ cancel_reason: 'disconnect' });
+  });
+
+  it("records reason=taken (input absorbed by the running run, as the SDK's steering sends it) as taken:<that run>", async () => {
+    const thread = await server.client.threads.create();
+    const running = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'a', delay_ms: 300 }, streamMode: ['custom'] });
+    await started(thread.thread_id, running.run_id);
+    const queued = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'b', delay_ms: 1 } });
+    const cancel = (query: string) => fetch(`${server.url}/threads/${thread.thread_id}/runs/${queued.run_id}/cancel?${query}`, { method: 'POST' });
+    // Only an interrupt can say the input was taken: a rollback deletes the run.
+    const refused = await cancel('reason=taken&action=rollback');
+    expect(refused.status).toBe(422);
+    expect((await cancel('reason=lost')).status).toBe(422);
+    expect((await cancel('reason=taken')).status).toBe(202);
+    expect(await server.client.runs.get(thread.thread_id, queued.run_id)).toMatchObject({ status: 'interrupted', cancel_reason: `taken:${running.run_id}` });
+    // The run that took it goes on to its end, not cancelled.
+    await server.client.runs.join(thread.thread_id, running.run_id);
+    expect(await server.client.runs.get(thread.thread_id, running.run_id)).toMatchObject({ status: 'success', cancel_reason: null });
   });
 });

@@ -167,6 +167,6 @@ export async function cancelTask(ctx: AgentServerContext, assistantId: string, i
   const params = parseInput(TaskIdParams, input, 'params');
   const run = await assistantRun(ctx, assistantId, params.id);
   if (isTerminalStatus(run.status)) throw AppError.conflict(TASK_NOT_CANCELABLE);
-  await cancelRunIds(ctx, [run.runId], 'interrupt');
+  await cancelRunIds(ctx, [run.runId], 'interrupt', 'user');
   return { ...(await taskOf(ctx, run)), status: { state: 'canceled', timestamp: new Date().toISOString() } };
 }

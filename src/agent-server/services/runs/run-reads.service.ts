@@ -24,6 +24,8 @@ export const toRun = (row: RunRow): Run => ({
   multitaskStrategy: row.multitask_strategy,
   output: row.output,
   attempt: row.attempt,
+  // Recorded with the cancellation; a run that ended otherwise before it took effect was not cancelled.
+  cancelReason: row.status === 'interrupted' ? row.cancel_reason : null,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });

@@ -68,6 +68,8 @@ export const RunCancelQuery = z.object({
     .optional()
     .transform((value) => value === true || value === '1' || value === 'true'),
   action: z.enum(['interrupt', 'rollback']).default('interrupt'),
+  // The SDK's `reason: "taken"`: the run's input was absorbed by the thread's running run (steering).
+  reason: z.literal('taken').optional(),
 });
 
 export const RunsCancelRequest = z.object({

@@ -213,7 +213,7 @@ async function createParsedRun(
         });
 
   if ((strategy === 'interrupt' || strategy === 'rollback') && inflight.length) {
-    await cancelRunIds(ctx, inflight.map((r) => r.id), strategy);
+    await cancelRunIds(ctx, inflight.map((r) => r.id), strategy, `multitask:${strategy}:${runId}`);
   }
   // Wake-ups, not state: the response need not wait for them.
   const log = (error: unknown) => ctx.logger.warn({ err: error }, 'could not publish a run event');
@@ -253,12 +253,13 @@ export async function deleteRun(ctx: AuthorizedContext, threadId: string, runId:
 }
 
 /**
- * Cancels runs by id. Pending ones end at once (`interrupted`; deleted for rollback); running ones are
- * signalled to the runtime executing them (`runs.cancel`), which stops the graph.
+ * Cancels runs by id, for `reason` (the run's `cancel_reason`: `user`, `taken:<run>`,
+ * `multitask:<strategy>:<run>`, `disconnect`). Pending ones end at once (`interrupted`; deleted for
+ * rollback); running ones are signalled to the runtime executing them (`runs.cancel`), which stops the graph.
  */
-export async function cancelRunIds(ctx: AgentServerContext, runIds: string[], action: 'interrupt' | 'rollback'): Promise<void> {
+export async function cancelRunIds(ctx: AgentServerContext, runIds: string[], action: 'interrupt' | 'rollback', reason: string): Promise<void> {
   if (!runIds.length) return;
-  const ended = await store.endPendingRuns(ctx.db, runIds, action);
+  const ended = await store.endPendingRuns(ctx.db, runIds, action, reason);
   const endedIds = new Set(ended.map((row) => row.id));
   for (const row of ended) {
     await ctx.events.publish('runs.stream', { runId: row.id, status: 'interrupted' }, row.id);
@@ -276,9 +277,18 @@ export async function cancelRun(ctx: AuthorizedContext, threadId: string, runId:
   const query = parseInput(RunCancelQuery, input, 'query');
   const run = await getRun(ctx, threadId, runId, 'update');
   const waiting = query.wait ? waitForRun(ctx, run.runId) : undefined;
-  if (!isTerminalStatus(run.status)) await cancelRunIds(ctx, [run.runId], query.action);
+  if (query.reason === 'taken' && query.action !== 'interrupt') {
+    throw new AppError('VALIDATION_FAILED', 'reason=taken cancels with action=interrupt only.', [{ loc: ['query', 'reason'], msg: 'only with action=interrupt', type: 'value_error' }]);
+  }
+  if (!isTerminalStatus(run.status)) await cancelRunIds(ctx, [run.runId], query.action, query.reason === 'taken' ? `taken:${await runningRunOf(ctx, threadId)}` : 'user');
   if (waiting) await waiting;
   return { waited: query.wait };
+}
+
+/** The thread's running run, which took a cancelled run's input (steering): `taken:<its id>`, or `taken:` when none runs. */
+async function runningRunOf(ctx: AgentServerContext, threadId: string): Promise<string> {
+  const [running] = await store.selectRunIds(ctx.db, ctx.deployment.deploymentId, { threadId, statuses: ['running'] });
+  return running ?? '';
 }
 
 /** Cancels many runs: by ids, or a thread's runs by status (pending, running or all). */
@@ -300,7 +310,7 @@ export async function cancelRuns(ctx: AuthorizedContext, input: unknown, options
   } else {
     throw new AppError('VALIDATION_FAILED', 'Name run_ids, a thread_id or a status.', [{ loc: ['body'], msg: 'run_ids, thread_id or status required', type: 'missing' }]);
   }
-  await cancelRunIds(ctx, await visibleRunIds(ctx, ids, filter), action);
+  await cancelRunIds(ctx, await visibleRunIds(ctx, ids, filter), action, 'user');
 }
 
 /**

@@ -18,6 +18,7 @@ export type RunRow = {
   multitask_strategy: MultitaskStrategy;
   output: unknown;
   attempt: number;
+  cancel_reason: string | null;
   worker_id: string | null;
   job_id: string | null;
   created_at: Date;
@@ -233,14 +234,25 @@ export async function lockThreadRunsInFlight(
   return rows;
 }
 
-/** Ends the pending ones of these runs: deleted (rollback) or `interrupted`. Returns those it ended. */
-export async function endPendingRuns(db: Pick<Database, 'pool'>, runIds: string[], action: 'interrupt' | 'rollback'): Promise<{ id: string; thread_id: string }[]> {
+/**
+ * Ends the pending ones of these runs: deleted (rollback) or `interrupted` for `reason`; records the
+ * reason on the running ones, whose runtime ends them when it stops the graph. Returns those it ended.
+ */
+export async function endPendingRuns(
+  db: Pick<Database, 'pool'>,
+  runIds: string[],
+  action: 'interrupt' | 'rollback',
+  reason: string,
+): Promise<{ id: string; thread_id: string }[]> {
+  // The first reason given is the one kept: a run cancelled twice was stopped by the first.
+  await db.pool.query(`UPDATE agent_runs SET cancel_reason = $2 WHERE id = ANY($1::uuid[]) AND status = 'running' AND cancel_reason IS NULL`, [runIds, reason]);
   const { rows } =
     action === 'rollback'
       ? await db.pool.query<{ id: string; thread_id: string }>(`DELETE FROM agent_runs WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`, [runIds])
       : await db.pool.query<{ id: string; thread_id: string }>(
-          `UPDATE agent_runs SET status = 'interrupted', updated_at = now(), ended_at = now() WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`,
-          [runIds],
+          `UPDATE agent_runs SET status = 'interrupted', cancel_reason = $2, updated_at = now(), ended_at = now()
+           WHERE id = ANY($1::uuid[]) AND status = 'pending' RETURNING id, thread_id`,
+          [runIds, reason],
         );
   return rows;
 }

@@ -24,6 +24,10 @@ export const RunRef = builder.objectRef<Run & { deploymentId: string }>('Run').i
     status: t.field({ type: RunStatusEnum, description: 'Current status.', resolve: (run) => run.status }),
     metadata: t.field({ type: 'JSON', description: 'Run metadata.', resolve: (run) => run.metadata }),
     multitaskStrategy: t.field({ type: MultitaskStrategyEnum, description: 'Strategy it was created with.', resolve: (run) => run.multitaskStrategy }),
+    cancelReason: t.exposeString('cancelReason', {
+      nullable: true,
+      description: 'Why it was cancelled (user, taken:<run>, multitask:<strategy>:<run>, disconnect), while its status is interrupted because it was.',
+    }),
     streamModes: t.stringList({ description: 'Stream modes it records.', resolve: (run) => run.kwargs.stream_mode }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When it was created.' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'When it last changed.' }),
