@@ -269,6 +269,31 @@ describe('custom auth at serve', () => {
     expect((await refusedUpgrade(server.url, threadId, { 'x-api-key': strangerKey, 'x-auth-scheme': 'langsmith' })).status).toBe(strangerStatus());
   });
 
+  // langgraph-api 1.5: two callers' run.start at once on one thread, over sockets of their own: each
+  // run is made for its own caller, never for the other's (no auth shared through the thread).
+  it('runs two callers’ concurrent run.start on one thread each as its own caller', async () => {
+    const studioHeaders = { 'x-api-key': platformKey, 'x-auth-scheme': 'langsmith' };
+    const studioClient = new Client({ apiUrl: server.url, apiKey: platformKey, defaultHeaders: { 'x-auth-scheme': 'langsmith' }, callerOptions: { maxRetries: 0 } });
+    const studioIdentity = ((await studioClient.runs.wait(null, 'whoami', { input: {} })) as { user: string | null }).user;
+    expect(studioIdentity).not.toBe('alice');
+    const thread = await alice.threads.create();
+    const [mine, studio] = await Promise.all([
+      openProtocolSocket(server.url, thread.thread_id, { authorization: 'Bearer token-alice' }),
+      openProtocolSocket(server.url, thread.thread_id, studioHeaders),
+    ]);
+    try {
+      const started = await Promise.all(
+        Array.from({ length: 3 }, () => [mine.command('run.start', { assistant_id: 'whoami', input: {} }), studio.command('run.start', { assistant_id: 'whoami', input: {} })]).flat(),
+      );
+      const runIds = started.map((answer) => (answer as { result: { run_id: string } }).result.run_id);
+      const users = await Promise.all(runIds.map(async (runId) => ((await studioClient.runs.join(thread.thread_id, runId)) as { user: string | null }).user));
+      expect(users).toEqual(['alice', studioIdentity, 'alice', studioIdentity, 'alice', studioIdentity]);
+    } finally {
+      mine.close();
+      studio.close();
+    }
+  });
+
   it('lets the studio in with a platform key (x-auth-scheme: langsmith), and no other key', async () => {
     const studio = new Client({ apiUrl: server.url, apiKey: platformKey, defaultHeaders: { 'x-auth-scheme': 'langsmith' }, callerOptions: { maxRetries: 0 } });
     const owners = new Set((await studio.threads.search({ limit: 100 })).map((thread) => thread.metadata?.owner));
