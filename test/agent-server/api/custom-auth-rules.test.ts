@@ -12,8 +12,10 @@ import { readGraphConfig } from '../../../src/contracts/graph-config.js';
 import { newId } from '../../../src/ids.js';
 import { loadCustomAuth } from '../../../src/agent-server/runtime/custom-auth.js';
 import { GraphRegistry } from '../../../src/agent-server/runtime/graph-registry.js';
-import { createAssistant, searchAssistants } from '../../../src/agent-server/services/assistants/assistants.service.js';
-import { searchCrons } from '../../../src/agent-server/services/crons/crons.service.js';
+import { createAssistant, searchAssistants, updateAssistant } from '../../../src/agent-server/services/assistants/assistants.service.js';
+import { createCron, deleteCron, getCron, searchCrons } from '../../../src/agent-server/services/crons/crons.service.js';
+import { getRun } from '../../../src/agent-server/services/runs/run-reads.service.js';
+import { createRun } from '../../../src/agent-server/services/runs/runs.service.js';
 import { type AuthorizedContext, AuthRefusal, type CustomAuth } from '../../../src/agent-server/services/custom-auth/custom-auth.js';
 import { agentContext } from '../../../src/agent-server/services/served-deployment/served-deployment.js';
 import { countThreads, createThread, deleteThread, getThread, searchThreads, updateThread } from '../../../src/agent-server/services/threads/threads.service.js';
@@ -136,6 +138,27 @@ describe('filters in the services, on the database', () => {
     expect((await searchItems(dana, { namespace_prefix: namespace })).map((item) => item.key)).toEqual(['dana']);
     expect((await getItem(dana, { namespace: namespace.join('.'), key: 'dana' }))?.value).toEqual({ owner: 'dana', text: 'mine' });
     await expect(getItem(dana, { namespace: namespace.join('.'), key: 'eve' })).rejects.toThrow('Item not found');
+  });
+
+  // The Agent Server's advisory "auth mutations not applied": what a handler changed was not stored.
+  it("stores what a handler changed on every create and update, not the request as sent", async () => {
+    const handlers: CustomAuth = (await load('stamps'))!;
+    const stamper: AuthorizedContext = { ...system, auth: { ...(await handlers.authenticate(new Request('http://x/')))!, handlers } };
+    const thread = await createThread(stamper, { metadata: { mine: true } });
+    expect((await getThread(system, thread.threadId)).metadata).toEqual({ mine: true, stamped: 'threads:create' });
+    await updateThread(stamper, thread.threadId, { metadata: { more: 1 } });
+    expect((await getThread(system, thread.threadId)).metadata).toMatchObject({ more: 1, stamped: 'threads:update' });
+    const assistant = await createAssistant(stamper, { graph_id: 'whoami' });
+    expect(assistant.metadata).toMatchObject({ stamped: 'assistants:create' });
+    expect((await updateAssistant(stamper, assistant.assistantId, { metadata: { more: 1 } })).metadata).toMatchObject({ stamped: 'assistants:update' });
+    const run = await createRun(stamper, thread.threadId, { assistant_id: 'whoami', input: {} });
+    expect((await getRun(system, thread.threadId, run.runId)).metadata).toMatchObject({ stamped: 'threads:create_run' });
+    const cron = await createCron(stamper, null, { assistant_id: 'whoami', schedule: '0 0 1 1 *' });
+    expect((await getCron(system, cron.cronId)).metadata).toMatchObject({ stamped: 'crons:create' });
+    await deleteCron(system, cron.cronId);
+    const key = crypto.randomUUID();
+    await putItem(stamper, { namespace: ['notes'], key, value: { text: 'scoped' } });
+    expect((await getItem(system, { namespace: 'stamped.notes', key }))?.value).toEqual({ text: 'scoped' });
   });
 
   it('a refusal of the handler stops the action: the service throws it, nothing changes', async () => {

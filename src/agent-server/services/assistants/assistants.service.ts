@@ -156,7 +156,9 @@ async function findAssistant(ctx: AgentServerContext, assistantId: string): Prom
  */
 export async function getAssistant(ctx: AuthorizedContext, idOrGraph: string, action: 'read' | 'update' | 'delete' = 'read', value: Json = {}): Promise<Assistant> {
   const assistantId = resolveAssistantId(ctx, idOrGraph);
-  const filter = await authorize(ctx, 'assistants', action, { assistant_id: assistantId, ...value });
+  // The handler gets the caller's own object, so what it changes there (a stamped metadata) is what the
+  // caller stores; a copy lost it (the Agent Server's advisory "auth mutations not applied").
+  const filter = await authorize(ctx, 'assistants', action, Object.assign(value, { assistant_id: assistantId }));
   const assistant = await findAssistant(ctx, assistantId);
   if (!assistant || !matchesFilter(assistant.metadata, filter)) throw AppError.notFound(NOT_FOUND);
   return assistant;

@@ -126,7 +126,9 @@ export async function createCron(ctx: AuthorizedContext, threadId: string | null
  * `crons:<action>` filters it out; FORBIDDEN when it refuses the action).
  */
 export async function getCron(ctx: AuthorizedContext, cronId: string, action: 'read' | 'update' | 'delete' = 'read', value: Json = {}): Promise<Cron> {
-  const filter = await authorize(ctx, 'crons', action, { cron_id: cronId, ...value });
+  // The handler gets the caller's own object, so what it changes there (a stamped metadata) is what the
+  // caller stores; a copy lost it (the Agent Server's advisory "auth mutations not applied").
+  const filter = await authorize(ctx, 'crons', action, Object.assign(value, { cron_id: cronId }));
   const row = isUuid(cronId) ? await store.selectCron(ctx.db, ctx.deployment.deploymentId, cronId.toLowerCase()) : undefined;
   if (!row || !matchesFilter(row.metadata, filter)) throw AppError.notFound(CRON_NOT_FOUND);
   return toCron(row);

@@ -91,7 +91,9 @@ async function findThread(ctx: AgentServerContext, threadId: string): Promise<Th
  * custom-auth handler of `threads:<action>` filters out; FORBIDDEN when it refuses the action).
  */
 export async function getThread(ctx: AuthorizedContext, threadId: string, action: 'read' | 'update' | 'delete' = 'read', value: Json = {}): Promise<Thread> {
-  const filter = await authorize(ctx, 'threads', action, { thread_id: threadId, ...value });
+  // The handler gets the caller's own object, so what it changes there (a stamped metadata) is what the
+  // caller stores; a copy lost it (the Agent Server's advisory "auth mutations not applied").
+  const filter = await authorize(ctx, 'threads', action, Object.assign(value, { thread_id: threadId }));
   const thread = await findThread(ctx, threadId);
   if (!thread || !matchesFilter(thread.metadata, filter)) throw AppError.notFound(threadNotFound(threadId));
   return thread;
