@@ -196,7 +196,7 @@ describe('two api and two worker processes on one PostgreSQL', () => {
     for (const part of parts) expect(runs.map((run) => run.id)).toContain(part.slice(0, 36));
   }, 180_000);
 
-  it('replacing the api processes one at a time behind a balancer while clients stream runs: no request or stream fails', async () => {
+  it('replacing the api processes one at a time behind a balancer while clients stream runs and send traces: no request or stream fails, no trace is lost', async () => {
     // Runs that stream for about two seconds: ten custom events, one each 200 ms.
     const streaming = {
       'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' } }),
@@ -242,7 +242,27 @@ export const graph = new StateGraph(State)
           }
         }
       };
-      const traffic = Promise.all([0, 1, 2].map(consumer));
+      // An app tracing through the balancer meanwhile, a run posted and then patched each time (without
+      // the SDK's batching, which only logs what fails): every call answered, every trace stored whole.
+      const traced: string[] = [];
+      const traceFailures: string[] = [];
+      const tracer = async () => {
+        const writer = new LangSmith({ apiUrl: balancer.url, apiKey: key, autoBatchTracing: false });
+        for (let i = 0; running; i++) {
+          const id = randomUUID();
+          const startTime = Date.now();
+          const dottedOrder = `${new Date(startTime).toISOString().replace(/[-:.]/g, '')}${id}`;
+          try {
+            await writer.createRun({ id, trace_id: id, dotted_order: dottedOrder, name: 'rolled', run_type: 'chain', inputs: { i }, project_name: 'rolling', start_time: startTime });
+            await writer.updateRun(id, { outputs: { i }, end_time: Date.now(), trace_id: id, dotted_order: dottedOrder });
+            traced.push(id);
+          } catch (error) {
+            traceFailures.push((error as Error).message);
+          }
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      };
+      const traffic = Promise.all([...[0, 1, 2].map(consumer), tracer()]);
       for (const index of [0, 1]) {
         const before = outcomes.length;
         const replacement = spawnPlatform(['start', '--role', 'api', '--port', '0'], env, 150_000);
@@ -256,6 +276,11 @@ export const graph = new StateGraph(State)
       await traffic;
       expect(outcomes.filter((outcome) => outcome !== 'ok')).toEqual([]);
       expect(outcomes.length).toBeGreaterThan(6);
+      expect(traceFailures).toEqual([]);
+      expect(traced.length).toBeGreaterThan(10);
+      const storedWhole = () =>
+        onDatabase(async (db) => (await db.query('SELECT count(*)::int AS n FROM trace_runs WHERE id = ANY($1::uuid[]) AND end_time IS NOT NULL', [traced])).rows[0].n);
+      await expect.poll(storedWhole, { timeout: 20_000, interval: 250 }).toBe(traced.length);
     } finally {
       await balancer.close();
     }
