@@ -70,6 +70,7 @@ const threadsOperations: Operation[] = [
   { method: 'post', path: '/threads/:threadId/state/checkpoint', tag: 'Threads', summary: 'The state at a checkpoint', body: ThreadStateCheckpointRequest },
   { method: 'get', path: '/threads/:threadId/state/:checkpointId', tag: 'Threads', summary: 'The state at a checkpoint id' },
   { method: 'get', path: '/threads/:threadId/history', tag: 'Threads', summary: "The thread's past states" },
+  { method: 'get', path: '/threads/:threadId/storage', tag: 'Threads', summary: "Bytes the thread's checkpoints occupy, as stored: checkpoints, channel values (by channel), pending writes" },
   { method: 'post', path: '/threads/:threadId/history', tag: 'Threads', summary: "The thread's past states, filtered", body: ThreadHistoryRequest },
   { method: 'get', path: '/threads/:threadId/stream', tag: 'Threads', summary: "Follow the thread's runs", response: sse },
 ];

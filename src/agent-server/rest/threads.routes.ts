@@ -63,6 +63,10 @@ export function threadsRouter(): Router {
     );
   });
 
+  router.get('/threads/:threadId/storage', async (req, res) => {
+    sendJson(res, await threads.getThreadStorage(req.agent, req.params.threadId));
+  });
+
   router.get('/threads/:threadId/history', async (req, res) => {
     const { limit, before } = req.query;
     sendJson(res, await threads.getThreadHistory(req.agent, req.params.threadId, { limit: limit ?? undefined, before: before ?? undefined }));

@@ -37,6 +37,38 @@ describe('threads', () => {
     expect(await server.client.threads.count({ metadata: { tag }, status: 'idle' })).toBe(1);
   });
 
+  it('says what a thread occupies in storage: checkpoints, channel values by channel, pending writes', async () => {
+    type Size = { rows: number; bytes: number };
+    type Storage = { thread_id: string; total_bytes: number; checkpoints: Size; channel_values: Size & { channels: Record<string, Size> }; pending_writes: Size };
+    const storage = async (threadId: string) => {
+      const response = await fetch(`${server.url}/threads/${threadId}/storage`);
+      return { status: response.status, body: (response.ok ? await response.json() : await response.text()) as Storage };
+    };
+    const thread = await server.client.threads.create();
+    expect((await storage(thread.thread_id)).body).toEqual({
+      thread_id: thread.thread_id,
+      total_bytes: 0,
+      checkpoints: { rows: 0, bytes: 0 },
+      channel_values: { rows: 0, bytes: 0, channels: {} },
+      pending_writes: { rows: 0, bytes: 0 },
+    });
+    // Stopped at its interrupt: the interrupt is a pending write of the task that raised it.
+    const topic = 'x'.repeat(20_000);
+    await server.client.runs.wait(thread.thread_id, 'interrupt', { input: { topic } });
+    const { status, body } = await storage(thread.thread_id);
+    expect(status).toBe(200);
+    expect(body.checkpoints.rows).toBe((await server.client.threads.getHistory(thread.thread_id, { limit: 100 })).length);
+    expect(body.channel_values.channels.topic!.rows).toBeGreaterThanOrEqual(1);
+    // Stored as PostgreSQL keeps it: a repetitive value compresses.
+    expect(body.channel_values.channels.topic!.bytes).toBeGreaterThan(0);
+    expect(body.channel_values.channels.topic!.bytes).toBeLessThan(topic.length);
+    expect(body.pending_writes.rows).toBeGreaterThanOrEqual(1);
+    const channels = Object.values(body.channel_values.channels);
+    expect(body.channel_values.bytes).toBe(channels.reduce((sum, size) => sum + size.bytes, 0));
+    expect(body.total_bytes).toBe(body.checkpoints.bytes + body.channel_values.bytes + body.pending_writes.bytes);
+    expect((await storage(crypto.randomUUID())).status).toBe(404);
+  });
+
   it('reads state, updates it as a node, and walks history and checkpoints', async () => {
     const thread = await server.client.threads.create();
     await server.client.runs.wait(thread.thread_id, 'interrupt', { input: { topic: 'tea' } });

@@ -35,6 +35,36 @@ export async function copyThreadCheckpoints(pool: pg.Pool, fromThreadId: string,
   }
 }
 
+/** Rows and the bytes they hold, as stored (pg_column_size: after PostgreSQL's compression). */
+export type StoredSize = { rows: number; bytes: number };
+export type ThreadStorage = { checkpoints: StoredSize; channel_values: StoredSize & { channels: Record<string, StoredSize> }; pending_writes: StoredSize };
+
+/**
+ * What a thread's checkpoints occupy, in one statement: checkpoint rows (the checkpoint and its
+ * metadata), channel values (a row per channel version, by channel) and pending writes (all namespaces).
+ */
+export async function threadStorage(pool: pg.Pool, threadId: string): Promise<ThreadStorage> {
+  const { rows } = await pool.query<{ section: keyof ThreadStorage; channel: string | null; rows: string; bytes: string }>(
+    `SELECT 'checkpoints' AS section, NULL AS channel, count(*) AS rows, coalesce(sum(pg_column_size(checkpoint) + pg_column_size(metadata)), 0) AS bytes
+       FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1
+     UNION ALL
+     SELECT 'channel_values', channel, count(*), coalesce(sum(coalesce(pg_column_size(blob), 0)), 0)
+       FROM ${CHECKPOINT_SCHEMA}.checkpoint_blobs WHERE thread_id = $1 GROUP BY channel
+     UNION ALL
+     SELECT 'pending_writes', NULL, count(*), coalesce(sum(pg_column_size(blob)), 0)
+       FROM ${CHECKPOINT_SCHEMA}.checkpoint_writes WHERE thread_id = $1`,
+    [threadId],
+  );
+  const storage: ThreadStorage = { checkpoints: { rows: 0, bytes: 0 }, channel_values: { rows: 0, bytes: 0, channels: {} }, pending_writes: { rows: 0, bytes: 0 } };
+  for (const row of rows) {
+    const size = { rows: Number(row.rows), bytes: Number(row.bytes) };
+    storage[row.section].rows += size.rows;
+    storage[row.section].bytes += size.bytes;
+    if (row.channel !== null) storage.channel_values.channels[row.channel] = size;
+  }
+  return storage;
+}
+
 /** The id of a thread's latest root checkpoint (null when it has none). */
 export async function latestCheckpointId(pool: pg.Pool, threadId: string): Promise<string | null> {
   const { rows } = await pool.query<{ checkpoint_id: string }>(

@@ -12,7 +12,7 @@ import { askRuntime } from '../served-deployment/runtime-client.js';
 import { parseInput } from '../../../validate.js';
 import { type SearchPage, searchPage } from '../search-page.js';
 import { deleteRunsEvents, deleteThreadsRuns, threadHasRunInFlight } from '../runs/runs.store.js';
-import { copyThreadCheckpoints, deleteThreadCheckpoints } from './checkpoints.store.js';
+import { copyThreadCheckpoints, deleteThreadCheckpoints, threadStorage, type ThreadStorage } from './checkpoints.store.js';
 import type { ThreadRow } from './threads.store.js';
 import {
   ThreadCountRequest,
@@ -256,6 +256,17 @@ export async function updateThreadState(
   for (const [key, value] of Object.entries(body.checkpoint ?? {})) if (value != null) checkpoint[key] = value;
   const request = { kind: 'update-thread-state', threadId, graphId: graphOf(thread), config: thread.config, checkpoint, values: body.values ?? null, asNode: body.as_node ?? undefined } as const;
   return (await askRuntime(ctx, request)) as { checkpoint: Checkpoint | null; configurable: Json };
+}
+
+/**
+ * The bytes a thread's checkpoints occupy, as stored, by section (GET /threads/{id}/storage, as the
+ * hosted server answers it): what makes a thread large, before a TTL or a trim is chosen.
+ */
+export async function getThreadStorage(ctx: AuthorizedContext, threadId: string): Promise<ThreadStorage & { thread_id: string; total_bytes: number }> {
+  const thread = await getThread(ctx, threadId);
+  const storage = await threadStorage(ctx.db.pool, thread.threadId);
+  const total = storage.checkpoints.bytes + storage.channel_values.bytes + storage.pending_writes.bytes;
+  return { thread_id: thread.threadId, total_bytes: total, ...storage };
 }
 
 /** Past states, newest first (`before` a checkpoint, filtered by checkpoint metadata). Asked of the runtime. */
