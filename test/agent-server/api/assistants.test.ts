@@ -12,7 +12,7 @@ afterAll(async () => {
   removeDir(server?.dir);
 });
 
-const GRAPHS = ['agent', 'interrupt', 'nested', 'failing', 'slow', 'factory', 'memory'];
+const GRAPHS = ['agent', 'interrupt', 'approval', 'nested', 'failing', 'slow', 'factory', 'memory'];
 
 describe('assistants', () => {
   it('creates one system assistant per graph with the uuid5 id, addressable by graph name', async () => {

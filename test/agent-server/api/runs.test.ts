@@ -96,6 +96,31 @@ describe('interrupts, errors, factories and the store', () => {
     expect((await server.client.threads.get(thread.thread_id)).status).toBe('idle');
   });
 
+  it("shows an interrupt's response_schema wherever the interrupt is shown, and a resume value it refuses fails the run", async () => {
+    const thread = await server.client.threads.create();
+    const parts = (await collect(server.client.runs.stream(thread.thread_id, 'approval', { input: { action: 'deploy' }, streamMode: ['values', 'updates'] }))) as Part[];
+    const schema = {
+      type: 'object',
+      properties: { approved: { type: 'boolean' }, note: { type: 'string' } },
+      required: ['approved'],
+    };
+    const shown = { value: { question: 'Approve deploy?' }, response_schema: expect.objectContaining(schema) };
+    expect(parts.find((part) => part.event === 'updates' && part.data.__interrupt__)!.data.__interrupt__).toEqual([expect.objectContaining(shown)]);
+    expect(parts.filter((part) => part.event === 'values').at(-1)!.data.__interrupt__).toEqual([expect.objectContaining(shown)]);
+    const state = await server.client.threads.getState(thread.thread_id);
+    expect(state.tasks[0]!.interrupts).toEqual([expect.objectContaining(shown)]);
+    expect(Object.values((await server.client.threads.get(thread.thread_id)).interrupts).flat()).toEqual([expect.objectContaining(shown)]);
+
+    // The graph parses the answer by its schema: one that does not fit fails the run, saying why.
+    const refused = await server.client.runs.create(thread.thread_id, 'approval', { command: { resume: { approved: 'yes' } } });
+    await server.client.runs.join(thread.thread_id, refused.run_id);
+    expect((await server.client.runs.get(thread.thread_id, refused.run_id)).status).toBe('error');
+    expect(JSON.stringify((await server.client.threads.get(thread.thread_id)).error ?? '')).toMatch(/approved/);
+    // The interrupt still waits; an answer that fits goes through, as the schema parsed it.
+    const result = await server.client.runs.wait(thread.thread_id, 'approval', { command: { resume: { approved: true, note: 'ok', extra: 1 } } });
+    expect(result).toEqual({ action: 'deploy', decision: { approved: true, note: 'ok' } });
+  });
+
   it('interrupts before a node when asked', async () => {
     const thread = await server.client.threads.create();
     await server.client.runs.wait(thread.thread_id, 'slow', { input: { label: 'i', delay_ms: 1 }, interruptBefore: ['second'] });
