@@ -7,6 +7,7 @@
 import { PgBoss } from 'pg-boss';
 import type { Deps } from '../../context.js';
 import { pruneEventPayloads } from './events-prune.job.js';
+import { pruneIdleBuckets } from '../services/rate-limits/rate-limits.store.js';
 import { pruneStatelessRunsJob, sweepOrphanedRunsJob } from './runs-sweep.job.js';
 import { sweepStoreJob } from './store-sweep.job.js';
 import { CRON_FIRE_QUEUE } from '../services/crons/cron-schedule.js';
@@ -102,7 +103,8 @@ export async function startBoss(
   const boss = await startJobQueue(deps, { ...options, applicationName: options.applicationName ?? 'agent-server-jobs', install });
   if (install) await declareQueues(boss, Object.values(QUEUES));
   if (options.work) {
-    await workNotified(boss, QUEUES.eventsPrune, async () => pruneEventPayloads(deps));
+    // Every ten minutes: event payloads nobody reads any more, and rate-limit buckets full again.
+    await workNotified(boss, QUEUES.eventsPrune, async () => ({ ...(await pruneEventPayloads(deps)), idleBuckets: await pruneIdleBuckets(deps.db) }));
     await workNotified(boss, QUEUES.runsSweep, async () => sweepOrphanedRunsJob(deps, boss));
     await workNotified(boss, QUEUES.runsPruneStateless, async () => pruneStatelessRunsJob(deps));
     await workNotified(boss, QUEUES.storeSweep, async () => sweepStoreJob(deps));

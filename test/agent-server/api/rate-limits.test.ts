@@ -4,8 +4,10 @@
 // again once that has passed, and the SDK's own retries ride over it; every process of a deployment
 // draws from the same buckets, kept in its database.
 import { Client } from '@langchain/langgraph-sdk';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
+import { pruneIdleBuckets } from '../../../src/agent-server/services/rate-limits/rate-limits.store.js';
 import { atDeployed, removeDir, type ServeProcess, startServe } from '../../support/serve.js';
 
 const ENFORCED = { AGENT_SERVER_RATE_LIMIT: 'enforce', AGENT_SERVER_RATE_LIMIT_CALLER_PER_MINUTE: '30', AGENT_SERVER_RATE_LIMIT_SEARCH_PER_MINUTE: '10000' };
@@ -97,6 +99,30 @@ describe('rate limits', () => {
       await second.stop();
     }
   }, 120_000);
+
+  it.skipIf(atDeployed)("forget a caller's bucket once it is full again, keeping its counts in /metrics", async () => {
+    const client = clientOf(shadowed, { maxRetries: 0 });
+    await client.threads.search({ limit: 1 });
+    const counted = async () => ({
+      allowed: await metric(shadowed, 'agent_server_rate_limit_decisions_total', '{bucket="caller",decision="allowed"}'),
+      limited: await metric(shadowed, 'agent_server_rate_limit_decisions_total', '{bucket="caller",decision="limited"}'),
+    });
+    const pool = new pg.Pool({ connectionString: shadowed.databaseUrl, max: 1 });
+    try {
+      const buckets = async () => (await pool.query<{ key: string }>('SELECT key FROM rate_limit_buckets ORDER BY key')).rows.map((row) => row.key);
+      // The caller's bucket, still refilling (5 a minute), is kept. /metrics draws on no bucket: the counts hold still.
+      await pruneIdleBuckets({ pool }, 0);
+      expect((await buckets()).some((key) => key.startsWith('caller:'))).toBe(true);
+      const before = await counted();
+      // Idle for longer than a refill takes: full again, so forgotten, its counts folded into the kind's totals.
+      await pool.query("UPDATE rate_limit_buckets SET updated_at = updated_at - interval '10 minutes'");
+      expect(await pruneIdleBuckets({ pool })).toBeGreaterThanOrEqual(1);
+      expect((await buckets()).filter((key) => !key.startsWith('totals:'))).toEqual([]);
+      expect(await counted()).toEqual(before);
+    } finally {
+      await pool.end();
+    }
+  });
 
   it('are off by default: nothing is counted, nothing refused', () => {
     expect(loadConfig({}, {}).agentServerRateLimits.mode).toBe('off');

@@ -51,3 +51,26 @@ export async function countDecisions(db: Database): Promise<{ kind: BucketKind; 
   );
   return rows.map((row) => ({ kind: row.kind, allowed: Number(row.allowed), limited: Number(row.limited) }));
 }
+
+/**
+ * Deletes the buckets that have been full again for a while (idle for longer than their refill takes:
+ * a new one would start as full, so nothing changes for their caller), folding their decision counts
+ * into a totals row per kind, so /metrics' counters never go back. Without it, every caller identity
+ * ever seen (custom auth makes them without bound) would keep a row. Returns how many it deleted.
+ */
+export async function pruneIdleBuckets(db: Pick<Database, 'pool'>, idleSeconds = 300): Promise<number> {
+  const { rows } = await db.pool.query<{ deleted: string }>(
+    `WITH idle AS (
+       DELETE FROM rate_limit_buckets
+        WHERE key NOT LIKE 'totals:%' AND per_second > 0
+          AND updated_at + make_interval(secs => greatest($1::float8, (capacity - tokens) / per_second)) < clock_timestamp()
+       RETURNING kind, allowed_total, limited_total),
+     folded AS (
+       INSERT INTO rate_limit_buckets AS b (key, kind, capacity, per_second, tokens, last_allowed, allowed_total, limited_total, updated_at)
+       SELECT 'totals:' || kind, kind, 0, 0, 0, true, sum(allowed_total), sum(limited_total), clock_timestamp() FROM idle GROUP BY kind
+       ON CONFLICT (key) DO UPDATE SET allowed_total = b.allowed_total + excluded.allowed_total, limited_total = b.limited_total + excluded.limited_total)
+     SELECT count(*)::text AS deleted FROM idle`,
+    [idleSeconds],
+  );
+  return Number(rows[0]!.deleted);
+}
