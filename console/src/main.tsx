@@ -8,20 +8,9 @@ import { ProjectsPage } from './pages/projects.js';
 import { RunsPage } from './pages/runs.js';
 import { TracePage } from './pages/trace.js';
 import { href, navigate, useRoute } from './router.js';
-import { clearSession, loadSession, type Session, saveSession } from './session.js';
+import { clearSession, loadSession, type Session, saveSession, type Viewer } from './session.js';
 import './styles.css';
 
-export type Workspace = { id: string; name: string };
-export type Viewer = {
-  apiKeyShortKey: string | null;
-  permissions: string[];
-  /** What the key may do in the selected workspace (workspaces:write: create and change things there). */
-  workspacePermissions: string[];
-  user: { email: string } | null;
-  organization: { id: string; name: string; planTier: string } | null;
-  workspace: Workspace | null;
-  workspaces: Workspace[];
-};
 
 const VIEWER = `query ConsoleViewer { viewer { apiKeyShortKey permissions workspacePermissions user { email } organization { id name planTier } workspace { id name } workspaces { id name } } }`;
 

@@ -5,6 +5,19 @@ const WORKSPACE = 'agent-platform.workspace';
 
 export type Session = { apiKey: string; workspaceId: string | null };
 
+/** Who the session's key acts for, and where (the console's viewer query). */
+export type Workspace = { id: string; name: string };
+export type Viewer = {
+  apiKeyShortKey: string | null;
+  permissions: string[];
+  /** What the key may do in the selected workspace (workspaces:write: create and change things there). */
+  workspacePermissions: string[];
+  user: { email: string } | null;
+  organization: { id: string; name: string; planTier: string } | null;
+  workspace: Workspace | null;
+  workspaces: Workspace[];
+};
+
 export function loadSession(): Session | null {
   const apiKey = sessionStorage.getItem(KEY);
   return apiKey ? { apiKey, workspaceId: sessionStorage.getItem(WORKSPACE) } : null;

@@ -6,7 +6,7 @@ import type { Deps } from '../context.js';
 const DATABASE_CHECK_TIMEOUT_MS = 2_000;
 
 /** One dependency's state: `ok`, or why not; how long the check took when it queried something. */
-export type DependencyCheck = { status: 'ok' | 'unavailable'; detail?: string; latency_ms?: number };
+type DependencyCheck = { status: 'ok' | 'unavailable'; detail?: string; latency_ms?: number };
 
 export type HealthReport = {
   ok: boolean;

@@ -6,7 +6,7 @@ import 'uplot/dist/uPlot.min.css';
 import { ErrorNote, Loading, PageHeader, TableHead } from '../components.js';
 import { formatNumber } from '../format.js';
 import { useGql } from '../hooks.js';
-import type { Viewer } from '../main.js';
+import type { Viewer } from '../session.js';
 import { href, navigate } from '../router.js';
 import type { Session } from '../session.js';
 

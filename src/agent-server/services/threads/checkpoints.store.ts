@@ -36,7 +36,7 @@ export async function copyThreadCheckpoints(pool: pg.Pool, fromThreadId: string,
 }
 
 /** Rows and the bytes they hold, as stored (pg_column_size: after PostgreSQL's compression). */
-export type StoredSize = { rows: number; bytes: number };
+type StoredSize = { rows: number; bytes: number };
 export type ThreadStorage = { checkpoints: StoredSize; channel_values: StoredSize & { channels: Record<string, StoredSize> }; pending_writes: StoredSize };
 
 /**
