@@ -6,7 +6,7 @@ const WORKSPACE = 'agent-platform.workspace';
 export type Session = { apiKey: string; workspaceId: string | null };
 
 /** Who the session's key acts for, and where (the console's viewer query). */
-export type Workspace = { id: string; name: string };
+type Workspace = { id: string; name: string };
 export type Viewer = {
   apiKeyShortKey: string | null;
   permissions: string[];
