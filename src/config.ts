@@ -11,6 +11,11 @@ const byteSize = z
   .string()
   .regex(/^\d+(b|kb|mb|gb)?$/i, 'expected a size such as 512kb or 10mb');
 
+// AES keys are taken as their bytes (UTF-8), as the reference server takes LANGGRAPH_AES_KEY.
+const aesKey = z
+  .string()
+  .refine((key) => [16, 24, 32].includes(Buffer.byteLength(key)), { message: 'must be 16, 24 or 32 bytes (AES-128, AES-192 or AES-256)' });
+
 const EnvSchema = z.object({
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   /**
@@ -118,6 +123,18 @@ const EnvSchema = z.object({
         return z.NEVER;
       }
     })
+    .optional(),
+  /**
+   * Agent server: the AES key data is encrypted with at rest (checkpoints, their writes, run stream
+   * events, and the values of LANGGRAPH_AES_JSON_KEYS): 16, 24 or 32 bytes for AES-128, -192 or -256.
+   */
+  LANGGRAPH_AES_KEY: aesKey.optional(),
+  /** Agent server: the key LANGGRAPH_AES_KEY replaced, still read (never written) while data encrypted with it remains. */
+  LANGGRAPH_AES_KEY_PREVIOUS: aesKey.optional(),
+  /** Agent server: comma-separated JSON keys whose values are encrypted wherever they appear in thread, assistant, run, cron and store data. */
+  LANGGRAPH_AES_JSON_KEYS: z
+    .string()
+    .transform((text) => text.split(',').map((key) => key.trim()).filter(Boolean))
     .optional(),
   /** Trace agent-server runs into a tracing project (serve mode: the installation's default workspace). */
   AGENT_SERVER_TRACING: z.stringbool().default(true),
@@ -285,6 +302,8 @@ export type Config = {
   zstdWindowLimitBytes: number;
   webhookAllowPrivate: boolean;
   runDataOnEventBus: boolean;
+  /** Encryption at rest of the agent server's data (absent: stored as given). */
+  encryption: { key: string; previousKey: string | undefined; jsonKeys: string[] } | undefined;
   graphqlMaxDepth: number;
   graphqlMaxTokens: number;
   dbPoolSize: number;
@@ -372,6 +391,9 @@ export function loadConfig(
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.') || 'env'}: ${issue.message}`));
   }
   const value = parsed.data;
+  if (!value.LANGGRAPH_AES_KEY && (value.LANGGRAPH_AES_KEY_PREVIOUS || value.LANGGRAPH_AES_JSON_KEYS?.length)) {
+    throw new ConfigError(['LANGGRAPH_AES_KEY: required when LANGGRAPH_AES_KEY_PREVIOUS or LANGGRAPH_AES_JSON_KEYS is set']);
+  }
   return {
     databaseUrl: value.DATABASE_URL,
     adminDatabaseUrl: value.AGENT_PLATFORM_ADMIN_DATABASE_URL,
@@ -390,7 +412,12 @@ export function loadConfig(
     jsonMaxDepth: value.AGENT_PLATFORM_JSON_MAX_DEPTH,
     zstdWindowLimitBytes: toBytes(value.AGENT_PLATFORM_ZSTD_WINDOW_LIMIT),
     webhookAllowPrivate: value.AGENT_PLATFORM_WEBHOOK_ALLOW_PRIVATE,
-    runDataOnEventBus: value.AGENT_PLATFORM_RUN_DATA_ON_EVENT_BUS,
+    // A notification too large for NOTIFY is kept in event_payloads for an hour: with encryption on,
+    // run data stays off the bus rather than sit there in plaintext (readers read run_events).
+    runDataOnEventBus: value.AGENT_PLATFORM_RUN_DATA_ON_EVENT_BUS && !value.LANGGRAPH_AES_KEY,
+    encryption: value.LANGGRAPH_AES_KEY
+      ? { key: value.LANGGRAPH_AES_KEY, previousKey: value.LANGGRAPH_AES_KEY_PREVIOUS, jsonKeys: value.LANGGRAPH_AES_JSON_KEYS ?? [] }
+      : undefined,
     graphqlMaxDepth: value.AGENT_PLATFORM_GRAPHQL_MAX_DEPTH,
     graphqlMaxTokens: value.AGENT_PLATFORM_GRAPHQL_MAX_TOKENS,
     dbPoolSize: value.AGENT_PLATFORM_DB_POOL_SIZE,

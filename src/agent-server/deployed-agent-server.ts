@@ -29,8 +29,9 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
   // Run data rides on its event bus as on `serve` (config.runDataOnEventBus: a waited run's output on
   // its final signal, a stream's events on their notifications), which saves a read of the run row per
   // runs/wait and of the events per stream batch: the bus is its own database's, where the only login
-  // is the deployment's own, which reads every row of it anyway.
-  const config: Config = { ...configured, runtimeThread: false, runDataOnEventBus: true, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
+  // is the deployment's own, which reads every row of it anyway. Not with encryption at rest: a large
+  // notification waits in event_payloads, which would hold run data in plaintext.
+  const config: Config = { ...configured, runtimeThread: false, runDataOnEventBus: !configured.encryption, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
   // Migrated already (agent-server/main.ts, while the graphs loaded): the agent server owns its database.
   const agentServer = await startAgentServer(config, logger, { ...spec, databaseUrl: config.databaseUrl!, migrated: true });
   const server = createServer((request, response) => agentServer.handle(request, response));

@@ -16,6 +16,7 @@ import { deleteCheckpointsAfter, latestCheckpointId } from '../services/threads/
 import { refreshThreadCache } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { serializeError, serializeJson } from '../../serialize.js';
+import { openJson, sealJsonText } from '../services/encryption/at-rest.js';
 import { type StreamMode, streamGraphRun } from './stream-modes.js';
 
 type Json = Record<string, unknown>;
@@ -89,7 +90,14 @@ function graphInput(kwargs: RunKwargs): unknown {
 }
 
 /** Runs a claimed run to its end and records the outcome. Never throws for graph failures. */
-export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: ExecuteOptions): Promise<{ status: RunStatus | 'deleted'; jobCompleted: boolean }> {
+export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, options: ExecuteOptions): Promise<{ status: RunStatus | 'deleted'; jobCompleted: boolean }> {
+  // The run's and its assistant's JSON as given (opened, when encrypted at rest).
+  const row: ClaimedRun = {
+    ...claimed,
+    kwargs: openJson(ctx.config, claimed.kwargs),
+    metadata: openJson(ctx.config, claimed.metadata),
+    assistant: claimed.assistant && openJson(ctx.config, claimed.assistant),
+  };
   const runId = row.id;
   const threadId = row.thread_id;
   const kwargs = row.kwargs;
@@ -185,8 +193,10 @@ export async function executeRun(ctx: RuntimeContext, row: ClaimedRun, options: 
     }
     const result = failure ? { __error__: serializeError(failure) } : output;
     resultJson = serializeJson(result);
-    const outcome = { status, output: resultJson };
-    const recordOutcome = () => store.updateRunOutcome(ctx.db, runId, status, resultJson);
+    // Stored with its encrypted JSON keys' values sealed; readers are told the plain one (shown).
+    const storedJson = resultJson === undefined ? undefined : sealJsonText(ctx.config, resultJson);
+    const outcome = { status, output: storedJson! };
+    const recordOutcome = () => store.updateRunOutcome(ctx.db, runId, status, storedJson);
     // The stream's last events are stored with the outcome.
     if (kwargs.temporary) {
       // No thread to update first: record the outcome and tell the readers in the same write.

@@ -8,6 +8,7 @@ import type { Graph as DrawableGraph } from '@langchain/core/runnables/graph';
 import { AppError } from '../../errors.js';
 import type { GraphRequest, ThreadState } from '../services/served-deployment/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
+import { openJson, sealJson } from '../services/encryption/at-rest.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { asGraphRequest } from './graph-errors.js';
 import { extractGraphSchemas, type GraphSchemas, hasRuntimeTypes, withRuntimeDefaults } from './graph-schemas.js';
@@ -184,8 +185,9 @@ export async function refreshThreadCache(
   threadId: string,
   options: { error?: unknown; notify?: [channel: string, payload: string][] } = {},
 ): Promise<boolean> {
-  const thread = await selectThreadGraph(ctx.db, threadId);
-  if (!thread) return false;
+  const stored = await selectThreadGraph(ctx.db, threadId);
+  if (!stored) return false;
+  const thread = { ...stored, values: openJson(ctx.config, stored.values), config: openJson(ctx.config, stored.config) };
   let values = thread.values;
   const interrupts: Json = {};
   let hasNext = false;
@@ -196,7 +198,8 @@ export async function refreshThreadCache(
     hasNext = state.next.length > 0;
     for (const task of state.tasks as { id: string; interrupts: unknown[] }[]) if (task.interrupts.length) interrupts[task.id] = task.interrupts;
   }
-  return !!(await writeThreadCache(ctx.db, threadId, { values, interrupts, error: options.error ? serializeError(options.error) : undefined, hasNext }, options.notify));
+  const cache = { values: sealJson(ctx.config, values), interrupts: sealJson(ctx.config, interrupts), error: options.error ? serializeError(options.error) : undefined, hasNext };
+  return !!(await writeThreadCache(ctx.db, threadId, cache, options.notify));
 }
 
 /** Answers one request of the channel. */

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { PreparingClient } from '../../database/prepared-statements.js';
 import { createPool } from '../../database/pool.js';
 import { readStoreSettings } from '../services/store/store-items.store.js';
+import type { AtRestEncryption } from '../services/encryption/at-rest.js';
 import type { Embedder } from '../services/store/store-operations.js';
 import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';
 import type { Persistence } from './graph-registry.js';
@@ -30,11 +31,11 @@ export type RuntimePersistence = Persistence & {
 export async function openPersistence(
   databaseUrl: string,
   deploymentId: string,
-  options: { poolSize: number; embedder?: Embedder },
+  options: { poolSize: number; embedder?: Embedder; encryption?: AtRestEncryption },
 ): Promise<RuntimePersistence> {
   const pool = createPool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
   // Each checkpoint carries its run's metadata, as the reference server's checkpointer does (history filters on it).
-  const checkpointer = new RunMetadataSaver(pool, undefined, { schema: CHECKPOINT_SCHEMA });
+  const checkpointer = new RunMetadataSaver(pool, { schema: CHECKPOINT_SCHEMA, encryption: options.encryption });
   const db = { pool, url: databaseUrl };
   const settings = await readStoreSettings(db, deploymentId).catch(async (error: unknown) => {
     await pool.end();
@@ -42,7 +43,7 @@ export async function openPersistence(
   });
   const embedder = settings.index ? options.embedder : undefined;
   const unindexed = () => Promise.reject(new Error('The store is not indexed'));
-  const store = new PlatformStore({ db, deploymentId, settings, embedder: embedder ?? { documents: unindexed, query: unindexed } });
+  const store = new PlatformStore({ db, deploymentId, settings, embedder: embedder ?? { documents: unindexed, query: unindexed }, encryption: options.encryption });
   return {
     checkpointer,
     store,

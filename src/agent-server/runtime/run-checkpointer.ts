@@ -8,8 +8,11 @@
 // A two-node thread run went from 32 checkpoint statements to 6 (bench:runs, statements per run).
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
 import type pg from 'pg';
+import type { AtRestEncryption } from '../services/encryption/at-rest.js';
 import { checkpointSelectSql } from '../services/threads/checkpoints.store.js';
+import { EncryptedSerde } from './encrypted-serde.js';
 
 // Keys that locate a checkpoint rather than describe the run.
 const LOCATION_KEYS = new Set(['checkpoint_ns', 'checkpoint_id', 'checkpoint_map', 'run_id', 'thread_id']);
@@ -45,16 +48,36 @@ function writeStatements(schema: string) {
 export class RunMetadataSaver extends PostgresSaver {
   private readonly statements: ReturnType<typeof writeStatements>;
   private readonly writePool: pg.Pool;
+  private readonly encryption: AtRestEncryption | undefined;
 
-  constructor(...args: ConstructorParameters<typeof PostgresSaver>) {
-    super(...args);
-    const schema = args[2]?.schema ?? 'public';
+  /** With `encryption`, blobs and writes are stored encrypted and checkpoint metadata has its JSON keys encrypted. */
+  constructor(pool: pg.Pool, options: { schema: string; encryption?: AtRestEncryption }) {
+    super(pool, options.encryption ? new EncryptedSerde(new JsonPlusSerializer(), options.encryption) : undefined, { schema: options.schema });
+    this.encryption = options.encryption;
+    const schema = options.schema;
     // History and get state read only the blobs of the checkpoints they return (see checkpointSelectSql).
     // The saver keeps its statements in a private field; list and getTuple both start from SELECT_SQL.
     const statements = (this as unknown as { SQL_STATEMENTS: { SELECT_SQL: string } }).SQL_STATEMENTS;
     statements.SELECT_SQL = checkpointSelectSql(schema);
     this.statements = writeStatements(schema);
-    this.writePool = args[0];
+    this.writePool = pool;
+  }
+
+  // Metadata is a jsonb column the history filter searches: stored as JSON (the saver's serializer
+  // round trip), never sealed whole; only the values of the configured JSON keys are encrypted.
+  private get jsonSerde() {
+    return this.serde instanceof EncryptedSerde ? this.serde.inner : this.serde;
+  }
+
+  protected override async _dumpMetadata(metadata: PutArguments[2]): Promise<unknown> {
+    const [, serialized] = await this.jsonSerde.dumpsTyped(metadata);
+    const plain = JSON.parse(new TextDecoder().decode(serialized).replace(/\0/g, '')) as unknown;
+    return this.encryption ? this.encryption.encryptJson(plain) : plain;
+  }
+
+  protected override async _loadMetadata(metadata: Record<string, unknown>): Promise<PutArguments[2]> {
+    const [type, dumped] = await this.jsonSerde.dumpsTyped(this.encryption ? this.encryption.decryptJson(metadata) : metadata);
+    return (await this.jsonSerde.loadsTyped(type, dumped)) as PutArguments[2];
   }
 
   override async put(config: RunnableConfig, checkpoint: PutArguments[1], metadata: PutArguments[2], newVersions: PutArguments[3]): Promise<RunnableConfig> {

@@ -8,6 +8,7 @@ import { parseInput } from '../../../validate.js';
 import { type SearchPage, searchPage } from '../search-page.js';
 import type { AgentServerContext } from '../served-deployment/deployment-scope.js';
 import { type AuthFilter, type AuthorizedContext, authorize, filterDocument, matchesFilter } from '../custom-auth/custom-auth.js';
+import { openJson, sealJson } from '../encryption/at-rest.js';
 import { askRuntime } from '../served-deployment/runtime-client.js';
 import { defaultAssistantId } from './default-assistant-id.js';
 import {
@@ -37,14 +38,15 @@ type AssistantRow = {
   updated_at: Date;
 };
 
-const toAssistant = (row: AssistantRow): Assistant => ({
+// A row's JSON opened (when encrypted at rest: encryption/at-rest.ts).
+const toAssistant = (ctx: AgentServerContext, row: AssistantRow): Assistant => ({
   assistantId: row.id,
   graphId: row.graph_id,
   name: row.name,
   description: row.description,
-  config: row.config ?? {},
-  context: row.context ?? {},
-  metadata: row.metadata ?? {},
+  config: openJson(ctx.config, row.config ?? {}),
+  context: openJson(ctx.config, row.context ?? {}),
+  metadata: openJson(ctx.config, row.metadata ?? {}),
   version: row.version,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
@@ -64,6 +66,7 @@ async function insertAssistant(
   values: { id: string; graphId: string; name: string; description: string | null; config: Json; context: Json; metadata: Json },
   onConflictNothing: boolean,
 ): Promise<Assistant | undefined> {
+  const stored = { config: sealJson(ctx.config, values.config), context: sealJson(ctx.config, values.context), metadata: sealJson(ctx.config, values.metadata) };
   try {
     return await withTransaction(ctx.db, async (client) => {
       const { rows } = await client.query<AssistantRow>(
@@ -71,16 +74,16 @@ async function insertAssistant(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, now())
          ${onConflictNothing ? 'ON CONFLICT (deployment_id, id) DO NOTHING' : ''}
          RETURNING *`,
-        [values.id, ctx.deployment.deploymentId, values.graphId, values.name, values.description, values.config, values.context, values.metadata],
+        [values.id, ctx.deployment.deploymentId, values.graphId, values.name, values.description, stored.config, stored.context, stored.metadata],
       );
       if (rows[0]) {
         await client.query(
           `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
            VALUES ($8, $1, 1, $2, $3, $4, $5, $6, $7)`,
-          [values.id, values.graphId, values.name, values.description, values.config, values.context, values.metadata, ctx.deployment.deploymentId],
+          [values.id, values.graphId, values.name, values.description, stored.config, stored.context, stored.metadata, ctx.deployment.deploymentId],
         );
       }
-      return rows[0] ? toAssistant(rows[0]) : undefined;
+      return rows[0] ? toAssistant(ctx, rows[0]) : undefined;
     });
   } catch (error) {
     if ((error as { code?: string }).code === '23505') throw AppError.conflict('Assistant already exists');
@@ -147,7 +150,7 @@ async function findAssistant(ctx: AgentServerContext, assistantId: string): Prom
     assistantId,
     ctx.deployment.deploymentId,
   ]);
-  return rows[0] ? toAssistant(rows[0]) : undefined;
+  return rows[0] ? toAssistant(ctx, rows[0]) : undefined;
 }
 
 /**
@@ -200,7 +203,7 @@ export async function searchAssistants(ctx: AuthorizedContext, input: unknown): 
     params,
   );
   const total = rows[0] ? Number(rows[0].total) : query.offset > 0 ? await countAssistants(ctx, query, authFilter) : 0;
-  return searchPage(rows.map(toAssistant), total, query);
+  return searchPage(rows.map((row) => toAssistant(ctx, row)), total, query);
 }
 
 /** How many assistants match the filters. */
@@ -231,7 +234,7 @@ export async function updateAssistant(ctx: AuthorizedContext, idOrGraph: string,
       ctx.deployment.deploymentId,
     ]);
     if (!locked[0]) throw AppError.notFound(NOT_FOUND);
-    const current = toAssistant(locked[0]);
+    const current = toAssistant(ctx, locked[0]);
     const next = {
       graphId,
       name: body.name ?? current.name,
@@ -245,17 +248,18 @@ export async function updateAssistant(ctx: AuthorizedContext, idOrGraph: string,
       [current.assistantId, ctx.deployment.deploymentId],
     );
     const version = versionRows[0]!.version;
+    const stored = { config: sealJson(ctx.config, next.config), context: sealJson(ctx.config, next.context), metadata: sealJson(ctx.config, next.metadata) };
     await client.query(
       `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
        VALUES ($9, $1, $2, $3, $4, $5, $6, $7, $8)`,
-      [current.assistantId, version, next.graphId, next.name, next.description, next.config, next.context, next.metadata, ctx.deployment.deploymentId],
+      [current.assistantId, version, next.graphId, next.name, next.description, stored.config, stored.context, stored.metadata, ctx.deployment.deploymentId],
     );
     const { rows } = await client.query<AssistantRow>(
       `UPDATE agent_assistants SET graph_id = $2, name = $3, description = $4, config = $5, context = $6, metadata = $7, version = $8, updated_at = now()
        WHERE id = $1 AND deployment_id = $9 RETURNING *`,
-      [current.assistantId, next.graphId, next.name, next.description, next.config, next.context, next.metadata, version, ctx.deployment.deploymentId],
+      [current.assistantId, next.graphId, next.name, next.description, stored.config, stored.context, stored.metadata, version, ctx.deployment.deploymentId],
     );
-    return toAssistant(rows[0]!);
+    return toAssistant(ctx, rows[0]!);
   });
 }
 
@@ -281,7 +285,7 @@ export async function setLatestAssistantVersion(ctx: AuthorizedContext, idOrGrap
     [assistant.assistantId, version, ctx.deployment.deploymentId],
   );
   if (!rows[0]) throw AppError.notFound(`Assistant version ${version} not found`);
-  return toAssistant(rows[0]);
+  return toAssistant(ctx, rows[0]);
 }
 
 
@@ -299,7 +303,7 @@ export async function listAssistantVersions(ctx: AuthorizedContext, idOrGraph: s
     `SELECT * FROM agent_assistant_versions WHERE ${where} ORDER BY version DESC LIMIT ${query.limit} OFFSET ${query.offset}`,
     params,
   );
-  return rows.map((row) => ({ ...toAssistant({ ...row, id: row.assistant_id, updated_at: row.created_at }), updatedAt: undefined }) as AssistantVersion);
+  return rows.map((row) => ({ ...toAssistant(ctx, { ...row, id: row.assistant_id, updated_at: row.created_at }), updatedAt: undefined }) as AssistantVersion);
 }
 
 const runnableConfig = (assistant: Assistant) => ({

@@ -7,6 +7,7 @@ import { Coalescer } from '../../../database/coalescer.js';
 import type { Deps } from '../../../context.js';
 import type { RunStreamSignal } from '../../../events.js';
 import { type JobCompletion, selectEventsAfter, writeStreamBatch } from './runs.store.js';
+import { encryptionOf } from '../encryption/at-rest.js';
 import { eventMode, type RunEvent } from '../../../contracts/agent-server-api.js';
 
 export type { RunEvent };
@@ -28,7 +29,7 @@ const INLINE_SIGNAL_BYTES = 6000;
  * `status` is read after subscribing, so a run that ends in between is still seen to end.
  */
 export async function* followRunEvents(
-  deps: Pick<Deps, 'db' | 'events'>,
+  deps: Pick<Deps, 'db' | 'events' | 'config'>,
   runId: string,
   options: { afterSeq?: number; modes?: string[]; signal?: AbortSignal; readStatus: () => Promise<string | undefined> },
 ): AsyncGenerator<RunEvent> {
@@ -42,7 +43,7 @@ export async function* followRunEvents(
   let last = options.afterSeq ?? 0;
   try {
     const catchUp = async function* () {
-      for (const event of await selectEventsAfter(deps.db.pool, runId, last)) {
+      for (const event of await selectEventsAfter(deps.db.pool, runId, last, encryptionOf(deps.config))) {
         last = event.seq;
         if (pass(event)) yield event;
       }
@@ -188,6 +189,9 @@ export class RunEventWriter {
     if (events.length || final.status) {
       for (const signal of candidates) if ((notify = this.deps.events.notifyArguments('runs.stream', signal, this.runId))) break;
     }
-    return streamWrites(this.deps.db.pool).add({ runId: this.runId, events, notify, outcome, job });
+    // Stored encrypted at rest when configured: an event holds the run's values (signals then carry none, config.ts).
+    const encryption = encryptionOf(this.deps.config);
+    const stored = encryption ? events.map((event) => ({ ...event, data: encryption.encryptText(event.data) })) : events;
+    return streamWrites(this.deps.db.pool).add({ runId: this.runId, events: stored, notify, outcome, job });
   }
 }

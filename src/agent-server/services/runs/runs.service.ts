@@ -13,6 +13,7 @@ import { type AuthorizedContext, authConfigurable, authorize, matchesFilter } fr
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
 import { insertEmptyThread, selectThreadMetadata } from '../threads/threads.store.js';
+import { openJson, sealJson, sealJsonText } from '../encryption/at-rest.js';
 import { followToEnd, waitForRun, withRunSignals } from './run-follow.service.js';
 import { assertThread, getRun, RUN_NOT_FOUND, toRun, visibleRunIds } from './run-reads.service.js';
 import { isTerminalStatus } from './run-stream.js';
@@ -118,7 +119,7 @@ async function createParsedRun(
   const filter = await authorize(ctx, 'threads', 'create_run', asked);
   const metadata = (asked.metadata ?? {}) as Json;
   if (filter && !stateless) {
-    const existing = await selectThreadMetadata(ctx.db, threadId, deploymentId);
+    const existing = openJson(ctx.config, await selectThreadMetadata(ctx.db, threadId, deploymentId));
     if (existing && !matchesFilter(existing, filter)) throw AppError.notFound(threadNotFound(threadId));
   }
 
@@ -165,12 +166,13 @@ async function createParsedRun(
     deploymentId,
     threadId,
     assistantId,
-    metadata,
-    kwargs: JSON.stringify(kwargs),
+    // As stored: the values of the JSON keys encrypted at rest sealed (encryption/at-rest.ts).
+    metadata: sealJson(ctx.config, metadata),
+    kwargs: JSON.stringify(sealJson(ctx.config, kwargs)),
     strategy,
     jobId,
     stateful: !temporary,
-    threadConfig: threadConfigOf(kwargs),
+    threadConfig: sealJsonText(ctx.config, threadConfigOf(kwargs)),
   };
   const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run> => {
     const inserted = await store.insertRun(client, newRun, { jobInsert, notify: [wake, pending].filter((notice) => notice !== undefined) });
@@ -186,10 +188,10 @@ async function createParsedRun(
       }
       woken = wake !== undefined;
       announced = pending !== undefined;
-      return toRun(inserted.row);
+      return toRun(ctx, inserted.row);
     }
     await ctx.deployment.queue.send(client as pg.PoolClient, job);
-    return toRun(inserted.row);
+    return toRun(ctx, inserted.row);
   };
 
   const { run, inflight } =
@@ -203,7 +205,7 @@ async function createParsedRun(
             if (!threadInflight) {
               if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(threadNotFound(threadId));
               // The id may already be a thread of another deployment (or one created at this instant): a conflict, not a 500.
-              if (!(await insertEmptyThread(client, threadId, deploymentId, metadata))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
+              if (!(await insertEmptyThread(client, threadId, deploymentId, sealJson(ctx.config, metadata)))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
             } else {
               inflight = threadInflight;
             }

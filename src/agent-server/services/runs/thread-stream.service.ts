@@ -16,6 +16,7 @@ import { streamRun } from './run-follow.service.js';
 import { getRun } from './run-reads.service.js';
 import { createProtocolRun } from './runs.service.js';
 import { selectEventsAfter, selectThreadRunPositions, type ThreadRunPosition } from './runs.store.js';
+import { encryptionOf } from '../encryption/at-rest.js';
 import { type EventFilter, isChannel, matchesFilter, type ProtocolEvent, RUN_SPAN, RunEventFramer } from './thread-stream.events.js';
 
 export type { EventFilter, ProtocolEvent };
@@ -323,7 +324,7 @@ async function agentTree(ctx: AgentServerContext, threadId: string, id: number):
   const framer = new RunEventFramer(last, last.graph_id ?? 'root');
   let root = 'running';
   // What is stored now: a run in flight is read up to here, not followed.
-  for (const stored of await selectEventsAfter(ctx.db.pool, last.id, 0)) {
+  for (const stored of await selectEventsAfter(ctx.db.pool, last.id, 0, encryptionOf(ctx.config))) {
     for (const event of framer.frame(stored)) if (event.method === 'lifecycle' && !event.params.namespace.length) root = String((event.params.data as Json).event);
   }
   if (isTerminalStatus(last.status)) for (const event of framer.end(last.status)) root = String((event.params.data as Json).event);

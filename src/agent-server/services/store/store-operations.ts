@@ -4,6 +4,7 @@
 // `refresh_on_read`, and `query` ranks by vector similarity when indexed, else matches text.
 import { getTextAtPath } from '@langchain/langgraph-checkpoint';
 import type { Database } from '../../../db.js';
+import type { AtRestEncryption } from '../encryption/at-rest.js';
 import * as sql from './store-items.store.js';
 
 type Db = Pick<Database, 'pool'>;
@@ -14,8 +15,13 @@ export type Embedder = {
   query(text: string): Promise<number[]>;
 };
 
-/** Where a store's calls act: its deployment, settings and embedder. */
-export type StoreScope = { db: Db; deploymentId: string; settings: sql.StoreSettings; embedder: Embedder };
+/** Where a store's calls act: its deployment, settings, embedder and encryption at rest (when configured). */
+export type StoreScope = { db: Db; deploymentId: string; settings: sql.StoreSettings; embedder: Embedder; encryption?: AtRestEncryption };
+
+/** An item as stored, its value opened (encrypted values of the configured JSON keys). */
+function opened<Row extends { value: Record<string, unknown> }>(scope: StoreScope, row: Row): Row {
+  return scope.encryption ? { ...row, value: scope.encryption.decryptJson(row.value) } : row;
+}
 
 /**
  * The texts of a value to embed: the fields `index` names, else the configured ones (`$` is the whole
@@ -43,12 +49,15 @@ export async function putStoreItem(
     const vectors = texts.length ? await scope.embedder.documents(texts.map((text) => text.text)) : [];
     embeddings = { column: scope.settings.index.vector, rows: texts.map((text, i) => ({ ...text, vector: vectors[i]! })) };
   }
-  await sql.upsertItem(scope.db, scope.deploymentId, { namespace: item.namespace, key: item.key, value: item.value, ttlMinutes }, embeddings);
+  // Embedded from the value as given; stored with its encrypted keys' values sealed (filters on those no longer match).
+  const value = scope.encryption ? scope.encryption.encryptJson(item.value) : item.value;
+  await sql.upsertItem(scope.db, scope.deploymentId, { namespace: item.namespace, key: item.key, value, ttlMinutes }, embeddings);
 }
 
 /** One live item; reading restarts its ttl unless `refresh` (or, unset, `refresh_on_read`) is false. */
-export function getStoreItem(scope: StoreScope, namespace: string[], key: string, refresh?: boolean | null) {
-  return sql.selectItem(scope.db, scope.deploymentId, namespace, key, refresh ?? scope.settings.ttl?.refreshOnRead ?? true);
+export async function getStoreItem(scope: StoreScope, namespace: string[], key: string, refresh?: boolean | null) {
+  const row = await sql.selectItem(scope.db, scope.deploymentId, namespace, key, refresh ?? scope.settings.ttl?.refreshOnRead ?? true);
+  return row && opened(scope, row);
 }
 
 /**
@@ -60,10 +69,11 @@ export async function searchStoreItems(
   search: { namespacePrefix: string[]; filter: Record<string, unknown>; query: string | null; limit: number; offset: number; refresh?: boolean | null },
 ) {
   const vector = search.query && scope.settings.index ? { column: scope.settings.index.vector, query: await scope.embedder.query(search.query) } : null;
-  return sql.searchItems(scope.db, scope.deploymentId, {
+  const rows = await sql.searchItems(scope.db, scope.deploymentId, {
     ...search,
     query: vector ? null : search.query,
     vector,
     refresh: search.refresh ?? scope.settings.ttl?.refreshOnRead ?? false,
   });
+  return rows.map((row) => opened(scope, row));
 }

@@ -12,6 +12,7 @@ import { StoreItemDelete, StoreItemGetQuery, StoreItemPut, StoreNamespacesReques
 import * as sql from './store-items.store.js';
 import { ensureStoreSchema } from '../../../database/store-schema.js';
 import { type Embedder, getStoreItem, putStoreItem, searchStoreItems, type StoreScope } from './store-operations.js';
+import { encryptionOf } from '../encryption/at-rest.js';
 import type { StoreItem } from '../../../contracts/agent-server-api.js';
 
 export type { StoreItem };
@@ -40,7 +41,7 @@ async function tables(ctx: AgentServerContext): Promise<string> {
 async function scope(ctx: AgentServerContext): Promise<StoreScope> {
   const { deploymentId } = ctx.deployment;
   await ensureStoreSchema(ctx.db, deploymentId);
-  return { db: ctx.db, deploymentId, settings: await sql.readStoreSettings(ctx.db, deploymentId), embedder: runtimeEmbedder(ctx) };
+  return { db: ctx.db, deploymentId, settings: await sql.readStoreSettings(ctx.db, deploymentId), embedder: runtimeEmbedder(ctx), encryption: encryptionOf(ctx.config) };
 }
 
 /** What a custom-auth filter judges an item by, as on the reference server: its value's fields, its namespace and key. */

@@ -13,6 +13,7 @@ import { parseInput } from '../../../validate.js';
 import { type SearchPage, searchPage } from '../search-page.js';
 import { deleteRunsEvents, deleteThreadsRuns, threadHasRunInFlight } from '../runs/runs.store.js';
 import { copyThreadCheckpoints, deleteThreadCheckpoints, threadStorage, type ThreadStorage } from './checkpoints.store.js';
+import { openJson, sealJson } from '../encryption/at-rest.js';
 import type { ThreadRow } from './threads.store.js';
 import {
   ThreadCountRequest,
@@ -31,15 +32,16 @@ export type { Thread };
 type Json = Record<string, unknown>;
 
 
-const toThread = (row: ThreadRow): Thread => ({
+// A row's JSON columns as stored: encrypted at rest keys' values sealed (encryption/at-rest.ts).
+const toThread = (ctx: AgentServerContext, row: ThreadRow): Thread => ({
   threadId: row.id,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
-  metadata: row.metadata ?? {},
+  metadata: openJson(ctx.config, row.metadata ?? {}),
   status: row.status,
-  config: row.config ?? {},
-  values: row.values,
-  interrupts: row.interrupts ?? {},
+  config: openJson(ctx.config, row.config ?? {}),
+  values: openJson(ctx.config, row.values),
+  interrupts: openJson(ctx.config, row.interrupts ?? {}),
   error: row.error,
 });
 
@@ -62,14 +64,14 @@ export async function createThread(ctx: AuthorizedContext, input: unknown): Prom
   const { rows } = await ctx.db.pool.query<ThreadRow>(
     `INSERT INTO agent_threads (id, deployment_id, metadata, ttl_minutes, updated_at) VALUES ($1, $2, $3, $4, now())
      ON CONFLICT (id) DO NOTHING RETURNING *`,
-    [id, ctx.deployment.deploymentId, metadata, body.ttl ?? null],
+    [id, ctx.deployment.deploymentId, sealJson(ctx.config, metadata), body.ttl ?? null],
   );
   if (!rows[0]) {
     const existing = await findThread(ctx, id);
     if (existing && body.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) return existing;
     throw AppError.conflict('Thread already exists');
   }
-  let thread = toThread(rows[0]);
+  let thread = toThread(ctx, rows[0]);
   if (body.supersteps?.length) {
     await askRuntime(ctx, { kind: 'seed-thread-state', threadId: id, graphId: graphOf(thread), supersteps: body.supersteps });
     thread = await getThread(ctx, id);
@@ -83,7 +85,7 @@ async function findThread(ctx: AgentServerContext, threadId: string): Promise<Th
     threadId,
     ctx.deployment.deploymentId,
   ]);
-  return rows[0] ? toThread(rows[0]) : undefined;
+  return rows[0] ? toThread(ctx, rows[0]) : undefined;
 }
 
 /**
@@ -130,7 +132,7 @@ export async function searchThreads(ctx: AuthorizedContext, input: unknown): Pro
     `SELECT *, count(*) OVER () AS total FROM agent_threads WHERE ${where} ORDER BY ${column} ${order}, id ${order} LIMIT ${query.limit} OFFSET ${query.offset}`,
     params,
   );
-  return searchPage(rows.map(toThread), rows[0] ? Number(rows[0].total) : 0, query);
+  return searchPage(rows.map((row) => toThread(ctx, row)), rows[0] ? Number(rows[0].total) : 0, query);
 }
 
 /** How many threads match. */
@@ -149,9 +151,9 @@ export async function updateThread(ctx: AuthorizedContext, threadId: string, inp
   await getThread(ctx, threadId, 'update', asked);
   const { rows } = await ctx.db.pool.query<ThreadRow>(
     'UPDATE agent_threads SET metadata = metadata || $2::jsonb, ttl_minutes = COALESCE($3, ttl_minutes), updated_at = now() WHERE id = $1 RETURNING *',
-    [threadId, JSON.stringify(asked.metadata ?? {}), body.ttl ?? null],
+    [threadId, JSON.stringify(sealJson(ctx.config, asked.metadata ?? {})), body.ttl ?? null],
   );
-  return toThread(rows[0]!);
+  return toThread(ctx, rows[0]!);
 }
 
 /**
@@ -196,10 +198,18 @@ export async function copyThread(ctx: AuthorizedContext, threadId: string): Prom
   const { rows } = await ctx.db.pool.query<ThreadRow>(
     `INSERT INTO agent_threads (id, deployment_id, metadata, status, "values", interrupts, config, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, now()) RETURNING *`,
-    [id, ctx.deployment.deploymentId, asked.metadata ?? {}, source.status === 'busy' ? 'idle' : source.status, source.values, source.interrupts, source.config],
+    [
+      id,
+      ctx.deployment.deploymentId,
+      sealJson(ctx.config, asked.metadata ?? {}),
+      source.status === 'busy' ? 'idle' : source.status,
+      sealJson(ctx.config, source.values),
+      sealJson(ctx.config, source.interrupts),
+      sealJson(ctx.config, source.config),
+    ],
   );
   await copyThreadCheckpoints(ctx.db.pool, threadId, id);
-  return toThread(rows[0]!);
+  return toThread(ctx, rows[0]!);
 }
 
 const graphOf = (thread: Thread): string => {
