@@ -13,7 +13,7 @@ import express, { type Request, type Router } from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Deps } from '../context.js';
-import { readGraphConfig } from '../contracts/graph-config.js';
+import { applyGraphConfigEnv, readGraphConfig } from '../contracts/graph-config.js';
 import { gatewayIdentityHeaders } from '../contracts/gateway-protocol.js';
 import type { RuntimeTracing } from '../contracts/launcher-protocol.js';
 import type { FeedbackUrlMaker, TraceSink } from '../contracts/trace-wire.js';
@@ -30,6 +30,7 @@ import { bindSdkClientsToServer, loadCustomApp } from './runtime/custom-app.js';
 import type { AppLoopback } from './runtime/runtime-context.js';
 import type { CustomApp } from './services/served-deployment/runtime-protocol.js';
 import { loadCustomAuth } from './runtime/custom-auth.js';
+import { loadEncryptionHandlers } from './runtime/encryption-handlers.js';
 import { ingestApiFeedbackUrls } from './runtime/ingest-api-traces.js';
 import { startRuntimeRole } from './runtime/role.js';
 import { bundleGraphUis } from './runtime/ui-bundles.js';
@@ -99,6 +100,12 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
   const wiring = await createDeps(config, logger, { databaseUrl: spec.databaseUrl, poolSize: spec.poolSize ?? config.runtimeDbPoolSize, applicationName: 'agent-server' });
   const { deps } = wiring;
   try {
+    // langgraph.json `encryption`: the project's handlers seal what this server stores, here where its
+    // code runs; before the job queue starts, whose crons create runs (the config's env first, as
+    // for its graphs: the handlers may read it).
+    const graphConfig = readGraphConfig(spec.configPath);
+    applyGraphConfigEnv(graphConfig);
+    const encryption = await loadEncryptionHandlers(graphConfig, deps.config);
     const boss = await startBoss(deps, { work: true, applicationName: 'agent-server-jobs' });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
@@ -118,7 +125,6 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
     // A run created with feedback_keys ends its stream with presigned feedback urls for its trace,
     // made where the trace goes: the platform's API with the trace key, or the host's platform.
     const feedbackUrls: FeedbackUrlMaker | undefined = sent ? ingestApiFeedbackUrls(sent) : tracing ? spec.tracing?.feedbackUrls : undefined;
-    const graphConfig = readGraphConfig(spec.configPath);
     // A runtime thread's webhooks given as a path go to the app this server serves (loaded below).
     let customApp: CustomApp | undefined;
     const appLoopback: AppLoopback | undefined = graphConfig.httpApp
@@ -146,6 +152,7 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
       customApp,
       ui,
       auth,
+      encryption,
       cors,
       tracesIngested: spec.tracesIngested,
       feedback: feedbackUrls && tracing ? { project: tracing.project, urls: feedbackUrls } : undefined,

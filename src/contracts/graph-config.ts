@@ -88,6 +88,10 @@ const GraphConfigFile = z
       })
       .passthrough()
       .optional(),
+    encryption: z
+      .object({ path: z.string().regex(/^[^:]+(:[A-Za-z_$][\w$]*)?$/, 'expected "./path/to/encryption.ts:exportName"') })
+      .passthrough()
+      .optional(),
   })
   .passthrough();
 
@@ -129,6 +133,8 @@ export type GraphConfig = {
   store?: StoreConfig;
   /** `auth`: the project's `Auth` object (`@langchain/langgraph-sdk/auth`), by absolute file and export; undefined: no custom auth. */
   auth?: { file: string; exportName: string; disableStudioAuth: boolean; allowPlatformKeys: boolean };
+  /** `encryption`: the project's encryption handlers (encryption at rest), by absolute file and export; undefined: none. */
+  encryption?: { file: string; exportName: string };
   /** `checkpointer.ttl`: the default TTL of threads (minutes) and the sweep's interval; undefined: unset. */
   threadTtl: { defaultMinutes?: number; sweepIntervalMinutes?: number };
   /** `dependencies`: the folders whose packages the graphs need, absolute (the config's own folder when it names none). */
@@ -192,10 +198,11 @@ export function readGraphConfig(configPath: string, options: { confineTo?: strin
   const auth = authPath
     ? { ...fileExport(root, authPath), disableStudioAuth: parsed.data.auth?.disable_studio_auth ?? false, allowPlatformKeys: parsed.data.auth?.allow_langsmith_api_keys ?? false }
     : undefined;
+  const encryption = parsed.data.encryption ? fileExport(root, parsed.data.encryption.path) : undefined;
   checkNodeVersion(parsed.data.node_version, notes);
   const dockerOnly = DOCKER_ONLY_FIELDS.filter((field) => (raw as Record<string, unknown>)[field] !== undefined);
   if (dockerOnly.length) notes.push(`${dockerOnly.join(', ')} only shape the hosted platform's Docker image: ignored here (deployed code runs in a sandbox on this machine)`);
-  return { path, root, graphs, env, httpApp, cors, ui, store: parsed.data.store, threadTtl, auth, dependencies, notes };
+  return { path, root, graphs, env, httpApp, cors, ui, store: parsed.data.store, threadTtl, auth, encryption, dependencies, notes };
 }
 
 /** `http.cors` as the agent server's middleware takes it. */

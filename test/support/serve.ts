@@ -36,7 +36,7 @@ export const atDeployed = process.env.TEST_AGENT_SERVER === 'deployed';
 
 /**
  * Writes a fixture project's langgraph.json (`test/fixtures/<project>/`) naming its graphs, `ui`
- * components, `http.app` and `auth` by absolute path, in a fresh folder.
+ * components, `http.app`, `auth` and `encryption` by absolute path, in a fresh folder.
  */
 export function fixtureConfig(project = 'graphs'): { dir: string; configPath: string } {
   const dir = mkdtempSync(join(tmpdir(), 'agent-server-test-'));
@@ -46,11 +46,13 @@ export function fixtureConfig(project = 'graphs'): { dir: string; configPath: st
     http?: { app?: string };
     ui?: Record<string, string>;
     auth?: { path?: string };
+    encryption?: { path?: string };
   };
   for (const [id, spec] of Object.entries(config.graphs)) config.graphs[id] = resolve(folder, spec);
   for (const [id, file] of Object.entries(config.ui ?? {})) config.ui![id] = resolve(folder, file);
   if (config.http?.app) config.http.app = resolve(folder, config.http.app);
   if (config.auth?.path) config.auth.path = resolve(folder, config.auth.path);
+  if (config.encryption?.path) config.encryption.path = resolve(folder, config.encryption.path);
   const configPath = join(dir, 'langgraph.json');
   writeFileSync(configPath, JSON.stringify(config, null, 2));
   return { dir, configPath };

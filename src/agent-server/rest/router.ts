@@ -25,6 +25,8 @@ import { gatewayIdentityOf, platformCallRoute } from './gateway-identity.js';
 import { assistantsRouter } from './assistants.routes.js';
 import { cronsRouter } from './crons.routes.js';
 import { attachCustomAuth, customAuthentication, customAuthErrors, type PlatformKeyCheck, type StudioCredential } from './custom-auth.js';
+import { encryptionContext } from './encryption-context.js';
+import type { CustomEncryption } from '../services/encryption/at-rest.js';
 import { customRoutes } from './custom-routes.js';
 import { mcpRouter } from './mcp.routes.js';
 import { type RunFeedback, runsRouter } from './runs.routes.js';
@@ -111,6 +113,8 @@ export function agentServerRouter(
     customApp?: CustomApp;
     ui?: UiBundles;
     auth?: CustomAuth;
+    /** The project's encryption at rest (langgraph.json `encryption`), whose context handler each request runs in. */
+    encryption?: CustomEncryption;
     cors?: CorsPolicy;
     tracesIngested?: () => Promise<number>;
     /** Where its runs' feedback urls are made (the project its traces go to), when its runs are traced. */
@@ -153,6 +157,7 @@ export function agentServerRouter(
     next();
   });
   if (options.auth) router.use(attachCustomAuth(options.auth));
+  if (options.encryption) router.use(encryptionContext(options.encryption));
 
   router.get('/info', (_req, res) => {
     res.json({

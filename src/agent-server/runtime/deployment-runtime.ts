@@ -14,6 +14,7 @@ import { applyGraphConfigEnv, readGraphConfig } from '../../contracts/graph-conf
 import { GraphRegistry } from './graph-registry.js';
 import { IngestApiTraceSink } from './ingest-api-traces.js';
 import { openPersistence } from './persistence.js';
+import { loadEncryptionHandlers } from './encryption-handlers.js';
 import { encryptionOf } from '../services/encryption/at-rest.js';
 import { setUpDeploymentDatabase } from '../services/served-deployment/database-setup.js';
 import { loadStoreEmbedder } from './store-embedder.js';
@@ -63,6 +64,8 @@ export async function runDeployment(
     applyGraphConfigEnv(config);
     const embedder = await loadStoreEmbedder(config);
     await setUpDeploymentDatabase(deps.db, spec.deploymentId, config);
+    // Before persistence: the checkpointer seals with the project's handlers when it has them.
+    await loadEncryptionHandlers(config, deps.config);
     const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder, encryption: encryptionOf(deps.config) });
     steps.push(() => persistence.close());
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);

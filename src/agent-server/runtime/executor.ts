@@ -16,7 +16,8 @@ import { deleteCheckpointsAfter, latestCheckpointId } from '../services/threads/
 import { refreshThreadCache } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { serializeError, serializeJson } from '../../serialize.js';
-import { openJson, sealJsonText } from '../services/encryption/at-rest.js';
+import { openJson, openJsonKeys, sealJsonText } from '../services/encryption/at-rest.js';
+import { RUN_KWARGS, RUN_KWARGS_SEALED } from '../services/runs/runs.schemas.js';
 import { type StreamMode, streamGraphRun } from './stream-modes.js';
 
 type Json = Record<string, unknown>;
@@ -94,9 +95,13 @@ export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, optio
   // The run's and its assistant's JSON as given (opened, when encrypted at rest).
   const row: ClaimedRun = {
     ...claimed,
-    kwargs: openJson(ctx.config, claimed.kwargs),
-    metadata: openJson(ctx.config, claimed.metadata),
-    assistant: claimed.assistant && openJson(ctx.config, claimed.assistant),
+    kwargs: await openJsonKeys(ctx.config, RUN_KWARGS, claimed.kwargs, RUN_KWARGS_SEALED),
+    metadata: await openJson(ctx.config, { model: 'run', field: 'metadata' }, claimed.metadata),
+    assistant: claimed.assistant && {
+      ...claimed.assistant,
+      config: await openJson(ctx.config, { model: 'assistant', field: 'config' }, claimed.assistant.config),
+      context: await openJson(ctx.config, { model: 'assistant', field: 'context' }, claimed.assistant.context),
+    },
   };
   const runId = row.id;
   const threadId = row.thread_id;
@@ -194,7 +199,7 @@ export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, optio
     const result = failure ? { __error__: serializeError(failure) } : output;
     resultJson = serializeJson(result);
     // Stored with its encrypted JSON keys' values sealed; readers are told the plain one (shown).
-    const storedJson = resultJson === undefined ? undefined : sealJsonText(ctx.config, resultJson);
+    const storedJson = resultJson === undefined ? undefined : await sealJsonText(ctx.config, { model: 'run', field: 'output' }, resultJson);
     const outcome = { status, output: storedJson! };
     const recordOutcome = () => store.updateRunOutcome(ctx.db, runId, status, storedJson);
     // The stream's last events are stored with the outcome.

@@ -9,6 +9,8 @@ import { AppError } from '../../errors.js';
 import type { GraphRequest, ThreadState } from '../services/served-deployment/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import { openJson, sealJson } from '../services/encryption/at-rest.js';
+
+const THREAD_VALUES = { model: 'thread', field: 'values' } as const;
 import type { RuntimeContext } from './runtime-context.js';
 import { asGraphRequest } from './graph-errors.js';
 import { extractGraphSchemas, type GraphSchemas, hasRuntimeTypes, withRuntimeDefaults } from './graph-schemas.js';
@@ -187,7 +189,7 @@ export async function refreshThreadCache(
 ): Promise<boolean> {
   const stored = await selectThreadGraph(ctx.db, threadId);
   if (!stored) return false;
-  const thread = { ...stored, values: openJson(ctx.config, stored.values), config: openJson(ctx.config, stored.config) };
+  const thread = { ...stored, values: await openJson(ctx.config, THREAD_VALUES, stored.values), config: await openJson(ctx.config, { model: 'thread', field: 'config' }, stored.config) };
   let values = thread.values;
   const interrupts: Json = {};
   let hasNext = false;
@@ -198,7 +200,12 @@ export async function refreshThreadCache(
     hasNext = state.next.length > 0;
     for (const task of state.tasks as { id: string; interrupts: unknown[] }[]) if (task.interrupts.length) interrupts[task.id] = task.interrupts;
   }
-  const cache = { values: sealJson(ctx.config, values), interrupts: sealJson(ctx.config, interrupts), error: options.error ? serializeError(options.error) : undefined, hasNext };
+  const cache = {
+    values: await sealJson(ctx.config, THREAD_VALUES, values),
+    interrupts: await sealJson(ctx.config, { model: 'thread', field: 'interrupts' }, interrupts),
+    error: options.error ? serializeError(options.error) : undefined,
+    hasNext,
+  };
   return !!(await writeThreadCache(ctx.db, threadId, cache, options.notify));
 }
 

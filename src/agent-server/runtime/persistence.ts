@@ -7,7 +7,7 @@ import pg from 'pg';
 import { PreparingClient } from '../../database/prepared-statements.js';
 import { createPool } from '../../database/pool.js';
 import { readStoreSettings } from '../services/store/store-items.store.js';
-import type { AtRestEncryption } from '../services/encryption/at-rest.js';
+import type { AtRestCipher } from '../services/encryption/at-rest.js';
 import type { Embedder } from '../services/store/store-operations.js';
 import { CHECKPOINT_SCHEMA } from '../../database/checkpoint-schema.js';
 import type { Persistence } from './graph-registry.js';
@@ -31,7 +31,7 @@ export type RuntimePersistence = Persistence & {
 export async function openPersistence(
   databaseUrl: string,
   deploymentId: string,
-  options: { poolSize: number; embedder?: Embedder; encryption?: AtRestEncryption },
+  options: { poolSize: number; embedder?: Embedder; encryption?: AtRestCipher },
 ): Promise<RuntimePersistence> {
   const pool = createPool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
   // Each checkpoint carries its run's metadata, as the reference server's checkpointer does (history filters on it).

@@ -10,9 +10,11 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
 import type pg from 'pg';
-import type { AtRestEncryption } from '../services/encryption/at-rest.js';
+import type { AtRestCipher } from '../services/encryption/at-rest.js';
 import { checkpointSelectSql } from '../services/threads/checkpoints.store.js';
 import { EncryptedSerde } from './encrypted-serde.js';
+
+const CHECKPOINT_METADATA = { model: 'checkpoint', field: 'metadata' } as const;
 
 // Keys that locate a checkpoint rather than describe the run.
 const LOCATION_KEYS = new Set(['checkpoint_ns', 'checkpoint_id', 'checkpoint_map', 'run_id', 'thread_id']);
@@ -48,10 +50,10 @@ function writeStatements(schema: string) {
 export class RunMetadataSaver extends PostgresSaver {
   private readonly statements: ReturnType<typeof writeStatements>;
   private readonly writePool: pg.Pool;
-  private readonly encryption: AtRestEncryption | undefined;
+  private readonly encryption: AtRestCipher | undefined;
 
   /** With `encryption`, blobs and writes are stored encrypted and checkpoint metadata has its JSON keys encrypted. */
-  constructor(pool: pg.Pool, options: { schema: string; encryption?: AtRestEncryption }) {
+  constructor(pool: pg.Pool, options: { schema: string; encryption?: AtRestCipher }) {
     super(pool, options.encryption ? new EncryptedSerde(new JsonPlusSerializer(), options.encryption) : undefined, { schema: options.schema });
     this.encryption = options.encryption;
     const schema = options.schema;
@@ -72,11 +74,11 @@ export class RunMetadataSaver extends PostgresSaver {
   protected override async _dumpMetadata(metadata: PutArguments[2]): Promise<unknown> {
     const [, serialized] = await this.jsonSerde.dumpsTyped(metadata);
     const plain = JSON.parse(new TextDecoder().decode(serialized).replace(/\0/g, '')) as unknown;
-    return this.encryption ? this.encryption.encryptJson(plain) : plain;
+    return this.encryption ? this.encryption.sealJson(plain, CHECKPOINT_METADATA) : plain;
   }
 
   protected override async _loadMetadata(metadata: Record<string, unknown>): Promise<PutArguments[2]> {
-    const [type, dumped] = await this.jsonSerde.dumpsTyped(this.encryption ? this.encryption.decryptJson(metadata) : metadata);
+    const [type, dumped] = await this.jsonSerde.dumpsTyped(this.encryption ? await this.encryption.openJson(metadata, CHECKPOINT_METADATA) : metadata);
     return (await this.jsonSerde.loadsTyped(type, dumped)) as PutArguments[2];
   }
 

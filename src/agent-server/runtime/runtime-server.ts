@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { isAppError } from '../../errors.js';
 import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from '../services/served-deployment/runtime-protocol.js';
 import { answerGraphRequest } from './graph-reads.js';
+import { withEncryptionContext } from '../services/encryption/at-rest.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { advertisedHost } from '../../contracts/launcher-protocol.js';
 
@@ -30,7 +31,8 @@ export async function startRuntimeServer(ctx: RuntimeContext, runtimeId: string,
       const signature = req.headers[RUNTIME_SIGNATURE_HEADER];
       if (typeof signature !== 'string' || !ctx.secrets.verify(signedMessage(runtimeId, body), signature)) return reply(401, { detail: 'Bad signature' });
       try {
-        reply(200, { result: await answerGraphRequest(ctx, JSON.parse(body) as GraphRequest) });
+        const request = JSON.parse(body) as GraphRequest & { encryptionContext?: Record<string, unknown> };
+        reply(200, { result: await withEncryptionContext(request.encryptionContext, () => answerGraphRequest(ctx, request)) });
       } catch (error) {
         if (isAppError(error)) return reply(200, { error: { code: error.code, message: error.message, details: error.details } });
         ctx.logger.error({ err: error }, 'a graph request failed');

@@ -8,6 +8,7 @@ import { newId } from '../../ids.js';
 import { type RunJob, wakeWhenDue } from '../services/runs/run-queue.js';
 import { failUnendedRun } from '../services/runs/runs.store.js';
 import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
+import { storedEncryptionContext, withEncryptionContext } from '../services/encryption/at-rest.js';
 import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
 import { holdSessionLock } from '../../database/session-lock.js';
 import { enqueueRunsWithoutJob, pruneDeadRuntimes, recoverOrphanedRuns, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
@@ -63,7 +64,11 @@ export async function startRuntime(
       // A stateless run's job is completed with its outcome: no later run waits on it, unlike a kept
       // thread's, whose next run must not start before this one has also updated the thread.
       const completeJob = stateless ? await queue.completionUpdate(job.id).catch(() => undefined) : undefined;
-      if (row) ({ jobCompleted } = await executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint, completeJob }));
+      // In the encryption context the run was created in (stored with its kwargs), for what it seals.
+      if (row) {
+        const execute = () => executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint, completeJob });
+        ({ jobCompleted } = await withEncryptionContext(storedEncryptionContext(row.kwargs), execute));
+      }
     } catch (error) {
       // Never fail the job: a failed job would hold back the thread's later runs. A run that failed
       // before its outcome was written, with its job about to complete, ends too rather than wait forever.

@@ -6,9 +6,10 @@
 // data and writes new data with the new key.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AtRestEncryption } from '../../../src/agent-server/services/encryption/at-rest.js';
 import { ConfigError, loadConfig } from '../../../src/config.js';
+import { Client } from '@langchain/langgraph-sdk';
 import { atDeployed, collect, removeDir, startServe, type ServeProcess } from '../../support/serve.js';
 
 // Values no encrypted form can contain by chance.
@@ -40,8 +41,8 @@ afterAll(async () => {
  * Every table of the agent server's database whose rows hold `text`: in any column's text form, or
  * in a bytea column (whose text form is hex). Tables its login may not read are reported, not skipped silently.
  */
-async function tablesHolding(text: string): Promise<{ found: string[]; scanned: string[] }> {
-  const { rows: tables } = await pool.query<{ schema: string; name: string }>(
+async function tablesHolding(text: string, db: pg.Pool = pool): Promise<{ found: string[]; scanned: string[] }> {
+  const { rows: tables } = await db.query<{ schema: string; name: string }>(
     `SELECT table_schema AS schema, table_name AS name FROM information_schema.tables
       WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`,
   );
@@ -50,7 +51,7 @@ async function tablesHolding(text: string): Promise<{ found: string[]; scanned: 
   const scanned: string[] = [];
   for (const table of tables) {
     const name = `"${table.schema}"."${table.name}"`;
-    const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${name} t WHERE t::text LIKE '%' || $1 || '%' OR t::text LIKE '%' || $2 || '%'`, [text, hex]);
+    const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${name} t WHERE t::text LIKE '%' || $1 || '%' OR t::text LIKE '%' || $2 || '%'`, [text, hex]);
     scanned.push(`${table.schema}.${table.name}`);
     if (Number(rows[0]!.n) > 0) found.push(`${table.schema}.${table.name}`);
   }
@@ -130,6 +131,66 @@ describe('encryption at rest with LANGGRAPH_AES_KEY and LANGGRAPH_AES_JSON_KEYS'
     expect(() => new AtRestEncryption({ key: FIRST_KEY }).decryptText(sealed)).toThrow(/key not configured/);
     expect(JSON.parse(new AtRestEncryption({ key: SECOND_KEY }).decryptText(sealed))).toEqual({ api_key: SECRET, runs: 2 });
   }, 120_000);
+});
+
+// langgraph.json `encryption.path`: the project's handlers (test/fixtures/custom-encryption), a key per
+// tenant, the tenant from the authenticated user by the context handler.
+describe.skipIf(atDeployed)('custom encryption handlers', () => {
+  let custom: ServeProcess;
+  let customPool: pg.Pool;
+  let acme: Client;
+
+  beforeAll(async () => {
+    custom = await startServe({ project: 'custom-encryption' });
+    customPool = new pg.Pool({ connectionString: custom.databaseUrl, max: 2 });
+    acme = new Client({ apiUrl: custom.url, defaultHeaders: { authorization: 'Bearer tenant-acme' }, callerOptions: { maxRetries: 0 } });
+  }, 120_000);
+
+  afterAll(async () => {
+    await customPool?.end();
+    await custom?.stop();
+    removeDir(custom?.dir ?? '');
+  });
+
+  it('seal everything with the tenant’s key and read it back in its context', async () => {
+    const assistant = await acme.assistants.create({ graphId: 'secrets', metadata: { api_key: SECRET, team: 'blue' }, config: { configurable: { api_key: SECRET } } });
+    const thread = await acme.threads.create({ metadata: { api_key: SECRET, team: 'blue' } });
+    const parts = await collect(
+      acme.runs.stream(thread.thread_id, assistant.assistant_id, { input: { api_key: SECRET }, metadata: { password: SECRET }, streamMode: ['values', 'updates'] }),
+    );
+    const run = parts.find((part) => part.event === 'metadata')!.data as { run_id: string };
+    await acme.crons.createForThread(thread.thread_id, assistant.assistant_id, { schedule: '0 0 1 1 *', input: { api_key: SECRET } });
+    await acme.store.putItem(['secrets', 'client'], 'item', { password: SECRET, team: 'blue' });
+
+    expect((await tablesHolding(SECRET, customPool)).found).toEqual([]);
+    // The handlers' own output is what is stored: JSON values they sealed, blobs marked as theirs.
+    expect((await tablesHolding('kms:acme:', customPool)).found).toEqual(
+      expect.arrayContaining(['public.agent_threads', 'public.agent_runs', 'public.agent_assistants', 'public.agent_crons', 'langgraph.checkpoints']),
+    );
+    const { rows: types } = await customPool.query<{ type: string }>('SELECT DISTINCT type FROM langgraph.checkpoint_blobs');
+    expect(types.map((row) => row.type).filter((type) => type !== 'empty').every((type) => type.endsWith('+custom'))).toBe(true);
+
+    expect((await acme.assistants.get(assistant.assistant_id)).metadata).toEqual({ api_key: SECRET, team: 'blue' });
+    const read = await acme.threads.get(thread.thread_id);
+    expect(read.metadata).toMatchObject({ api_key: SECRET, team: 'blue' });
+    expect(read.values).toEqual({ api_key: SECRET, runs: 1 });
+    expect((await acme.threads.getState(thread.thread_id)).values).toEqual({ api_key: SECRET, runs: 1 });
+    expect((await acme.threads.getHistory(thread.thread_id))[0]!.metadata).toMatchObject({ password: SECRET });
+    expect(await acme.runs.join(thread.thread_id, run.run_id)).toEqual({ api_key: SECRET, runs: 1 });
+    const replayed = await collect(acme.runs.joinStream(thread.thread_id, run.run_id));
+    expect(replayed.filter((part) => part.event === 'values').at(-1)!.data).toEqual({ api_key: SECRET, runs: 1 });
+    expect((await acme.runs.get(thread.thread_id, run.run_id)).metadata).toMatchObject({ password: SECRET });
+    expect((await acme.crons.search({ threadId: thread.thread_id }))[0]!.payload).toMatchObject({ input: { api_key: SECRET } });
+    expect((await acme.store.getItem(['secrets', 'client'], 'item'))!.value).toEqual({ password: SECRET, team: 'blue' });
+    expect((await acme.store.getItem(['secrets', 'graph'], 'run-1'))!.value).toEqual({ api_key: SECRET, run: 1 });
+  }, 60_000);
+
+  it('refuses a JSON handler that adds or removes keys', async () => {
+    // A fault of the project's code: the caller gets a 500, the agent server's log says what it did.
+    await expect(acme.threads.create({ metadata: { note: 'add_a_key' } })).rejects.toMatchObject({ status: 500 });
+    expect(await acme.threads.search({ metadata: { note: 'add_a_key' } })).toEqual([]);
+    await vi.waitFor(() => expect(custom.output()).toMatch(/encrypt\.json handler of .*encryption\.ts:encryption changed the keys of thread\.metadata \(added added\)/));
+  });
 });
 
 describe('the key', () => {

@@ -38,15 +38,17 @@ type AssistantRow = {
   updated_at: Date;
 };
 
+const field = (name: string) => ({ model: 'assistant', field: name }) as const;
+
 // A row's JSON opened (when encrypted at rest: encryption/at-rest.ts).
-const toAssistant = (ctx: AgentServerContext, row: AssistantRow): Assistant => ({
+const toAssistant = async (ctx: AgentServerContext, row: AssistantRow): Promise<Assistant> => ({
   assistantId: row.id,
   graphId: row.graph_id,
   name: row.name,
   description: row.description,
-  config: openJson(ctx.config, row.config ?? {}),
-  context: openJson(ctx.config, row.context ?? {}),
-  metadata: openJson(ctx.config, row.metadata ?? {}),
+  config: await openJson(ctx.config, field('config'), row.config ?? {}),
+  context: await openJson(ctx.config, field('context'), row.context ?? {}),
+  metadata: await openJson(ctx.config, field('metadata'), row.metadata ?? {}),
   version: row.version,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
@@ -61,12 +63,21 @@ export function resolveAssistantId(ctx: AgentServerContext, idOrGraph: string): 
   return idOrGraph.toLowerCase();
 }
 
+/** An assistant's JSON as stored. */
+async function sealAssistant(ctx: AgentServerContext, values: { config: Json; context: Json; metadata: Json }) {
+  return {
+    config: await sealJson(ctx.config, field('config'), values.config),
+    context: await sealJson(ctx.config, field('context'), values.context),
+    metadata: await sealJson(ctx.config, field('metadata'), values.metadata),
+  };
+}
+
 async function insertAssistant(
   ctx: AgentServerContext,
   values: { id: string; graphId: string; name: string; description: string | null; config: Json; context: Json; metadata: Json },
   onConflictNothing: boolean,
 ): Promise<Assistant | undefined> {
-  const stored = { config: sealJson(ctx.config, values.config), context: sealJson(ctx.config, values.context), metadata: sealJson(ctx.config, values.metadata) };
+  const stored = await sealAssistant(ctx, values);
   try {
     return await withTransaction(ctx.db, async (client) => {
       const { rows } = await client.query<AssistantRow>(
@@ -83,7 +94,7 @@ async function insertAssistant(
           [values.id, values.graphId, values.name, values.description, stored.config, stored.context, stored.metadata, ctx.deployment.deploymentId],
         );
       }
-      return rows[0] ? toAssistant(ctx, rows[0]) : undefined;
+      return rows[0] ? await toAssistant(ctx, rows[0]) : undefined;
     });
   } catch (error) {
     if ((error as { code?: string }).code === '23505') throw AppError.conflict('Assistant already exists');
@@ -150,7 +161,7 @@ async function findAssistant(ctx: AgentServerContext, assistantId: string): Prom
     assistantId,
     ctx.deployment.deploymentId,
   ]);
-  return rows[0] ? toAssistant(ctx, rows[0]) : undefined;
+  return rows[0] ? await toAssistant(ctx, rows[0]) : undefined;
 }
 
 /**
@@ -203,7 +214,7 @@ export async function searchAssistants(ctx: AuthorizedContext, input: unknown): 
     params,
   );
   const total = rows[0] ? Number(rows[0].total) : query.offset > 0 ? await countAssistants(ctx, query, authFilter) : 0;
-  return searchPage(rows.map((row) => toAssistant(ctx, row)), total, query);
+  return searchPage(await Promise.all(rows.map((row) => toAssistant(ctx, row))), total, query);
 }
 
 /** How many assistants match the filters. */
@@ -234,7 +245,7 @@ export async function updateAssistant(ctx: AuthorizedContext, idOrGraph: string,
       ctx.deployment.deploymentId,
     ]);
     if (!locked[0]) throw AppError.notFound(NOT_FOUND);
-    const current = toAssistant(ctx, locked[0]);
+    const current = await toAssistant(ctx, locked[0]);
     const next = {
       graphId,
       name: body.name ?? current.name,
@@ -248,7 +259,7 @@ export async function updateAssistant(ctx: AuthorizedContext, idOrGraph: string,
       [current.assistantId, ctx.deployment.deploymentId],
     );
     const version = versionRows[0]!.version;
-    const stored = { config: sealJson(ctx.config, next.config), context: sealJson(ctx.config, next.context), metadata: sealJson(ctx.config, next.metadata) };
+    const stored = await sealAssistant(ctx, next);
     await client.query(
       `INSERT INTO agent_assistant_versions (deployment_id, assistant_id, version, graph_id, name, description, config, context, metadata)
        VALUES ($9, $1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -259,7 +270,7 @@ export async function updateAssistant(ctx: AuthorizedContext, idOrGraph: string,
        WHERE id = $1 AND deployment_id = $9 RETURNING *`,
       [current.assistantId, next.graphId, next.name, next.description, stored.config, stored.context, stored.metadata, version, ctx.deployment.deploymentId],
     );
-    return toAssistant(ctx, rows[0]!);
+    return await toAssistant(ctx, rows[0]!);
   });
 }
 
@@ -285,7 +296,7 @@ export async function setLatestAssistantVersion(ctx: AuthorizedContext, idOrGrap
     [assistant.assistantId, version, ctx.deployment.deploymentId],
   );
   if (!rows[0]) throw AppError.notFound(`Assistant version ${version} not found`);
-  return toAssistant(ctx, rows[0]);
+  return await toAssistant(ctx, rows[0]);
 }
 
 
@@ -303,7 +314,7 @@ export async function listAssistantVersions(ctx: AuthorizedContext, idOrGraph: s
     `SELECT * FROM agent_assistant_versions WHERE ${where} ORDER BY version DESC LIMIT ${query.limit} OFFSET ${query.offset}`,
     params,
   );
-  return rows.map((row) => ({ ...toAssistant(ctx, { ...row, id: row.assistant_id, updated_at: row.created_at }), updatedAt: undefined }) as AssistantVersion);
+  return Promise.all(rows.map(async (row) => ({ ...(await toAssistant(ctx, { ...row, id: row.assistant_id, updated_at: row.created_at })), updatedAt: undefined }) as AssistantVersion));
 }
 
 const runnableConfig = (assistant: Assistant) => ({

@@ -16,7 +16,7 @@ import { parseInput } from '../../../validate.js';
 import { assertSchedule, CRON_FIRE_QUEUE, nextOccurrence, syncSchedule } from './cron-schedule.js';
 import { CronCount, CronCreate, CronPatch, CronSearch } from './crons.schemas.js';
 import * as store from './crons.store.js';
-import { openJson, sealJson } from '../encryption/at-rest.js';
+import { openJson, sealJson, storedEncryptionContext, withEncryptionContext } from '../encryption/at-rest.js';
 import type { CronRow } from './crons.store.js';
 import type { Cron } from '../../../contracts/agent-server-api.js';
 
@@ -25,8 +25,11 @@ export type { Cron };
 type Json = Record<string, unknown>;
 
 
+const CRON_PAYLOAD = { model: 'cron', field: 'payload' } as const;
+const CRON_METADATA = { model: 'cron', field: 'metadata' } as const;
+
 // A row's JSON opened (when encrypted at rest: encryption/at-rest.ts).
-const toCron = (deps: Pick<Deps, 'config'>, row: CronRow): Cron => ({
+const toCron = async (deps: Pick<Deps, 'config'>, row: CronRow): Promise<Cron> => ({
   cronId: row.id,
   assistantId: row.assistant_id,
   threadId: row.thread_id,
@@ -35,8 +38,8 @@ const toCron = (deps: Pick<Deps, 'config'>, row: CronRow): Cron => ({
   endTime: row.end_time,
   enabled: row.enabled,
   onRunCompleted: row.on_run_completed,
-  payload: openJson(deps.config, row.payload),
-  metadata: openJson(deps.config, row.metadata),
+  payload: await openJson(deps.config, CRON_PAYLOAD, row.payload),
+  metadata: await openJson(deps.config, CRON_METADATA, row.metadata),
   userId: row.user_id,
   nextRunDate: row.next_run_date,
   createdAt: row.created_at,
@@ -62,11 +65,11 @@ async function ensureThread(ctx: AuthorizedContext, threadId: string, create: bo
   const filter = await authorize(ctx, 'threads', 'read', { thread_id: id });
   const { rows } = await ctx.db.pool.query<{ metadata: Json }>('SELECT metadata FROM agent_threads WHERE id = $1 AND deployment_id = $2', [id, ctx.deployment.deploymentId]);
   if (rows[0]) {
-    if (!matchesFilter(openJson(ctx.config, rows[0].metadata), filter)) throw AppError.notFound(threadNotFound(threadId));
+    if (!matchesFilter(await openJson(ctx.config, { model: 'thread', field: 'metadata' }, rows[0].metadata), filter)) throw AppError.notFound(threadNotFound(threadId));
     return id;
   }
   if (!create) throw AppError.notFound(threadNotFound(threadId));
-  await ctx.db.pool.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, $3, now()) ON CONFLICT (id) DO NOTHING`, [id, ctx.deployment.deploymentId, sealJson(ctx.config, metadata)]);
+  await ctx.db.pool.query(`INSERT INTO agent_threads (id, deployment_id, metadata, updated_at) VALUES ($1, $2, $3, now()) ON CONFLICT (id) DO NOTHING`, [id, ctx.deployment.deploymentId, await sealJson(ctx.config, { model: 'thread', field: 'metadata' }, metadata)]);
   return id;
 }
 
@@ -108,12 +111,12 @@ export async function createCron(ctx: AuthorizedContext, threadId: string | null
     enabled,
     on_run_completed: onRunCompleted ?? 'delete',
     // The run body without if_not_exists: the thread exists from now on (or is new each time).
-    payload: sealJson(ctx.config, dropUndefined({ ...runBody, config, metadata: Object.keys(metadata).length ? metadata : undefined, assistant_id: assistantId, if_not_exists: undefined })),
-    metadata: sealJson(ctx.config, metadata),
+    payload: await sealJson(ctx.config, CRON_PAYLOAD, dropUndefined({ ...runBody, config, metadata: Object.keys(metadata).length ? metadata : undefined, assistant_id: assistantId, if_not_exists: undefined })),
+    metadata: await sealJson(ctx.config, CRON_METADATA, metadata),
     user_id: userIdOf(ctx),
     next_run_date: nextOccurrence(schedule, timezone, new Date(), endTime),
   });
-  const cron = toCron(ctx, row);
+  const cron = await toCron(ctx, row);
   try {
     await syncSchedule(ctx.boss, cron);
   } catch (error) {
@@ -133,7 +136,7 @@ export async function getCron(ctx: AuthorizedContext, cronId: string, action: 'r
   const filter = await authorize(ctx, 'crons', action, Object.assign(value, { cron_id: cronId }));
   const row = isUuid(cronId) ? await store.selectCron(ctx.db, ctx.deployment.deploymentId, cronId.toLowerCase()) : undefined;
   if (!row) throw AppError.notFound(CRON_NOT_FOUND);
-  const cron = toCron(ctx, row);
+  const cron = await toCron(ctx, row);
   if (!matchesFilter(cron.metadata, filter)) throw AppError.notFound(CRON_NOT_FOUND);
   return cron;
 }
@@ -151,7 +154,7 @@ export async function updateCron(ctx: AuthorizedContext, cronId: string, input: 
   return withTransaction(ctx.db, async (client) => {
     const locked = await store.lockCron(client, ctx.deployment.deploymentId, found.cronId);
     if (!locked) throw AppError.notFound(CRON_NOT_FOUND);
-    const cron = toCron(ctx, locked);
+    const cron = await toCron(ctx, locked);
     const schedule = patch.schedule ?? cron.schedule;
     const timezone = patch.timezone ?? cron.timezone;
     if (patch.schedule !== undefined || patch.timezone != null) assertSchedule(schedule, timezone);
@@ -171,11 +174,11 @@ export async function updateCron(ctx: AuthorizedContext, cronId: string, input: 
       end_time: endTime,
       enabled: patch.enabled ?? cron.enabled,
       on_run_completed: patch.on_run_completed ?? cron.onRunCompleted,
-      payload: sealJson(ctx.config, { ...cron.payload, ...runFields }),
-      metadata: sealJson(ctx.config, (asked.metadata as Json | null | undefined) ?? cron.metadata),
+      payload: await sealJson(ctx.config, CRON_PAYLOAD, { ...cron.payload, ...runFields }),
+      metadata: await sealJson(ctx.config, CRON_METADATA, (asked.metadata as Json | null | undefined) ?? cron.metadata),
       next_run_date: nextOccurrence(schedule, timezone, new Date(), endTime),
     });
-    const updated = toCron(ctx, row!);
+    const updated = await toCron(ctx, row!);
     await syncSchedule(ctx.boss, updated);
     return updated;
   });
@@ -209,7 +212,7 @@ export async function searchCrons(ctx: AuthorizedContext, input: unknown): Promi
     sortBy: body.sort_by,
     sortOrder: body.sort_order,
   });
-  return rows.map((row) => toCron(ctx, row));
+  return Promise.all(rows.map((row) => toCron(ctx, row)));
 }
 
 export async function countCrons(ctx: AuthorizedContext, input: unknown): Promise<number> {
@@ -231,7 +234,7 @@ export async function scheduleUnscheduledCrons(deps: Deps): Promise<number> {
   let made = 0;
   for (const row of crons) {
     if (scheduled.has(row.id)) continue;
-    await syncSchedule(deps.boss, toCron(deps, row));
+    await syncSchedule(deps.boss, await toCron(deps, row));
     made++;
   }
   return made;
@@ -251,7 +254,7 @@ export async function fireCron(deps: Deps, cronId: string, now: Date = new Date(
     await deps.boss?.unschedule(CRON_FIRE_QUEUE, cronId).catch(() => undefined);
     return undefined;
   }
-  const cron = toCron(deps, row);
+  const cron = await toCron(deps, row);
   const ended = !!cron.endTime && cron.endTime <= now;
   if (ended || !cron.enabled || !cron.nextRunDate) {
     if (ended) {
@@ -268,9 +271,9 @@ export async function fireCron(deps: Deps, cronId: string, now: Date = new Date(
   const ctx = await agentContext({ ...deps, viewer: { kind: 'system' } }, row.deployment_id);
   const payload = { ...cron.payload, metadata: { ...((cron.payload.metadata as Json | undefined) ?? {}), cron_id: cron.cronId } };
   try {
-    return cron.threadId
-      ? await createRun(ctx, cron.threadId, payload)
-      : await createRun(ctx, null, { ...payload, on_completion: cron.onRunCompleted });
+    // In the encryption context the cron was made in (stored with its payload), as its runs are.
+    const create = () => (cron.threadId ? createRun(ctx, cron.threadId, payload) : createRun(ctx, null, { ...payload, on_completion: cron.onRunCompleted }));
+    return await withEncryptionContext(storedEncryptionContext(row.payload), create);
   } catch (error) {
     if (error instanceof AppError && error.code !== 'NOT_FOUND') {
       // A run the runs service refuses (e.g. `reject` while the thread is busy) skips this tick only.

@@ -18,8 +18,8 @@ import type { Run } from '../../../contracts/agent-server-api.js';
 export async function waitForRun(ctx: AgentServerContext, runId: string, signal?: AbortSignal): Promise<Run | undefined> {
   return withRunSignals(ctx, runId, signal, async (signals) => {
     const row = await findRunRow(ctx, runId);
-    if (!row || isTerminalStatus(row.status)) return row && toRun(ctx, row);
-    return followToEnd(ctx, toRun(ctx, row), signals);
+    if (!row || isTerminalStatus(row.status)) return row && (await toRun(ctx, row));
+    return followToEnd(ctx, await toRun(ctx, row), signals);
   });
 }
 
@@ -47,7 +47,7 @@ export async function followToEnd(ctx: AgentServerContext, run: Run, signals: As
     // The bus was away and may have missed its end: the row says.
     if (event.resync) {
       const row = await findRunRow(ctx, run.runId);
-      if (!row || isTerminalStatus(row.status)) return row && toRun(ctx, row);
+      if (!row || isTerminalStatus(row.status)) return row && (await toRun(ctx, row));
       continue;
     }
     if (event.status && isTerminalStatus(event.status)) {
@@ -60,7 +60,7 @@ export async function followToEnd(ctx: AgentServerContext, run: Run, signals: As
   // The signals ended with the run still going: this server is stopping (its run goes on, on the
   // runtime that takes over). Its end is not known here: say so rather than answer an unfinished run.
   if (row && !isTerminalStatus(row.status)) throw new AppError('UNAVAILABLE', 'This agent server is stopping before the run ended; the run goes on: join it again.');
-  return row && toRun(ctx, row);
+  return row && (await toRun(ctx, row));
 }
 
 /**
@@ -70,7 +70,7 @@ export async function followToEnd(ctx: AgentServerContext, run: Run, signals: As
 export async function runResult(ctx: AgentServerContext, run: Run | undefined, threadId: string | null): Promise<unknown> {
   if (run?.output != null) return run.output;
   if (!threadId) return null;
-  return openJson(ctx.config, await selectThreadValues(ctx.db, threadId));
+  return openJson(ctx.config, { model: 'thread', field: 'values' }, await selectThreadValues(ctx.db, threadId));
 }
 
 /** Waits for a thread's run to end and returns its result (GET …/runs/{id}/join). */

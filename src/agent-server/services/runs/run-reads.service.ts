@@ -8,22 +8,22 @@ import type { AgentServerContext } from '../served-deployment/deployment-scope.j
 import { type AuthFilter, type AuthorizedContext, authorize, matchesFilter } from '../custom-auth/custom-auth.js';
 import { threadNotFound } from '../threads/threads.service.js';
 import { selectThreadMetadata } from '../threads/threads.store.js';
-import { openJson } from '../encryption/at-rest.js';
-import { RunListQuery } from './runs.schemas.js';
+import { openJson, openJsonKeys } from '../encryption/at-rest.js';
+import { RUN_KWARGS, RUN_KWARGS_SEALED, RunListQuery } from './runs.schemas.js';
 import * as store from './runs.store.js';
 import type { RunRow } from './runs.store.js';
 import type { Run } from '../../../contracts/agent-server-api.js';
 
 /** A run row as the API returns it (its JSON opened, when encrypted at rest). */
-export const toRun = (ctx: Pick<AgentServerContext, 'config'>, row: RunRow): Run => ({
+export const toRun = async (ctx: Pick<AgentServerContext, 'config'>, row: RunRow): Promise<Run> => ({
   runId: row.id,
   threadId: row.thread_id,
   assistantId: row.assistant_id,
   status: row.status,
-  metadata: openJson(ctx.config, row.metadata ?? {}),
-  kwargs: openJson(ctx.config, row.kwargs),
+  metadata: await openJson(ctx.config, { model: 'run', field: 'metadata' }, row.metadata ?? {}),
+  kwargs: await openJsonKeys(ctx.config, RUN_KWARGS, row.kwargs, RUN_KWARGS_SEALED),
   multitaskStrategy: row.multitask_strategy,
-  output: openJson(ctx.config, row.output),
+  output: await openJson(ctx.config, { model: 'run', field: 'output' }, row.output),
   attempt: row.attempt,
   // Recorded with the cancellation; a run that ended otherwise before it took effect was not cancelled.
   cancelReason: row.status === 'interrupted' ? row.cancel_reason : null,
@@ -46,7 +46,7 @@ export async function findRunRow(ctx: AgentServerContext, runId: string): Promis
 export async function assertThread(ctx: AuthorizedContext, threadId: string, action?: 'read' | 'search'): Promise<void> {
   if (!isUuid(threadId)) throw AppError.notFound(threadNotFound(threadId));
   const filter = action ? await authorize(ctx, 'threads', action, { thread_id: threadId }) : undefined;
-  const metadata = openJson(ctx.config, await selectThreadMetadata(ctx.db, threadId, ctx.deployment.deploymentId));
+  const metadata = await openJson(ctx.config, { model: 'thread', field: 'metadata' }, await selectThreadMetadata(ctx.db, threadId, ctx.deployment.deploymentId));
   if (!metadata || !matchesFilter(metadata, filter)) throw AppError.notFound(threadNotFound(threadId));
 }
 
@@ -54,7 +54,9 @@ export async function assertThread(ctx: AuthorizedContext, threadId: string, act
 export async function visibleRunIds(ctx: AuthorizedContext, runIds: string[], filter: AuthFilter | undefined): Promise<string[]> {
   if (!filter || !runIds.length) return runIds;
   const owners = await store.selectRunsOwnerMetadata(ctx.db, runIds);
-  return runIds.filter((runId) => matchesFilter(openJson(ctx.config, owners.get(runId)), filter));
+  const visible: string[] = [];
+  for (const runId of runIds) if (matchesFilter(await openJson(ctx.config, { model: 'thread', field: 'metadata' }, owners.get(runId)), filter)) visible.push(runId);
+  return visible;
 }
 
 /**
@@ -67,14 +69,14 @@ export async function getRun(ctx: AuthorizedContext, threadId: string | null, ru
   if (!row || (threadId !== null && row.thread_id !== threadId.toLowerCase())) throw AppError.notFound(RUN_NOT_FOUND);
   // A read names the thread the filter hides, a change the run, in the reference server's words.
   if (filter && !(await visibleRunIds(ctx, [row.id], filter)).length) throw AppError.notFound(threadId && action === 'read' ? threadNotFound(threadId) : RUN_NOT_FOUND);
-  return toRun(ctx, row);
+  return await toRun(ctx, row);
 }
 
 /** A thread's runs, newest first, optionally by status. */
 export async function listRuns(ctx: AuthorizedContext, threadId: string, input: unknown): Promise<Run[]> {
   const query = parseInput(RunListQuery, input, 'query');
   await assertThread(ctx, threadId, 'search');
-  return (await store.selectThreadRuns(ctx.db, threadId, query)).map((row) => toRun(ctx, row));
+  return Promise.all((await store.selectThreadRuns(ctx.db, threadId, query)).map((row) => toRun(ctx, row)));
 }
 
 /**
@@ -84,5 +86,5 @@ export async function listRuns(ctx: AuthorizedContext, threadId: string, input: 
 export async function listRunsOfThreads(ctx: AgentServerContext, threadIds: readonly string[], input: unknown): Promise<Run[][]> {
   const query = parseInput(RunListQuery.pick({ limit: true }), input, 'query');
   const rows = await store.selectRunsOfThreads(ctx.db, ctx.deployment.deploymentId, threadIds.filter(isUuid), query.limit);
-  return threadIds.map((threadId) => rows.filter((row) => row.thread_id === threadId.toLowerCase()).map((row) => toRun(ctx, row)));
+  return Promise.all(threadIds.map((threadId) => Promise.all(rows.filter((row) => row.thread_id === threadId.toLowerCase()).map((row) => toRun(ctx, row)))));
 }

@@ -8,6 +8,8 @@ import type { Deps } from '../../../context.js';
 import type { RunStreamSignal } from '../../../events.js';
 import { type JobCompletion, selectEventsAfter, writeStreamBatch } from './runs.store.js';
 import { encryptionOf } from '../encryption/at-rest.js';
+
+const RUN_EVENTS = { model: 'run', field: 'events' } as const;
 import { eventMode, type RunEvent } from '../../../contracts/agent-server-api.js';
 
 export type { RunEvent };
@@ -190,8 +192,10 @@ export class RunEventWriter {
       for (const signal of candidates) if ((notify = this.deps.events.notifyArguments('runs.stream', signal, this.runId))) break;
     }
     // Stored encrypted at rest when configured: an event holds the run's values (signals then carry none, config.ts).
-    const encryption = encryptionOf(this.deps.config);
-    const stored = encryption ? events.map((event) => ({ ...event, data: encryption.encryptText(event.data) })) : events;
-    return streamWrites(this.deps.db.pool).add({ runId: this.runId, events: stored, notify, outcome, job });
+    const cipher = encryptionOf(this.deps.config);
+    if (!cipher) return streamWrites(this.deps.db.pool).add({ runId: this.runId, events, notify, outcome, job });
+    return Promise.all(events.map(async (event) => ({ ...event, data: await cipher.sealText(event.data, RUN_EVENTS) }))).then((stored) =>
+      streamWrites(this.deps.db.pool).add({ runId: this.runId, events: stored, notify, outcome, job }),
+    );
   }
 }

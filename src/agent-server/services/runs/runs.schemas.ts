@@ -5,6 +5,13 @@ import { MULTITASK_STRATEGIES, RUN_STATUSES } from '../../../contracts/agent-ser
 export { RUN_STATUSES };
 export type { MultitaskStrategy, RunKwargs, RunStatus } from '../../../contracts/agent-server-api.js';
 
+/**
+ * The parts of a run's kwargs the caller gave, sealed at rest (encryption/at-rest.ts); the rest are the
+ * server's own flags (temporary, stream_mode, …), which its SQL and the runtime read as they are.
+ */
+export const RUN_KWARGS_SEALED = ['input', 'command', 'config', 'context', 'webhook'] as const;
+export const RUN_KWARGS = { model: 'run', field: 'kwargs' } as const;
+
 /** The stream modes a run may ask for (the runtime translates each, agent-server/runtime/stream-modes.ts). */
 export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'events', 'debug', 'custom', 'tasks', 'checkpoints'] as const;
 export type StreamMode = (typeof STREAM_MODES)[number];

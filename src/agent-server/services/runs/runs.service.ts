@@ -13,7 +13,10 @@ import { type AuthorizedContext, authConfigurable, authorize, matchesFilter } fr
 import { resolveAssistantId } from '../assistants/assistants.service.js';
 import { threadNotFound } from '../threads/threads.service.js';
 import { insertEmptyThread, selectThreadMetadata } from '../threads/threads.store.js';
-import { openJson, sealJson, sealJsonText } from '../encryption/at-rest.js';
+import { openJson, sealJson, sealJsonKeys, sealJsonText } from '../encryption/at-rest.js';
+import { RUN_KWARGS, RUN_KWARGS_SEALED } from './runs.schemas.js';
+
+const THREAD_METADATA = { model: 'thread', field: 'metadata' } as const;
 import { followToEnd, waitForRun, withRunSignals } from './run-follow.service.js';
 import { assertThread, getRun, RUN_NOT_FOUND, toRun, visibleRunIds } from './run-reads.service.js';
 import { isTerminalStatus } from './run-stream.js';
@@ -119,7 +122,7 @@ async function createParsedRun(
   const filter = await authorize(ctx, 'threads', 'create_run', asked);
   const metadata = (asked.metadata ?? {}) as Json;
   if (filter && !stateless) {
-    const existing = openJson(ctx.config, await selectThreadMetadata(ctx.db, threadId, deploymentId));
+    const existing = await openJson(ctx.config, THREAD_METADATA, await selectThreadMetadata(ctx.db, threadId, deploymentId));
     if (existing && !matchesFilter(existing, filter)) throw AppError.notFound(threadNotFound(threadId));
   }
 
@@ -167,12 +170,12 @@ async function createParsedRun(
     threadId,
     assistantId,
     // As stored: the values of the JSON keys encrypted at rest sealed (encryption/at-rest.ts).
-    metadata: sealJson(ctx.config, metadata),
-    kwargs: JSON.stringify(sealJson(ctx.config, kwargs)),
+    metadata: await sealJson(ctx.config, { model: 'run', field: 'metadata' }, metadata),
+    kwargs: JSON.stringify(await sealJsonKeys(ctx.config, RUN_KWARGS, kwargs, RUN_KWARGS_SEALED)),
     strategy,
     jobId,
     stateful: !temporary,
-    threadConfig: sealJsonText(ctx.config, threadConfigOf(kwargs)),
+    threadConfig: await sealJsonText(ctx.config, { model: 'thread', field: 'config' }, threadConfigOf(kwargs)),
   };
   const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run> => {
     const inserted = await store.insertRun(client, newRun, { jobInsert, notify: [wake, pending].filter((notice) => notice !== undefined) });
@@ -188,10 +191,10 @@ async function createParsedRun(
       }
       woken = wake !== undefined;
       announced = pending !== undefined;
-      return toRun(ctx, inserted.row);
+      return await toRun(ctx, inserted.row);
     }
     await ctx.deployment.queue.send(client as pg.PoolClient, job);
-    return toRun(ctx, inserted.row);
+    return await toRun(ctx, inserted.row);
   };
 
   const { run, inflight } =
@@ -205,7 +208,7 @@ async function createParsedRun(
             if (!threadInflight) {
               if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(threadNotFound(threadId));
               // The id may already be a thread of another deployment (or one created at this instant): a conflict, not a 500.
-              if (!(await insertEmptyThread(client, threadId, deploymentId, sealJson(ctx.config, metadata)))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
+              if (!(await insertEmptyThread(client, threadId, deploymentId, await sealJson(ctx.config, THREAD_METADATA, metadata)))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
             } else {
               inflight = threadInflight;
             }

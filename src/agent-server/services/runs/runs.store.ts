@@ -2,7 +2,7 @@
 // talks SQL.
 import type pg from 'pg';
 import type { Database } from '../../../db.js';
-import type { AtRestEncryption } from '../encryption/at-rest.js';
+import type { AtRestCipher } from '../encryption/at-rest.js';
 import { CHECKPOINT_SCHEMA } from '../../../database/checkpoint-schema.js';
 import type { MultitaskStrategy, RunKwargs, RunStatus } from './runs.schemas.js';
 
@@ -53,13 +53,13 @@ export async function selectRunsOfThreads(db: Pick<Database, 'pool'>, deployment
   return rows.map(({ position: _position, ...row }) => row);
 }
 
-/** A run's events after `afterSeq`, in order (their data opened with `encryption` when stored encrypted). */
-export async function selectEventsAfter(pool: pg.Pool, runId: string, afterSeq: number, encryption?: AtRestEncryption): Promise<{ seq: number; event: string; data: string }[]> {
+/** A run's events after `afterSeq`, in order (their data opened with `cipher` when stored encrypted). */
+export async function selectEventsAfter(pool: pg.Pool, runId: string, afterSeq: number, cipher?: AtRestCipher): Promise<{ seq: number; event: string; data: string }[]> {
   const { rows } = await pool.query<{ seq: number; event: string; data: string }>(
     'SELECT seq, event, data FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq',
     [runId, afterSeq],
   );
-  return encryption ? rows.map((row) => ({ ...row, data: encryption.decryptText(row.data) })) : rows;
+  return cipher ? Promise.all(rows.map(async (row) => ({ ...row, data: await cipher.openText(row.data, { model: 'run', field: 'events' }) }))) : rows;
 }
 
 /**

@@ -3,6 +3,7 @@
 import { AppError } from '../../../errors.js';
 import type { AgentServerContext } from './deployment-scope.js';
 import { listRuntimes } from './served-deployment.store.js';
+import { currentEncryptionContext } from '../encryption/at-rest.js';
 import { type GraphReply, type GraphRequest, RUNTIME_REQUEST_PATH, RUNTIME_SIGNATURE_HEADER, signedMessage } from './runtime-protocol.js';
 
 // Graph reads are quick; a runtime that takes longer is stuck or gone.
@@ -13,7 +14,8 @@ const REQUEST_TIMEOUT_MS = 30_000;
  * come back as themselves; UNAVAILABLE when no runtime of the deployment answers.
  */
 export async function askRuntime(ctx: AgentServerContext, request: GraphRequest): Promise<unknown> {
-  const body = JSON.stringify(request);
+  // What the runtime seals for the request (a state update's checkpoint) is sealed in its encryption context.
+  const body = JSON.stringify({ ...request, encryptionContext: currentEncryptionContext() });
   for (const runtime of await listRuntimes(ctx.db, ctx.deployment.deploymentId)) {
     let response: Response;
     try {

@@ -4,7 +4,7 @@
 // `refresh_on_read`, and `query` ranks by vector similarity when indexed, else matches text.
 import { getTextAtPath } from '@langchain/langgraph-checkpoint';
 import type { Database } from '../../../db.js';
-import type { AtRestEncryption } from '../encryption/at-rest.js';
+import type { AtRestCipher } from '../encryption/at-rest.js';
 import * as sql from './store-items.store.js';
 
 type Db = Pick<Database, 'pool'>;
@@ -16,12 +16,14 @@ export type Embedder = {
 };
 
 /** Where a store's calls act: its deployment, settings, embedder and encryption at rest (when configured). */
-export type StoreScope = { db: Db; deploymentId: string; settings: sql.StoreSettings; embedder: Embedder; encryption?: AtRestEncryption };
+export type StoreScope = { db: Db; deploymentId: string; settings: sql.StoreSettings; embedder: Embedder; encryption?: AtRestCipher };
 
 /** An item as stored, its value opened (encrypted values of the configured JSON keys). */
-function opened<Row extends { value: Record<string, unknown> }>(scope: StoreScope, row: Row): Row {
-  return scope.encryption ? { ...row, value: scope.encryption.decryptJson(row.value) } : row;
+async function opened<Row extends { value: Record<string, unknown> }>(scope: StoreScope, row: Row): Promise<Row> {
+  return scope.encryption ? { ...row, value: await scope.encryption.openJson(row.value, STORE_VALUE) } : row;
 }
+
+const STORE_VALUE = { model: 'store', field: 'value' } as const;
 
 /**
  * The texts of a value to embed: the fields `index` names, else the configured ones (`$` is the whole
@@ -50,14 +52,14 @@ export async function putStoreItem(
     embeddings = { column: scope.settings.index.vector, rows: texts.map((text, i) => ({ ...text, vector: vectors[i]! })) };
   }
   // Embedded from the value as given; stored with its encrypted keys' values sealed (filters on those no longer match).
-  const value = scope.encryption ? scope.encryption.encryptJson(item.value) : item.value;
+  const value = scope.encryption ? await scope.encryption.sealJson(item.value, STORE_VALUE) : item.value;
   await sql.upsertItem(scope.db, scope.deploymentId, { namespace: item.namespace, key: item.key, value, ttlMinutes }, embeddings);
 }
 
 /** One live item; reading restarts its ttl unless `refresh` (or, unset, `refresh_on_read`) is false. */
 export async function getStoreItem(scope: StoreScope, namespace: string[], key: string, refresh?: boolean | null) {
   const row = await sql.selectItem(scope.db, scope.deploymentId, namespace, key, refresh ?? scope.settings.ttl?.refreshOnRead ?? true);
-  return row && opened(scope, row);
+  return row && (await opened(scope, row));
 }
 
 /**
@@ -75,5 +77,5 @@ export async function searchStoreItems(
     vector,
     refresh: search.refresh ?? scope.settings.ttl?.refreshOnRead ?? false,
   });
-  return rows.map((row) => opened(scope, row));
+  return Promise.all(rows.map((row) => opened(scope, row)));
 }

@@ -32,16 +32,18 @@ export type { Thread };
 type Json = Record<string, unknown>;
 
 
-// A row's JSON columns as stored: encrypted at rest keys' values sealed (encryption/at-rest.ts).
-const toThread = (ctx: AgentServerContext, row: ThreadRow): Thread => ({
+const field = (name: string) => ({ model: 'thread', field: name }) as const;
+
+// A row's JSON columns are stored sealed when encryption at rest is on (encryption/at-rest.ts).
+const toThread = async (ctx: AgentServerContext, row: ThreadRow): Promise<Thread> => ({
   threadId: row.id,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
-  metadata: openJson(ctx.config, row.metadata ?? {}),
+  metadata: await openJson(ctx.config, field('metadata'), row.metadata ?? {}),
   status: row.status,
-  config: openJson(ctx.config, row.config ?? {}),
-  values: openJson(ctx.config, row.values),
-  interrupts: openJson(ctx.config, row.interrupts ?? {}),
+  config: await openJson(ctx.config, field('config'), row.config ?? {}),
+  values: await openJson(ctx.config, field('values'), row.values),
+  interrupts: await openJson(ctx.config, field('interrupts'), row.interrupts ?? {}),
   error: row.error,
 });
 
@@ -64,14 +66,14 @@ export async function createThread(ctx: AuthorizedContext, input: unknown): Prom
   const { rows } = await ctx.db.pool.query<ThreadRow>(
     `INSERT INTO agent_threads (id, deployment_id, metadata, ttl_minutes, updated_at) VALUES ($1, $2, $3, $4, now())
      ON CONFLICT (id) DO NOTHING RETURNING *`,
-    [id, ctx.deployment.deploymentId, sealJson(ctx.config, metadata), body.ttl ?? null],
+    [id, ctx.deployment.deploymentId, await sealJson(ctx.config, field('metadata'), metadata), body.ttl ?? null],
   );
   if (!rows[0]) {
     const existing = await findThread(ctx, id);
     if (existing && body.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) return existing;
     throw AppError.conflict('Thread already exists');
   }
-  let thread = toThread(ctx, rows[0]);
+  let thread = await toThread(ctx, rows[0]);
   if (body.supersteps?.length) {
     await askRuntime(ctx, { kind: 'seed-thread-state', threadId: id, graphId: graphOf(thread), supersteps: body.supersteps });
     thread = await getThread(ctx, id);
@@ -85,7 +87,7 @@ async function findThread(ctx: AgentServerContext, threadId: string): Promise<Th
     threadId,
     ctx.deployment.deploymentId,
   ]);
-  return rows[0] ? toThread(ctx, rows[0]) : undefined;
+  return rows[0] ? await toThread(ctx, rows[0]) : undefined;
 }
 
 /**
@@ -132,7 +134,7 @@ export async function searchThreads(ctx: AuthorizedContext, input: unknown): Pro
     `SELECT *, count(*) OVER () AS total FROM agent_threads WHERE ${where} ORDER BY ${column} ${order}, id ${order} LIMIT ${query.limit} OFFSET ${query.offset}`,
     params,
   );
-  return searchPage(rows.map((row) => toThread(ctx, row)), rows[0] ? Number(rows[0].total) : 0, query);
+  return searchPage(await Promise.all(rows.map((row) => toThread(ctx, row))), rows[0] ? Number(rows[0].total) : 0, query);
 }
 
 /** How many threads match. */
@@ -151,9 +153,9 @@ export async function updateThread(ctx: AuthorizedContext, threadId: string, inp
   await getThread(ctx, threadId, 'update', asked);
   const { rows } = await ctx.db.pool.query<ThreadRow>(
     'UPDATE agent_threads SET metadata = metadata || $2::jsonb, ttl_minutes = COALESCE($3, ttl_minutes), updated_at = now() WHERE id = $1 RETURNING *',
-    [threadId, JSON.stringify(sealJson(ctx.config, asked.metadata ?? {})), body.ttl ?? null],
+    [threadId, JSON.stringify(await sealJson(ctx.config, field('metadata'), asked.metadata ?? {})), body.ttl ?? null],
   );
-  return toThread(ctx, rows[0]!);
+  return await toThread(ctx, rows[0]!);
 }
 
 /**
@@ -201,15 +203,15 @@ export async function copyThread(ctx: AuthorizedContext, threadId: string): Prom
     [
       id,
       ctx.deployment.deploymentId,
-      sealJson(ctx.config, asked.metadata ?? {}),
+      await sealJson(ctx.config, field('metadata'), asked.metadata ?? {}),
       source.status === 'busy' ? 'idle' : source.status,
-      sealJson(ctx.config, source.values),
-      sealJson(ctx.config, source.interrupts),
-      sealJson(ctx.config, source.config),
+      await sealJson(ctx.config, field('values'), source.values),
+      await sealJson(ctx.config, field('interrupts'), source.interrupts),
+      await sealJson(ctx.config, field('config'), source.config),
     ],
   );
   await copyThreadCheckpoints(ctx.db.pool, threadId, id);
-  return toThread(ctx, rows[0]!);
+  return await toThread(ctx, rows[0]!);
 }
 
 const graphOf = (thread: Thread): string => {
