@@ -4,6 +4,7 @@
 import type { RequestHandler } from 'express';
 import { type CustomEncryption, withEncryptionContext } from '../services/encryption/at-rest.js';
 
+/** Runs the rest of the request in the context the project's `context` handler derives from its user (an error answers as any). */
 export function encryptionContext(encryption: CustomEncryption): RequestHandler {
   return (req, _res, next) => {
     encryption.contextFor(req.customAuth?.user ?? null).then(

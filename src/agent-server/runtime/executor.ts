@@ -198,7 +198,7 @@ export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, optio
     }
     const result = failure ? { __error__: serializeError(failure) } : output;
     resultJson = serializeJson(result);
-    // Stored with its encrypted JSON keys' values sealed; readers are told the plain one (shown).
+    // Stored sealed when encryption at rest is on; readers are told the plain one (shown).
     const storedJson = resultJson === undefined ? undefined : await sealJsonText(ctx.config, { model: 'run', field: 'output' }, resultJson);
     const outcome = { status, output: storedJson! };
     const recordOutcome = () => store.updateRunOutcome(ctx.db, runId, status, storedJson);

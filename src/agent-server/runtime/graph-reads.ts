@@ -9,14 +9,14 @@ import { AppError } from '../../errors.js';
 import type { GraphRequest, ThreadState } from '../services/served-deployment/runtime-protocol.js';
 import { selectThreadGraph, writeThreadCache } from '../services/threads/threads.store.js';
 import { openJson, sealJson } from '../services/encryption/at-rest.js';
-
-const THREAD_VALUES = { model: 'thread', field: 'values' } as const;
 import type { RuntimeContext } from './runtime-context.js';
 import { asGraphRequest } from './graph-errors.js';
 import { extractGraphSchemas, type GraphSchemas, hasRuntimeTypes, withRuntimeDefaults } from './graph-schemas.js';
 import { serializeError, toPlainJson } from '../../serialize.js';
 import { type Checkpoint, checkpointOf } from './stream-modes.js';
 import { readAccess } from './graph-registry.js';
+
+const THREAD_VALUES = { model: 'thread', field: 'values' } as const;
 
 type Json = Record<string, unknown>;
 

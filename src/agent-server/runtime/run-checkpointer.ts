@@ -52,7 +52,7 @@ export class RunMetadataSaver extends PostgresSaver {
   private readonly writePool: pg.Pool;
   private readonly encryption: AtRestCipher | undefined;
 
-  /** With `encryption`, blobs and writes are stored encrypted and checkpoint metadata has its JSON keys encrypted. */
+  /** With `encryption`, blobs and writes are stored sealed, and checkpoint metadata as its JSON rule says. */
   constructor(pool: pg.Pool, options: { schema: string; encryption?: AtRestCipher }) {
     super(pool, options.encryption ? new EncryptedSerde(new JsonPlusSerializer(), options.encryption) : undefined, { schema: options.schema });
     this.encryption = options.encryption;
@@ -66,7 +66,7 @@ export class RunMetadataSaver extends PostgresSaver {
   }
 
   // Metadata is a jsonb column the history filter searches: stored as JSON (the saver's serializer
-  // round trip), never sealed whole; only the values of the configured JSON keys are encrypted.
+  // round trip), never sealed whole; encryption at rest seals it as other JSON (its keys stay).
   private get jsonSerde() {
     return this.serde instanceof EncryptedSerde ? this.serde.inner : this.serde;
   }

@@ -8,9 +8,9 @@ import type { Deps } from '../../../context.js';
 import type { RunStreamSignal } from '../../../events.js';
 import { type JobCompletion, selectEventsAfter, writeStreamBatch } from './runs.store.js';
 import { encryptionOf } from '../encryption/at-rest.js';
+import { eventMode, type RunEvent } from '../../../contracts/agent-server-api.js';
 
 const RUN_EVENTS = { model: 'run', field: 'events' } as const;
-import { eventMode, type RunEvent } from '../../../contracts/agent-server-api.js';
 
 export type { RunEvent };
 

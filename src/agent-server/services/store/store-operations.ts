@@ -18,7 +18,7 @@ export type Embedder = {
 /** Where a store's calls act: its deployment, settings, embedder and encryption at rest (when configured). */
 export type StoreScope = { db: Db; deploymentId: string; settings: sql.StoreSettings; embedder: Embedder; encryption?: AtRestCipher };
 
-/** An item as stored, its value opened (encrypted values of the configured JSON keys). */
+/** An item as read, its value opened (when stored sealed by encryption at rest). */
 async function opened<Row extends { value: Record<string, unknown> }>(scope: StoreScope, row: Row): Promise<Row> {
   return scope.encryption ? { ...row, value: await scope.encryption.openJson(row.value, STORE_VALUE) } : row;
 }
@@ -51,7 +51,7 @@ export async function putStoreItem(
     const vectors = texts.length ? await scope.embedder.documents(texts.map((text) => text.text)) : [];
     embeddings = { column: scope.settings.index.vector, rows: texts.map((text, i) => ({ ...text, vector: vectors[i]! })) };
   }
-  // Embedded from the value as given; stored with its encrypted keys' values sealed (filters on those no longer match).
+  // Embedded from the value as given; stored sealed (a filter on a sealed value no longer matches).
   const value = scope.encryption ? await scope.encryption.sealJson(item.value, STORE_VALUE) : item.value;
   await sql.upsertItem(scope.db, scope.deploymentId, { namespace: item.namespace, key: item.key, value, ttlMinutes }, embeddings);
 }
