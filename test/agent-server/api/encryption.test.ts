@@ -7,7 +7,11 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AtRestEncryption } from '../../../src/agent-server/services/encryption/at-rest.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadEncryptionHandlers } from '../../../src/agent-server/runtime/encryption-handlers.js';
+import { AtRestEncryption, CustomEncryption } from '../../../src/agent-server/services/encryption/at-rest.js';
 import { ConfigError, loadConfig } from '../../../src/config.js';
 import { Client } from '@langchain/langgraph-sdk';
 import { atDeployed, collect, removeDir, startServe, type ServeProcess } from '../../support/serve.js';
@@ -26,20 +30,9 @@ let runId: string;
 let assistantId: string;
 let cronId: string;
 
-beforeAll(async () => {
-  server = await startServe({ project: 'encryption', env: { LANGGRAPH_AES_KEY: FIRST_KEY, LANGGRAPH_AES_JSON_KEYS: JSON_KEYS } });
-  pool = new pg.Pool({ connectionString: server.databaseUrl, max: 2 });
-}, 120_000);
-
-afterAll(async () => {
-  await pool?.end();
-  await server?.stop();
-  removeDir(server?.dir ?? '');
-});
-
 /**
  * Every table of the agent server's database whose rows hold `text`: in any column's text form, or
- * in a bytea column (whose text form is hex). Tables its login may not read are reported, not skipped silently.
+ * in a bytea column (whose text form is hex). A table its login may not read fails the scan rather than be skipped.
  */
 async function tablesHolding(text: string, db: pg.Pool = pool): Promise<{ found: string[]; scanned: string[] }> {
   const { rows: tables } = await db.query<{ schema: string; name: string }>(
@@ -59,6 +52,17 @@ async function tablesHolding(text: string, db: pg.Pool = pool): Promise<{ found:
 }
 
 describe('encryption at rest with LANGGRAPH_AES_KEY and LANGGRAPH_AES_JSON_KEYS', () => {
+  beforeAll(async () => {
+    server = await startServe({ project: 'encryption', env: { LANGGRAPH_AES_KEY: FIRST_KEY, LANGGRAPH_AES_JSON_KEYS: JSON_KEYS } });
+    pool = new pg.Pool({ connectionString: server.databaseUrl, max: 2 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await pool?.end();
+    await server?.stop();
+    removeDir(server?.dir ?? '');
+  });
+
   it('stores no plaintext of a marked value in any table', async () => {
     const { client } = server;
     const assistant = await client.assistants.create({
@@ -191,6 +195,27 @@ describe('custom encryption handlers', () => {
     expect(await acme.threads.search({ metadata: { note: 'add_a_key' } })).toEqual([]);
     // A deployed revision's log goes to its deploy log, not here.
     if (!custom.deployed) await vi.waitFor(() => expect(custom.output()).toMatch(/encrypt\.json handler of .*encryption\.ts:encryption changed the keys of thread\.metadata \(added added\)/));
+  });
+});
+
+describe('start-up checks', () => {
+  it('refuse an encryption module that is not an object of handlers, or seals what it cannot open', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'encryption-module-'));
+    const load = (source: string) => {
+      const file = join(dir, `m${randomBytes(4).toString('hex')}.mjs`);
+      writeFileSync(file, source);
+      return loadEncryptionHandlers({ encryption: { file, exportName: 'encryption' } }, { encryption: undefined });
+    };
+    try {
+      await expect(load('export const encryption = 42;')).rejects.toThrow(/cannot be used: it is not an object of handlers/);
+      await expect(load('export const encryption = { encrypt: { blob: async (c, b) => b } };')).rejects.toThrow(/encrypt\.blob and decrypt\.blob go together/);
+      await expect(load('export const encryption = { context: async () => ({}) };')).rejects.toThrow(/it has no encrypt handler/);
+      await expect(load('throw new Error("broken module");')).rejects.toThrow(/Could not load the encryption "encryption" from .*: broken module/);
+      const custom = await load('export const encryption = { encrypt: { json: async (c, d) => d }, decrypt: { json: async (c, d) => d } };');
+      expect(custom).toBeInstanceOf(CustomEncryption);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
