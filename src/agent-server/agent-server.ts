@@ -161,7 +161,7 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
     app.disable('x-powered-by');
     app.use(router);
     // The thread stream's WebSocket (the gateway forwards upgrades with the caller's signed identity).
-    const threadStream = threadStreamUpgrade(deps, target, { auth, cors });
+    const threadStream = threadStreamUpgrade(deps, target, { auth, encryption, cors });
     // Registered after the server's stop, so it runs before it: open sockets do not hold the server.
     wiring.onStop(async () => threadStream.close());
     const handleUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -15,6 +15,7 @@ import { isUuid, newId } from '../../ids.js';
 import { threadNotFound } from '../services/threads/threads.service.js';
 import type { Deps } from '../../context.js';
 import { AuthRefusal, type AuthorizedContext, type CustomAuth } from '../services/custom-auth/custom-auth.js';
+import { type CustomEncryption, withEncryptionContext } from '../services/encryption/at-rest.js';
 import { commandWrites, type DeploymentAccess } from '../../contracts/gateway-protocol.js';
 import * as feeds from '../services/runs/thread-stream.feed.js';
 import * as threadStream from '../services/runs/thread-stream.service.js';
@@ -56,6 +57,8 @@ export function threadStreamUpgrade(
     limits?: Partial<SocketLimits>;
     /** The project's custom auth (langgraph.json `auth`), where its code runs. */
     auth?: CustomAuth;
+    /** The project's encryption at rest (langgraph.json `encryption`), whose context each command runs in. */
+    encryption?: CustomEncryption;
     /** The agent server's policy for browser pages of other origins (`http.cors`). */
     cors?: CorsPolicy;
   } = {},
@@ -77,6 +80,7 @@ export function threadStreamUpgrade(
     void (async () => {
       let ctx: AuthorizedContext;
       let callerAccess: DeploymentAccess | undefined;
+      let encryptionContext: Record<string, unknown> | undefined;
       try {
         const asRequest = upgradeRequest(request, path);
         const resolved = await resolveAgentContext(deps, target, { access: 'read', request: asRequest, customAuth: options.auth !== undefined });
@@ -86,6 +90,8 @@ export function threadStreamUpgrade(
           // Who the socket acts for, decided once on its upgrade, as the routes decide it per request.
           ctx = withCustomAuth(ctx, options.auth, await authenticateCaller(deps, options.auth, studioCredentialOf(target), asRequest, 'read'));
         }
+        // As the routes' requests (encryption-context.ts): derived once, for the socket's user.
+        if (options.encryption) encryptionContext = await options.encryption.contextFor(ctx.auth?.user ?? null);
       } catch (error) {
         if (error instanceof AuthRefusal) return refuse(socket, error.status, STATUS_CODES[error.status] ?? 'Error', error.message, error.headers);
         const status = error instanceof AppError ? ({ UNAUTHENTICATED: 401, FORBIDDEN: 403, NOT_FOUND: 404 } as Record<string, number>)[error.code] : undefined;
@@ -94,7 +100,7 @@ export function threadStreamUpgrade(
         return refuse(socket, 500, 'Internal Server Error', 'Internal Server Error');
       }
       if (!isUuid(threadId)) return refuse(socket, 404, 'Not Found', threadNotFound(threadId));
-      wss.handleUpgrade(request, socket, head, (ws) => serveSocket(ctx, threadId.toLowerCase(), ws, bounds, callerAccess));
+      wss.handleUpgrade(request, socket, head, (ws) => serveSocket(ctx, threadId.toLowerCase(), ws, bounds, callerAccess, encryptionContext));
     })();
     return true;
   };
@@ -120,7 +126,14 @@ function upgradeRequest(request: IncomingMessage, path: string): CallerRequest {
  * One connection. `callerAccess` (behind the gateway: what the caller's signed identity allows) refuses
  * run-starting commands to a reader; elsewhere the service checks the caller's key itself.
  */
-function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, limits: SocketLimits, callerAccess?: DeploymentAccess) {
+function serveSocket(
+  ctx: AuthorizedContext,
+  threadId: string,
+  ws: WebSocket,
+  limits: SocketLimits,
+  callerAccess?: DeploymentAccess,
+  encryptionContext?: Record<string, unknown>,
+) {
   const subscriptions = new Map<string, AbortController>();
   let alive = true;
   const closed = new AbortController();
@@ -269,7 +282,7 @@ function serveSocket(ctx: AuthorizedContext, threadId: string, ws: WebSocket, li
   };
 
   ws.on('message', (data) => {
-    handle(data).catch(async (error: unknown) => {
+    withEncryptionContext(encryptionContext, () => handle(data)).catch(async (error: unknown) => {
       ctx.logger.error({ err: error, threadId }, 'thread stream command failed');
       await send(threadStream.protocolError(null, 'unknown_error', 'The command failed.'));
     });
