@@ -53,7 +53,7 @@ async function buildRevision(deps: Deps, boss: PgBoss, runtimes: DeployedRuntime
     await prepareDeploymentDatabase(deps, deployment.id, log);
     await log('Loading the graphs');
     const graphIds = await runtimes.prepare(deployment.id, revisionId, config.path);
-    await setRevisionBuild(deps.db, revisionId, { graphIds, customAuth: config.auth !== undefined, platformKeys: config.auth?.allowPlatformKeys ?? false });
+    await setRevisionBuild(deps.db, revisionId, { graphIds, customAuth: config.auth !== undefined, platformKeys: config.auth?.allowPlatformKeys ?? false, cors: config.cors });
     await log(`Build succeeded: graphs ${graphIds.join(', ')}`);
     if (await moveRevision(deps, revisionId, 'AWAITING_DEPLOY', ['BUILDING'])) {
       await boss.send(REVISION_DEPLOY_QUEUE, { revisionId } satisfies RevisionJob, { singletonKey: revisionId });

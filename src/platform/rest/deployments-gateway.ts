@@ -12,17 +12,17 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import { connect } from 'node:net';
 import { type Duplex, Transform } from 'node:stream';
-import express, { type RequestHandler, Router } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler, Router } from 'express';
 import { AppError } from '../../errors.js';
 import type { Deps } from '../../context.js';
 import { assertWithinLimits, routeGatewayRequest, routePreflight } from '../services/deployments/agent-operations.js';
-import { deploymentExists } from '../services/deployments/deployments.service.js';
+import { deploymentCors, deploymentExists } from '../services/deployments/deployments.service.js';
 import { agentServerAddresses } from '../services/deployments/agent-server-addresses.js';
 import { type DeploymentAccess, GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER, requestAccess, RUNTIME_DEPLOYMENT_URL_HEADER } from '../../contracts/gateway-protocol.js';
 import { jsonRpcErrorHandler } from '../../http/json-rpc-errors.js';
 import { errorHandler, httpStatus } from '../../http/errors.js';
 import { requestIdOf } from '../../http/request-id.js';
-import { isCorsPreflight } from '../../http/cors.js';
+import { corsPolicy, isCorsPreflight } from '../../http/cors.js';
 
 // What of a caller's request never reaches a deployment: its platform key, and what the gateway sets
 // itself (the signed identity, the deployment's url, the host).
@@ -235,6 +235,27 @@ async function forwardRequest(deps: Deps, req: IncomingMessage, res: ServerRespo
   return true;
 }
 
+/**
+ * The gateway's own answers at a deployment's url (its 401 to a page without a key, a 503 while the
+ * agent server is not up, a preflight it could not forward) carry the CORS headers of the deployment's
+ * `http.cors`, as the agent server's answers do: a page of an origin it allows reads why it was
+ * refused, where the browser would otherwise report only a CORS failure, and the SDK's retry of a 503
+ * gets past its preflight. None for an origin the policy refuses, or a deployment that does not exist.
+ */
+function gatewayAnswersCors(deps: Deps): ErrorRequestHandler {
+  return async (error, req, res, next) => {
+    if (typeof req.headers.origin !== 'string' || res.headersSent) return next(error);
+    const cors = await deploymentCors(deps, String(req.params.deploymentId)).catch(() => undefined);
+    if (cors === undefined) return next(error);
+    try {
+      // Adds the headers (and next), or answers a preflight itself; refuses (throws) for an origin it does not allow.
+      corsPolicy(cors ?? undefined).middleware(req, res, () => next(error));
+    } catch {
+      next(error);
+    }
+  };
+}
+
 /** The gateway as a router of the platform's Express app, mounted at /deployments/:deploymentId. */
 export function deploymentsGateway(deps: Deps): Router {
   const router = Router({ mergeParams: true });
@@ -243,6 +264,7 @@ export function deploymentsGateway(deps: Deps): Router {
     if (!(await forwardRequest(deps, req, res, at))) next();
   };
   router.use(forward);
+  router.use(gatewayAnswersCors(deps));
   // A2A and MCP speak JSON-RPC: what the gateway refuses there (no key, no such deployment, a body too large) answers in its shape, as at the agent server.
   router.use(['/a2a', '/mcp'], jsonRpcErrorHandler);
   router.use(errorHandler('plain', deps.logger));
@@ -264,6 +286,7 @@ export function deploymentsGatewayFirst(deps: Deps, app: (req: IncomingMessage, 
   // The same error handlers as the router's (below a mount of the same shape, so their paths match).
   const failed = Router({ mergeParams: true });
   failed.use((req, _res, next) => next(failures.get(req)));
+  failed.use(gatewayAnswersCors(deps));
   failed.use(['/a2a', '/mcp'], jsonRpcErrorHandler);
   failed.use(errorHandler('plain', deps.logger));
   const errors = express();

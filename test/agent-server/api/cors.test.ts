@@ -168,8 +168,9 @@ describe('at a deployment’s url through the gateway, with its own http.cors', 
     local = await startTestLocalDeployment(platform, { configPath: fixture.configPath, workspaceId: tenant.workspace.id });
     base = `${platform.url}/deployments/${local.deploymentId}`;
   }, 120_000);
+  let stopped = false;
   afterAll(async () => {
-    await local?.stop();
+    if (!stopped) await local?.stop();
     await platform?.stop();
     removeDir(dir);
   });
@@ -207,8 +208,15 @@ describe('at a deployment’s url through the gateway, with its own http.cors', 
     expect(run.status).toBe(200);
     expect(run.headers.get('access-control-allow-origin')).toBe(PAGE);
     expect(JSON.stringify(await run.json())).toContain('You said: through the gateway');
-    // Without a key, the gateway's refusal.
-    expect((await fetch(`${base}/info`, { headers: { origin: PAGE } })).status).toBe(401);
+    // Without a key, the gateway's refusal, which the page reads (its origin allowed); another origin's page does not.
+    const refused = await fetch(`${base}/info`, { headers: { origin: PAGE } });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('access-control-allow-origin')).toBe(PAGE);
+    expect(corsHeaders(await fetch(`${base}/info`, { headers: { origin: OTHER } }))).toEqual({});
+    // No deployment there: nothing to answer for.
+    const nowhere = await fetch(`${platform.url}/deployments/${crypto.randomUUID()}/info`, { headers: { origin: PAGE, 'x-api-key': key } });
+    expect(nowhere.status).toBe(404);
+    expect(corsHeaders(nowhere)).toEqual({});
   });
 
   it('refuses what a page of an origin it does not allow asks beyond reading, over HTTP and the thread stream’s WebSocket', async () => {
@@ -233,6 +241,22 @@ describe('at a deployment’s url through the gateway, with its own http.cors', 
     expect(await socket(OTHER)).toBe(403);
     expect(await socket(PAGE)).toBe(101);
   });
+
+  it("answers for the deployment while its agent server is down: the preflight by its policy, the 503 readable by the page", async () => {
+    await local.stop();
+    stopped = true;
+    // Each waits the gateway's while for the agent server to come back (15 s), then answers: at once, together.
+    const [answered, refused, unavailable] = await Promise.all([
+      preflight(`${base}/threads/search`, PAGE),
+      preflight(`${base}/threads/search`, OTHER),
+      fetch(`${base}/threads/search`, { method: 'POST', headers: { origin: PAGE, 'x-api-key': key, 'content-type': 'application/json' }, body: '{}' }),
+    ]);
+    expect(answered.status).toBe(204);
+    expect(answered.headers.get('access-control-allow-origin')).toBe(PAGE);
+    expect(corsHeaders(refused)).toEqual({});
+    expect(unavailable.status).toBe(503);
+    expect(unavailable.headers.get('access-control-allow-origin')).toBe(PAGE);
+  }, 60_000);
 
   it('adds no CORS to the platform’s own APIs', async () => {
     for (const path of ['/v2/deployments', '/api/v1/workspaces/current/usage', '/']) {

@@ -26,7 +26,8 @@ beforeAll(async () => {
   api = controlPlaneApi(platform.url, { key: tenant.adminKey, tenant: tenant.workspace.id });
   otherApi = controlPlaneApi(platform.url, { key: other.adminKey, tenant: other.workspace.id });
   repo = makeGitRepo(echoGraph('v1'));
-  repo.commit('v2', echoGraph('v2'));
+  // v2 says which pages may call it (http.cors): the gateway's own answers follow it once v2 is active.
+  repo.commit('v2', { ...echoGraph('v2'), 'langgraph.json': JSON.stringify({ graphs: { agent: './agent.ts:graph' }, http: { cors: { allow_origins: ['https://app.example'] } } }) });
   repo.commit('broken', { 'agent.ts': "import { missing } from './does-not-exist.js';\nexport const graph = missing;\n" });
 }, 60_000);
 afterAll(() => stopControlPlanePlatform(platform));
@@ -123,6 +124,10 @@ describe('the typical sequence', () => {
     const latest = await patchRevision(deployment.id, { repo_ref: 'v2' });
     expect((await waitForRevision(api, deployment.id, latest)).status).toBe('DEPLOYED');
     expect((await ask(url, 'hello')).reply).toBe('v2: hello');
+    // The gateway's refusal of a keyless page carries the active revision's CORS: its page reads the 401, another's does not.
+    const refusedAt = async (origin: string) => (await fetch(`${url}/info`, { headers: { origin } })).headers.get('access-control-allow-origin');
+    expect(await refusedAt('https://app.example')).toBe('https://app.example');
+    expect(await refusedAt('https://elsewhere.example')).toBeNull();
     expect((await api('GET', `/v2/deployments/${deployment.id}`)).body.active_revision_id).toBe(latest);
     expect(await buildLog(deployment.id, latest)).toContain('Build succeeded');
     // The checkouts and dependencies no runtime starts from again (the superseded revision's, the

@@ -4,6 +4,7 @@
 // knows of the deployment it serves is its own (agent-server/services/served-deployment/).
 import { AppError } from '../../../errors.js';
 import { dropDeploymentDatabase } from './deployment-database.js';
+import type { CorsOptions } from '../../../contracts/graph-config.js';
 import type { Deps, ServiceContext } from '../../../context.js';
 import { integrationAccessToken } from '../integrations/integrations.service.js';
 import { revokeDeploymentTraceKeys } from '../tenancy/api-keys.service.js';
@@ -61,6 +62,15 @@ export async function deploymentExists(deps: Deps, deploymentId: string): Promis
 export async function declaresCustomAuth(deps: Deps, deploymentId: string): Promise<boolean> {
   const row = await deploymentRow(deps, deploymentId);
   return row !== undefined && row.custom_auth;
+}
+
+/**
+ * The `http.cors` of a deployment's active revision (null: none, so any origin), or undefined when no
+ * such deployment exists: the gateway answers with it where the agent server cannot.
+ */
+export async function deploymentCors(deps: Deps, deploymentId: string): Promise<CorsOptions | null | undefined> {
+  const row = await deploymentRow(deps, deploymentId);
+  return row === undefined ? undefined : row.cors;
 }
 
 /** Whether the deployment's custom auth also takes platform API keys (`auth.allow_langsmith_api_keys`, as its active revision's build read it). */

@@ -1,5 +1,6 @@
 // SQL of the platform's deployments and deployment_runtimes tables (where its launchers record the
 // agent servers they run, and the gateway finds them): control-plane deployments and local ones.
+import type { CorsOptions } from '../../../contracts/graph-config.js';
 import type { Database } from '../../../db.js';
 
 export type DeploymentRow = {
@@ -14,12 +15,14 @@ export type DeploymentRow = {
   custom_auth: boolean;
   /** …and takes platform API keys beside it (`auth.allow_langsmith_api_keys`). */
   platform_keys: boolean;
+  /** Its active revision's `http.cors` (null: none, any origin). */
+  cors: CorsOptions | null;
 };
 
 /** One deployment with its tenant's organization. */
 export async function findDeployment(db: Database, deploymentId: string): Promise<DeploymentRow | undefined> {
   const { rows } = await db.pool.query<DeploymentRow>(
-    `SELECT d.id, d.tenant_id, w.organization_id, d.name, d.source, d.source_config, d.graph_ids, d.custom_auth, d.platform_keys
+    `SELECT d.id, d.tenant_id, w.organization_id, d.name, d.source, d.source_config, d.graph_ids, d.custom_auth, d.platform_keys, d.cors
      FROM deployments d JOIN workspaces w ON w.id = d.tenant_id WHERE d.id = $1 AND d.deleted_at IS NULL`,
     [deploymentId],
   );
@@ -29,14 +32,14 @@ export async function findDeployment(db: Database, deploymentId: string): Promis
 /** Records (or updates) a local deployment: a graph config on the machine that runs its agent server. */
 export async function upsertLocalDeployment(
   db: Database,
-  values: { id: string; tenantId: string; name: string; configPath: string; graphIds: string[] },
+  values: { id: string; tenantId: string; name: string; configPath: string; graphIds: string[]; cors?: CorsOptions },
 ): Promise<void> {
   await db.pool.query(
-    `INSERT INTO deployments (id, tenant_id, name, source, source_config, graph_ids, updated_at)
-     VALUES ($1, $2, $3, 'local', $4, $5, now())
+    `INSERT INTO deployments (id, tenant_id, name, source, source_config, graph_ids, cors, updated_at)
+     VALUES ($1, $2, $3, 'local', $4, $5, $6, now())
      ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id, name = excluded.name, source_config = excluded.source_config,
-       graph_ids = excluded.graph_ids, updated_at = now()`,
-    [values.id, values.tenantId, values.name, { config_path: values.configPath }, values.graphIds],
+       graph_ids = excluded.graph_ids, cors = excluded.cors, updated_at = now()`,
+    [values.id, values.tenantId, values.name, { config_path: values.configPath }, values.graphIds, values.cors ? JSON.stringify(values.cors) : null],
   );
 }
 

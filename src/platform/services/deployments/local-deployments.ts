@@ -44,7 +44,7 @@ export async function registerLocalDeployment(
     configPath: graphConfig.path,
     graphIds: graphConfig.graphs.map((graph) => graph.graphId),
   };
-  await upsertLocalDeployment(ctx.db, { id: deployment.deploymentId, ...deployment });
+  await upsertLocalDeployment(ctx.db, { id: deployment.deploymentId, ...deployment, cors: graphConfig.cors });
   forgetDeploymentRow(deployment.deploymentId);
   return deployment;
 }

@@ -1,4 +1,5 @@
 // SQL of the control plane: deployments as the control plane sees them, their revisions and logs.
+import type { CorsOptions } from '../../../contracts/graph-config.js';
 import { type Database, withTransaction } from '../../../db.js';
 import type { RevisionStatus } from './deployments.schemas.js';
 
@@ -163,7 +164,8 @@ export async function activateRevision(db: Database, deploymentId: string, revis
   const { rowCount } = await db.pool.query(
     `UPDATE deployments SET active_revision_id = $2, graph_ids = $3, updated_at = now(),
        custom_auth = coalesce((SELECT custom_auth FROM deployment_revisions WHERE id = $2), false),
-       platform_keys = coalesce((SELECT platform_keys FROM deployment_revisions WHERE id = $2), false)
+       platform_keys = coalesce((SELECT platform_keys FROM deployment_revisions WHERE id = $2), false),
+       cors = (SELECT cors FROM deployment_revisions WHERE id = $2)
      WHERE id = $1 AND deleted_at IS NULL`,
     [deploymentId, revisionId, graphIds],
   );
@@ -218,11 +220,15 @@ export async function moveRevisionsOf(
   return rows.map((row) => row.id);
 }
 
-export async function setRevisionBuild(db: Database, revisionId: string, values: { commitSha?: string; graphIds?: string[]; customAuth?: boolean; platformKeys?: boolean }): Promise<void> {
+export async function setRevisionBuild(
+  db: Database,
+  revisionId: string,
+  values: { commitSha?: string; graphIds?: string[]; customAuth?: boolean; platformKeys?: boolean; cors?: CorsOptions },
+): Promise<void> {
   await db.pool.query(
     `UPDATE deployment_revisions SET commit_sha = coalesce($2, commit_sha), graph_ids = coalesce($3, graph_ids),
-       custom_auth = coalesce($4, custom_auth), platform_keys = coalesce($5, platform_keys), updated_at = now() WHERE id = $1`,
-    [revisionId, values.commitSha ?? null, values.graphIds ?? null, values.customAuth ?? null, values.platformKeys ?? null],
+       custom_auth = coalesce($4, custom_auth), platform_keys = coalesce($5, platform_keys), cors = coalesce($6::jsonb, cors), updated_at = now() WHERE id = $1`,
+    [revisionId, values.commitSha ?? null, values.graphIds ?? null, values.customAuth ?? null, values.platformKeys ?? null, values.cors ? JSON.stringify(values.cors) : null],
   );
 }
 
