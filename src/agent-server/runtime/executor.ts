@@ -12,7 +12,7 @@ import type { RunTracer } from './agent-run-tracer.js';
 export type { RunTracer };
 import * as store from '../services/runs/runs.store.js';
 import type { ClaimedRun, JobCompletion, RunRow } from '../services/runs/runs.store.js';
-import { deleteCheckpointsAfter, latestCheckpointId } from '../services/threads/checkpoints.store.js';
+import { deleteCheckpointsAfter, latestCheckpointId, runResumePoint } from '../services/threads/checkpoints.store.js';
 import { refreshThreadCache } from './graph-reads.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { serializeError, serializeJson } from '../../serialize.js';
@@ -126,13 +126,25 @@ export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, optio
   let startCheckpoint: string | null = null;
   try {
     if (!kwargs.temporary) startCheckpoint = options.startCheckpoint !== undefined ? options.startCheckpoint : await latestCheckpointId(ctx.deployment.persistence.pool, threadId);
+    // Executed again after its runtime died (recovery.ts): when the thread's latest checkpoint is this
+    // run's, LangGraph resumes from it with no input (the step that was cut short runs again; the
+    // writes of its tasks that had finished are kept); otherwise the run starts over with its input.
+    // A stateless run keeps no checkpoint and always starts over.
+    let resume = false;
+    if (row.attempt > 1 && !kwargs.temporary) {
+      const point = await runResumePoint(ctx.deployment.persistence.pool, threadId, runId);
+      resume = point.latestByRun;
+      startCheckpoint = point.before;
+    }
     const assistant = row.assistant;
     if (!assistant) throw new Error(`Assistant ${row.assistant_id} no longer exists`);
     graphId = assistant.graph_id;
     const assistantConfig = assistant.config as { configurable?: Json; tags?: string[]; recursion_limit?: number };
+    // A resumed run goes on from the latest checkpoint, not from the one it was asked to start from.
+    const { checkpoint_id: _id, checkpoint_ns: _ns, checkpoint_map: _map, ...resumedConfigurable } = kwargs.config.configurable ?? {};
     const configurable: Json = {
       ...(assistantConfig.configurable ?? {}),
-      ...(kwargs.config.configurable ?? {}),
+      ...(resume ? resumedConfigurable : (kwargs.config.configurable ?? {})),
       thread_id: threadId,
       run_id: runId,
       assistant_id: row.assistant_id,
@@ -142,7 +154,7 @@ export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, optio
     const context = { ...(assistant.context ?? {}), ...(kwargs.context ?? {}) };
     const graph = await ctx.deployment.graphs.resolve(graphId, config, { accessContext: 'threads.create_run', executionRuntime: { context } }, { stateless: kwargs.temporary });
     tracing = options.tracer?.({ runId, threadId, assistantId: row.assistant_id, graphId, deploymentId: ctx.deployment.deploymentId });
-    const events = streamGraphRun(graph, graphInput(kwargs), {
+    const events = streamGraphRun(graph, resume ? null : graphInput(kwargs), {
       runId,
       modes: kwargs.stream_mode as StreamMode[],
       subgraphs: kwargs.subgraphs,

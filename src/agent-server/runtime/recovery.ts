@@ -1,21 +1,33 @@
 // Runs whose runtime died, and stateless runs nobody can read any more. Each runtime holds a session
 // advisory lock named after its worker id for as long as it lives; a `running` run whose worker's
-// lock is free belongs to a dead process and is ended as `error` (its job completed, so the thread's
-// next run can start). Both sweeps are pg-boss schedules (agent-server/jobs/boss.ts); a runtime also recovers
-// its deployment's runs once when it starts, so a restarted `serve` picks up where it died.
+// lock is free belongs to a dead process. It goes back to the queue, its job at the head of its
+// thread's (the thread's later runs still wait for it), and whichever runtime claims it executes it
+// again from the thread's latest checkpoint (executor.ts); its readers follow the new attempt on the
+// same stream. A run whose runtime died MAX_RUN_ATTEMPTS times (a graph that kills its process) is
+// ended as `error` instead, so it cannot crash runtimes forever. Both sweeps are pg-boss schedules
+// (agent-server/jobs/boss.ts); a runtime also recovers its deployment's runs once when it starts, so
+// a restarted `serve` picks up where it died.
 import type { PgBoss } from 'pg-boss';
 import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
 import type { Deps } from '../../context.js';
 import { runQueueName } from '../services/runs/run-queue-name.js';
 import * as store from '../services/runs/runs.store.js';
-import type { RunQueue } from '../services/runs/run-queue.js';
+import { requeueRunJob, type RunQueue } from '../services/runs/run-queue.js';
 import { withTransaction } from '../../db.js';
 import { newId } from '../../ids.js';
 import { deleteRuntime, listRuntimeIds } from '../services/served-deployment/served-deployment.store.js';
 
+/** How many runtimes may die executing one run before it is given up as `error`. */
+export const MAX_RUN_ATTEMPTS = 3;
+
+// Rolls back a requeue whose job had ended meanwhile.
+class JobNotActive extends Error {}
+
 /**
- * Ends as `error` every running run (of one deployment, or all) whose runtime's liveness lock is free,
- * completes its job and wakes the runtimes of threads that have more runs waiting. Returns how many.
+ * Recovers every running run (of one deployment, or all) whose runtime's liveness lock is free: puts
+ * it back in the queue (`pending`, its job retried) and wakes the deployment's runtimes, or, after
+ * MAX_RUN_ATTEMPTS attempts (or without an active job to retry), ends it as `error`, completes its
+ * job and wakes the runtimes of threads that have more runs waiting. Returns how many it recovered.
  */
 export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { deploymentId?: string; exceptWorkerId?: string } = {}): Promise<number> {
   const { db, events, logger } = deps;
@@ -37,17 +49,45 @@ export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { d
   }
   let recovered = 0;
   for (const row of rows.filter((r) => dead.has(r.worker_id))) {
-    const error = { error: 'RuntimeError', message: 'The runtime executing this run exited before it finished' };
+    if (row.attempt < MAX_RUN_ATTEMPTS && row.job_id && (await requeueRun(deps, boss, row, row.job_id))) {
+      recovered++;
+      continue;
+    }
+    const message =
+      row.attempt >= MAX_RUN_ATTEMPTS
+        ? `The runtime executing this run exited before it finished, on each of its ${row.attempt} attempts: given up`
+        : 'The runtime executing this run exited before it finished';
+    const error = { error: 'RuntimeError', message };
     if (!(await store.failRunningRun(db, row.id, error))) continue;
     recovered++;
-    await store.markThreadFailed(db, row.thread_id, error);
+    if (!row.temporary) await store.markThreadFailed(db, row.thread_id, error);
     if (row.job_id) await boss.complete(runQueueName(row.deployment_id), row.job_id).catch(() => undefined);
     await wakeIfThreadHasMore(deps, row.deployment_id, row.id);
     await events.publish('runs.stream', { runId: row.id, status: 'error' }, row.id);
     await events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'error' }, row.thread_id);
-    logger.warn({ runId: row.id, workerId: row.worker_id }, 'ended a run whose runtime died');
+    logger.warn({ runId: row.id, workerId: row.worker_id, attempt: row.attempt }, 'ended a run whose runtime died');
   }
   return recovered;
+}
+
+/** Puts a run whose runtime died back in the queue and wakes the deployment's runtimes. Whether it did. */
+async function requeueRun(deps: Deps, boss: PgBoss, row: store.RunningRun, jobId: string): Promise<boolean> {
+  const reason = `runtime ${row.worker_id} exited during attempt ${row.attempt}`;
+  const requeued = await withTransaction(deps.db, async (client) => {
+    if (!(await store.requeueRunningRun(client, row.id, row.worker_id))) return false;
+    if (!(await requeueRunJob(boss, row.deployment_id, client, jobId, reason))) throw new JobNotActive();
+    return true;
+  }).catch((error: unknown) => {
+    if (error instanceof JobNotActive) return false;
+    throw error;
+  });
+  if (!requeued) return false;
+  // Readers keep following: the run is not over, and its next attempt appends to the same stream.
+  await deps.events.publish('runs.stream', { runId: row.id, status: 'pending' }, row.id);
+  if (!row.temporary) await deps.events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'pending' }, row.thread_id);
+  await deps.events.publish('runs.queued', { deploymentId: row.deployment_id }, row.deployment_id);
+  deps.logger.warn({ runId: row.id, workerId: row.worker_id, attempt: row.attempt }, 'put a run whose runtime died back in the queue');
+  return true;
 }
 
 /** Forgets the recorded runtimes (of one deployment, or all) whose process died without removing its row. */

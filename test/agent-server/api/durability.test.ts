@@ -1,39 +1,97 @@
-// A runtime killed mid-run (kill -9) leaves no run `running`: the next runtime for the deployment sees
-// that the dead process's liveness lock is gone, ends the run as `error`, and the thread moves on.
+// A runtime killed mid-run (kill -9) loses no run: the next runtime for the deployment sees that the
+// dead process's liveness lock is gone, puts the run back in the queue and executes it again from the
+// thread's latest checkpoint (the steps that had finished are not run again); a client's stream
+// resumes with Last-Event-ID and sees the run end, and the thread's next run waits for it. A run whose
+// runtime dies at every attempt is given up as `error` after a bounded number of them.
 import { afterAll, describe, expect, it } from 'vitest';
 import { removeDir, startServe, type ServeProcess } from '../../support/serve.js';
 
-let second: ServeProcess | undefined;
+const servers: ServeProcess[] = [];
 afterAll(async () => {
-  await second?.stop();
-  removeDir(second?.dir ?? '');
+  for (const server of servers) await server.stop();
+  for (const server of servers) removeDir(server.dir);
 });
 
+/** Resolves once the server's process has exited (at once if it has). */
+async function exited(server: ServeProcess): Promise<void> {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+  await new Promise((resolve) => server.child.once('exit', resolve));
+}
+
+/** Starts the server again on its deployment (its folder kept), in place of the dead one. */
+async function restart(server: ServeProcess): Promise<ServeProcess> {
+  const next = await server.restart();
+  next.dir = server.dir;
+  servers.splice(servers.indexOf(server), 1, next);
+  return next;
+}
+
 describe('a runtime killed mid-run', () => {
-  it('ends its run as error after recovery, and later runs on the thread still execute', async () => {
-    let first: ServeProcess | undefined = await startServe();
-    const thread = await first.client.threads.create();
-    const run = await first.client.runs.create(thread.thread_id, 'slow', { input: { label: 'doomed', delay_ms: 10_000 }, streamMode: ['custom'] });
-    const queued = await first.client.runs.create(thread.thread_id, 'slow', { input: { label: 'next', delay_ms: 1 } });
-    for await (const part of first.client.runs.joinStream(thread.thread_id, run.run_id)) if (part.event === 'custom') break;
-    expect((await first.client.runs.get(thread.thread_id, run.run_id)).status).toBe('running');
+  it('has its run executed again from its last checkpoint on the restarted runtime; the resumed stream sees its end', async () => {
+    let server = await startServe();
+    servers.push(server);
+    const thread = await server.client.threads.create();
+    const run = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'doomed', delay_ms: 2_000 }, streamMode: ['custom'] });
+    const queued = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'next', delay_ms: 1 } });
+    const before: { id?: string; event: string; data: unknown }[] = [];
+    for await (const part of server.client.runs.joinStream(thread.thread_id, run.run_id)) {
+      before.push(part);
+      if (part.event === 'custom' && (part.data as { step: string }).step === 'second') break;
+    }
+    // The step `first` is in the thread's checkpoint (written alongside `second`'s start).
+    for (;;) {
+      const state = await server.client.threads.getState<{ log?: string[] }>(thread.thread_id);
+      if (state.values.log?.includes('doomed:first')) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect((await server.client.runs.get(thread.thread_id, run.run_id)).status).toBe('running');
 
-    first.child.kill('SIGKILL');
-    await new Promise((resolve) => first!.child.once('exit', resolve));
-    const restarted = Date.now();
+    server.child.kill('SIGKILL');
+    await exited(server);
+    const killedAt = Date.now();
+    server = await restart(server);
+    console.log(`restarted within ${Date.now() - killedAt} ms of the kill`);
 
-    const dir = first.dir;
-    second = await first.restart();
-    first = undefined;
-    second.dir = dir;
-    console.log(`recovered within ${Date.now() - restarted} ms of the kill`);
-    const killed = await second.client.runs.get(thread.thread_id, run.run_id);
-    expect(killed.status).toBe('error');
-    const result = (await second.client.runs.join(thread.thread_id, queued.run_id)) as { log: string[] };
-    expect(result.log).toEqual(['next:first', 'next:second', 'next:third']);
-    expect((await second.client.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
-    const running = await second.client.runs.list(thread.thread_id, { status: 'running' });
-    expect(running).toEqual([]);
-    // Two server start-ups happen inside this test.
+    const lastEventId = before.at(-1)!.id!;
+    const after: { id?: string; event: string; data: unknown }[] = [];
+    for await (const part of server.client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId })) after.push(part);
+    // Every event id once, in order, across both connections.
+    const ids = [...before, ...after].map((part) => Number(part.id));
+    expect(ids.every((id, index) => index === 0 || id > ids[index - 1]!)).toBe(true);
+    // The second attempt announced itself, and started at the step that was cut short.
+    const metadata = after.filter((part) => part.event === 'metadata').map((part) => part.data as { attempt: number });
+    expect(metadata).toEqual([expect.objectContaining({ attempt: 2 })]);
+    expect(after.filter((part) => part.event === 'custom').map((part) => (part.data as { step: string }).step)).toEqual(['second', 'third']);
+    expect(after.some((part) => part.event === 'error')).toBe(false);
+
+    expect((await server.client.runs.get(thread.thread_id, run.run_id)).status).toBe('success');
+    expect(((await server.client.runs.join(thread.thread_id, run.run_id)) as { log: string[] }).log).toEqual(['doomed:first', 'doomed:second', 'doomed:third']);
+    const next = (await server.client.runs.join(thread.thread_id, queued.run_id)) as { log: string[] };
+    expect(next.log).toEqual(['doomed:first', 'doomed:second', 'doomed:third', 'next:first', 'next:second', 'next:third']);
+    expect((await server.client.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
+    expect(await server.client.runs.list(thread.thread_id, { status: 'running' })).toEqual([]);
   }, 120_000);
+
+  it('gives a run up as error once its runtime died at each of its 3 attempts, and the thread moves on', async () => {
+    let server = await startServe();
+    servers.push(server);
+    const thread = await server.client.threads.create();
+    // `first` kills its process at every attempt, after a wait long enough for a restart to be ready.
+    const run = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'crashing', delay_ms: 3_000, crash_in: 'first' } });
+    const queued = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'next', delay_ms: 1, crash_in: 'none' } });
+    let restarts = 0;
+    for (;;) {
+      await exited(server);
+      server = await restart(server);
+      restarts++;
+      if ((await server.client.runs.get(thread.thread_id, run.run_id)).status === 'error') break;
+      expect(restarts).toBeLessThan(3);
+    }
+    expect(restarts).toBe(3);
+    const result = (await server.client.runs.join(thread.thread_id, run.run_id)) as { __error__: { error: string; message: string } };
+    expect(result.__error__).toMatchObject({ error: 'RuntimeError', message: expect.stringContaining('3 attempts') });
+    const next = (await server.client.runs.join(thread.thread_id, queued.run_id)) as { log: string[] };
+    expect(next.log).toEqual(['next:first', 'next:second', 'next:third']);
+    expect((await server.client.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
+  }, 180_000);
 });

@@ -11,8 +11,6 @@ import { runQueueName } from './run-queue-name.js';
 /** Job payload: the run, and its thread when the run keeps state (the runtime reads its checkpoint). */
 export type RunJob = { runId: string; threadId?: string };
 
-;
-
 // A delayed run's job is fetchable from `after_seconds` on by PostgreSQL's clock: a little later by ours.
 const DUE_MARGIN_MS = 100;
 
@@ -168,6 +166,23 @@ export class RunQueue {
     });
   }
 }
+
+/**
+ * Puts a run's active job back at the head of its thread's queue, inside the caller's transaction
+ * (`client`, with the run's row going back to `pending`): pg-boss's fail then retry, which leaves the
+ * job in `retry` state, fetchable at once and, under key_strict_fifo, still holding back the thread's
+ * later jobs (a new job would queue behind them, and the thread's next run would overtake this one).
+ * Whether the job was active (false: it had ended meanwhile; nothing was changed).
+ */
+export async function requeueRunJob(boss: PgBoss, deploymentId: string, client: pg.PoolClient, jobId: string, reason: string): Promise<boolean> {
+  const name = runQueueName(deploymentId);
+  const db = { executeSql: (text: string, values?: unknown[]) => client.query(text, values as unknown[]) };
+  if (affected(await boss.fail(name, jobId, { message: reason }, { db })) !== 1) return false;
+  return affected(await boss.retry(name, jobId, { db })) === 1;
+}
+
+// pg-boss answers its mutators with how many jobs they changed; its declared type leaves it out.
+const affected = (response: unknown) => (response as { affected?: number }).affected;
 
 // One queue object per deployment and job queue in a process, so an in-process runtime and the api
 // that enqueues share its local wake-up and its batched completions.

@@ -426,16 +426,29 @@ export async function failUnendedRun(db: Pick<Database, 'pool'>, runId: string):
   await db.pool.query(`UPDATE agent_runs SET status = 'error', updated_at = now(), ended_at = now() WHERE id = $1 AND status IN ('pending', 'running')`, [runId]);
 }
 
-export type RunningRun = { id: string; thread_id: string; worker_id: string; job_id: string | null; deployment_id: string };
+export type RunningRun = { id: string; thread_id: string; worker_id: string; job_id: string | null; deployment_id: string; attempt: number; temporary: boolean };
 
 /** Running runs (of one deployment, or all), except those of one worker. */
 export async function selectRunningRuns(db: Pick<Database, 'pool'>, where: { deploymentId?: string; exceptWorkerId?: string }): Promise<RunningRun[]> {
   const { rows } = await db.pool.query<RunningRun>(
-    `SELECT id, thread_id, worker_id, job_id, deployment_id FROM agent_runs
+    `SELECT id, thread_id, worker_id, job_id, deployment_id, attempt, coalesce((kwargs->>'temporary')::boolean, false) AS temporary FROM agent_runs
      WHERE status = 'running' AND ($1::uuid IS NULL OR deployment_id = $1) AND worker_id IS DISTINCT FROM $2`,
     [where.deploymentId ?? null, where.exceptWorkerId ?? null],
   );
   return rows;
+}
+
+/**
+ * Puts a run that `workerId` left running back to `pending` (in the caller's transaction, with its
+ * job going back to the queue), for the runtime that claims it next to execute again. Whether it
+ * did (false: it had ended, or been taken, meanwhile).
+ */
+export async function requeueRunningRun(client: pg.PoolClient, runId: string, workerId: string): Promise<boolean> {
+  const { rowCount } = await client.query(
+    `UPDATE agent_runs SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'running' AND worker_id = $2`,
+    [runId, workerId],
+  );
+  return rowCount === 1;
 }
 
 /**

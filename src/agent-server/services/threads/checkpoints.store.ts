@@ -75,6 +75,22 @@ export async function latestCheckpointId(pool: pg.Pool, threadId: string): Promi
 }
 
 /**
+ * Where a thread stands for a run executed again after its runtime died: whether its latest
+ * checkpoint was written by the run (metadata `run_id`), and its latest checkpoint written before
+ * the run (null: none), where a rollback of the run returns to.
+ */
+export async function runResumePoint(pool: pg.Pool, threadId: string, runId: string): Promise<{ latestByRun: boolean; before: string | null }> {
+  const { rows } = await pool.query<{ latest_run_id: string | null; before: string | null }>(
+    `SELECT (SELECT metadata->>'run_id' FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1 AND checkpoint_ns = ''
+              ORDER BY checkpoint_id DESC LIMIT 1) AS latest_run_id,
+            (SELECT checkpoint_id FROM ${CHECKPOINT_SCHEMA}.checkpoints WHERE thread_id = $1 AND checkpoint_ns = ''
+              AND metadata->>'run_id' IS DISTINCT FROM $2 ORDER BY checkpoint_id DESC LIMIT 1) AS before`,
+    [threadId, runId],
+  );
+  return { latestByRun: rows[0]?.latest_run_id === runId, before: rows[0]?.before ?? null };
+}
+
+/**
  * The checkpoint read of the runtime's saver (list and getTuple append WHERE/ORDER BY/LIMIT): the
  * columns LangGraph's PostgresSaver selects, but each channel value is looked up by its primary key
  * (thread, namespace, channel, version) in a LATERAL that cannot be flattened (LIMIT 1). The saver's
