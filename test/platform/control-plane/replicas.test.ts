@@ -1,7 +1,8 @@
 // A deployment with `resource_spec.replicas: 2` runs two agent servers of its active revision: the
 // gateway sends requests to them in turn; when one dies in the middle of a run, the other serves every
-// request meanwhile, the run ends (as an error, not hanging) and the thread takes its next run, and
-// the launcher starts the dead one again.
+// request meanwhile, the run is executed again to its end (by whichever runtime takes it back from the
+// queue) while a client following it from the dead one resumes its stream with Last-Event-ID and sees
+// that end, the thread takes its next run, and the launcher starts the dead one again.
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
@@ -22,7 +23,7 @@ export const graph = new StateGraph(State)
   .addNode('answer', async (state, config) => {
     if (state.input === 'slow') {
       await config.store!.put(['where'], config.configurable!.run_id, { runtime: process.env.AGENT_PLATFORM_RUNTIME_KEY_ID });
-      await new Promise((resolve) => setTimeout(resolve, 120_000));
+      await new Promise((resolve) => setTimeout(resolve, 15_000));
     }
     return { reply: 'v1: ' + state.input };
   })
@@ -79,20 +80,42 @@ describe('a deployment with two replicas', () => {
     const thread = await client.threads.create();
     expect(await client.runs.wait(thread.thread_id, 'agent', { input: { input: 'one' } })).toMatchObject({ reply: 'v1: one' });
 
-    // The agent server running a slow run dies (the OOM killer, say) in the middle of it.
+    // The agent server running a slow run dies (the OOM killer, say) in the middle of it, while a
+    // client follows the run's stream from it.
     const slow = await client.runs.create(thread.thread_id, 'agent', { input: { input: 'slow' } });
     await expect.poll(async () => (await client.store.getItem(['where'], slow.run_id))?.value ?? null, { timeout: 30_000, interval: 200 }).not.toBeNull();
     const victim = ((await client.store.getItem(['where'], slow.run_id))!.value as { runtime: string }).runtime;
-    // The next request after the victim's answer goes to the other; the one after that to the victim.
-    while ((await whoami()) !== victim);
+    // The next request after the other's answer goes to the victim: the stream's.
+    while ((await whoami()) === victim);
+    type Part = { id?: string; event: string; data: unknown };
+    const before: Part[] = [];
+    const stream = client.runs.joinStream(thread.thread_id, slow.run_id)[Symbol.asyncIterator]();
+    const first = await stream.next();
+    before.push(first.value as Part);
+    // Then the other, and the victim again: the one told to die.
     expect(await whoami()).not.toBe(victim);
     await fetch(`${base}/die`, { method: 'POST', headers: { 'x-api-key': key } }).catch(() => undefined);
+    // The stream from the dead one breaks off (or ends) without the run's end.
+    try {
+      for (let part = await stream.next(); !part.done; part = await stream.next()) before.push(part.value as Part);
+    } catch {
+      // the connection was cut
+    }
+    expect(before.some((part) => part.event === 'values')).toBe(false);
 
     // The other replica serves every request meanwhile, through the same url.
     for (let i = 0; i < 4; i++) expect(await whoami()).not.toBe(victim);
-    // The run does not hang: it ends (as an error: the runtime running it died), and the thread takes
-    // its next run, served by the replica that lives.
-    await expect.poll(async () => (await client.runs.get(thread.thread_id, slow.run_id)).status, { timeout: 120_000, interval: 500 }).toBe('error');
+    // The client resumes from the last event it had; the run is executed again and the stream ends with it.
+    const after: Part[] = [];
+    for await (const part of client.runs.joinStream(thread.thread_id, slow.run_id, { lastEventId: before.at(-1)!.id })) after.push(part as Part);
+    const ids = [...before, ...after].map((part) => Number(part.id));
+    expect(ids.every((id, index) => index === 0 || id > ids[index - 1]!)).toBe(true);
+    expect(after.filter((part) => part.event === 'metadata').map((part) => part.data)).toEqual([expect.objectContaining({ attempt: 2 })]);
+    expect(after.at(-1)).toMatchObject({ event: 'values', data: { reply: 'v1: slow' } });
+    expect((await client.runs.get(thread.thread_id, slow.run_id)).status).toBe('success');
+    const rerunBy = ((await client.store.getItem(['where'], slow.run_id))!.value as { runtime: string }).runtime;
+    console.log(`the run was executed again by ${rerunBy === victim ? 'the restarted victim' : 'the other replica'}`);
+    // The thread takes its next run.
     expect(await client.runs.wait(thread.thread_id, 'agent', { input: { input: 'two' } })).toMatchObject({ reply: 'v1: two' });
     // Its launcher starts the dead one again: two replicas once more.
     await expect.poll(async () => (await liveRuntimes(deploymentId)).length, { timeout: 60_000, interval: 500 }).toBe(2);
