@@ -90,7 +90,8 @@ export const finishedJobRetention = (boss: PgBoss): Pick<Queue, 'deleteAfterSeco
 export const RUN_QUEUE_OPTIONS: Omit<Queue, 'name'> = {
   policy: 'key_strict_fifo',
   // A failed job would hold back its thread's later runs; the handler never fails a job, and a runtime
-  // that dies mid-run is detected (and its job completed) by the `runs.sweep` schedule.
+  // that dies mid-run is detected by the `runs.sweep` schedule, which retries its job (the run is
+  // executed again) or, after the run's last attempt, completes it (agent-server/runtime/recovery.ts).
   retryLimit: 0,
   expireInSeconds: 24 * 3600,
 };

@@ -1,4 +1,4 @@
-// The runtime's housekeeping as scheduled jobs: runs (and runtime records) whose runtime died are ended, and stateless runs
+// The runtime's housekeeping as scheduled jobs: runs whose runtime died go back to the queue (runtime records are forgotten), and stateless runs
 // are dropped an hour after they finished (see agent-server/runtime/recovery.ts).
 import type { PgBoss } from 'pg-boss';
 import { pruneDeadRuntimes, pruneStatelessRuns, recoverOrphanedRuns } from '../runtime/recovery.js';

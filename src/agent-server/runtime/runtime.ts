@@ -1,6 +1,6 @@
 // The runtime role for one deployment: works the deployment's run queue and listens for cancellations.
 // It holds a session advisory lock named after its worker id for as long as it lives, so runs it
-// leaves `running` when it dies are recognised and ended (agent-server/runtime/recovery.ts).
+// leaves `running` when it dies are recognised and executed again (agent-server/runtime/recovery.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'pg-boss';
 import { isDatabaseUnreachable } from '../../errors.js';

@@ -17,8 +17,9 @@
 //     is refused by every other route. It is revoked once the process has exited (its last traces
 //     sent), and with the deployment.
 // The child serves on a listening socket the launcher makes (serveChild), whose address the launcher
-// records in deployment_runtimes (where the gateway finds it), holding the row's liveness lock. A child that dies unasked is started again (its runs in flight are ended
-// `error` by the new process's recovery, or by its own `runs.sweep` schedule).
+// records in deployment_runtimes (where the gateway finds it), holding the row's liveness lock. A child that dies unasked is started again (its runs in flight go back to
+// the queue, executed again by whichever runtime takes them, through the new process's recovery or the
+// `runs.sweep` schedule of an agent server of the deployment).
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
