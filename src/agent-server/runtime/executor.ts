@@ -23,7 +23,12 @@ import { type StreamMode, streamGraphRun } from './stream-modes.js';
 type Json = Record<string, unknown>;
 
 
-export type CancelReason = 'interrupt' | 'rollback' | 'shutdown';
+/**
+ * Why a run is stopped: cancelled (`interrupt`, `rollback`), its runtime stopping (`shutdown`), or
+ * `taken`: its runtime lost its liveness lock for a while (a database outage) and a sweep gave the
+ * run to another attempt meanwhile; this one leaves everything to that attempt.
+ */
+export type CancelReason = 'interrupt' | 'rollback' | 'shutdown' | 'taken';
 
 export type ExecuteOptions = {
   workerId: string;
@@ -91,7 +96,7 @@ function graphInput(kwargs: RunKwargs): unknown {
 }
 
 /** Runs a claimed run to its end and records the outcome. Never throws for graph failures. */
-export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, options: ExecuteOptions): Promise<{ status: RunStatus | 'deleted'; jobCompleted: boolean }> {
+export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, options: ExecuteOptions): Promise<{ status: RunStatus | 'deleted' | 'taken'; jobCompleted: boolean }> {
   // The run's and its assistant's JSON as given (opened, when encrypted at rest).
   const row: ClaimedRun = {
     ...claimed,
@@ -193,6 +198,11 @@ export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, optio
   );
 
   const reason = options.signal.reason as CancelReason | undefined;
+  // The run, its stream and its job are another attempt's now: nothing of this one is written.
+  if (options.signal.aborted && reason === 'taken') {
+    ctx.logger.warn({ runId }, 'stopped a run that was given to another attempt while this runtime was away from the database');
+    return { status: 'taken', jobCompleted: false };
+  }
   let resultJson: string | undefined;
   // A small result rides on the final signal, with run data on the event bus; else readers read the row.
   const shown = (json: string | undefined) => (ctx.config.runDataOnEventBus && json && json.length < 4000 ? json : undefined);

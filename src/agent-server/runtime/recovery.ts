@@ -18,7 +18,7 @@ import { newId } from '../../ids.js';
 import { deleteRuntime, listRuntimeIds } from '../services/served-deployment/served-deployment.store.js';
 
 /** How many runtimes may die executing one run before it is given up as `error`. */
-export const MAX_RUN_ATTEMPTS = 3;
+const MAX_RUN_ATTEMPTS = 3;
 
 // Rolls back a requeue whose job had ended meanwhile.
 class JobNotActive extends Error {}

@@ -6,7 +6,7 @@ import type { Job } from 'pg-boss';
 import { isDatabaseUnreachable } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { type RunJob, wakeWhenDue } from '../services/runs/run-queue.js';
-import { failUnendedRun } from '../services/runs/runs.store.js';
+import { failUnendedRun, selectRunsNotRunningBy } from '../services/runs/runs.store.js';
 import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
 import { storedEncryptionContext, withEncryptionContext } from '../services/encryption/at-rest.js';
 import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
@@ -40,11 +40,16 @@ export async function startRuntime(
   const active = new Map<string, AbortController>();
   const stop = new AbortController();
 
-  // The liveness lock lives on its own connection: if this process dies, PostgreSQL drops it.
+  // The liveness lock lives on its own connection: if this process dies, PostgreSQL drops it. While
+  // it was lost (a database outage) a sweep may have seen it free and put this runtime's runs back in
+  // the queue: once it is taken again, the runs no longer this runtime's are stopped, writing nothing.
   const liveness = await holdSessionLock(ctx.db.url, runtimeLockKey(workerId), {
     applicationName: 'agent-platform-runtime',
     logger: ctx.logger,
-    retaken: async () => options.livenessRetaken?.(),
+    retaken: async () => {
+      await options.livenessRetaken?.();
+      for (const runId of await selectRunsNotRunningBy(ctx.db, [...active.keys()], workerId)) active.get(runId)?.abort('taken' satisfies CancelReason);
+    },
   });
 
   // Runs are fetched and claimed in one statement, so a run is registered in `active` only once its
@@ -67,7 +72,10 @@ export async function startRuntime(
       // In the encryption context the run was created in (stored with its kwargs), for what it seals.
       if (row) {
         const execute = () => executeRun(ctx, row, { workerId, signal: controller.signal, tracer: options.tracer, startCheckpoint, completeJob });
-        ({ jobCompleted } = await withEncryptionContext(storedEncryptionContext(row.kwargs), execute));
+        const executed = await withEncryptionContext(storedEncryptionContext(row.kwargs), execute);
+        // Its job is the attempt's that took the run over: completing it would let the thread's next run start.
+        if (executed.status === 'taken') return;
+        jobCompleted = executed.jobCompleted;
       }
     } catch (error) {
       // Never fail the job: a failed job would hold back the thread's later runs. A run that failed

@@ -438,6 +438,17 @@ export async function selectRunningRuns(db: Pick<Database, 'pool'>, where: { dep
   return rows;
 }
 
+/** Those of these runs that are not running by `workerId` (any more): ended, deleted, or given to another attempt. */
+export async function selectRunsNotRunningBy(db: Pick<Database, 'pool'>, runIds: string[], workerId: string): Promise<string[]> {
+  if (!runIds.length) return [];
+  const { rows } = await db.pool.query<{ id: string }>(
+    `SELECT ids.id FROM unnest($1::uuid[]) AS ids(id)
+      WHERE NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = ids.id AND r.status = 'running' AND r.worker_id = $2)`,
+    [runIds, workerId],
+  );
+  return rows.map((row) => row.id);
+}
+
 /**
  * Puts a run that `workerId` left running back to `pending` (in the caller's transaction, with its
  * job going back to the queue), for the runtime that claims it next to execute again. Whether it
