@@ -15,7 +15,7 @@ import type { Config } from '../config.js';
 import type { Deps } from '../context.js';
 import { applyGraphConfigEnv, readGraphConfig } from '../contracts/graph-config.js';
 import { gatewayIdentityHeaders } from '../contracts/gateway-protocol.js';
-import type { RuntimeTracing } from '../contracts/launcher-protocol.js';
+import type { RuntimeStopOptions, RuntimeTracing } from '../contracts/launcher-protocol.js';
 import type { FeedbackUrlMaker, TraceSink } from '../contracts/trace-wire.js';
 import { migrateDatabase } from '../database/migrate.js';
 import type { UpgradeEndpoint } from '../http/upgrade.js';
@@ -91,6 +91,11 @@ export type AgentServer = {
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Tells it the url it listens at once its host listens (the project's `new Client()` reaches it there). */
   listening(url: string): void;
+  /**
+   * Stops its runtime only (see RuntimeStopOptions), the server answering on: the first step of a
+   * stop that hands the deployment over. `stop` stops the rest.
+   */
+  stopRuntime(options: RuntimeStopOptions): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -183,6 +188,7 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
       upgrade: threadStream,
       handleUpgrade,
       listening: listeningAt,
+      stopRuntime: (options) => runtimes.stop(options),
       stop: wiring.stop,
     };
   } catch (error) {

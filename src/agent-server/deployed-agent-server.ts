@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo, Server as NetServer, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { HAND_OVER_FOLLOW_MS, type RuntimeStopOptions } from '../contracts/launcher-protocol.js';
 import { startAgentServer } from './agent-server.js';
 
 export type DeployedAgentServerSpec = {
@@ -17,7 +18,7 @@ export type DeployedAgentServerSpec = {
   configPath: string;
 };
 
-export type DeployedAgentServer = { runtimeId: string; graphIds: string[]; stop(): Promise<void> };
+export type DeployedAgentServer = { runtimeId: string; graphIds: string[]; stop(options?: RuntimeStopOptions): Promise<void> };
 
 /** Starts it on `config.databaseUrl` (the deployment's database, migrated); resolves once it serves. */
 export async function startDeployedAgentServer(configured: Config, logger: Logger, spec: DeployedAgentServerSpec): Promise<DeployedAgentServer> {
@@ -34,7 +35,17 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
   const config: Config = { ...configured, runtimeThread: false, runDataOnEventBus: !configured.encryption, agentServerTracing: { ...configured.agentServerTracing, enabled: false } };
   // Migrated already (agent-server/main.ts, while the graphs loaded): the agent server owns its database.
   const agentServer = await startAgentServer(config, logger, { ...spec, databaseUrl: config.databaseUrl!, migrated: true });
-  const server = createServer((request, response) => agentServer.handle(request, response));
+  // The requests it is answering, which a stop that hands over waits for (the gateway's connections
+  // come from the launcher's socket: the server's close() does not wait for them).
+  let inFlight = 0;
+  let allAnswered: (() => void) | undefined;
+  const server = createServer((request, response) => {
+    inFlight++;
+    response.once('close', () => {
+      if (--inFlight === 0) allAnswered?.();
+    });
+    agentServer.handle(request, response);
+  });
   server.on('upgrade', (request, socket, head) => agentServer.handleUpgrade(request, socket, head));
   // Connections to the launcher's socket are this server's; a second listener, on its own network's
   // loopback, serves the project's `new Client()` (the launcher's address is not reachable from in here).
@@ -52,15 +63,34 @@ export async function startDeployedAgentServer(configured: Config, logger: Logge
   return {
     runtimeId: agentServer.runtimeId,
     graphIds: agentServer.graphIds,
-    async stop() {
+    async stop(options = {}) {
       // Open sockets (the thread stream's) first: they would hold the server.
       agentServer.upgrade.close();
-      await new Promise<void>((resolve) => {
-        spec.listener.close();
-        server.close(() => resolve());
-        server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), 5000).unref();
-      });
+      // No new connections; the requests it holds are answered for a while, then cut.
+      spec.listener.close();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const { handOver } = options;
+      if (handOver) {
+        // Handing over: its runtime drains and lets go first, so the one taking over works the run
+        // queue (the runs cut short here among its runs) while this server still answers the
+        // runs.wait, joins and streams it holds, which follow their runs wherever they execute.
+        await agentServer.stopRuntime({ handOver });
+        // Connections whose request was answered meanwhile (kept alive by the gateway) are closed as they idle.
+        const idle = setInterval(() => server.closeIdleConnections(), 250);
+        const answered = new Promise<void>((resolve) => {
+          allAnswered = resolve;
+          if (inFlight === 0) resolve();
+        });
+        await Promise.race([answered, new Promise((resolve) => setTimeout(resolve, HAND_OVER_FOLLOW_MS).unref())]);
+        clearInterval(idle);
+        server.closeAllConnections();
+        await closed;
+      } else {
+        const cut = setTimeout(() => server.closeAllConnections(), 5000);
+        await closed;
+        clearTimeout(cut);
+      }
       await agentServer.stop();
     },
   };

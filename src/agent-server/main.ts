@@ -6,7 +6,8 @@
 //   2. on `serve` (with the listening socket its launcher made), start the deployment's agent server
 //      on its own database (agent-server.ts) and report `ready`: the deploy takes over the process the
 //      build checked, instead of starting a second cold one;
-//   3. on `stop` (or when the launcher goes away), stop and exit.
+//   3. on `stop` (or when the launcher goes away), stop and exit; on `hand-over`, stop its runtime,
+//      report `released`, answer what it holds (for a while), then exit.
 import type { Server as NetServer, Socket } from 'node:net';
 import { MemorySaver } from '@langchain/langgraph';
 import { InMemoryStore } from '@langchain/langgraph';
@@ -14,7 +15,7 @@ import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { applyGraphConfigEnv, readGraphConfig } from '../contracts/graph-config.js';
 import { loadCustomApp } from './runtime/custom-app.js';
-import type { ChildCommand, ChildReport } from '../contracts/launcher-protocol.js';
+import type { ChildCommand, ChildReport, RuntimeStopOptions } from '../contracts/launcher-protocol.js';
 import { GraphRegistry } from './runtime/graph-registry.js';
 import { usePlatformConnections } from './runtime/platform-connections.js';
 
@@ -47,9 +48,9 @@ const deploymentId = process.env.AGENT_PLATFORM_DEPLOYMENT_ID!;
 // The launcher going away (a crash included) takes the runtime with it: no orphan keeps serving.
 process.on('disconnect', () => process.exit(0));
 
-let stopProcess: () => Promise<void> = async () => undefined;
-const exitAfterStop = () => void stopProcess().then(() => process.exit(0));
-for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, exitAfterStop);
+let stopProcess: (options?: RuntimeStopOptions) => Promise<void> = async () => undefined;
+const exitAfterStop = (options?: RuntimeStopOptions) => void stopProcess(options).then(() => process.exit(0));
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => exitAfterStop());
 // Listening from the start: a message that arrives while nobody listens is lost.
 let serveRequested: (listener: NetServer) => void = () => undefined;
 const serveCommand = new Promise<NetServer>((resolve) => (serveRequested = resolve));
@@ -59,6 +60,7 @@ let nextConnection = 0;
 process.on('message', (command: ChildCommand, handle?: NetServer | Socket) => {
   if (command === 'serve' && handle) serveRequested(handle as NetServer);
   else if (command === 'stop') exitAfterStop();
+  else if (command === 'hand-over') exitAfterStop({ handOver: { released: () => send({ type: 'released' }) } });
   else if (typeof command === 'object' && command.type === 'platform-connection') {
     const waiting = platformConnections.get(command.id);
     platformConnections.delete(command.id);

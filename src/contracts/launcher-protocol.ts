@@ -24,8 +24,23 @@ export type LaunchedRuntime = {
   where: 'worker thread' | 'server thread' | 'child process';
   /** Its OS process, when it has one of its own (child process launcher). */
   pid?(): number | undefined;
-  stop(): Promise<void>;
+  stop(options?: RuntimeStopOptions): Promise<void>;
 };
+
+/**
+ * How a runtime stops. Given `handOver`, another runtime takes its deployment over (a rolling
+ * replacement): its runs still going after the drain go back to the queue for that one to execute
+ * again, `released` is called once it has let go of the run queue (the other may start), and an agent
+ * server goes on answering the requests it holds (a `runs.wait`, a join, a run's stream) until their
+ * runs end, wherever they run, for up to HAND_OVER_FOLLOW_MS. Otherwise its runs still going end as errors.
+ */
+export type RuntimeStopOptions = { handOver?: { released(): Promise<void> } };
+
+/**
+ * How long an agent server handing over keeps answering the requests it holds after its runtime let
+ * go: a runs.wait or join cut instead would be asked again, and a runs.wait asked again is a new run.
+ */
+export const HAND_OVER_FOLLOW_MS = 30_000;
 
 /** A runtime whose graphs are loaded but that does not serve yet (see RuntimeLauncher.prepare). */
 export type PreparedRuntime = {
@@ -57,15 +72,18 @@ export const runtimeLockKey = (workerId: string) => `agent-platform:runtime:${wo
 
 /**
  * Launcher → child. `serve` comes with the listening socket the agent server serves on (made by the
- * launcher, in the host's network: the child's own network reaches nothing of the host's);
+ * launcher, in the host's network: the child's own network reaches nothing of the host's); `stop`
+ * and `hand-over` stop it (RuntimeStopOptions: handing over, it reports `released` before it exits);
  * `platform-connection` with a socket connected to the platform's address (or why there is none),
  * answering the child's `connect-platform` of the same id.
  */
-export type ChildCommand = 'serve' | 'stop' | { type: 'platform-connection'; id: number; error?: string };
+export type ChildCommand = 'serve' | 'stop' | 'hand-over' | { type: 'platform-connection'; id: number; error?: string };
 /** Child → launcher. */
 export type ChildReport =
   | { type: 'loaded'; graphIds: string[] }
   | { type: 'ready'; graphIds: string[]; runtimeId: string }
+  /** Handing over (`hand-over`): its runtime has let go of the run queue; it still answers what it holds, then exits. */
+  | { type: 'released' }
   | { type: 'failed'; message: string }
   | { type: 'connect-platform'; id: number };
 

@@ -60,6 +60,8 @@ export const graph = new StateGraph(State)
   .addNode('answer', async (state) => {
     console.error('answering', state.input, 'with secret', process.env.GREETING_SECRET);
     if (state.input === 'slow') await new Promise((resolve) => setTimeout(resolve, 60_000));
+    // 'sleep <ms>': a run of that length.
+    if (state.input.startsWith('sleep ')) await new Promise((resolve) => setTimeout(resolve, Number(state.input.slice(6))));
     return {
       reply: '${version}: ' + state.input,
       seen: {

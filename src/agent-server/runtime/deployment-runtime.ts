@@ -38,7 +38,8 @@ export type RunningDeployment = {
   graphIds: string[];
   /** Fetches runs now (a run was created in this process). */
   wake(): void;
-  stop(): Promise<void>;
+  /** Stops it; `handOver`: another runtime takes the deployment over (its runs cut short go back to the queue). */
+  stop(options?: { handOver?: boolean }): Promise<void>;
 };
 
 /**
@@ -54,7 +55,9 @@ export async function runDeployment(
   appLoopback?: AppLoopback,
 ): Promise<RunningDeployment> {
   const steps: (() => Promise<unknown>)[] = [];
-  const stop = async () => {
+  let handOver = false;
+  const stop = async (options: { handOver?: boolean } = {}) => {
+    handOver = options.handOver ?? false;
     for (const step of steps.splice(0).reverse()) await step().catch((error: unknown) => deps.logger.error({ err: error }, 'runtime shutdown step failed'));
   };
   try {
@@ -87,7 +90,7 @@ export async function runDeployment(
     };
     const runtime = await startRuntime(ctx, { concurrency: deps.config.runtimeConcurrency, drainMs: deps.config.runDrainSeconds * 1000, tracer, livenessRetaken });
     let runtimeStopped: Promise<void> | undefined;
-    const stopRuntime = () => (runtimeStopped ??= runtime.stop());
+    const stopRuntime = () => (runtimeStopped ??= runtime.stop({ handOver }));
     steps.push(stopRuntime);
     // A run's webhook given as a path is delivered to the project's app, as the reference server
     // delivers it to itself: the very app the agent server serves (its module state, a payload it

@@ -24,11 +24,13 @@ type Json = Record<string, unknown>;
 
 
 /**
- * Why a run is stopped: cancelled (`interrupt`, `rollback`), its runtime stopping (`shutdown`), or
- * `taken`: its runtime lost its liveness lock for a while (a database outage) and a sweep gave the
- * run to another attempt meanwhile; this one leaves everything to that attempt.
+ * Why a run is stopped: cancelled (`interrupt`, `rollback`); its runtime stopping, as the deployment
+ * stops (`shutdown`: the run ends as error) or as another runtime takes the deployment over
+ * (`hand-over`: the run's events so far are stored, and its runtime puts it back in the queue for the
+ * other to execute again); or `taken`: its runtime lost its liveness lock for a while (a database
+ * outage) and a sweep gave the run to another attempt meanwhile, which this one leaves everything to.
  */
-export type CancelReason = 'interrupt' | 'rollback' | 'shutdown' | 'taken';
+export type CancelReason = 'interrupt' | 'rollback' | 'shutdown' | 'hand-over' | 'taken';
 
 export type ExecuteOptions = {
   workerId: string;
@@ -96,7 +98,7 @@ function graphInput(kwargs: RunKwargs): unknown {
 }
 
 /** Runs a claimed run to its end and records the outcome. Never throws for graph failures. */
-export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, options: ExecuteOptions): Promise<{ status: RunStatus | 'deleted' | 'taken'; jobCompleted: boolean }> {
+export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, options: ExecuteOptions): Promise<{ status: RunStatus | 'deleted' | 'taken' | 'handed-over'; jobCompleted: boolean }> {
   // The run's and its assistant's JSON as given (opened, when encrypted at rest).
   const row: ClaimedRun = {
     ...claimed,
@@ -202,6 +204,13 @@ export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, optio
   if (options.signal.aborted && reason === 'taken') {
     ctx.logger.warn({ runId }, 'stopped a run that was given to another attempt while this runtime was away from the database');
     return { status: 'taken', jobCompleted: false };
+  }
+  // Cut short by its runtime handing the deployment over: not ended, but put back in the queue
+  // (runtime.ts) to be executed again from the checkpoints it wrote; its stream goes on after the
+  // events stored here.
+  if (status === 'interrupted' && reason === 'hand-over') {
+    await writer.flush().catch(eventsLost);
+    return { status: 'handed-over', jobCompleted: false };
   }
   let resultJson: string | undefined;
   // A small result rides on the final signal, with run data on the event bus; else readers read the row.

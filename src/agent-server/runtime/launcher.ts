@@ -23,9 +23,12 @@ export const threadLauncher = (deps: Deps, boss: PgBoss, appLoopback?: AppLoopba
       url: thread.url,
       graphIds: thread.graphIds,
       where: 'worker thread',
-      async stop() {
+      // A runtime thread is not handed over (its runs cut short end as errors): its agent server is
+      // `serve`'s or a local deployment's, which nothing takes over.
+      async stop(options) {
         queue.onLocalWake(undefined);
         await thread.stop();
+        await options?.handOver?.released();
       },
     };
   },
@@ -35,6 +38,14 @@ export const threadLauncher = (deps: Deps, boss: PgBoss, appLoopback?: AppLoopba
 export const inProcessLauncher = (deps: Deps, boss: PgBoss, openTraceStore?: (databaseUrl: string) => TraceSink): RuntimeLauncher => ({
   async launch(spec) {
     const running = await runDeployment(deps, boss, spec, openTraceStore);
-    return { url: running.url, graphIds: running.graphIds, where: 'server thread', stop: running.stop };
+    return {
+      url: running.url,
+      graphIds: running.graphIds,
+      where: 'server thread',
+      async stop(options) {
+        await running.stop({ handOver: options?.handOver !== undefined });
+        await options?.handOver?.released();
+      },
+    };
   },
 });

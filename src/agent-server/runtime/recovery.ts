@@ -30,7 +30,7 @@ class JobNotActive extends Error {}
  * job and wakes the runtimes of threads that have more runs waiting. Returns how many it recovered.
  */
 export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { deploymentId?: string; exceptWorkerId?: string } = {}): Promise<number> {
-  const { db, events, logger } = deps;
+  const { db } = deps;
   const rows = await store.selectRunningRuns(db, options);
   if (!rows.length) return 0;
   const dead = new Set<string>();
@@ -49,7 +49,7 @@ export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { d
   }
   let recovered = 0;
   for (const row of rows.filter((r) => dead.has(r.worker_id))) {
-    if (row.attempt < MAX_RUN_ATTEMPTS && row.job_id && (await requeueRun(deps, boss, row, row.job_id))) {
+    if (row.attempt < MAX_RUN_ATTEMPTS && row.job_id && (await requeueRun(deps, boss, row, row.job_id, `runtime ${row.worker_id} exited during attempt ${row.attempt}`))) {
       recovered++;
       continue;
     }
@@ -57,22 +57,34 @@ export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { d
       row.attempt >= MAX_RUN_ATTEMPTS
         ? `The runtime executing this run exited before it finished, on each of its ${row.attempt} attempts: given up`
         : 'The runtime executing this run exited before it finished';
-    const error = { error: 'RuntimeError', message };
-    if (!(await store.failRunningRun(db, row.id, error))) continue;
-    recovered++;
-    if (!row.temporary) await store.markThreadFailed(db, row.thread_id, error);
-    if (row.job_id) await boss.complete(runQueueName(row.deployment_id), row.job_id).catch(() => undefined);
-    await wakeIfThreadHasMore(deps, row.deployment_id, row.id);
-    await events.publish('runs.stream', { runId: row.id, status: 'error' }, row.id);
-    await events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'error' }, row.thread_id);
-    logger.warn({ runId: row.id, workerId: row.worker_id, attempt: row.attempt }, 'ended a run whose runtime died');
+    if (await failRunningRun(deps, boss, row, message)) recovered++;
   }
   return recovered;
 }
 
-/** Puts a run whose runtime died back in the queue and wakes the deployment's runtimes. Whether it did. */
-async function requeueRun(deps: Deps, boss: PgBoss, row: store.RunningRun, jobId: string): Promise<boolean> {
-  const reason = `runtime ${row.worker_id} exited during attempt ${row.attempt}`;
+/**
+ * Ends a run left running by `row.worker_id` as `error` (a RuntimeError with `message`), completes its
+ * job and wakes the runtimes of its thread's next run. Whether it did (false: it had ended meanwhile).
+ */
+export async function failRunningRun(deps: Deps, boss: PgBoss, row: store.RunningRun, message: string): Promise<boolean> {
+  const { db, events, logger } = deps;
+  const error = { error: 'RuntimeError', message };
+  if (!(await store.failRunningRun(db, row.id, error))) return false;
+  if (!row.temporary) await store.markThreadFailed(db, row.thread_id, error);
+  if (row.job_id) await boss.complete(runQueueName(row.deployment_id), row.job_id).catch(() => undefined);
+  await wakeIfThreadHasMore(deps, row.deployment_id, row.id);
+  await events.publish('runs.stream', { runId: row.id, status: 'error' }, row.id);
+  await events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'error' }, row.thread_id);
+  logger.warn({ runId: row.id, workerId: row.worker_id, attempt: row.attempt }, 'ended a run whose runtime died');
+  return true;
+}
+
+/**
+ * Puts a run left running by `row.worker_id` back in the queue (`pending`, its job `jobId` retried at
+ * the head of its thread's) and wakes the deployment's runtimes; `reason` is kept on the job. Whether
+ * it did (false: the run had ended or been taken meanwhile, or its job was no longer active).
+ */
+export async function requeueRun(deps: Deps, boss: PgBoss, row: store.RunningRun, jobId: string, reason: string): Promise<boolean> {
   const requeued = await withTransaction(deps.db, async (client) => {
     if (!(await store.requeueRunningRun(client, row.id, row.worker_id))) return false;
     if (!(await requeueRunJob(boss, row.deployment_id, client, jobId, reason))) throw new JobNotActive();
@@ -86,7 +98,7 @@ async function requeueRun(deps: Deps, boss: PgBoss, row: store.RunningRun, jobId
   await deps.events.publish('runs.stream', { runId: row.id, status: 'pending' }, row.id);
   if (!row.temporary) await deps.events.publish('runs.status', { runId: row.id, threadId: row.thread_id, status: 'pending' }, row.thread_id);
   await deps.events.publish('runs.queued', { deploymentId: row.deployment_id }, row.deployment_id);
-  deps.logger.warn({ runId: row.id, workerId: row.worker_id, attempt: row.attempt }, 'put a run whose runtime died back in the queue');
+  deps.logger.warn({ runId: row.id, workerId: row.worker_id, attempt: row.attempt, reason }, 'put a run back in the queue');
   return true;
 }
 

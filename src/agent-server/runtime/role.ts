@@ -2,13 +2,13 @@
 // started through a launcher (a worker thread of its own by default, or the server's own thread).
 import type { PgBoss } from 'pg-boss';
 import type { Deps } from '../../context.js';
-import type { LaunchedRuntime, LaunchSpec, RuntimeLauncher } from '../../contracts/launcher-protocol.js';
+import type { LaunchedRuntime, LaunchSpec, RuntimeLauncher, RuntimeStopOptions } from '../../contracts/launcher-protocol.js';
 import type { TraceSink } from '../../contracts/trace-wire.js';
 import { inProcessLauncher, threadLauncher } from './launcher.js';
 import type { AppLoopback } from './runtime-context.js';
 
 type RunningRuntime = LaunchedRuntime & Pick<LaunchSpec, 'deploymentId' | 'tracing'>;
-export type RunningRuntimes = { runtimes: RunningRuntime[]; stop(): Promise<void> };
+export type RunningRuntimes = { runtimes: RunningRuntime[]; stop(options?: RuntimeStopOptions): Promise<void> };
 
 /**
  * Starts the deployment's runtime; resolves once it works its queue. `openTraceStore` stores its
@@ -24,8 +24,8 @@ export async function startRuntimeRole(
   launcher: RuntimeLauncher = deps.config.runtimeThread ? threadLauncher(deps, boss, appLoopback) : inProcessLauncher(deps, boss, openTraceStore),
 ): Promise<RunningRuntimes> {
   const runtimes: RunningRuntimes['runtimes'] = [];
-  const stop = async () => {
-    await Promise.all(runtimes.splice(0).map((runtime) => runtime.stop().catch((error: unknown) => deps.logger.error({ err: error }, 'a runtime did not stop cleanly'))));
+  const stop = async (options?: RuntimeStopOptions) => {
+    await Promise.all(runtimes.splice(0).map((runtime) => runtime.stop(options).catch((error: unknown) => deps.logger.error({ err: error }, 'a runtime did not stop cleanly'))));
   };
   const launched = await launcher.launch(spec);
   runtimes.push({ ...launched, deploymentId: spec.deploymentId, tracing: spec.tracing });

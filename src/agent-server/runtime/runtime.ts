@@ -11,10 +11,18 @@ import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type
 import { storedEncryptionContext, withEncryptionContext } from '../services/encryption/at-rest.js';
 import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
 import { holdSessionLock } from '../../database/session-lock.js';
-import { enqueueRunsWithoutJob, pruneDeadRuntimes, recoverOrphanedRuns, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
+import { enqueueRunsWithoutJob, failRunningRun, pruneDeadRuntimes, recoverOrphanedRuns, requeueRun, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
 import type { RuntimeContext } from './runtime-context.js';
 
-export type Runtime = { workerId: string; stop(): Promise<void> };
+export type Runtime = {
+  workerId: string;
+  /**
+   * Takes no more runs, lets those in progress finish for a while (drainMs), stops the rest and lets
+   * go of its liveness lock. The rest end as errors, or, given `handOver` (another runtime takes the
+   * deployment over), go back to the queue for it to execute again.
+   */
+  stop(options?: { handOver?: boolean }): Promise<void>;
+};
 
 // Runs are fetched when woken (their creation, `runs.queued`, a thread's next run after the last one
 // ends, recovery, a delayed run's timer, the event bus listening again after its connection was lost);
@@ -75,6 +83,15 @@ export async function startRuntime(
         const executed = await withEncryptionContext(storedEncryptionContext(row.kwargs), execute);
         // Its job is the attempt's that took the run over: completing it would let the thread's next run start.
         if (executed.status === 'taken') return;
+        // Cut short by this runtime handing over: back in the queue (its job with it) for the runtime
+        // taking over, or, when it cannot go back, ended as error as a runtime that died would leave it.
+        if (executed.status === 'handed-over') {
+          const running = { ...row, worker_id: workerId, job_id: job.id, temporary: stateless };
+          const reason = `runtime ${workerId} handed over during attempt ${row.attempt}`;
+          if (await requeueRun(ctx, queue.boss, running, job.id, reason)) return;
+          await failRunningRun(ctx, queue.boss, running, 'The runtime executing this run stopped before it finished');
+          return;
+        }
         jobCompleted = executed.jobCompleted;
       }
     } catch (error) {
@@ -189,7 +206,7 @@ export async function startRuntime(
 
   return {
     workerId,
-    async stop() {
+    async stop(stopOptions = {}) {
       clearInterval(poll);
       queue.onLocalWake(undefined);
       draining = true;
@@ -198,10 +215,11 @@ export async function startRuntime(
       await fetching;
       // Runs in progress finish, for a while (a rolling replacement drains its runtimes rather than
       // cut their runs short; the runs queued meanwhile wait for the runtime that takes over); then
-      // the rest end as errors, their threads free for the next run.
+      // the rest end as errors, their threads free for the next run, or are handed over.
       for (let waited = 0; running > 0 && waited < options.drainMs; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
       stop.abort();
-      for (const controller of active.values()) controller.abort('shutdown' satisfies CancelReason);
+      const reason: CancelReason = stopOptions.handOver ? 'hand-over' : 'shutdown';
+      for (const controller of active.values()) controller.abort(reason);
       for (let waited = 0; running > 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
       await liveness.release();
     },

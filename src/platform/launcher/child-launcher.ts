@@ -34,7 +34,7 @@ import { type ControlDeploymentRow, findControlDeployment } from '../services/de
 import { type PreparedSandbox, sandboxFor } from './sandbox.js';
 import { revisionDirectory } from './source-checkout.js';
 import { ChildOutputLog } from './child-output.js';
-import { type LaunchedRuntime, type LaunchSpec, type PreparedRuntime, type RuntimeLauncher, runtimeLockKey } from '../../contracts/launcher-protocol.js';
+import { HAND_OVER_FOLLOW_MS, type LaunchedRuntime, type LaunchSpec, type PreparedRuntime, type RuntimeLauncher, type RuntimeStopOptions, runtimeLockKey } from '../../contracts/launcher-protocol.js';
 import { advertisedHost, type ChildCommand, type ChildReport } from '../../contracts/launcher-protocol.js';
 import { ensureDeploymentDatabase } from '../services/deployments/deployment-database.js';
 import { createDeploymentTraceKey, revokeDeploymentTraceKeys } from '../services/tenancy/api-keys.service.js';
@@ -274,15 +274,24 @@ function handPlatformConnections(child: ChildProcess, platform: URL): void {
   });
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+async function stopChild(child: ChildProcess, handOver?: RuntimeStopOptions['handOver']): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
-  if (child.connected) child.send('stop' satisfies ChildCommand);
+  let released: Promise<void> | undefined;
+  const onReport = (report: ChildReport) => {
+    if (report.type === 'released') released ??= handOver?.released();
+  };
+  if (handOver) child.on('message', onReport);
+  if (child.connected) child.send((handOver ? 'hand-over' : 'stop') satisfies ChildCommand);
   else child.kill('SIGTERM');
-  // Its runtime drains first (AGENT_PLATFORM_RUN_DRAIN_SECONDS, 8 s by default), then stops.
-  const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
+  // Its runtime drains first (AGENT_PLATFORM_RUN_DRAIN_SECONDS, 8 s by default), then stops; handing
+  // over, it answers what it holds for a while longer.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 25_000 + (handOver ? HAND_OVER_FOLLOW_MS : 0));
   await exited;
   clearTimeout(timer);
+  child.off('message', onReport);
+  // A child that exited without saying so (killed, or an earlier version) has let go all the same.
+  await (released ?? handOver?.released());
 }
 
 /** The child-process launcher (see the top of this file). */
@@ -375,11 +384,11 @@ export function childProcessLauncher(deps: Deps): RuntimeLauncher & Required<Pic
       graphIds: current.report.graphIds,
       where: 'child process',
       pid: () => current.process.pid,
-      async stop() {
+      async stop(options) {
         stopping = true;
         // Out of deployment_runtimes first: the gateway sends it nothing more, and a deploy waiting for it goes on.
         await current.removeRow();
-        await stopChild(current.process);
+        await stopChild(current.process, options?.handOver);
         sandbox.prepared.sandbox.release();
       },
     };

@@ -23,7 +23,7 @@ import { logRevision } from '../services/deployments/revisions.service.js';
 import { type MeasuredDeployment, measureDeployments, overLimits } from './deployment-usage.js';
 import { childProcessLauncher } from './child-launcher.js';
 import { warmAgentServerCaches } from './agent-server-caches.js';
-import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher } from '../../contracts/launcher-protocol.js';
+import type { LaunchedRuntime, PreparedRuntime, RuntimeLauncher, RuntimeStopOptions } from '../../contracts/launcher-protocol.js';
 
 /** A runtime running here: which of its deployment's replicas of which revision (`slot`, slotOf). */
 type Entry = { deploymentId: string; revisionId: string; replica: number; slot: string; runtime: LaunchedRuntime };
@@ -383,8 +383,18 @@ export class DeployedRuntimes {
       clearTimeout(timer);
       done.abort();
     }
-    await this.stopEntry(entry);
-    await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica, phase: 'released' }).catch(() => undefined);
+    // Its lock is given back, and the one taking over told, as soon as the runtime has let go of the
+    // run queue: the agent server stopping here still answers what it holds (runs.wait, joins) while
+    // their runs go on, or start again, on the one taking over.
+    let released: Promise<void> | undefined;
+    const release = () =>
+      (released ??= (async () => {
+        await this.release(entry.slot);
+        await this.deps.events.publish('deployments.hand-over', { revisionId, deploymentId, replica, phase: 'released' }).catch(() => undefined);
+      })());
+    await this.stopEntry(entry, { handOver: { released: release } });
+    // A launcher that does not hand over (or a stop that failed) has let go once stopped.
+    await release();
   }
 
   /** Takes over the runtimes other workers hand over (they stop): loads each, then serves it once its lock is free. */
@@ -427,9 +437,9 @@ export class DeployedRuntimes {
       .catch(() => undefined);
   }
 
-  private async stopEntry(entry: Entry): Promise<void> {
+  private async stopEntry(entry: Entry, options?: RuntimeStopOptions): Promise<void> {
     this.entries.delete(entry.slot);
-    await entry.runtime.stop().catch((error: unknown) => this.deps.logger.error({ err: error }, 'a deployment runtime did not stop cleanly'));
+    await entry.runtime.stop(options).catch((error: unknown) => this.deps.logger.error({ err: error }, 'a deployment runtime did not stop cleanly'));
     await this.release(entry.slot);
   }
 

@@ -124,26 +124,38 @@ describe('two api and two worker processes on one PostgreSQL', () => {
           continue;
         }
         threads.push(other.thread_id);
-        // A background run, then joined: a join cut by a stopping agent server is asked again (a GET),
-        // where a runs.wait retried would start the run a second time.
-        const state = await client.runs
-          .create(other.thread_id, 'agent', { input: { input: `during ${i}` } })
-          .then((run) => client.runs.join(other.thread_id, run.run_id))
-          .catch((error: Error) => error);
+        // In turn a runs.wait, and a background run then joined. A stopping agent server answers the
+        // waits and joins it holds once their runs end (wherever they run) rather than cut them: a
+        // runs.wait asked again would start its run a second time.
+        const input = { input: `during ${i}` };
+        const state = await (i % 2
+          ? client.runs.create(other.thread_id, 'agent', { input }).then((run) => client.runs.join(other.thread_id, run.run_id))
+          : client.runs.wait(other.thread_id, 'agent', { input })
+        ).catch((error: Error) => error);
         outcomes.push(state instanceof Error ? `run failed: ${state.message}` : (state as { reply: string }).reply === `v2: during ${i}` ? 'ok' : `wrong: ${JSON.stringify(state)}`);
       }
     })();
     const servedSince = () => outcomes.length;
+    // Runs that outlast the stopping agent server's drain (8 s), each waited for from before a stop:
+    // the run is cut short there, executed again by the agent server taking over, and the wait, held
+    // by the stopping one meanwhile, answers its end.
+    const long: Promise<unknown>[] = [];
     for (const index of [0, 1]) {
       const before = servedSince();
+      const longThread = await client.threads.create();
+      threads.push(longThread.thread_id);
+      long.push(client.runs.wait(longThread.thread_id, 'agent', { input: { input: 'sleep 12000' } }).catch((error: Error) => error));
+      // The run is under way before the stop.
+      await expect.poll(async () => (await client.runs.list(longThread.thread_id)).map((run) => run.status), { timeout: 10_000, interval: 100 }).toEqual(['running']);
       // SIGTERM: the worker offers its agent servers to the other, which loads them and serves them
-      // as soon as this one has stopped its own.
+      // as soon as this one's runtime has let go (its agent server answering what it holds meanwhile).
       expect(await workers[index]!.stop()).toBe(0);
       await expect.poll(servedSince, { timeout: 90_000, interval: 200 }).toBeGreaterThan(before + 2);
       workers[index] = await spawnPlatform(['start', '--role', 'worker'], env, 150_000, WORKER_READY);
     }
     running = false;
     await traffic;
+    expect(await Promise.all(long)).toEqual([expect.objectContaining({ reply: 'v2: sleep 12000' }), expect.objectContaining({ reply: 'v2: sleep 12000' })]);
     expect(outcomes.filter((outcome) => outcome !== 'ok')).toEqual([]);
     expect(outcomes.length).toBeGreaterThan(6);
     // No run was lost or ran twice: each thread has its one run, ended.

@@ -58,7 +58,8 @@ export async function followToEnd(ctx: AgentServerContext, run: Run, signals: As
   }
   const row = await findRunRow(ctx, run.runId);
   // The signals ended with the run still going: this server is stopping (its run goes on, on the
-  // runtime that takes over). Its end is not known here: say so rather than answer an unfinished run.
+  // runtime that takes over; one handing over waits a while for the runs it follows first). Its end
+  // is not known here: say so rather than answer an unfinished run.
   if (row && !isTerminalStatus(row.status)) throw new AppError('UNAVAILABLE', 'This agent server is stopping before the run ended; the run goes on: join it again.');
   return row && (await toRun(ctx, row));
 }
