@@ -1,8 +1,9 @@
 // A runtime killed mid-run (kill -9) loses no run: the next runtime for the deployment sees that the
 // dead process's liveness lock is gone, puts the run back in the queue and executes it again from the
-// thread's latest checkpoint (the steps that had finished are not run again); a client's stream
-// resumes with Last-Event-ID and sees the run end, and the thread's next run waits for it. A run whose
-// runtime dies at every attempt is given up as `error` after a bounded number of them.
+// thread's latest checkpoint (the steps that had finished are not run again; a stateless run, which
+// keeps none, starts over); a client's stream resumes with Last-Event-ID and sees the run end, and the
+// thread's next run waits for it. A run whose runtime dies at every attempt is given up as `error`
+// after a bounded number of them.
 import { afterAll, describe, expect, it } from 'vitest';
 import { removeDir, startServe, type ServeProcess } from '../../support/serve.js';
 
@@ -33,6 +34,8 @@ describe('a runtime killed mid-run', () => {
     const thread = await server.client.threads.create();
     const run = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'doomed', delay_ms: 2_000 }, streamMode: ['custom'] });
     const queued = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'next', delay_ms: 1 } });
+    // A stateless run under way too: it keeps no checkpoint, and starts over.
+    const stateless = await server.client.runs.create(null, 'slow', { input: { label: 'stateless', delay_ms: 2_000 }, streamMode: ['values'] });
     const before: { id?: string; event: string; data: unknown }[] = [];
     for await (const part of server.client.runs.joinStream(thread.thread_id, run.run_id)) {
       before.push(part);
@@ -70,6 +73,11 @@ describe('a runtime killed mid-run', () => {
     expect(next.log).toEqual(['doomed:first', 'doomed:second', 'doomed:third', 'next:first', 'next:second', 'next:third']);
     expect((await server.client.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
     expect(await server.client.runs.list(thread.thread_id, { status: 'running' })).toEqual([]);
+
+    const statelessParts: { event: string; data: unknown }[] = [];
+    for await (const part of server.client.runs.joinStream(null, stateless.run_id)) statelessParts.push(part);
+    expect(statelessParts.filter((part) => part.event === 'metadata').map((part) => (part.data as { attempt: number }).attempt)).toEqual([1, 2]);
+    expect(statelessParts.at(-1)).toMatchObject({ event: 'values', data: { log: ['stateless:first', 'stateless:second', 'stateless:third'] } });
   }, 120_000);
 
   it('gives a run up as error once its runtime died at each of its 3 attempts, and the thread moves on', async () => {
