@@ -101,7 +101,7 @@ export async function startRuntime(
       await onceDatabaseAnswers(ctx, stop.signal, 'could not end a failed run', () => failUnendedRun(ctx.db, runId));
       await ctx.events.publish('runs.stream', { runId, status: 'error' }, runId).catch(() => undefined);
     } finally {
-      active.delete(runId);
+      if (active.get(runId) === controller) active.delete(runId);
       lastBusy = Date.now();
     }
     // key_strict_fifo releases the thread's next job only once this one completes.
@@ -113,7 +113,11 @@ export async function startRuntime(
   const start = (fetched: Awaited<ReturnType<typeof fetchAndClaimRuns>>) => {
     for (const { job, claimed } of fetched) {
       const controller = new AbortController();
-      active.set(job.data.runId, controller);
+      // Claimed again while an execution of it is still going here: a sweep put it back in the queue
+      // while this runtime was away from the database (its liveness lock lost), and that execution is
+      // the old attempt's.
+      if (claimed) active.get(job.data.runId)?.abort('taken' satisfies CancelReason);
+      if (claimed || !active.has(job.data.runId)) active.set(job.data.runId, controller);
       const cancelled = cancelledDuringFetch.get(job.data.runId);
       if (cancelled) controller.abort(cancelled);
       running++;

@@ -3,9 +3,14 @@
 // thread's latest checkpoint (the steps that had finished are not run again; a stateless run, which
 // keeps none, starts over); a client's stream resumes with Last-Event-ID and sees the run end, and the
 // thread's next run waits for it. A run whose runtime dies at every attempt is given up as `error`
-// after a bounded number of them.
+// after a bounded number of them. And a runtime that only looked dead (its liveness lock lost with its
+// connection) stops its own execution of a run a sweep put back in the queue: the run runs once.
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { removeDir, startServe, type ServeProcess } from '../../support/serve.js';
+import { runtimeLockKey } from '../../../src/contracts/launcher-protocol.js';
+import { requeueRun } from '../../../src/agent-server/runtime/recovery.js';
+import { selectRunningRuns } from '../../../src/agent-server/services/runs/runs.store.js';
+import { removeDir, startServe, startWorker, type ServeProcess } from '../../support/serve.js';
 
 const servers: ServeProcess[] = [];
 afterAll(async () => {
@@ -102,4 +107,44 @@ describe('a runtime killed mid-run', () => {
     expect(next.log).toEqual(['next:first', 'next:second', 'next:third']);
     expect((await server.client.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
   }, 180_000);
+
+  it('a runtime cut from the database while a sweep put its run back in the queue stops its own execution: the run is executed once more, not twice', async () => {
+    const server = await startServe();
+    servers.push(server);
+    const worker = await startWorker(server);
+    const locker = new pg.Client({ connectionString: server.databaseUrl });
+    await locker.connect();
+    try {
+      const thread = await server.client.threads.create();
+      const run = await server.client.runs.create(thread.thread_id, 'slow', { input: { label: 'once', delay_ms: 1_500 } });
+      await expect.poll(async () => (await server.client.runs.get(thread.thread_id, run.run_id)).status, { timeout: 10_000, interval: 50 }).toBe('running');
+      const [running] = await selectRunningRuns(worker.deps.db, {});
+      // The runtime's liveness lock is lost (its connection ends, as in a database outage) and, before
+      // it takes it again, a sweep sees it free and puts the run back in the queue.
+      await locker.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agent-platform-runtime' AND datname = current_database()`);
+      await locker.query('SELECT pg_advisory_lock(hashtext($1))', [runtimeLockKey(running!.worker_id)]);
+      expect(await requeueRun(worker.deps, worker.deps.boss!, running!, running!.job_id!, 'test: its runtime looked dead')).toBe(true);
+      await locker.query('SELECT pg_advisory_unlock(hashtext($1))', [runtimeLockKey(running!.worker_id)]);
+
+      const result = (await server.client.runs.join(thread.thread_id, run.run_id)) as { log: string[] };
+      expect(result.log).toEqual(['once:first', 'once:second', 'once:third']);
+      expect((await server.client.runs.get(thread.thread_id, run.run_id)).status).toBe('success');
+      const parts: { event: string; data: unknown }[] = [];
+      for await (const part of server.client.runs.joinStream(thread.thread_id, run.run_id)) parts.push(part);
+      expect(parts.filter((part) => part.event === 'metadata').map((part) => (part.data as { attempt: number }).attempt)).toEqual([1, 2]);
+      expect(parts.some((part) => part.event === 'error')).toBe(false);
+      // Nothing of the stopped execution lands later.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect((await server.client.threads.getState<{ log: string[] }>(thread.thread_id)).values.log).toEqual(['once:first', 'once:second', 'once:third']);
+      expect((await server.client.runs.get(thread.thread_id, run.run_id)).status).toBe('success');
+      // Each step ran to its checkpoint once: two executions would have left two branches of them.
+      const history = await server.client.threads.getHistory<{ log?: string[] }>(thread.thread_id, { limit: 100 });
+      const steps = history.map((state) => (state.values.log ?? []).join(',')).filter(Boolean).sort();
+      expect(steps).toEqual(['once:first', 'once:first,once:second', 'once:first,once:second,once:third']);
+      expect(server.output()).not.toContain('could not store run events');
+    } finally {
+      await locker.end();
+      await worker.stop();
+    }
+  }, 120_000);
 });
