@@ -19,6 +19,8 @@ import {
   ProjectCreate,
   ProjectUpdate,
   RunQuery,
+  RunQueryV2,
+  RunRetrieveV2,
 } from '../services/traces/traces.schemas.js';
 import { DatasetListQuery, ExampleListQuery } from './datasets.routes.js';
 import { FeedbackListQuery, FeedbackTokenListQuery } from './feedback.routes.js';
@@ -58,6 +60,18 @@ const tracesOperations = (prefix: string): Operation[] => [
   { method: 'get', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Get a tracing project' },
   { method: 'patch', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Update a tracing project', body: ProjectUpdate },
   { method: 'delete', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Delete a tracing project and its runs', response: accepted },
+];
+
+/** LangSmith's v2 runs API (the SDK's client.runs.query and client.runs.retrieve), under /api/v2 only. */
+const runsV2Operations: Operation[] = [
+  {
+    method: 'post',
+    path: '/api/v2/runs/query',
+    tag: 'Traces',
+    summary: "Query runs (v2): a project's (or a dataset's experiments') runs within [min_start_time, max_start_time], newest first; {items, next_cursor}, the next page by sending next_cursor as cursor; `selects` names the fields returned (only id without it)",
+    body: RunQueryV2,
+  },
+  { method: 'get', path: '/api/v2/runs/:id', tag: 'Traces', summary: 'Get a run of a project (v2): project_id required, `selects` repeated', query: RunRetrieveV2 },
 ];
 
 /** Datasets, examples and experiment comparison (the langsmith SDK's paths), at the root and again under /api/v1. */
@@ -199,6 +213,7 @@ const OPERATIONS: Operation[] = [
   ...referenceOperations,
   ...tracesOperations(''),
   ...tracesOperations('/api/v1'),
+  ...runsV2Operations,
   ...feedbackOperations(''),
   ...feedbackOperations('/api/v1'),
   ...datasetsOperations(''),

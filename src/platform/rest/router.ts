@@ -12,7 +12,7 @@ import { platformSurface } from './openapi.operations.js';
 import { apiReferenceRouter } from '../../http/openapi/reference.routes.js';
 import { jsonBody } from '../../http/json-body.js';
 import { tenancyRouter } from './tenancy.routes.js';
-import { tracesRouter } from './traces.routes.js';
+import { runsV2Router, tracesRouter } from './traces.routes.js';
 import { usageRouter } from './usage.routes.js';
 
 /**
@@ -44,6 +44,8 @@ export function restRouter(deps: Deps, agentServerReference?: Router): Router {
   const traces = tracesRouter(deps);
   router.use(traces);
   router.use('/api/v1', traces);
+  // LangSmith's v2 runs API (the SDK's client.runs.query / retrieve), where the SDK's base url puts it.
+  router.use('/api/v2', runsV2Router(deps));
   // Feedback on trace runs, beside them (the langsmith SDK's paths; it too passes on what it does not own).
   const feedback = feedbackRouter(deps);
   router.use(feedback);

@@ -5,6 +5,7 @@ import type { ComparativeExperimentRow, ExampleComparison, ExperimentFeedbackSta
 import type { ProjectStats } from '../services/traces/projects.service.js';
 import type { FeedbackRow, FeedbackTokenRow } from '../services/traces/feedback.service.js';
 import type { TraceRunRow } from '../services/traces/queries.service.js';
+import type { RunSelectField } from '../services/traces/traces.schemas.js';
 
 export const presentProject = (project: TracingProject, stats?: ProjectStats, feedbackStats?: ExperimentFeedbackStats) => ({
   id: project.id,
@@ -60,6 +61,63 @@ export function presentRun(run: TraceRunRow, select?: string[] | null) {
   const picked: Record<string, unknown> = { id: run.id };
   for (const field of select) if (field in full) picked[field] = full[field];
   return picked;
+}
+
+/** An ISO time with microseconds (as runs are read) in microseconds since the epoch. */
+const microseconds = (iso: string) => Date.parse(iso) * 1000 + Number(/\.\d{3}(\d{3})/.exec(iso)?.[1] ?? 0);
+
+const ERROR_PREVIEW_LENGTH = 500;
+
+/**
+ * Each v2 field (`selects`) the platform stores, as LangSmith's v2 runs API names and shapes it
+ * (run_type and status in capitals). The others are omitted from every run: inputs and outputs
+ * previews, app_path (where the code that made the run lives), attachments, token and cost details,
+ * price_model_id, reference_dataset_id, thread_evaluation_time, is_in_dataset, last_queued_at,
+ * share_url and ls_user_id.
+ */
+const RUN_V2_FIELDS: Partial<Record<RunSelectField, [string, (run: TraceRunRow) => unknown]>> = {
+  ID: ['id', (run) => run.id],
+  NAME: ['name', (run) => run.name],
+  RUN_TYPE: ['run_type', (run) => run.runType.toUpperCase()],
+  STATUS: ['status', (run) => run.status.toUpperCase()],
+  START_TIME: ['start_time', (run) => run.startTime],
+  END_TIME: ['end_time', (run) => run.endTime],
+  LATENCY_SECONDS: ['latency_seconds', (run) => (run.endTime ? (microseconds(run.endTime) - microseconds(run.startTime)) / 1e6 : null)],
+  FIRST_TOKEN_TIME: ['first_token_time', (run) => run.firstTokenTime],
+  ERROR: ['error', (run) => run.error],
+  ERROR_PREVIEW: ['error_preview', (run) => run.error?.slice(0, ERROR_PREVIEW_LENGTH) ?? null],
+  EXTRA: ['extra', (run) => run.extra ?? null],
+  METADATA: ['metadata', (run) => (run.extra as { metadata?: unknown } | null | undefined)?.metadata ?? null],
+  EVENTS: ['events', (run) => run.events ?? null],
+  INPUTS: ['inputs', (run) => run.inputs ?? null],
+  OUTPUTS: ['outputs', (run) => run.outputs ?? null],
+  // The traced component's configuration: what the SDK sends as `serialized`.
+  MANIFEST: ['manifest', (run) => run.serialized ?? null],
+  PARENT_RUN_IDS: ['parent_run_ids', (run) => run.parentRunIds ?? []],
+  PROJECT_ID: ['project_id', (run) => run.sessionId],
+  TRACE_ID: ['trace_id', (run) => run.traceId],
+  THREAD_ID: ['thread_id', (run) => run.threadId],
+  DOTTED_ORDER: ['dotted_order', (run) => run.dottedOrder],
+  IS_ROOT: ['is_root', (run) => run.isRoot],
+  REFERENCE_EXAMPLE_ID: ['reference_example_id', (run) => run.referenceExampleId],
+  TOTAL_TOKENS: ['total_tokens', (run) => run.totalTokens],
+  PROMPT_TOKENS: ['prompt_tokens', (run) => run.promptTokens],
+  COMPLETION_TOKENS: ['completion_tokens', (run) => run.completionTokens],
+  TOTAL_COST: ['total_cost', (run) => run.totalCost],
+  PROMPT_COST: ['prompt_cost', (run) => run.promptCost],
+  COMPLETION_COST: ['completion_cost', (run) => run.completionCost],
+  TAGS: ['tags', (run) => run.tags ?? []],
+  FEEDBACK_STATS: ['feedback_stats', (run) => run.feedbackStats ?? null],
+};
+
+/** A run as LangSmith's v2 runs API returns it: id and the selected fields the platform stores. */
+export function presentRunV2(run: TraceRunRow, selects: readonly RunSelectField[]) {
+  const presented: Record<string, unknown> = { id: run.id };
+  for (const field of selects) {
+    const entry = RUN_V2_FIELDS[field];
+    if (entry) presented[entry[0]] = entry[1](run);
+  }
+  return presented;
 }
 
 /** A feedback as the langsmith SDK reads it (FeedbackSchema). */

@@ -1,6 +1,7 @@
 // Trace ingestion and queries: the paths the langsmith SDK calls and OTLP/HTTP's /otel/v1/traces,
-// served at the root and under /api/v1 (router.ts mounts this router at both). Errors are
-// {error, details} (the 'ingest' dialect), except OTLP's, which are google.rpc.Status bodies.
+// served at the root and under /api/v1 (router.ts mounts this router at both), and the v2 runs API
+// (runsV2Router, under /api/v2). Errors are {error, details} (the 'ingest' dialect), except OTLP's,
+// which are google.rpc.Status bodies.
 //
 // This router matches only its own paths and passes everything else on: it has no router-wide body
 // parser or authentication, so mounting it in front of other surfaces changes nothing for them.
@@ -15,8 +16,8 @@ import { FilterError } from '../services/traces/filter.js';
 import { ingestAsViewer } from '../ingest/ingest-as-viewer.js';
 import { experimentFeedbackStats } from '../services/traces/experiments.service.js';
 import * as projects from '../services/traces/projects.service.js';
-import { getRun, queryRuns, validateRunFilters } from '../services/traces/queries.service.js';
-import type { ProjectCreateInput } from '../services/traces/traces.schemas.js';
+import { getProjectRun, getRun, queryRuns, queryRunsV2, validateRunFilters } from '../services/traces/queries.service.js';
+import type { ProjectCreateInput, RunQueryV2Input, RunRetrieveV2Input } from '../services/traces/traces.schemas.js';
 import { traceWorkspace } from '../services/traces/workspace.js';
 import { authenticate, authenticateIngest } from './auth.js';
 import { afterRefusedBody, errorHandler, httpStatus } from '../../http/errors.js';
@@ -24,7 +25,7 @@ import { parseQuery } from '../../http/validate.js';
 import { ingestEncoded } from '../ingest/ingest-threads.js';
 import { asObject, type IngestRequest, multipartBoundary, parseJsonBody, readBody, readRawBody } from '../ingest/ingest-wire.js';
 import { encodeExportResponse, encodeStatus, type OtlpEncoding, otlpEncoding } from '../ingest/otlp-wire.js';
-import { presentProject, presentRun } from './traces.presenters.js';
+import { presentProject, presentRun, presentRunV2 } from './traces.presenters.js';
 
 const OTLP_TRACES_PATH = '/otel/v1/traces';
 
@@ -213,12 +214,6 @@ export function tracesRouter(deps: Deps): Router {
     res.status(202).json({});
   });
 
-  // A malformed filter names where it went wrong, machine-readably too.
-  const filterErrors: ErrorRequestHandler = (error, _req, res, next) => {
-    if (!(error instanceof FilterError) || res.headersSent) return next(error);
-    res.status(400).json({ error: error.message, details: error.reason, ...error.position });
-  };
-  const ingestErrors = errorHandler('ingest', deps.logger);
   // OTLP clients read errors as a Status in the encoding they sent; retryable ones are 429 and 503.
   const otlpErrors: ErrorRequestHandler = (error, req, res, next) => {
     if (req.route?.path !== OTLP_TRACES_PATH || res.headersSent) return next(error);
@@ -229,10 +224,46 @@ export function tracesRouter(deps: Deps): Router {
     else answer();
   };
   router.use(otlpErrors);
-  // Only errors of this router's own routes (req.route is set once one matched) take this dialect.
+  useIngestErrors(router, deps);
+  return router;
+}
+
+/**
+ * LangSmith's v2 runs API, as the SDK's client.runs.query and client.runs.retrieve call it (router.ts
+ * mounts it at /api/v2): the runs query's v2 form, in the traces router's error dialect.
+ */
+export function runsV2Router(deps: Deps): Router {
+  const router = Router();
+  const auth = authenticate(deps);
+
+  // ItemsCursorPostPagination: the SDK sends the same body again with `cursor` set to next_cursor.
+  router.post('/runs/query', auth, async (req, res) => {
+    const body = asObject(await readJson(req, SMALL_BODY_LIMIT, 'query'));
+    const page = await queryRunsV2(req.ctx, body as RunQueryV2Input);
+    res.json({ items: page.runs.map((run) => presentRunV2(run, page.selects)), next_cursor: page.nextCursor });
+  });
+
+  router.get('/runs/:id', auth, async (req, res) => {
+    const { run, selects } = await getProjectRun(req.ctx, String(req.params.id), req.query as RunRetrieveV2Input);
+    res.json(presentRunV2(run, selects));
+  });
+
+  useIngestErrors(router, deps);
+  return router;
+}
+
+/**
+ * The error handlers of the traces routers' own routes (req.route is set once one matched): a malformed
+ * filter names where it went wrong, machine-readably too; the rest take the 'ingest' dialect.
+ */
+function useIngestErrors(router: Router, deps: Deps): void {
+  const filterErrors: ErrorRequestHandler = (error, _req, res, next) => {
+    if (!(error instanceof FilterError) || res.headersSent) return next(error);
+    res.status(400).json({ error: error.message, details: error.reason, ...error.position });
+  };
+  const ingestErrors = errorHandler('ingest', deps.logger);
   router.use(((error, req, res, next) => (req.route ? filterErrors(error, req, res, next) : next(error))) as ErrorRequestHandler);
   router.use(((error, req, res, next) => (req.route ? ingestErrors(error, req, res, next) : next(error))) as ErrorRequestHandler);
-  return router;
 }
 
 function sendOtlp(res: Response, encoding: OtlpEncoding, status: number, body: Buffer | Record<string, unknown>): void {

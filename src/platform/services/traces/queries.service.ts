@@ -1,13 +1,14 @@
 // Reading runs: one run, the runs query (the SDK's listRuns) with the filter language and cursor
-// paging, and children for trace trees.
+// paging, its v2 form (the SDK's runs.query and runs.retrieve), and children for trace trees.
 import { AppError } from '../../../errors.js';
 import { isUuid } from '../../../ids.js';
 import type { ServiceContext } from '../../../context.js';
 import { parseInput } from '../../../validate.js';
 import { validateFilter } from './filter.js';
 import { searchRuns } from './trace-run-search.store.js';
+import { listProjects } from './projects.service.js';
 import { findChildRuns, findRun, findRuns, findTraceRuns, type TraceRunRow } from './trace-runs.store.js';
-import { RunQuery, type RunQueryInput } from './traces.schemas.js';
+import { RunQuery, type RunQueryInput, RunQueryV2, type RunQueryV2Input, RunRetrieveV2, type RunRetrieveV2Input, type RunSelectField } from './traces.schemas.js';
 import { traceWorkspace } from './workspace.js';
 
 export type { TraceRunRow } from './trace-runs.store.js';
@@ -135,4 +136,89 @@ function decodeCursor(cursor: string): [string, string] {
     // fall through
   }
   throw AppError.badRequest('Invalid cursor.');
+}
+
+/** A v2 page: its runs, the fields asked for (only ID by default) and the cursor of the next page. */
+export type RunPageV2 = RunPage & { selects: RunSelectField[] };
+
+// The large JSON columns a v2 field is presented from: a run is read with only those its selects need.
+const COLUMNS_OF_SELECT: Partial<Record<RunSelectField, string>> = {
+  INPUTS: 'inputs',
+  OUTPUTS: 'outputs',
+  EXTRA: 'extra',
+  METADATA: 'extra',
+  EVENTS: 'events',
+  MANIFEST: 'serialized',
+};
+
+const DAY_MS = 24 * 3600_000;
+
+// The SDK stops paging at the first empty page, so a bounded walk that found nothing carries on
+// (a walk is itself bounded to ~100 ms) until it finds a run, reaches the end, or this budget is spent.
+const EMPTY_PAGE_BUDGET_MS = 1_000;
+
+/**
+ * The v2 runs query (LangSmith's POST /api/v2/runs/query): runs of the given projects, or of a
+ * dataset's experiments, that started within [min_start_time, max_start_time] (the last day by
+ * default), newest first, page_size (100) at a time, on the v1 query's keyset pages and indexes. A
+ * page is empty only at the end, or when a filter no index serves found nothing within a second's
+ * walk (then `nextCursor` is still set). Needs workspaces:read; projects of another workspace have no
+ * runs here. Throws VALIDATION_FAILED for bad input (and for ai_search, include_subtree_usage and the
+ * feedback modified_at bounds, which this server does not do), BAD_REQUEST (FilterError) for a
+ * malformed filter or cursor.
+ */
+export async function queryRunsV2(ctx: ServiceContext, input: RunQueryV2Input): Promise<RunPageV2> {
+  const query = parseInput(RunQueryV2, input, 'body');
+  const selects = query.selects?.length ? [...new Set(query.selects)] : (['ID'] as RunSelectField[]);
+  let sessions = query.project_ids;
+  let minStartTime = query.min_start_time;
+  if (query.reference_dataset_id) {
+    const experiments = await listProjects(ctx, { referenceDataset: query.reference_dataset_id, limit: 1000 });
+    if (!experiments.length) {
+      await traceWorkspace(ctx, 'workspaces:read');
+      return { runs: [], nextCursor: null, selects };
+    }
+    sessions = experiments.map((project) => project.id);
+    minStartTime ??= new Date(Math.min(...experiments.map((project) => Math.min(project.createdAt.getTime(), project.startTime.getTime()))));
+  }
+  const maxStartTime = query.max_start_time ?? new Date();
+  minStartTime ??= new Date(maxStartTime.getTime() - DAY_MS);
+  const columns = [...new Set(selects.flatMap((field) => COLUMNS_OF_SELECT[field] ?? []))];
+  const started = performance.now();
+  let cursor = query.cursor;
+  for (;;) {
+    const page = await queryRuns(ctx, {
+      session: sessions,
+      id: query.ids,
+      trace: query.trace_id,
+      referenceExample: query.reference_examples,
+      runType: query.run_type?.toLowerCase() as RunQueryInput['runType'],
+      isRoot: query.is_root,
+      error: query.has_error,
+      startTime: minStartTime.toISOString(),
+      // max_start_time is inclusive; the v1 query's end is not (times are read to the millisecond).
+      endTime: new Date(maxStartTime.getTime() + 1).toISOString(),
+      filter: query.filter,
+      traceFilter: query.trace_filter,
+      treeFilter: query.tree_filter,
+      select: columns,
+      cursor,
+      limit: query.page_size ?? 100,
+    });
+    if (page.runs.length || !page.nextCursor || performance.now() - started > EMPTY_PAGE_BUDGET_MS) return { ...page, selects };
+    cursor = page.nextCursor;
+  }
+}
+
+/**
+ * One run of one project (LangSmith's GET /api/v2/runs/{run_id}) and the fields asked for (only ID by
+ * default). Needs workspaces:read. Throws VALIDATION_FAILED for bad input, NOT_FOUND for a run that is
+ * not in that project of the viewer's trace workspace.
+ */
+export async function getProjectRun(ctx: ServiceContext, id: string, input: RunRetrieveV2Input): Promise<{ run: TraceRunRow; selects: RunSelectField[] }> {
+  const query = parseInput(RunRetrieveV2, input, 'query');
+  if (!isUuid(id)) throw new AppError('VALIDATION_FAILED', 'path.run_id: expected a UUID', [{ loc: ['path', 'run_id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
+  const run = await getRun(ctx, id);
+  if (run.sessionId !== query.project_id) throw AppError.notFound(`Run ${id} not found in project ${query.project_id}.`);
+  return { run, selects: query.selects?.length ? [...new Set(query.selects)] : ['ID'] };
 }

@@ -70,6 +70,80 @@ export const RunQuery = z.object({
 });
 export type RunQueryInput = z.input<typeof RunQuery>;
 
+/**
+ * The fields a v2 run can have, as LangSmith's v2 runs API names them (`selects`). Which of them the
+ * platform stores, and what each maps to, is RUN_V2_FIELDS in traces.presenters (the rest are omitted).
+ */
+const RUN_SELECT_FIELDS = [
+  'ID', 'NAME', 'RUN_TYPE', 'STATUS', 'START_TIME', 'END_TIME', 'LATENCY_SECONDS', 'FIRST_TOKEN_TIME', 'ERROR', 'ERROR_PREVIEW',
+  'EXTRA', 'METADATA', 'EVENTS', 'INPUTS', 'INPUTS_PREVIEW', 'OUTPUTS', 'OUTPUTS_PREVIEW', 'MANIFEST', 'PARENT_RUN_IDS',
+  'PROJECT_ID', 'TRACE_ID', 'THREAD_ID', 'DOTTED_ORDER', 'IS_ROOT', 'REFERENCE_EXAMPLE_ID', 'REFERENCE_DATASET_ID',
+  'TOTAL_TOKENS', 'PROMPT_TOKENS', 'COMPLETION_TOKENS', 'TOTAL_COST', 'PROMPT_COST', 'COMPLETION_COST', 'PROMPT_TOKEN_DETAILS',
+  'COMPLETION_TOKEN_DETAILS', 'PROMPT_COST_DETAILS', 'COMPLETION_COST_DETAILS', 'PRICE_MODEL_ID', 'TAGS', 'APP_PATH',
+  'ATTACHMENTS', 'THREAD_EVALUATION_TIME', 'IS_IN_DATASET', 'LAST_QUEUED_AT', 'SHARE_URL', 'FEEDBACK_STATS', 'LS_USER_ID',
+] as const;
+export type RunSelectField = (typeof RUN_SELECT_FIELDS)[number];
+
+const runSelects = z.array(z.enum(RUN_SELECT_FIELDS)).max(RUN_SELECT_FIELDS.length * 2);
+/** What LangSmith does not do here is refused rather than ignored, so an answer never pretends to it. */
+const unsupported = (what: string) =>
+  z
+    .unknown()
+    .refine((value) => value === undefined || value === null || value === false, `${what} is not supported by this server`)
+    .optional();
+
+/**
+ * The v2 runs query (the SDK's client.runs.query), in its wire names: runs of some projects (or of a
+ * dataset's experiments) that started within [min_start_time, max_start_time], newest first, a page
+ * of page_size at a time.
+ */
+export const RunQueryV2 = z
+  .object({
+    project_ids: z.array(z.uuid()).min(1).max(100).nullish(),
+    reference_dataset_id: z.uuid().nullish(),
+    /** Inclusive; a day before now by default (for a dataset, its oldest experiment's start). */
+    min_start_time: timestamp.nullish(),
+    /** Inclusive; now by default. */
+    max_start_time: timestamp.nullish(),
+    ids: z.array(z.uuid()).max(1000).nullish(),
+    trace_id: z.uuid().nullish(),
+    reference_examples: z.array(z.uuid()).max(1000).nullish(),
+    run_type: z.enum(['TOOL', 'CHAIN', 'LLM', 'RETRIEVER', 'EMBEDDING', 'PROMPT', 'PARSER']).nullish(),
+    is_root: z.boolean().nullish(),
+    has_error: z.boolean().nullish(),
+    filter: z.string().max(10_000).nullish(),
+    trace_filter: z.string().max(10_000).nullish(),
+    tree_filter: z.string().max(10_000).nullish(),
+    /** Only `id` without it. */
+    selects: runSelects.nullish(),
+    cursor: z.string().max(500).nullish(),
+    page_size: z.number().int().min(1).max(1000).nullish(),
+    ai_search: unsupported('ai_search'),
+    include_subtree_usage: unsupported('include_subtree_usage'),
+    min_feedback_modified_at: unsupported('min_feedback_modified_at'),
+    max_feedback_modified_at: unsupported('max_feedback_modified_at'),
+  })
+  .refine((query) => (query.project_ids == null) !== (query.reference_dataset_id == null), {
+    path: ['project_ids'],
+    message: 'give exactly one of project_ids and reference_dataset_id',
+  })
+  .refine((query) => !query.min_start_time || !query.max_start_time || query.min_start_time <= query.max_start_time, {
+    path: ['min_start_time'],
+    message: 'must not be after max_start_time',
+  });
+export type RunQueryV2Input = z.input<typeof RunQueryV2>;
+
+const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item)]).transform((value) => (Array.isArray(value) ? value : [value]) as z.output<T>[]);
+
+/** One run of a project (the SDK's client.runs.retrieve), from query parameters (`selects` repeated). */
+export const RunRetrieveV2 = z.object({
+  project_id: z.uuid(),
+  selects: oneOrMany(z.enum(RUN_SELECT_FIELDS)).pipe(runSelects).optional(),
+  /** The run's start time: accepted (the SDK may send it), not needed (the run's id finds its partition). */
+  start_time: z.iso.datetime({ offset: true, local: true }).optional(),
+});
+export type RunRetrieveV2Input = z.input<typeof RunRetrieveV2>;
+
 /** A feedback score: a number, or a boolean (stored as 1 or 0). */
 const feedbackScore = z.union([z.number().finite(), z.boolean().transform((value) => (value ? 1 : 0))]).nullish();
 const FEEDBACK_KEY_MAX = 180;
