@@ -4,7 +4,7 @@ import type { DatasetRow, ExampleRow } from '../services/traces/datasets.service
 import type { ComparativeExperimentRow, ExampleComparison, ExperimentFeedbackStats } from '../services/traces/experiments.service.js';
 import type { ProjectStats } from '../services/traces/projects.service.js';
 import type { FeedbackRow, FeedbackTokenRow } from '../services/traces/feedback.service.js';
-import type { TraceRunRow } from '../services/traces/queries.service.js';
+import type { RunV2Row, TraceRunRow } from '../services/traces/queries.service.js';
 import type { RunSelectField } from '../services/traces/traces.schemas.js';
 
 export const presentProject = (project: TracingProject, stats?: ProjectStats, feedbackStats?: ExperimentFeedbackStats) => ({
@@ -72,10 +72,10 @@ const ERROR_PREVIEW_LENGTH = 500;
  * Each v2 field (`selects`) the platform stores, as LangSmith's v2 runs API names and shapes it
  * (run_type and status in capitals). The others are omitted from every run: inputs and outputs
  * previews, app_path (where the code that made the run lives), attachments, token and cost details,
- * price_model_id, reference_dataset_id, thread_evaluation_time, is_in_dataset, last_queued_at,
+ * price_model_id, thread_evaluation_time, is_in_dataset, last_queued_at,
  * share_url and ls_user_id.
  */
-const RUN_V2_FIELDS: Partial<Record<RunSelectField, [string, (run: TraceRunRow) => unknown]>> = {
+const RUN_V2_FIELDS: Partial<Record<RunSelectField, [string, (run: RunV2Row) => unknown]>> = {
   ID: ['id', (run) => run.id],
   NAME: ['name', (run) => run.name],
   RUN_TYPE: ['run_type', (run) => run.runType.toUpperCase()],
@@ -100,6 +100,8 @@ const RUN_V2_FIELDS: Partial<Record<RunSelectField, [string, (run: TraceRunRow) 
   DOTTED_ORDER: ['dotted_order', (run) => run.dottedOrder],
   IS_ROOT: ['is_root', (run) => run.isRoot],
   REFERENCE_EXAMPLE_ID: ['reference_example_id', (run) => run.referenceExampleId],
+  // The dataset of the run's project (an experiment's).
+  REFERENCE_DATASET_ID: ['reference_dataset_id', (run) => run.referenceDatasetId ?? null],
   TOTAL_TOKENS: ['total_tokens', (run) => run.totalTokens],
   PROMPT_TOKENS: ['prompt_tokens', (run) => run.promptTokens],
   COMPLETION_TOKENS: ['completion_tokens', (run) => run.completionTokens],
@@ -111,7 +113,7 @@ const RUN_V2_FIELDS: Partial<Record<RunSelectField, [string, (run: TraceRunRow) 
 };
 
 /** A run as LangSmith's v2 runs API returns it: id and the selected fields the platform stores. */
-export function presentRunV2(run: TraceRunRow, selects: readonly RunSelectField[]) {
+export function presentRunV2(run: RunV2Row, selects: readonly RunSelectField[]) {
   const presented: Record<string, unknown> = { id: run.id };
   for (const field of selects) {
     const entry = RUN_V2_FIELDS[field];

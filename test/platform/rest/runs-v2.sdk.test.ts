@@ -170,6 +170,27 @@ describe('v2 runs API through the langsmith SDK', () => {
     await expect(client.runs.retrieve(randomUUID(), { project_id: projectId })).rejects.toMatchObject({ status: 404 });
   });
 
+  it("reads a dataset's experiments by reference_dataset_id, and names the dataset when selected", async () => {
+    const suffix = randomUUID().slice(0, 8);
+    const dataset = await client.createDataset(`runs-v2-dataset-${suffix}`);
+    const experiment = await client.createProject({ projectName: `runs-v2-experiment-${suffix}`, referenceDatasetId: dataset.id });
+    const target = traceable(async (text: string) => text.toUpperCase(), { client, project_name: experiment.name, tracingEnabled: true, name: 'target' });
+    await target('a');
+    await target('b');
+    await client.awaitPendingTraceBatches();
+
+    const runs = await collect(client.runs.query({ reference_dataset_id: dataset.id, page_size: 1, selects: ['NAME', 'PROJECT_ID', 'REFERENCE_DATASET_ID'] }));
+    expect(runs).toHaveLength(2);
+    for (const run of runs) expect(run).toEqual({ id: expect.any(String), name: 'target', project_id: experiment.id, reference_dataset_id: dataset.id });
+    expect(await client.runs.retrieve(runs[0]!.id!, { project_id: experiment.id, selects: ['REFERENCE_DATASET_ID'] })).toEqual({ id: runs[0]!.id, reference_dataset_id: dataset.id });
+    // A project of no dataset has none.
+    const [plain] = await collect(client.runs.query({ project_ids: [projectId], page_size: 1, selects: ['REFERENCE_DATASET_ID'] }));
+    expect(plain!.reference_dataset_id).toBeNull();
+    // A dataset of another workspace (or none) has no experiments here.
+    expect(await collect(sdk(other.adminKey).runs.query({ reference_dataset_id: dataset.id }))).toEqual([]);
+    expect(await collect(client.runs.query({ reference_dataset_id: randomUUID() }))).toEqual([]);
+  });
+
   it("another workspace's key sees none of the runs", async () => {
     const stranger = sdk(other.adminKey);
     expect(await collect(stranger.runs.query({ project_ids: [projectId], selects: ['NAME'] }))).toEqual([]);

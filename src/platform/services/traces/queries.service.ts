@@ -138,8 +138,11 @@ function decodeCursor(cursor: string): [string, string] {
   throw AppError.badRequest('Invalid cursor.');
 }
 
+/** A run as the v2 API reads it: with its project's dataset when REFERENCE_DATASET_ID is selected. */
+export type RunV2Row = TraceRunRow & { referenceDatasetId?: string | null };
+
 /** A v2 page: its runs, the fields asked for (only ID by default) and the cursor of the next page. */
-export type RunPageV2 = RunPage & { selects: RunSelectField[] };
+export type RunPageV2 = { runs: RunV2Row[]; nextCursor: string | null; selects: RunSelectField[] };
 
 // The large JSON columns a v2 field is presented from: a run is read with only those its selects need.
 const COLUMNS_OF_SELECT: Partial<Record<RunSelectField, string>> = {
@@ -205,9 +208,19 @@ export async function queryRunsV2(ctx: ServiceContext, input: RunQueryV2Input): 
       cursor,
       limit: query.page_size ?? 100,
     });
-    if (page.runs.length || !page.nextCursor || performance.now() - started > EMPTY_PAGE_BUDGET_MS) return { ...page, selects };
+    if (page.runs.length || !page.nextCursor || performance.now() - started > EMPTY_PAGE_BUDGET_MS) {
+      return { runs: await withProjectDatasets(ctx, page.runs, selects), nextCursor: page.nextCursor, selects };
+    }
     cursor = page.nextCursor;
   }
+}
+
+/** The runs with their projects' datasets (one read of the page's projects) if REFERENCE_DATASET_ID is selected. */
+async function withProjectDatasets(ctx: ServiceContext, runs: TraceRunRow[], selects: RunSelectField[]): Promise<RunV2Row[]> {
+  if (!runs.length || !selects.includes('REFERENCE_DATASET_ID')) return runs;
+  const projects = await listProjects(ctx, { ids: [...new Set(runs.map((run) => run.sessionId))], limit: 1000 });
+  const datasets = new Map(projects.map((project) => [project.id, project.referenceDatasetId]));
+  return runs.map((run) => ({ ...run, referenceDatasetId: datasets.get(run.sessionId) ?? null }));
 }
 
 /**
@@ -215,10 +228,11 @@ export async function queryRunsV2(ctx: ServiceContext, input: RunQueryV2Input): 
  * default). Needs workspaces:read. Throws VALIDATION_FAILED for bad input, NOT_FOUND for a run that is
  * not in that project of the viewer's trace workspace.
  */
-export async function getProjectRun(ctx: ServiceContext, id: string, input: RunRetrieveV2Input): Promise<{ run: TraceRunRow; selects: RunSelectField[] }> {
+export async function getProjectRun(ctx: ServiceContext, id: string, input: RunRetrieveV2Input): Promise<{ run: RunV2Row; selects: RunSelectField[] }> {
   const query = parseInput(RunRetrieveV2, input, 'query');
   if (!isUuid(id)) throw new AppError('VALIDATION_FAILED', 'path.run_id: expected a UUID', [{ loc: ['path', 'run_id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
   const run = await getRun(ctx, id);
   if (run.sessionId !== query.project_id) throw AppError.notFound(`Run ${id} not found in project ${query.project_id}.`);
-  return { run, selects: query.selects?.length ? [...new Set(query.selects)] : ['ID'] };
+  const selects: RunSelectField[] = query.selects?.length ? [...new Set(query.selects)] : ['ID'];
+  return { run: (await withProjectDatasets(ctx, [run], selects))[0]!, selects };
 }
