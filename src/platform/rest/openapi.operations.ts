@@ -21,6 +21,7 @@ import {
   RunQuery,
   RunQueryV2,
   RunRetrieveV2,
+  RunUrlV2,
 } from '../services/traces/traces.schemas.js';
 import { DatasetListQuery, ExampleListQuery } from './datasets.routes.js';
 import { FeedbackListQuery, FeedbackTokenListQuery } from './feedback.routes.js';
@@ -62,7 +63,7 @@ const tracesOperations = (prefix: string): Operation[] => [
   { method: 'delete', path: `${prefix}/sessions/:id`, tag: 'Traces', summary: 'Delete a tracing project and its runs', response: accepted },
 ];
 
-/** LangSmith's v2 runs API (the SDK's client.runs.query and client.runs.retrieve), under /api/v2 only. */
+/** LangSmith's v2 runs API (the SDK's client.runs.query, retrieve and getURL), under /api/v2 only. */
 const runsV2Operations: Operation[] = [
   {
     method: 'post',
@@ -72,6 +73,7 @@ const runsV2Operations: Operation[] = [
     body: RunQueryV2,
   },
   { method: 'get', path: '/api/v2/runs/:id', tag: 'Traces', summary: 'Get a run of a project (v2): project_id required, `selects` repeated', query: RunRetrieveV2 },
+  { method: 'get', path: '/api/v2/runs/:id/url', tag: 'Traces', summary: "The console's page of a run of that project and trace: {url}", query: RunUrlV2 },
 ];
 
 /** Datasets, examples and experiment comparison (the langsmith SDK's paths), at the root and again under /api/v1. */

@@ -122,6 +122,9 @@ export function presentRunV2(run: RunV2Row, selects: readonly RunSelectField[]) 
   return presented;
 }
 
+/** Where the console shows a run (`base`: where the platform answers): its trace's page with the run selected. */
+export const presentRunUrl = (base: string, run: TraceRunRow) => ({ url: `${base}/#/traces/${run.traceId}?run=${run.id}` });
+
 /** A feedback as the langsmith SDK reads it (FeedbackSchema). */
 export const presentFeedback = (feedback: FeedbackRow) => ({
   id: feedback.id,

@@ -16,8 +16,8 @@ import { FilterError } from '../services/traces/filter.js';
 import { ingestAsViewer } from '../ingest/ingest-as-viewer.js';
 import { experimentFeedbackStats } from '../services/traces/experiments.service.js';
 import * as projects from '../services/traces/projects.service.js';
-import { getProjectRun, getRun, queryRuns, queryRunsV2, validateRunFilters } from '../services/traces/queries.service.js';
-import type { ProjectCreateInput, RunQueryV2Input, RunRetrieveV2Input } from '../services/traces/traces.schemas.js';
+import { getProjectRun, getRun, getRunForUrl, queryRuns, queryRunsV2, validateRunFilters } from '../services/traces/queries.service.js';
+import type { ProjectCreateInput, RunQueryV2Input, RunRetrieveV2Input, RunUrlV2Input } from '../services/traces/traces.schemas.js';
 import { traceWorkspace } from '../services/traces/workspace.js';
 import { authenticate, authenticateIngest } from './auth.js';
 import { afterRefusedBody, errorHandler, httpStatus } from '../../http/errors.js';
@@ -25,7 +25,7 @@ import { parseQuery } from '../../http/validate.js';
 import { ingestEncoded } from '../ingest/ingest-threads.js';
 import { asObject, type IngestRequest, multipartBoundary, parseJsonBody, readBody, readRawBody } from '../ingest/ingest-wire.js';
 import { encodeExportResponse, encodeStatus, type OtlpEncoding, otlpEncoding } from '../ingest/otlp-wire.js';
-import { presentProject, presentRun, presentRunV2 } from './traces.presenters.js';
+import { presentProject, presentRun, presentRunUrl, presentRunV2 } from './traces.presenters.js';
 
 const OTLP_TRACES_PATH = '/otel/v1/traces';
 
@@ -229,7 +229,7 @@ export function tracesRouter(deps: Deps): Router {
 }
 
 /**
- * LangSmith's v2 runs API, as the SDK's client.runs.query and client.runs.retrieve call it (router.ts
+ * LangSmith's v2 runs API, as the SDK's client.runs.query, retrieve and getURL call it (router.ts
  * mounts it at /api/v2): the runs query's v2 form, in the traces router's error dialect.
  */
 export function runsV2Router(deps: Deps): Router {
@@ -246,6 +246,12 @@ export function runsV2Router(deps: Deps): Router {
   router.get('/runs/:id', auth, async (req, res) => {
     const { run, selects } = await getProjectRun(req.ctx, String(req.params.id), req.query as RunRetrieveV2Input);
     res.json(presentRunV2(run, selects));
+  });
+
+  // The console's page of the run, where the platform answers (PUBLIC_URL, else this request's origin).
+  router.get('/runs/:id/url', auth, async (req, res) => {
+    const run = await getRunForUrl(req.ctx, String(req.params.id), req.query as RunUrlV2Input);
+    res.json(presentRunUrl(deps.config.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`, run));
   });
 
   useIngestErrors(router, deps);

@@ -1,7 +1,8 @@
-// The langsmith SDK's v2 runs API (client.runs.query and client.runs.retrieve, which replace the
-// deprecated listRuns and readRun) against the platform: traces with children ingested by the SDK and
+// The langsmith SDK's v2 runs API (client.runs.query, retrieve and getURL, which replace the deprecated
+// listRuns, readRun and getRunUrl) against the platform: traces with children ingested by the SDK and
 // read back a small page at a time through the cursor, with filters, is_root, selects and time
-// windows; one run by id within its project; another workspace's key sees nothing; bad input is a 4xx.
+// windows; one run by id within its project; a run's console url; another workspace's key sees
+// nothing; bad input is a 4xx.
 import { randomUUID } from 'node:crypto';
 import { Client } from 'langsmith';
 import { traceable } from 'langsmith/traceable';
@@ -168,6 +169,18 @@ describe('v2 runs API through the langsmith SDK', () => {
     // Not in that project: 404.
     await expect(client.runs.retrieve(root!.id!, { project_id: randomUUID() })).rejects.toMatchObject({ status: 404 });
     await expect(client.runs.retrieve(randomUUID(), { project_id: projectId })).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("links a run to the console's page of its trace", async () => {
+    const [run] = await collect(client.runs.query({ project_ids: [projectId], is_root: false, page_size: 1, selects: ['TRACE_ID', 'START_TIME'] }));
+    const { url } = await client.runs.getURL(run!.id!, { project_id: projectId, trace_id: run!.trace_id!, start_time: run!.start_time });
+    expect(url).toBe(`${platform.url}/#/traces/${run!.trace_id}?run=${run!.id}`);
+    // Not that project's or that trace's run, or another workspace's: 404; bad ids: 422.
+    await expect(client.runs.getURL(run!.id!, { project_id: randomUUID(), trace_id: run!.trace_id! })).rejects.toMatchObject({ status: 404 });
+    await expect(client.runs.getURL(run!.id!, { project_id: projectId, trace_id: randomUUID() })).rejects.toMatchObject({ status: 404 });
+    await expect(sdk(other.adminKey).runs.getURL(run!.id!, { project_id: projectId, trace_id: run!.trace_id! })).rejects.toMatchObject({ status: 404 });
+    await expect(client.runs.getURL(run!.id!, { project_id: projectId } as never)).rejects.toMatchObject({ status: 422 });
+    await expect(client.runs.getURL('nope', { project_id: projectId, trace_id: run!.trace_id! })).rejects.toMatchObject({ status: 422 });
   });
 
   it("reads a dataset's experiments by reference_dataset_id, and names the dataset when selected", async () => {

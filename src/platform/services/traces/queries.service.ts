@@ -8,7 +8,7 @@ import { validateFilter } from './filter.js';
 import { searchRuns } from './trace-run-search.store.js';
 import { listProjects } from './projects.service.js';
 import { findChildRuns, findRun, findRuns, findTraceRuns, type TraceRunRow } from './trace-runs.store.js';
-import { RunQuery, type RunQueryInput, RunQueryV2, type RunQueryV2Input, RunRetrieveV2, type RunRetrieveV2Input, type RunSelectField } from './traces.schemas.js';
+import { RunQuery, type RunQueryInput, RunQueryV2, type RunQueryV2Input, RunRetrieveV2, type RunRetrieveV2Input, type RunSelectField, RunUrlV2, type RunUrlV2Input } from './traces.schemas.js';
 import { traceWorkspace } from './workspace.js';
 
 export type { TraceRunRow } from './trace-runs.store.js';
@@ -230,9 +230,27 @@ async function withProjectDatasets(ctx: ServiceContext, runs: TraceRunRow[], sel
  */
 export async function getProjectRun(ctx: ServiceContext, id: string, input: RunRetrieveV2Input): Promise<{ run: RunV2Row; selects: RunSelectField[] }> {
   const query = parseInput(RunRetrieveV2, input, 'query');
-  if (!isUuid(id)) throw new AppError('VALIDATION_FAILED', 'path.run_id: expected a UUID', [{ loc: ['path', 'run_id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
-  const run = await getRun(ctx, id);
-  if (run.sessionId !== query.project_id) throw AppError.notFound(`Run ${id} not found in project ${query.project_id}.`);
+  const run = await projectRun(ctx, id, query.project_id);
   const selects: RunSelectField[] = query.selects?.length ? [...new Set(query.selects)] : ['ID'];
   return { run: (await withProjectDatasets(ctx, [run], selects))[0]!, selects };
+}
+
+/**
+ * The run a v2 run url is for (LangSmith's GET /api/v2/runs/{run_id}/url): the run of that project and
+ * trace. Needs workspaces:read. Throws VALIDATION_FAILED for bad input, NOT_FOUND for a run that is not
+ * in that project and trace of the viewer's trace workspace.
+ */
+export async function getRunForUrl(ctx: ServiceContext, id: string, input: RunUrlV2Input): Promise<TraceRunRow> {
+  const query = parseInput(RunUrlV2, input, 'query');
+  const run = await projectRun(ctx, id, query.project_id);
+  if (run.traceId !== query.trace_id) throw AppError.notFound(`Run ${id} not found in trace ${query.trace_id}.`);
+  return run;
+}
+
+/** A run of one project of the viewer's trace workspace (a v2 path's run_id): VALIDATION_FAILED for an id that is no UUID, NOT_FOUND elsewhere. */
+async function projectRun(ctx: ServiceContext, id: string, projectId: string): Promise<TraceRunRow> {
+  if (!isUuid(id)) throw new AppError('VALIDATION_FAILED', 'path.run_id: expected a UUID', [{ loc: ['path', 'run_id'], msg: 'expected a UUID', type: 'uuid_parsing' }]);
+  const run = await getRun(ctx, id);
+  if (run.sessionId !== projectId) throw AppError.notFound(`Run ${id} not found in project ${projectId}.`);
+  return run;
 }

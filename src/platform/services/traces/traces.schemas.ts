@@ -144,6 +144,15 @@ export const RunRetrieveV2 = z.object({
 });
 export type RunRetrieveV2Input = z.input<typeof RunRetrieveV2>;
 
+/** Where a run is seen (the SDK's client.runs.getURL): the run's project and trace, as query parameters. */
+export const RunUrlV2 = z.object({
+  project_id: z.uuid(),
+  trace_id: z.uuid(),
+  /** The run's start time: accepted, not needed. */
+  start_time: z.iso.datetime({ offset: true, local: true }).optional(),
+});
+export type RunUrlV2Input = z.input<typeof RunUrlV2>;
+
 /** A feedback score: a number, or a boolean (stored as 1 or 0). */
 const feedbackScore = z.union([z.number().finite(), z.boolean().transform((value) => (value ? 1 : 0))]).nullish();
 const FEEDBACK_KEY_MAX = 180;
