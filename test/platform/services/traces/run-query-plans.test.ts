@@ -110,6 +110,16 @@ describe('newest runs of a project', () => {
     expect(plan.some((scan) => scan.includes('trace_runs_tenant_id_session_id') || scan.endsWith(index))).toBe(true);
   });
 
+  // The v2 runs query (POST /api/v2/runs/query) always bounds start_time (the last day by default).
+  it.each([
+    ['one project', base, 'trace_runs_tenant_id_session_id_start_time_id_idx'],
+    ['root runs', { ...base, isRoot: true }, 'trace_runs_tenant_id_session_id_is_root_start_time_id_idx'],
+    ['several projects', { ...base, sessions: projects.slice(0, 3) }, 'trace_runs_tenant_id_session_id_start_time_id_idx'],
+  ] as const)('within a start_time window (%s) reads the same index in order', async (_, search, index) => {
+    const window = { startTime: new Date('2026-01-01T00:00:00Z'), endTime: new Date('2026-01-02T12:00:00Z') };
+    expect(await scans({ ...search, ...window })).toEqual([`Index Scan ${index}`]);
+  });
+
   it('of several projects merges per-project index scans and answers the newest across them', async () => {
     const search: RunSearch = { sessions: projects.slice(0, 3), ascending: false, limit: 50 };
     expect(await scans(search)).toEqual(['Index Scan trace_runs_tenant_id_session_id_start_time_id_idx']);
