@@ -44,7 +44,7 @@ export function restRouter(deps: Deps, agentServerReference?: Router): Router {
   const traces = tracesRouter(deps);
   router.use(traces);
   router.use('/api/v1', traces);
-  // LangSmith's v2 runs API (the SDK's client.runs.query / retrieve), where the SDK's base url puts it.
+  // LangSmith's v2 runs API (the SDK's client.runs.query / retrieve / getURL), where the SDK's base url puts it.
   router.use('/api/v2', runsV2Router(deps));
   // Feedback on trace runs, beside them (the langsmith SDK's paths; it too passes on what it does not own).
   const feedback = feedbackRouter(deps);

@@ -162,7 +162,7 @@ const EMPTY_PAGE_BUDGET_MS = 1_000;
 
 /**
  * The v2 runs query (LangSmith's POST /api/v2/runs/query): runs of the given projects, or of a
- * dataset's experiments, that started within [min_start_time, max_start_time] (the last day by
+ * dataset's experiments, that started within [min_start_time, max_start_time] (the day up to now by
  * default), newest first, page_size (100) at a time, on the v1 query's keyset pages and indexes. A
  * page is empty only at the end, or when a filter no index serves found nothing within a second's
  * walk (then `nextCursor` is still set). Needs workspaces:read; projects of another workspace have no

@@ -101,7 +101,7 @@ export const RunQueryV2 = z
   .object({
     project_ids: z.array(z.uuid()).min(1).max(100).nullish(),
     reference_dataset_id: z.uuid().nullish(),
-    /** Inclusive; a day before now by default (for a dataset, its oldest experiment's start). */
+    /** Inclusive; a day before max_start_time by default (LangSmith: a day before now); for a dataset, its oldest experiment's start. */
     min_start_time: timestamp.nullish(),
     /** Inclusive; now by default. */
     max_start_time: timestamp.nullish(),
