@@ -191,6 +191,11 @@ const EnvSchema = z.object({
    */
   AGENT_PLATFORM_RUN_DRAIN_SECONDS: z.coerce.number().min(0).max(60).default(8),
   /**
+   * How many attempts a run gets when the runtime executing it dies (kill -9, a replica lost): each
+   * resumes from its last checkpoint; past this many it ends as `error`. 1: never executed again.
+   */
+  AGENT_SERVER_RUN_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
+  /**
    * Worker threads for trace ingestion's parsing and writes (0: in the request's thread). Two even on
    * two cores: each thread also waits on its database round trips (measured: 2 threads +15% runs/s).
    */
@@ -326,6 +331,8 @@ export type Config = {
   langgraphConfig: Record<string, Record<string, unknown>> | undefined;
   /** How long a stopping runtime lets its runs in progress finish (AGENT_PLATFORM_RUN_DRAIN_SECONDS). */
   runDrainSeconds: number;
+  /** Attempts of a run whose runtime died before it is given up (AGENT_SERVER_RUN_MAX_ATTEMPTS). */
+  runMaxAttempts: number;
   /** How long a stopping api process serves while not ready (AGENT_PLATFORM_SHUTDOWN_DRAIN_SECONDS). */
   shutdownDrainSeconds: number;
   runtimeConcurrency: number;
@@ -440,6 +447,7 @@ export function loadConfig(
     langgraphConfig: value.LANGGRAPH_CONFIG,
     runtimeConcurrency: value.AGENT_PLATFORM_RUNTIME_CONCURRENCY,
     runDrainSeconds: value.AGENT_PLATFORM_RUN_DRAIN_SECONDS,
+    runMaxAttempts: value.AGENT_SERVER_RUN_MAX_ATTEMPTS,
     shutdownDrainSeconds: value.AGENT_PLATFORM_SHUTDOWN_DRAIN_SECONDS,
     sseHeartbeatSeconds: value.AGENT_PLATFORM_SSE_HEARTBEAT_SECONDS,
     runtimeThread: value.AGENT_PLATFORM_RUNTIME_THREAD,

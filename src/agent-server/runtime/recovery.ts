@@ -3,7 +3,7 @@
 // lock is free belongs to a dead process. It goes back to the queue, its job at the head of its
 // thread's (the thread's later runs still wait for it), and whichever runtime claims it executes it
 // again from the thread's latest checkpoint (executor.ts); its readers follow the new attempt on the
-// same stream. A run whose runtime died MAX_RUN_ATTEMPTS times (a graph that kills its process) is
+// same stream. A run whose runtime died AGENT_SERVER_RUN_MAX_ATTEMPTS times (3) (a graph that kills its process) is
 // ended as `error` instead, so it cannot crash runtimes forever. Both sweeps are pg-boss schedules
 // (agent-server/jobs/boss.ts); a runtime also recovers its deployment's runs once when it starts, so
 // a restarted `serve` picks up where it died.
@@ -17,16 +17,13 @@ import { withTransaction } from '../../db.js';
 import { newId } from '../../ids.js';
 import { deleteRuntime, listRuntimeIds } from '../services/served-deployment/served-deployment.store.js';
 
-/** How many runtimes may die executing one run before it is given up as `error`. */
-const MAX_RUN_ATTEMPTS = 3;
-
 // Rolls back a requeue whose job had ended meanwhile.
 class JobNotActive extends Error {}
 
 /**
  * Recovers every running run (of one deployment, or all) whose runtime's liveness lock is free: puts
  * it back in the queue (`pending`, its job retried) and wakes the deployment's runtimes, or, after
- * MAX_RUN_ATTEMPTS attempts (or without an active job to retry), ends it as `error`, completes its
+ * `runMaxAttempts` attempts (AGENT_SERVER_RUN_MAX_ATTEMPTS) (or without an active job to retry), ends it as `error`, completes its
  * job and wakes the runtimes of threads that have more runs waiting. Returns how many it recovered.
  */
 export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { deploymentId?: string; exceptWorkerId?: string } = {}): Promise<number> {
@@ -48,13 +45,14 @@ export async function recoverOrphanedRuns(deps: Deps, boss: PgBoss, options: { d
     client.release();
   }
   let recovered = 0;
+  const maxAttempts = deps.config.runMaxAttempts;
   for (const row of rows.filter((r) => dead.has(r.worker_id))) {
-    if (row.attempt < MAX_RUN_ATTEMPTS && row.job_id && (await requeueRun(deps, boss, row, row.job_id, `runtime ${row.worker_id} exited during attempt ${row.attempt}`))) {
+    if (row.attempt < maxAttempts && row.job_id && (await requeueRun(deps, boss, row, row.job_id, `runtime ${row.worker_id} exited during attempt ${row.attempt}`))) {
       recovered++;
       continue;
     }
     const message =
-      row.attempt >= MAX_RUN_ATTEMPTS
+      row.attempt >= maxAttempts
         ? `The runtime executing this run exited before it finished, on each of its ${row.attempt} attempts: given up`
         : 'The runtime executing this run exited before it finished';
     if (await failRunningRun(deps, boss, row, message)) recovered++;

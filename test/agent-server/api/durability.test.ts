@@ -85,8 +85,8 @@ describe('a runtime killed mid-run', () => {
     expect(statelessParts.at(-1)).toMatchObject({ event: 'values', data: { log: ['stateless:first', 'stateless:second', 'stateless:third'] } });
   }, 120_000);
 
-  it('gives a run up as error once its runtime died at each of its 3 attempts, and the thread moves on', async () => {
-    let server = await startServe();
+  it('gives a run up as error once its runtime died at each of its attempts (AGENT_SERVER_RUN_MAX_ATTEMPTS, 2 here), and the thread moves on', async () => {
+    let server = await startServe({ env: { AGENT_SERVER_RUN_MAX_ATTEMPTS: '2' } });
     servers.push(server);
     const thread = await server.client.threads.create();
     // `first` kills its process at every attempt, after a wait long enough for a restart to be ready.
@@ -98,11 +98,11 @@ describe('a runtime killed mid-run', () => {
       server = await restart(server);
       restarts++;
       if ((await server.client.runs.get(thread.thread_id, run.run_id)).status === 'error') break;
-      expect(restarts).toBeLessThan(3);
+      expect(restarts).toBeLessThan(2);
     }
-    expect(restarts).toBe(3);
+    expect(restarts).toBe(2);
     const result = (await server.client.runs.join(thread.thread_id, run.run_id)) as { __error__: { error: string; message: string } };
-    expect(result.__error__).toMatchObject({ error: 'RuntimeError', message: expect.stringContaining('3 attempts') });
+    expect(result.__error__).toMatchObject({ error: 'RuntimeError', message: expect.stringContaining('2 attempts') });
     const next = (await server.client.runs.join(thread.thread_id, queued.run_id)) as { log: string[] };
     expect(next.log).toEqual(['next:first', 'next:second', 'next:third']);
     expect((await server.client.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
