@@ -150,25 +150,30 @@ describe('a database outage', () => {
       expect(await platform?.stop()).toBe(0);
     });
 
-    it('the platform: answers 503 while PostgreSQL is away, then serves and works its jobs again by itself (the same key, a new deploy)', async () => {
-      await outage('start', () => statusOf(`${platform.url}/ok`), [platform]);
+    // One outage under both (each answering for itself): the platform's /ok and, through its gateway,
+    // the deployed revision's agent server's.
+    it("the platform and a deployed revision's agent server: 503 while PostgreSQL is away, then each serves and works again by itself (the same key, its runs, a new deploy)", async () => {
+      const platformHealth = () => statusOf(`${platform.url}/ok`);
+      const deployedHealth = () => statusOf(`${platform.url}/deployments/${deploymentId}/ok`, { 'x-api-key': key });
+      expect(await deployedHealth()).toBe(200);
+      // Both at once: one status while they agree, both named while they do not.
+      const health = async () => {
+        const [own, deployed] = await Promise.all([platformHealth(), deployedHealth()]);
+        return own === deployed ? own : `platform ${own}, deployed ${deployed}`;
+      };
+      const back = await outage('start and deployed', health, [platform]);
+
       const { status, body } = await graphql(platform.url, '{ viewer { workspaces { id } } }', { key });
       expect(status).toBe(200);
       expect(body.data.viewer.workspaces[0].id).toBe(workspaceId);
-      // The worker role builds and deploys again.
-      const after = await deploy('after');
-      expect(await ask(after, 'hello')).toMatchObject({ reply: 'after: hello' });
-    }, 240_000);
-
-    it("a deployed revision's agent server, through the gateway: 503 while PostgreSQL is away, then runs again by itself", async () => {
-      const health = () => statusOf(`${platform.url}/deployments/${deploymentId}/ok`, { 'x-api-key': key });
-      expect(await health()).toBe(200);
-      const back = await outage('deployed', health, [platform]);
       expect(await ask(deploymentId, 'again')).toMatchObject({ reply: 'before: again' });
       recoveries['deployed run'] = Date.now() - back;
       // Where the gateway finds it, and its runtime in its own database: held live again.
       await expect.poll(() => heldLive(databaseUrl, 'deployment_runtimes', deploymentId), { timeout: 5_000 }).toBe(true);
       await expect.poll(() => heldLive(deploymentDatabase(deploymentId), 'runtimes', deploymentId), { timeout: 5_000 }).toBe(true);
-    }, 240_000);
+      // The worker role builds and deploys again.
+      const after = await deploy('after');
+      expect(await ask(after, 'hello')).toMatchObject({ reply: 'after: hello' });
+    }, 300_000);
   });
 });
