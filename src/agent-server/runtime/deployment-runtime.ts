@@ -72,7 +72,6 @@ export async function runDeployment(
     const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder, encryption: encryptionOf(deps.config) });
     steps.push(() => persistence.close());
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);
-    graphs.readTypesInBackground(deps.logger);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);
     // Traces are queued by runs and stored by the batcher; it is closed (what is queued stored) after

@@ -139,7 +139,7 @@ export class GraphRegistry {
    * Starts reading the graphs' schemas from their TypeScript types (off the request path: a worker
    * thread, once per runtime, that is per revision). Schema reads wait for it, at most its time bound.
    */
-  readTypesInBackground(logger: Logger): void {
+  private readTypesInBackground(logger: Logger): void {
     this.typeSchemas ??= readTypeSchemasInThread(this.config, logger);
   }
 
@@ -153,7 +153,10 @@ export class GraphRegistry {
    * A graph's (or its subgraph's, by namespace) schemas from TypeScript types, if they are read within
    * the request's time bound (logged when they are not).
    */
-  async schemasFromTypes(graphId: string, namespace = '', logger?: Logger): Promise<GraphSchemas | undefined> {
+  async schemasFromTypes(graphId: string, namespace: string, logger: Logger): Promise<GraphSchemas | undefined> {
+    // Read when first asked, not at every start: a TypeScript program over the project costs seconds of
+    // CPU, and most deployments are never asked (their callers are apps; Studio and schema clients ask).
+    this.readTypesInBackground(logger);
     if (!this.typeSchemas) return undefined;
     const timeoutMs = typeSchemasTimeoutMs();
     let timer: NodeJS.Timeout | undefined;
@@ -161,7 +164,7 @@ export class GraphRegistry {
     const schemas = await Promise.race([this.typeSchemas, late]);
     clearTimeout(timer);
     if (schemas === 'late') {
-      logger?.warn({ graphId, timeoutMs }, `schemas from TypeScript types not read (took longer than ${timeoutMs} ms): the graph's runtime schemas are served`);
+      logger.warn({ graphId, timeoutMs }, `schemas from TypeScript types not read (took longer than ${timeoutMs} ms): the graph's runtime schemas are served`);
       return undefined;
     }
     return schemas?.[graphId]?.[namespace];
