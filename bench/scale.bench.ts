@@ -236,7 +236,7 @@ async function benchCheckpoints(deps: Deps) {
   await migrateDatabase(url, deps.logger, 'agent-server');
   const db = connectDatabase(url, { poolSize: 2 });
   await setUpDeploymentDatabase(db, deploymentId, { threadTtl: {} });
-  const persistence = await openPersistence(db.url, deploymentId, { poolSize: 2 });
+  const persistence = await openPersistence(db, deploymentId, {});
   try {
     const saver = persistence.checkpointer;
     const threadId = randomUUID();
@@ -274,7 +274,6 @@ async function benchCheckpoints(deps: Deps) {
     console.log('\n| checkpoints | history limit 10 p50 / p99 ms | get state p50 / p99 ms |\n|---|---|---|');
     for (const row of rows) console.log(row);
   } finally {
-    await persistence.close();
     await db.close();
     await dropDeploymentDatabase(deps, deploymentId);
   }

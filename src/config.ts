@@ -85,8 +85,6 @@ const EnvSchema = z.object({
   AGENT_PLATFORM_USAGE_CHECK_SECONDS: z.coerce.number().min(0.2).max(3600).default(30),
   /** Temporary files one session of a deployment's login may write (sorts, hashes spilled to disk); beyond: its query fails. */
   AGENT_PLATFORM_DEPLOYMENT_TEMP_FILES: byteSize.default('2gb'),
-  /** Connections of a runtime's checkpointer (default: one per concurrent run, at most 4: a checkpoint write is one short statement). */
-  AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE: z.coerce.number().int().min(2).max(200).optional(),
   /** Days trace runs are kept (by start time) in a workspace that sets no retention of its own. */
   AGENT_PLATFORM_TRACE_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
   /**
@@ -107,8 +105,6 @@ const EnvSchema = z.object({
    * process's cache at once (a notification); this bound only matters if that notification is lost.
    */
   AGENT_PLATFORM_API_KEY_CACHE_SECONDS: z.coerce.number().int().min(0).max(60).default(5),
-  /** Connections of a process's job queue (pg-boss), plus its one listener. */
-  AGENT_PLATFORM_JOBS_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(2),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** One readable line per entry instead of JSON; the CLI's default is whether its output is a terminal (logger.ts). */
   LOG_PRETTY: z.stringbool().default(false),
@@ -320,8 +316,6 @@ export type Config = {
   usageCheckSeconds: number;
   embeddedMaxConnections: number;
   reservedConnections: number;
-  checkpointerPoolSize: number;
-  jobsPoolSize: number;
   apiKeyCacheSeconds: number;
   jobRetentionSeconds: number;
   cronClockSeconds: number;
@@ -436,8 +430,6 @@ export function loadConfig(
     usageCheckSeconds: value.AGENT_PLATFORM_USAGE_CHECK_SECONDS,
     embeddedMaxConnections: value.AGENT_PLATFORM_EMBEDDED_MAX_CONNECTIONS,
     reservedConnections: value.AGENT_PLATFORM_RESERVED_CONNECTIONS,
-    checkpointerPoolSize: value.AGENT_PLATFORM_CHECKPOINTER_POOL_SIZE ?? Math.max(2, Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY, 4)),
-    jobsPoolSize: value.AGENT_PLATFORM_JOBS_POOL_SIZE,
     apiKeyCacheSeconds: value.AGENT_PLATFORM_API_KEY_CACHE_SECONDS,
     jobRetentionSeconds: value.AGENT_PLATFORM_JOB_RETENTION_SECONDS,
     cronClockSeconds: value.AGENT_PLATFORM_CRON_CLOCK_SECONDS,

@@ -1,7 +1,9 @@
 // Typed publish/subscribe across processes over PostgreSQL LISTEN/NOTIFY.
 //
 // Every process keeps one LISTEN connection on a single channel and fans messages out locally by
-// event name and key. NOTIFY payloads are limited to 8000 bytes, so larger payloads are written to
+// event name and key. The same connection listens on the channels of others in the thread (pg-boss's
+// job notifications: listenAlso) and holds the thread's liveness locks (holdLock), each a PostgreSQL
+// backend less. NOTIFY payloads are limited to 8000 bytes, so larger payloads are written to
 // event_payloads and the notification carries the row id (by reference, not inline).
 import { EventEmitter, on } from 'node:events';
 import pg from 'pg';
@@ -73,6 +75,12 @@ export class EventBus {
   /** What the subscriptions given `resync` receive when the bus listens again, by topic, and how many there are. */
   private readonly resyncs = new Map<string, { payload: unknown; count: number }>();
   private listener: pg.Client | undefined;
+  /** Other channels this connection listens on for others in the thread (listenAlso), by channel. */
+  private readonly channels = new Map<string, { notified: (payload: string) => void; listening: () => void }>();
+  /** Session advisory locks held on the connection (holdLock), by key, with what to do when one is taken again. */
+  private readonly locks = new Map<string, () => Promise<unknown>>();
+  /** Whether it ever listened: a bus never started (a thread that only writes) listens for no one. */
+  private listened = false;
   private closed = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
 
@@ -87,7 +95,10 @@ export class EventBus {
   /** Opens the LISTEN connection; resolves once notifications are flowing. */
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url, application_name: 'agent-platform-events', keepAlive: true });
-    client.on('notification', (message) => void this.deliver(message.payload));
+    client.on('notification', (message) => {
+      if (message.channel === PG_CHANNEL) return void this.deliver(message.payload);
+      if (message.payload !== undefined) this.channels.get(message.channel)?.notified(message.payload);
+    });
     client.on('error', (error) => {
       // A connection that never listened is the failed attempt's to report (start rejects).
       if (client !== this.listener) return;
@@ -97,6 +108,8 @@ export class EventBus {
     try {
       await client.connect();
       await client.query(`LISTEN ${PG_CHANNEL}`);
+      for (const channel of this.channels.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      for (const key of this.locks.keys()) await client.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -104,6 +117,49 @@ export class EventBus {
     // Stopped while a reconnection was under way.
     if (this.closed) return void (await client.end().catch(() => undefined));
     this.listener = client;
+    this.listened = true;
+    // What was notified while no connection listened was missed: each listener on another channel looks again.
+    for (const { listening } of this.channels.values()) listening();
+  }
+
+  /**
+   * Listens on `channel` too, on this bus's connection, for the life of the bus (pg-boss's listener,
+   * through its database adapter: queues.ts). `notified` gets each payload; `listening` is called each
+   * time the connection listens (again): what was notified meanwhile was missed. Rejects on a bus
+   * that was never started; while its connection is away, it listens from the next one on.
+   */
+  async listenAlso(channel: string, notified: (payload: string) => void, listening: () => void): Promise<{ close(): Promise<void> }> {
+    if (!this.listened || this.closed) throw new Error('The event bus does not listen');
+    this.channels.set(channel, { notified, listening });
+    const close = async () => {
+      this.channels.delete(channel);
+      await this.listener?.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => undefined);
+    };
+    if (this.listener) {
+      await this.listener.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      listening();
+    }
+    return { close };
+  }
+
+  /**
+   * Takes the session advisory lock `hashtext(key)` on this bus's connection (waiting while another
+   * session holds it) and holds it until `release`: PostgreSQL frees it when this process dies, and
+   * sweeps that find it free forget what its holder recorded (database/session-lock.ts holds one on a
+   * connection of its own). When the connection is lost, the bus takes it again as it listens again,
+   * then runs `retaken` (its failure is logged: the lock stays held). Rejects while the bus does not
+   * listen.
+   */
+  async holdLock(key: string, retaken: () => Promise<unknown> = async () => undefined): Promise<{ release(): Promise<void> }> {
+    if (!this.listener || this.closed) throw new Error('The event bus does not listen');
+    await this.listener.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
+    this.locks.set(key, retaken);
+    return {
+      release: async () => {
+        if (!this.locks.delete(key)) return;
+        await this.listener?.query('SELECT pg_advisory_unlock(hashtext($1))', [key]).catch(() => undefined);
+      },
+    };
   }
 
   /** Whether notifications reach this process now (false while its LISTEN connection is away, and once stopped). */
@@ -253,6 +309,10 @@ export class EventBus {
       try {
         await this.start();
         this.logger.info('event listener reconnected');
+        for (const [key, retaken] of this.locks) {
+          this.logger.info({ key }, 'took a liveness lock again');
+          void retaken().catch((error: unknown) => this.logger.warn({ err: error, key }, 'could not restore what a liveness lock stands for'));
+        }
         for (const [subscribed, { payload }] of this.resyncs) this.local.emit(subscribed, payload);
       } catch {
         this.scheduleReconnect(Math.min(delayMs * 2, RECONNECT_MAX_MS));

@@ -3,7 +3,7 @@
 // retention every queue gets, and how a fixed queue is declared and worked. The fixed queues, their
 // handlers and schedules are declared in agent-server/jobs/boss.ts (the agent server's) and
 // platform/jobs/platform-jobs.ts (the platform's).
-import { type ConstructorOptions, type Job, PgBoss, type Queue } from 'pg-boss';
+import { type ConstructorOptions, type Db, type Job, PgBoss, type Queue } from 'pg-boss';
 import type { Deps } from './context.js';
 import { PreparingClient } from './database/prepared-statements.js';
 import { POOL_IDLE_TIMEOUT_MS } from './database/pool.js';
@@ -34,15 +34,25 @@ export const bossConnection = (url: string): ConstructorOptions => ({
  * configuration. `work`: it runs schedules and the cron clock and hears pg-boss's notifications;
  * `maintain`: queue maintenance (expiry, deletion), by default where it works; `install`: installs or
  * migrates pg-boss's schema. The queues are its tree's to declare.
+ *
+ * Its statements go through the process's own pool and it listens on the event bus's connection: a
+ * pool and a listener of its own were three more PostgreSQL backends per thread, kept busy by no work
+ * that the process's pool does not already keep a connection for (a fetch or a completion is one
+ * short statement).
  */
 export async function startJobQueue(
-  deps: Pick<Deps, 'db' | 'config' | 'logger'>,
-  options: { work: boolean; maintain?: boolean; applicationName: string; install: boolean },
+  deps: Pick<Deps, 'db' | 'events' | 'config' | 'logger'>,
+  options: { work: boolean; maintain?: boolean; install: boolean },
 ): Promise<PgBoss> {
+  const { pool } = deps.db;
+  const db: Db = {
+    executeSql: (text, values) => pool.query(text, values),
+    // pg-boss falls back to polling when this rejects (a bus that does not listen).
+    listen: (channel, notified, listening) => deps.events.listenAlso(channel, notified, listening),
+  };
   const boss = new PgBoss({
-    ...bossConnection(deps.db.url),
-    application_name: options.applicationName,
-    max: deps.config.jobsPoolSize,
+    db,
+    schema: BOSS_SCHEMA,
     supervise: options.maintain ?? options.work,
     // pg-boss deletes a queue's finished jobs at most once per maintenance interval (a day by default),
     // which would keep a day of jobs whatever the retention: as often as the retention, within 1–60 min.

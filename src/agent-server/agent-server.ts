@@ -111,7 +111,7 @@ export async function startAgentServer(config: Config, logger: Logger, spec: Age
     const graphConfig = readGraphConfig(spec.configPath);
     applyGraphConfigEnv(graphConfig);
     const encryption = await loadEncryptionHandlers(graphConfig, deps.config);
-    const boss = await startBoss(deps, { work: true, applicationName: 'agent-server-jobs' });
+    const boss = await startBoss(deps, { work: true });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     deps.boss = boss;
     await registerServedDeployment({ ...deps, viewer: SYSTEM_VIEWER }, spec);

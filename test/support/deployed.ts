@@ -237,7 +237,7 @@ async function deployerKey(started: TestPlatform, workspaceId: string | undefine
 export async function startDeploymentWorker(databaseUrl: string, options: { jobs?: boolean } = {}): Promise<{ deps: Deps; stop(): Promise<void> }> {
   const config = testConfig({ DATABASE_URL: databaseUrl });
   const wiring = await createDeps(config, pino({ level: config.logLevel }), { databaseUrl, applicationName: 'test-deployment-worker' });
-  const boss = await startBoss(wiring.deps, { work: options.jobs ?? false, applicationName: 'test-deployment-worker-jobs' });
+  const boss = await startBoss(wiring.deps, { work: options.jobs ?? false });
   wiring.onStop(() => boss.stop({ graceful: false, close: true }));
   wiring.deps.boss = boss;
   return { deps: wiring.deps, stop: wiring.stop };

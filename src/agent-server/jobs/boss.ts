@@ -94,13 +94,12 @@ export async function startBoss(
   options: {
     work: boolean;
     maintain?: boolean;
-    applicationName?: string;
     /** Installs or migrates pg-boss's schema and declares the queues (default). */
     install?: boolean;
   },
 ): Promise<PgBoss> {
   const install = options.install ?? true;
-  const boss = await startJobQueue(deps, { ...options, applicationName: options.applicationName ?? 'agent-server-jobs', install });
+  const boss = await startJobQueue(deps, { ...options, install });
   if (install) await declareQueues(boss, Object.values(QUEUES));
   if (options.work) {
     // Every ten minutes: event payloads nobody reads any more, and rate-limit buckets full again.

@@ -69,8 +69,7 @@ export async function runDeployment(
     await setUpDeploymentDatabase(deps.db, spec.deploymentId, config);
     // Before persistence: the checkpointer seals with the project's handlers when it has them.
     await loadEncryptionHandlers(config, deps.config);
-    const persistence = await openPersistence(deps.db.url, spec.deploymentId, { poolSize: deps.config.checkpointerPoolSize, embedder, encryption: encryptionOf(deps.config) });
-    steps.push(() => persistence.close());
+    const persistence = await openPersistence(deps.db, spec.deploymentId, { embedder, encryption: encryptionOf(deps.config) });
     const graphs = await GraphRegistry.load(config, persistence, deps.logger);
     // In the api's own process the api's queue object is shared, so runs created here wake this runtime directly.
     const queue = spec.queueOrigin ? new RunQueue(boss, spec.deploymentId, spec.queueOrigin) : runQueueFor(boss, spec.deploymentId);

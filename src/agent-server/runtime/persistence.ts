@@ -4,8 +4,6 @@
 // deployment's graphs never read another's memories).
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
-import { PreparingClient } from '../../database/prepared-statements.js';
-import { createPool } from '../../database/pool.js';
 import { readStoreSettings } from '../services/store/store-items.store.js';
 import type { AtRestCipher } from '../services/encryption/at-rest.js';
 import type { Embedder } from '../services/store/store-operations.js';
@@ -20,35 +18,25 @@ export type RuntimePersistence = Persistence & {
   /** The store's embedding function, when the graph config indexes the store. */
   embedder?: Embedder;
   pool: pg.Pool;
-  close(): Promise<void>;
 };
 
 /**
  * Opens the checkpointer and the deployment's store on tables the platform set up beforehand
  * (platform/services/deployments/deployment-database.ts: a deployed runtime's login may not create them), with the store's settings
- * as recorded there.
+ * as recorded there. Both use the runtime's own pool (`db`, closed by its owner): a checkpoint's read
+ * or write is one short statement among the run's others (its claim, its events, its outcome), and a
+ * pool of their own kept connections open beside it that the runtime's pool already had free.
  */
 export async function openPersistence(
-  databaseUrl: string,
+  db: { pool: pg.Pool; url: string },
   deploymentId: string,
-  options: { poolSize: number; embedder?: Embedder; encryption?: AtRestCipher },
+  options: { embedder?: Embedder; encryption?: AtRestCipher },
 ): Promise<RuntimePersistence> {
-  const pool = createPool({ connectionString: databaseUrl, max: options.poolSize, application_name: 'agent-platform-checkpoints', Client: PreparingClient });
   // Each checkpoint carries its run's metadata, as the reference server's checkpointer does (history filters on it).
-  const checkpointer = new RunMetadataSaver(pool, { schema: CHECKPOINT_SCHEMA, encryption: options.encryption });
-  const db = { pool, url: databaseUrl };
-  const settings = await readStoreSettings(db, deploymentId).catch(async (error: unknown) => {
-    await pool.end();
-    throw error;
-  });
+  const checkpointer = new RunMetadataSaver(db.pool, { schema: CHECKPOINT_SCHEMA, encryption: options.encryption });
+  const settings = await readStoreSettings(db, deploymentId);
   const embedder = settings.index ? options.embedder : undefined;
   const unindexed = () => Promise.reject(new Error('The store is not indexed'));
   const store = new PlatformStore({ db, deploymentId, settings, embedder: embedder ?? { documents: unindexed, query: unindexed }, encryption: options.encryption });
-  return {
-    checkpointer,
-    store,
-    embedder,
-    pool,
-    close: () => pool.end(),
-  };
+  return { checkpointer, store, embedder, pool: db.pool };
 }

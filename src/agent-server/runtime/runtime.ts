@@ -10,7 +10,6 @@ import { failUnendedRun, selectRunsNotRunningBy } from '../services/runs/runs.st
 import { type CancelReason, type ClaimedRun, executeRun, fetchAndClaimRuns, type RunTracer } from './executor.js';
 import { storedEncryptionContext, withEncryptionContext } from '../services/encryption/at-rest.js';
 import { runtimeLockKey } from '../../contracts/launcher-protocol.js';
-import { holdSessionLock } from '../../database/session-lock.js';
 import { enqueueRunsWithoutJob, failRunningRun, pruneDeadRuntimes, recoverOrphanedRuns, requeueRun, wakeIfThreadHasMore as wakeThreadRuntimes } from './recovery.js';
 import type { RuntimeContext } from './runtime-context.js';
 
@@ -48,16 +47,13 @@ export async function startRuntime(
   const active = new Map<string, AbortController>();
   const stop = new AbortController();
 
-  // The liveness lock lives on its own connection: if this process dies, PostgreSQL drops it. While
-  // it was lost (a database outage) a sweep may have seen it free and put this runtime's runs back in
-  // the queue: once it is taken again, the runs no longer this runtime's are stopped, writing nothing.
-  const liveness = await holdSessionLock(ctx.db.url, runtimeLockKey(workerId), {
-    applicationName: 'agent-platform-runtime',
-    logger: ctx.logger,
-    retaken: async () => {
-      await options.livenessRetaken?.();
-      for (const runId of await selectRunsNotRunningBy(ctx.db, [...active.keys()], workerId)) active.get(runId)?.abort('taken' satisfies CancelReason);
-    },
+  // The liveness lock lives on the event bus's connection, which the runtime needs anyway: if this
+  // process dies, PostgreSQL drops it. While it was lost (a database outage) a sweep may have seen it
+  // free and put this runtime's runs back in the queue: once it is taken again, the runs no longer
+  // this runtime's are stopped, writing nothing.
+  const liveness = await ctx.events.holdLock(runtimeLockKey(workerId), async () => {
+    await options.livenessRetaken?.();
+    for (const runId of await selectRunsNotRunningBy(ctx.db, [...active.keys()], workerId)) active.get(runId)?.abort('taken' satisfies CancelReason);
   });
 
   // Runs are fetched and claimed in one statement, so a run is registered in `active` only once its

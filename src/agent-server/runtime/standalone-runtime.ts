@@ -24,7 +24,7 @@ export async function startStandaloneRuntime(
     applicationName: 'agent-platform-runtime',
   });
   try {
-    const boss = await startBoss(wiring.deps, { work: false, maintain: false, applicationName: 'agent-platform-runs' });
+    const boss = await startBoss(wiring.deps, { work: false, maintain: false });
     wiring.onStop(() => boss.stop({ graceful: true, timeout: 5000 }));
     const running = await runDeployment(wiring.deps, boss, spec, openTraceStore, appLoopback);
     wiring.onStop(() => running.stop());

@@ -108,7 +108,7 @@ const PLATFORM_SCHEDULES: { queue: string; cron: string }[] = [
  * `work` (the worker role), worked with their schedules.
  */
 export async function startPlatformJobs(deps: Deps, options: { work: boolean }): Promise<PgBoss> {
-  const boss = await startJobQueue(deps, { work: options.work, applicationName: 'agent-platform-jobs', install: true });
+  const boss = await startJobQueue(deps, { work: options.work, install: true });
   await forgetEarlierAgentServerQueues(boss);
   await workPlatformJobs(deps, boss, options);
   return boss;
