@@ -115,7 +115,6 @@ export async function startLocalAgentServer(
     organizationId: deployment.organizationId,
     configPath: deployment.configPath,
     databaseUrl: database.url,
-    poolSize: config.dbPoolSize,
     ...options,
     tracing: {
       workspaceId: deployment.tenantId,

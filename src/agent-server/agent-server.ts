@@ -47,8 +47,6 @@ export type AgentServerSpec = {
   /** Its own database, which it migrates (unless `migrated`) and owns. */
   databaseUrl: string;
   migrated?: boolean;
-  /** Connections of its pool (default: config.runtimeDbPoolSize). */
-  poolSize?: number;
   /**
    * `serve`: a request the gateway did not sign is the developer's on this machine, with every right
    * (like `langgraph dev`); anywhere else it is refused. `dev` adds the test harness's endpoints.
@@ -102,7 +100,7 @@ export type AgentServer = {
 /** Starts the agent server; resolves once its runtime works the run queue. */
 export async function startAgentServer(config: Config, logger: Logger, spec: AgentServerSpec): Promise<AgentServer> {
   if (!spec.migrated) await migrateDatabase(spec.databaseUrl, logger, 'agent-server');
-  const wiring = await createDeps(config, logger, { databaseUrl: spec.databaseUrl, poolSize: spec.poolSize ?? config.runtimeDbPoolSize, applicationName: 'agent-server' });
+  const wiring = await createDeps(config, logger, { databaseUrl: spec.databaseUrl, poolSize: config.runtimeDbPoolSize, applicationName: 'agent-server' });
   const { deps } = wiring;
   try {
     // langgraph.json `encryption`: the project's handlers seal what this server stores, here where its
