@@ -2,10 +2,12 @@
 //
 // Every process keeps one LISTEN connection on a single channel and fans messages out locally by
 // event name and key. The same connection listens on the channels of others in the thread (pg-boss's
-// job notifications: listenAlso) and holds the thread's liveness locks (holdLock), each a PostgreSQL
-// backend less. NOTIFY payloads are limited to 8000 bytes, so larger payloads are written to
+// job notifications: listenAlso), holds the process's liveness locks (holdLock) and hears for the
+// process's worker threads, whose buses follow it over a MessagePort (relayTo, startRelayed): each a
+// PostgreSQL backend less. NOTIFY payloads are limited to 8000 bytes, so larger payloads are written to
 // event_payloads and the notification carries the row id (by reference, not inline).
 import { EventEmitter, on } from 'node:events';
+import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import type { Logger } from 'pino';
 
@@ -65,6 +67,14 @@ const INLINE_LIMIT_BYTES = 7000;
 
 type Envelope = { n: string; k?: string; p?: unknown; ref?: string };
 
+/** A thread's bus → its process's listening bus: follow (or stop following) an event name; take or give back a lock. */
+type RelayRequest = { follow: string; on: boolean } | { lock: string; id: number } | { unlock: string; id: number };
+/** The listening bus → a thread's: a notification, whether it listens now, a lock taken again, the answer to a request. */
+type RelayReport = { text: string } | { listening: boolean } | { retaken: string } | { done: number; error?: string };
+
+/** A thread that hears through this bus's connection: the names it follows and the locks held for it. */
+type Relay = { port: MessagePort; follows: Set<string>; locks: Map<string, { release(): Promise<void> }> };
+
 // Every envelope starts with its name, whether JSON.stringify or json_build_object wrote it.
 const ENVELOPE_NAME = /^\{\s*"n"\s*:\s*"([^"\\]*)"/;
 
@@ -79,6 +89,10 @@ export class EventBus {
   private readonly channels = new Map<string, { notified: (payload: string) => void; listening: () => void }>();
   /** Session advisory locks held on the connection (holdLock), by key, with what to do when one is taken again. */
   private readonly locks = new Map<string, () => Promise<unknown>>();
+  /** The worker threads of this process whose buses hear through this one's connection (relayTo). */
+  private readonly relays = new Set<Relay>();
+  /** In a worker thread: the port to the process's listening bus, and whether that one listens now (startRelayed). */
+  private relayed: { port: MessagePort; listening: boolean; answers: Map<number, (error?: string) => void>; nextId: number } | undefined;
   /** Whether it ever listened: a bus never started (a thread that only writes) listens for no one. */
   private listened = false;
   private closed = false;
@@ -96,7 +110,7 @@ export class EventBus {
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url, application_name: 'agent-platform-events', keepAlive: true });
     client.on('notification', (message) => {
-      if (message.channel === PG_CHANNEL) return void this.deliver(message.payload);
+      if (message.channel === PG_CHANNEL) return void this.deliver(message.payload, true);
       if (message.payload !== undefined) this.channels.get(message.channel)?.notified(message.payload);
     });
     client.on('error', (error) => {
@@ -123,13 +137,82 @@ export class EventBus {
   }
 
   /**
+   * Hears for a worker thread of this process whose bus was started with `startRelayed` on the other
+   * end of `port`: the notifications of the names it follows are passed on as they arrive, so are the
+   * connection's loss and return, and the locks it asks for are held on this connection. A thread of
+   * its own would hold a connection that hears the same notifications again.
+   */
+  relayTo(port: MessagePort): void {
+    const relay: Relay = { port, follows: new Set(), locks: new Map() };
+    this.relays.add(relay);
+    port.on('message', async (request: RelayRequest) => {
+      if ('follow' in request) return void (request.on ? relay.follows.add(request.follow) : relay.follows.delete(request.follow));
+      try {
+        if ('lock' in request) {
+          const key = request.lock;
+          relay.locks.set(key, await this.holdLock(key, async () => port.postMessage({ retaken: key } satisfies RelayReport)));
+        } else {
+          await relay.locks.get(request.unlock)?.release();
+          relay.locks.delete(request.unlock);
+        }
+        port.postMessage({ done: request.id } satisfies RelayReport);
+      } catch (error) {
+        port.postMessage({ done: request.id, error: (error as Error).message } satisfies RelayReport);
+      }
+    });
+    // The thread keeps the process alive while it runs; its port need not.
+    port.unref();
+    // The thread ended (its port closed with it): what it held is given back.
+    port.once('close', () => {
+      this.relays.delete(relay);
+      for (const lock of relay.locks.values()) void lock.release();
+    });
+    port.postMessage({ listening: this.listening } satisfies RelayReport);
+  }
+
+  /**
+   * Starts a worker thread's bus on its process's listening bus (`relayTo` on the other end of
+   * `port`) instead of a connection of its own. A name this bus follows for the first time is passed
+   * on from when the process's bus hears of it (one message later).
+   */
+  startRelayed(port: MessagePort): void {
+    const relayed = { port, listening: false, answers: new Map<number, (error?: string) => void>(), nextId: 0 };
+    this.relayed = relayed;
+    this.listened = true;
+    port.on('message', (report: RelayReport) => {
+      if ('text' in report) return void this.deliver(report.text, false);
+      // The process's bus took it again (and said so in the log).
+      if ('retaken' in report) return void this.retaken(report.retaken, false);
+      if ('done' in report) {
+        relayed.answers.get(report.done)?.(report.error);
+        relayed.answers.delete(report.done);
+        return;
+      }
+      const again = report.listening && !relayed.listening;
+      relayed.listening = report.listening;
+      if (again) this.resync();
+    });
+    for (const [name, count] of this.subscribers) if (count) port.postMessage({ follow: name, on: true } satisfies RelayRequest);
+  }
+
+  /** Asks the process's listening bus to take or give back a lock (startRelayed). */
+  private ask(request: { lock: string } | { unlock: string }): Promise<void> {
+    const relayed = this.relayed!;
+    const id = relayed.nextId++;
+    return new Promise((resolve, reject) => {
+      relayed.answers.set(id, (error) => (error === undefined ? resolve() : reject(new Error(error))));
+      relayed.port.postMessage({ ...request, id } as RelayRequest);
+    });
+  }
+
+  /**
    * Listens on `channel` too, on this bus's connection, for the life of the bus (pg-boss's listener,
    * through its database adapter: queues.ts). `notified` gets each payload; `listening` is called each
    * time the connection listens (again): what was notified meanwhile was missed. Rejects on a bus
    * that was never started; while its connection is away, it listens from the next one on.
    */
   async listenAlso(channel: string, notified: (payload: string) => void, listening: () => void): Promise<{ close(): Promise<void> }> {
-    if (!this.listened || this.closed) throw new Error('The event bus does not listen');
+    if (!this.listened || this.closed || this.relayed) throw new Error('The event bus does not listen');
     this.channels.set(channel, { notified, listening });
     const close = async () => {
       this.channels.delete(channel);
@@ -148,9 +231,18 @@ export class EventBus {
    * sweeps that find it free forget what its holder recorded (database/session-lock.ts holds one on a
    * connection of its own). When the connection is lost, the bus takes it again as it listens again,
    * then runs `retaken` (its failure is logged: the lock stays held). Rejects while the bus does not
-   * listen.
+   * listen. A worker thread's bus has the process's bus hold it.
    */
   async holdLock(key: string, retaken: () => Promise<unknown> = async () => undefined): Promise<{ release(): Promise<void> }> {
+    if (this.relayed) {
+      await this.ask({ lock: key });
+      this.locks.set(key, retaken);
+      return {
+        release: async () => {
+          if (this.locks.delete(key)) await this.ask({ unlock: key }).catch(() => undefined);
+        },
+      };
+    }
     if (!this.listener || this.closed) throw new Error('The event bus does not listen');
     await this.listener.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
     this.locks.set(key, retaken);
@@ -164,7 +256,7 @@ export class EventBus {
 
   /** Whether notifications reach this process now (false while its LISTEN connection is away, and once stopped). */
   get listening(): boolean {
-    return this.listener !== undefined;
+    return this.relayed ? this.relayed.listening && !this.closed : this.listener !== undefined;
   }
 
   async stop(): Promise<void> {
@@ -172,6 +264,7 @@ export class EventBus {
     clearTimeout(this.reconnectTimer);
     this.local.emit('close');
     this.local.removeAllListeners();
+    this.relayed?.port.close();
     await this.listener?.end().catch(() => undefined);
     this.listener = undefined;
   }
@@ -231,7 +324,9 @@ export class EventBus {
   subscribe<N extends EventName>(name: N, options: { key?: string; signal?: AbortSignal; resync?: EventMap[N] } = {}): AsyncGenerator<EventMap[N]> {
     const stop = new AbortController();
     const abort = () => stop.abort();
-    this.subscribers.set(name, (this.subscribers.get(name) ?? 0) + 1);
+    const count = (this.subscribers.get(name) ?? 0) + 1;
+    this.subscribers.set(name, count);
+    if (count === 1) this.relayed?.port.postMessage({ follow: name, on: true } satisfies RelayRequest);
     const subscribed = topic(name, options.key);
     if (options.resync !== undefined) {
       const resync = this.resyncs.get(subscribed) ?? { payload: options.resync, count: 0 };
@@ -247,7 +342,9 @@ export class EventBus {
     stop.signal.addEventListener(
       'abort',
       () => {
-        this.subscribers.set(name, this.subscribers.get(name)! - 1);
+        const left = this.subscribers.get(name)! - 1;
+        this.subscribers.set(name, left);
+        if (left === 0 && !this.closed) this.relayed?.port.postMessage({ follow: name, on: false } satisfies RelayRequest);
         const resync = options.resync !== undefined ? this.resyncs.get(subscribed) : undefined;
         if (resync && --resync.count === 0) this.resyncs.delete(subscribed);
         this.local.off('close', abort);
@@ -274,12 +371,14 @@ export class EventBus {
     return generator;
   }
 
-  private async deliver(text: string | undefined) {
+  /** Delivers a notification to this thread's subscribers and, when `relay`, passes it on to the threads that follow its name. */
+  private async deliver(text: string | undefined, relay: boolean) {
     if (!text) return;
     // Every process hears every event on the channel (a runtime hears each run's stream events, an
     // API process each cancellation): skip the parse, and the read of a payload sent by reference,
     // for names nobody here follows.
     const name = ENVELOPE_NAME.exec(text)?.[1];
+    if (relay && name !== undefined) for (const { port, follows } of this.relays) if (follows.has(name)) port.postMessage({ text } satisfies RelayReport);
     if (name !== undefined && !this.subscribers.get(name)) return;
     try {
       const envelope = JSON.parse(text) as Envelope;
@@ -298,10 +397,24 @@ export class EventBus {
     }
   }
 
+  /** The subscriptions given `resync` receive it: the bus listens again, and what was published meanwhile was not heard. */
+  private resync() {
+    for (const [subscribed, { payload }] of this.resyncs) this.local.emit(subscribed, payload);
+  }
+
+  /** A lock held on the connection was taken again on a new one: its holder restores what it stands for. */
+  private retaken(key: string, log = true) {
+    const retaken = this.locks.get(key);
+    if (!retaken) return;
+    if (log) this.logger.info({ key }, 'took a liveness lock again');
+    void retaken().catch((error: unknown) => this.logger.warn({ err: error, key }, 'could not restore what a liveness lock stands for'));
+  }
+
   // Events published while it was away are lost: it listens again soon after the database is back
   // (at most RECONNECT_MAX_MS after), at the cost of a connection attempt that often meanwhile.
   private scheduleReconnect(delayMs = 100) {
     if (this.closed || this.reconnectTimer) return;
+    if (this.listener) for (const { port } of this.relays) port.postMessage({ listening: false } satisfies RelayReport);
     this.listener?.end().catch(() => undefined);
     this.listener = undefined;
     this.reconnectTimer = setTimeout(async () => {
@@ -309,11 +422,9 @@ export class EventBus {
       try {
         await this.start();
         this.logger.info('event listener reconnected');
-        for (const [key, retaken] of this.locks) {
-          this.logger.info({ key }, 'took a liveness lock again');
-          void retaken().catch((error: unknown) => this.logger.warn({ err: error, key }, 'could not restore what a liveness lock stands for'));
-        }
-        for (const [subscribed, { payload }] of this.resyncs) this.local.emit(subscribed, payload);
+        for (const key of this.locks.keys()) this.retaken(key);
+        for (const { port } of this.relays) port.postMessage({ listening: true } satisfies RelayReport);
+        this.resync();
       } catch {
         this.scheduleReconnect(Math.min(delayMs * 2, RECONNECT_MAX_MS));
       }

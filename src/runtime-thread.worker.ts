@@ -46,7 +46,7 @@ try {
           report({ type: 'app-request', id, path, method: init.method ?? 'GET', headers, body: typeof init.body === 'string' ? init.body : null });
         })
     : undefined;
-  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec, openTraceStore, appLoopback);
+  const { running, stop: stopRuntime } = await startStandaloneRuntime(config, logger, data.databaseUrl, data.spec, openTraceStore, appLoopback, data.events);
   stopProcess = stopRuntime;
 
   port.on('message', (command: RuntimeThreadCommand) => {

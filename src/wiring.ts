@@ -1,6 +1,7 @@
 // One way to wire a process. Every entry point (`start`, `serve`, the worker threads, `admin`, the
 // tests) builds its dependencies with createDeps and stops them with the returned `stop`, so pool
 // sizes, the secret key, the event bus and shutdown order cannot drift between them.
+import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createSecretBox, resolveSecretKey } from './crypto.js';
@@ -24,6 +25,11 @@ export type CreateDepsOptions = {
   applicationName?: string;
   /** Open the event bus's LISTEN connection (default true; an ingest thread only writes). */
   listen?: boolean;
+  /**
+   * In a worker thread: the port to its process's event bus (EventBus.relayTo), which hears and holds
+   * locks for this thread's bus instead of a LISTEN connection of its own.
+   */
+  relay?: MessagePort;
 };
 
 export type ProcessDeps = {
@@ -91,10 +97,9 @@ export async function createDeps(config: Config, logger: Logger, options: Create
     await embedded?.stop();
   };
   try {
-    if (options.listen ?? true) {
-      await events.start();
-      viewers.followChanges(events);
-    }
+    if (options.relay) events.startRelayed(options.relay);
+    else if (options.listen ?? true) await events.start();
+    if (options.relay || (options.listen ?? true)) viewers.followChanges(events);
   } catch (error) {
     await stop();
     throw error;

@@ -17,7 +17,7 @@ import type { TraceSink } from '../../contracts/trace-wire.js';
 export const threadLauncher = (deps: Deps, boss: PgBoss, appLoopback?: AppLoopback): RuntimeLauncher => ({
   async launch(spec) {
     const queue = runQueueFor(boss, spec.deploymentId);
-    const thread = await startRuntimeThread({ config: deps.config, databaseUrl: deps.db.url, spec: { ...spec, queueOrigin: queue.origin } }, deps.logger, appLoopback);
+    const thread = await startRuntimeThread({ config: deps.config, databaseUrl: deps.db.url, spec: { ...spec, queueOrigin: queue.origin } }, deps.events, deps.logger, appLoopback);
     queue.onLocalWake(() => thread.wake());
     return {
       url: thread.url,

@@ -1,12 +1,14 @@
 // A deployment's runtime in a worker thread of its own (the thread launcher): graph execution
 // (LangGraph's CPU work, checkpoints, stream writes) then no longer shares an event loop with the HTTP
 // server, so the server keeps answering while graphs run, and a second core is used. The thread is a
-// runtime like any other (its own pools, event bus and queue handle, its liveness lock, its row in
-// runtimes); the main thread wakes it directly when it creates a run, instead of through a
-// NOTIFY round trip.
-import { SHARE_ENV, Worker } from 'node:worker_threads';
+// runtime like any other (its own pool, event bus and queue handle, its liveness lock, its row in
+// runtimes), except that its event bus hears, and holds its liveness lock, through the main thread's
+// connection (EventBus.relayTo); the main thread wakes it directly when it creates a run, instead of
+// through a NOTIFY round trip.
+import { MessageChannel, type MessagePort, SHARE_ENV, Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
+import type { EventBus } from '../../events.js';
 import type { RuntimeSpec } from './deployment-runtime.js';
 import type { AppLoopback } from './runtime-context.js';
 
@@ -16,6 +18,8 @@ export type RuntimeThreadData = {
   spec: RuntimeSpec;
   /** Whether the main thread delivers requests to the project's `http.app` (it serves it). */
   appInMainThread: boolean;
+  /** The port to the main thread's event bus. */
+  events: MessagePort;
 };
 
 /** A request for the project's `http.app` (a webhook given as a path), sent across threads. */
@@ -35,10 +39,23 @@ export type RuntimeThread = { url: string; graphIds: string[]; wake(): void; sto
  * Starts the runtime thread; resolves once it works the queue, rejects if it cannot start.
  * `appLoopback` delivers the thread's requests for the project's `http.app` to the one this thread serves.
  */
-export function startRuntimeThread(data: Omit<RuntimeThreadData, 'appInMainThread'>, logger: Logger, appLoopback?: AppLoopback): Promise<RuntimeThread> {
+export function startRuntimeThread(
+  data: Omit<RuntimeThreadData, 'appInMainThread' | 'events'>,
+  events: EventBus,
+  logger: Logger,
+  appLoopback?: AppLoopback,
+): Promise<RuntimeThread> {
+  const bus = new MessageChannel();
+  events.relayTo(bus.port1);
   // The process environment (graph configs' `env` included) is shared with the thread.
   const worker = new Worker(new URL('../../thread-entry.mjs', import.meta.url), {
-    workerData: { ...data, appInMainThread: !!appLoopback, body: new URL('../../runtime-thread.worker.ts', import.meta.url).href } satisfies RuntimeThreadData & { body: string },
+    workerData: {
+      ...data,
+      appInMainThread: !!appLoopback,
+      events: bus.port2,
+      body: new URL('../../runtime-thread.worker.ts', import.meta.url).href,
+    } satisfies RuntimeThreadData & { body: string },
+    transferList: [bus.port2],
     env: SHARE_ENV,
   });
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));

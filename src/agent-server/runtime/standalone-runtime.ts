@@ -1,5 +1,7 @@
-// A deployment's runtime wired on its own, as a runtime thread is: its own pool and a pg-boss that
-// only fetches and completes jobs (the process's worker role maintains the queues).
+// A deployment's runtime wired on its own, as a runtime thread is: its own pool, a pg-boss that only
+// fetches and completes jobs (the process's worker role maintains the queues), and an event bus that
+// hears through its process's (`relay`).
+import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { createDeps } from '../../wiring.js';
@@ -17,11 +19,14 @@ export async function startStandaloneRuntime(
   /** Stores its runs' traces where its spec's tracing says `store` (a local deployment's host's trace tables). */
   openTraceStore?: (databaseUrl: string) => TraceSink,
   appLoopback?: AppLoopback,
+  /** The port to the process's event bus (EventBus.relayTo). */
+  relay?: MessagePort,
 ): Promise<{ running: RunningDeployment; stop: () => Promise<void> }> {
   const wiring = await createDeps(config, logger, {
     databaseUrl,
     poolSize: config.runtimeDbPoolSize,
     applicationName: 'agent-platform-runtime',
+    relay,
   });
   try {
     const boss = await startBoss(wiring.deps, { work: false, maintain: false });
