@@ -17,9 +17,10 @@ export type Boss = PgBoss;
 const CRON_HANDOFF_QUEUE = '__pgboss__send-it';
 
 /**
- * Connection options of every PgBoss of the platform: its pool names pg-boss's recurring statements
- * (fetch, complete, send) as prepared statements, like the platform's own pool (pg-boss hands its
- * options to pg.Pool, which takes the client class).
+ * Connection options of a PgBoss with a pool of its own (the one that installs pg-boss's schema in a
+ * deployment database's template; those startJobQueue starts use their process's pool): its pool
+ * names pg-boss's recurring statements as prepared statements, like the platform's own pool (pg-boss
+ * hands its options to pg.Pool, which takes the client class).
  */
 export const bossConnection = (url: string): ConstructorOptions => ({
   connectionString: url,

@@ -1,6 +1,7 @@
 // A session advisory lock that says its holder is alive (an agent server recorded where the gateway
-// finds it, a runtime whose runs are its own): held on a connection of its own, so PostgreSQL frees
-// it when the holder's process dies, and sweeps that find it free forget what the holder recorded.
+// finds it; a runtime's, whose runs are its own, is held on its process's event bus connection:
+// EventBus.holdLock): held on a connection of its own, so PostgreSQL frees it when the holder's
+// process dies, and sweeps that find it free forget what the holder recorded.
 // A database outage frees it too while the holder lives on: it is taken again on a new connection as
 // soon as the database answers, and the holder puts back what a sweep may have removed meanwhile.
 import pg from 'pg';
