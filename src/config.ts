@@ -428,8 +428,8 @@ export function loadConfig(
     dbPoolSize: value.AGENT_PLATFORM_DB_POOL_SIZE,
     // A run holds a connection only for one short statement at a time, and a thread's statements are
     // issued one event-loop turn after another: four connections keep PostgreSQL's cores as busy as
-    // six did (bench:runs-paired, 32 clients: as many runs/s, less CPU per run), and an agent
-    // server's two pools and its listening connection stay within 10 backends under load.
+    // six did (bench:runs-paired, 32 clients: as many runs/s, less CPU per run); an agent server's
+    // backends under load are these two pools, its job queues' three and its listening connection.
     runtimeDbPoolSize: value.AGENT_PLATFORM_RUNTIME_DB_POOL_SIZE ?? Math.max(2, Math.min(value.AGENT_PLATFORM_RUNTIME_CONCURRENCY, 4)),
     deploymentDatabaseConnections: value.AGENT_PLATFORM_DEPLOYMENT_DB_CONNECTIONS,
     deploymentTempFileBytes: toBytes(value.AGENT_PLATFORM_DEPLOYMENT_TEMP_FILES),

@@ -6,7 +6,7 @@
 import { type ConstructorOptions, type Db, type Job, PgBoss, type Queue } from 'pg-boss';
 import type { Deps } from './context.js';
 import { PreparingClient } from './database/prepared-statements.js';
-import { POOL_IDLE_TIMEOUT_MS } from './database/pool.js';
+import { createPool, POOL_IDLE_TIMEOUT_MS } from './database/pool.js';
 
 /** The PostgreSQL schema pg-boss keeps its tables in (stores that delete jobs with their rows name it). */
 export const BOSS_SCHEMA = 'pgboss';
@@ -36,16 +36,18 @@ export const bossConnection = (url: string): ConstructorOptions => ({
  * `maintain`: queue maintenance (expiry, deletion), by default where it works; `install`: installs or
  * migrates pg-boss's schema. The queues are its tree's to declare.
  *
- * Its statements go through the process's own pool and it listens on the event bus's connection: a
- * pool and a listener of its own were three more PostgreSQL backends per thread, kept busy by no work
- * that the process's pool does not already keep a connection for (a fetch or a completion is one
- * short statement).
+ * It listens on the event bus's connection (a listener of its own was one more PostgreSQL backend per
+ * process, and a statement every 10 s to check it). Its statements keep a pool of their own, one
+ * connection where it only fetches and completes jobs, two where it works them: services call it
+ * while they hold a connection of the process's pool in a transaction (a cron's schedule as its row
+ * changes, a run queue's creation), and on that pool they deadlocked once every connection waited
+ * for a row such a transaction had locked (crons.test.ts).
  */
 export async function startJobQueue(
   deps: Pick<Deps, 'db' | 'events' | 'config' | 'logger'>,
   options: { work: boolean; maintain?: boolean; install: boolean },
 ): Promise<PgBoss> {
-  const { pool } = deps.db;
+  const pool = createPool({ connectionString: deps.db.url, max: options.work ? 2 : 1, application_name: 'agent-platform-jobs', Client: PreparingClient });
   const db: Db = {
     executeSql: (text, values) => pool.query(text, values),
     // pg-boss falls back to polling when this rejects (a bus that does not listen).
@@ -71,8 +73,12 @@ export async function startJobQueue(
     migrate: options.install,
   });
   boss.on('error', (error: unknown) => deps.logger.error({ err: error }, 'job queue error'));
+  boss.once('stopped', () => void pool.end().catch(() => undefined));
   rememberJobRetention(boss, deps.config.jobRetentionSeconds);
-  await boss.start();
+  await boss.start().catch(async (error: unknown) => {
+    await pool.end().catch(() => undefined);
+    throw error;
+  });
   // The cron clock hands due ticks to a queue of pg-boss's own, whose worker polls it every
   // cronWorkerIntervalSeconds; with `notify` the hand-off wakes it and the poll is a 30 s backstop.
   if (options.work) await boss.updateQueue(CRON_HANDOFF_QUEUE, { notify: true });
