@@ -121,7 +121,14 @@ describe('a runtime killed mid-run', () => {
       const [running] = await selectRunningRuns(worker.deps.db, {});
       // The runtime's liveness lock is lost (its connection ends, as in a database outage) and, before
       // it takes it again, a sweep sees it free and puts the run back in the queue.
-      await locker.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'agent-platform-runtime' AND datname = current_database()`);
+      // The session holding it (wherever the process keeps it: today its event bus's connection) ends.
+      const { rows: ended } = await locker.query(
+        `SELECT pg_terminate_backend(l.pid) AS ended FROM pg_locks l
+          WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtext($1)::bigint`,
+        [runtimeLockKey(running!.worker_id)],
+      );
+      expect(ended).toEqual([{ ended: true }]);
       await locker.query('SELECT pg_advisory_lock(hashtext($1))', [runtimeLockKey(running!.worker_id)]);
       expect(await requeueRun(worker.deps, worker.deps.boss!, running!, running!.job_id!, 'test: its runtime looked dead')).toBe(true);
       await locker.query('SELECT pg_advisory_unlock(hashtext($1))', [runtimeLockKey(running!.worker_id)]);
