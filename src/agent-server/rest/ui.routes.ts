@@ -6,13 +6,11 @@ import { extname } from 'node:path';
 import { type Request, Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
+import { publicOrigin } from '../../http/public-origin.js';
 import type { UiBundles } from '../services/served-deployment/runtime-protocol.js';
 import { parseInput } from '../../validate.js';
 
 const UiComponentRequest = z.object({ name: z.string() });
-
-/** Where this server is reached, as the client reached it (PUBLIC_URL when set). */
-const ownUrl = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get('host')}`;
 
 const escapeAttribute = (text: string) => text.replace(/&/g, '&amp;').replace(/'/g, '&#39;').replace(/</g, '&lt;');
 
@@ -28,7 +26,7 @@ export function uiRouter(bundles: UiBundles, options: { publicUrl?: string; urlO
     const graphId = req.params.graphId;
     const files = bundles.files(graphId);
     if (!files?.length) throw AppError.notFound(`UI not found for agent "${graphId}"`);
-    const base = `${options.urlOf?.(req) ?? ownUrl(req, options.publicUrl)}/ui/${encodeURIComponent(graphId)}`;
+    const base = `${options.urlOf?.(req) ?? publicOrigin(req, options.publicUrl)}/ui/${encodeURIComponent(graphId)}`;
     const tags = files.filter((file) => extname(file.basename) === '.css').map((file) => `<link rel="stylesheet" href="${base}/${file.basename}" />`);
     const script = files.find((file) => extname(file.basename) === '.js');
     if (script) {

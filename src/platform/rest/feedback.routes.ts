@@ -6,6 +6,7 @@
 //
 // Like the traces router, it matches only its own paths and passes everything else on.
 import { type ErrorRequestHandler, type Request, type RequestHandler, Router } from 'express';
+import { publicOrigin } from '../../http/public-origin.js';
 import { z } from 'zod';
 import type { Deps } from '../../context.js';
 import { AppError } from '../../errors.js';
@@ -42,7 +43,7 @@ export function feedbackRouter(deps: Deps): Router {
   const auth = authenticate(deps);
   const json = jsonBody(deps.config);
   /** Where this request reached the API (its origin, or PUBLIC_URL, and the /api/v1 mount if used): a token's url starts there. */
-  const apiBase = (req: Request) => `${deps.config.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`}${req.baseUrl}`;
+  const apiBase = (req: Request) => `${publicOrigin(req, deps.config.publicUrl)}${req.baseUrl}`;
 
   router.post('/feedback', auth, ...json, async (req, res) => {
     res.json(presentFeedback(await feedback.createFeedback(req.ctx, camelCaseKeys(objectBody(req)) as FeedbackCreateInput)));

@@ -21,6 +21,7 @@ import type { ProjectCreateInput, RunQueryV2Input, RunRetrieveV2Input, RunUrlV2I
 import { traceWorkspace } from '../services/traces/workspace.js';
 import { authenticate, authenticateIngest } from './auth.js';
 import { afterRefusedBody, errorHandler, httpStatus } from '../../http/errors.js';
+import { publicOrigin } from '../../http/public-origin.js';
 import { parseQuery } from '../../http/validate.js';
 import { ingestEncoded } from '../ingest/ingest-threads.js';
 import { asObject, type IngestRequest, multipartBoundary, parseJsonBody, readBody, readRawBody } from '../ingest/ingest-wire.js';
@@ -251,7 +252,7 @@ export function runsV2Router(deps: Deps): Router {
   // The console's page of the run, where the platform answers (PUBLIC_URL, else this request's origin).
   router.get('/runs/:id/url', auth, async (req, res) => {
     const run = await getRunForUrl(req.ctx, String(req.params.id), req.query as RunUrlV2Input);
-    res.json(presentRunUrl(deps.config.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`, run));
+    res.json(presentRunUrl(publicOrigin(req, deps.config.publicUrl), run));
   });
 
   useIngestErrors(router, deps);
