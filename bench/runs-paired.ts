@@ -4,7 +4,9 @@
 // each, minutes apart, as bench:runs measures its columns, moves with that load). Prints each part's
 // median CPU µs per run, the runs/s and the time its threads waited for a core. Asserts nothing.
 //
-//   BENCH_BEFORE_ROOT=<checkout>  required: the other checkout (e.g. main)
+//   BENCH_BEFORE_ROOT=<checkout>  required: the other checkout (e.g. main; this one, to compare settings)
+//   BENCH_AFTER_ENV='{"NAME":"value"}'  settings of this checkout's serve only (e.g. LANGGRAPH_AES_KEY:
+//                                 the cost of encryption at rest, with this checkout as BENCH_BEFORE_ROOT)
 //   BENCH_PAIRS (6), BENCH_PAIR_SECONDS (4)
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -18,18 +20,19 @@ const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 6);
 const PAIR_SECONDS = Number(process.env.BENCH_PAIR_SECONDS ?? 4);
 const CONCURRENCY = 32;
+const AFTER_ENV = JSON.parse(process.env.BENCH_AFTER_ENV ?? '{}') as Record<string, string>;
 if (!BEFORE_ROOT) throw new Error('BENCH_BEFORE_ROOT names the checkout to compare with');
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-async function startServe(checkout: string) {
+async function startServe(checkout: string, env: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-paired-'));
   chmodSync(dataDir, 0o711);
   const port = await freePort();
   const started = await startProcess(
     process.execPath,
     [join(checkout, 'bin/agent-platform.mjs'), 'serve', '--config', join(here, 'graphs/langgraph.json'), '--port', String(port), '--data-dir', join(dataDir, 'data')],
-    { cwd: checkout, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: 'false' }, ready: /running at http/ },
+    { cwd: checkout, env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: 'false', ...env }, ready: /running at http/ },
   );
   const client = new Client({ apiUrl: `http://127.0.0.1:${port}`, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
   return { ...started, client, postgresDir: join(dataDir, 'data', 'postgres'), dataDir };
@@ -54,7 +57,7 @@ async function window(served: Awaited<ReturnType<typeof startServe>>) {
 }
 
 const load = loadavg();
-const serves = { before: await startServe(BEFORE_ROOT), after: await startServe(join(here, '..')) };
+const serves = { before: await startServe(BEFORE_ROOT), after: await startServe(join(here, '..'), AFTER_ENV) };
 try {
   for (const served of Object.values(serves)) for (let i = 0; i < 50; i++) await served.client.runs.wait(null, 'two_node', { input: { steps: [] } });
   const windows = { before: [] as Awaited<ReturnType<typeof window>>[], after: [] as Awaited<ReturnType<typeof window>>[] };
