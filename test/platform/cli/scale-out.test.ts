@@ -67,6 +67,19 @@ async function rest(index: number, method: string, path: string, body?: unknown)
   return json;
 }
 
+/** What the test's clients met during a roll, printed with its counts: statuses the SDK retried, by status. */
+function retriedStatuses(): { seen: Record<string, number>; hook: (response?: Response) => Promise<boolean> } {
+  const seen: Record<string, number> = {};
+  return {
+    seen,
+    hook: async (response?: Response) => {
+      const status = String(response?.status ?? 'no answer');
+      seen[status] = (seen[status] ?? 0) + 1;
+      return false;
+    },
+  };
+}
+
 async function onDatabase<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: databaseUrl() });
   await client.connect();
@@ -109,7 +122,8 @@ describe('two api and two worker processes on one PostgreSQL', () => {
     const created = await controlPlane(1)('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(echoGraph('v2')).url, { name: 'rolled' }) });
     expect((await waitForRevision(controlPlane(0), created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
     // The SDK as users have it: it retries what a gateway answers while a deployment moves (503).
-    const client = new Client({ apiUrl: `${apis[0]!.url}/deployments/${created.body.id}`, defaultHeaders: { 'x-api-key': key } });
+    const retried = retriedStatuses();
+    const client = new Client({ apiUrl: `${apis[0]!.url}/deployments/${created.body.id}`, defaultHeaders: { 'x-api-key': key }, callerOptions: { onFailedResponseHook: retried.hook } });
     const thread = await client.threads.create();
     await client.runs.wait(thread.thread_id, 'agent', { input: { input: 'before' } });
 
@@ -159,7 +173,11 @@ describe('two api and two worker processes on one PostgreSQL', () => {
     expect(outcomes.filter((outcome) => outcome !== 'ok')).toEqual([]);
     expect(outcomes.length).toBeGreaterThan(6);
     // No run was lost or ran twice: each thread has its one run, ended.
-    for (const threadId of threads) expect((await client.runs.list(threadId)).map((run) => run.status)).toEqual(['success']);
+    const runsPerThread = await Promise.all(threads.map(async (threadId) => (await client.runs.list(threadId)).map((run) => run.status)));
+    for (const statuses of runsPerThread) expect(statuses).toEqual(['success']);
+    console.log(
+      `worker roll: ${outcomes.length + long.length} runs asked, ${outcomes.filter((outcome) => outcome !== 'ok').length} failed, ${runsPerThread.filter((statuses) => statuses.length !== 1).length} threads without exactly one run; statuses the SDK retried: ${JSON.stringify(retried.seen)}`,
+    );
     // The thread from before is still there, with its run.
     expect((await client.threads.getState(thread.thread_id)).values).toMatchObject({ reply: 'v2: before' });
     expect(await onDatabase(async (db) => (await db.query('SELECT count(*)::int AS n FROM deployment_runtimes WHERE deployment_id = $1', [created.body.id])).rows[0].n)).toBe(1);
@@ -233,7 +251,8 @@ export const graph = new StateGraph(State)
 
     const balancer = await startBalancer(apis.map((api) => api.url));
     try {
-      const client = new Client({ apiUrl: `${balancer.url}/deployments/${created.body.id}`, defaultHeaders: { 'x-api-key': key } });
+      const retried = retriedStatuses();
+      const client = new Client({ apiUrl: `${balancer.url}/deployments/${created.body.id}`, defaultHeaders: { 'x-api-key': key }, callerOptions: { onFailedResponseHook: retried.hook } });
       const outcomes: string[] = [];
       let running = true;
       const consumer = async (who: number) => {
@@ -293,6 +312,9 @@ export const graph = new StateGraph(State)
       const storedWhole = () =>
         onDatabase(async (db) => (await db.query('SELECT count(*)::int AS n FROM trace_runs WHERE id = ANY($1::uuid[]) AND end_time IS NOT NULL', [traced])).rows[0].n);
       await expect.poll(storedWhole, { timeout: 20_000, interval: 250 }).toBe(traced.length);
+      console.log(
+        `api roll: ${outcomes.length} streamed runs, ${outcomes.filter((outcome) => outcome !== 'ok').length} failed or incomplete; ${traced.length} traces sent, ${traceFailures.length} calls failed, ${traced.length - (await storedWhole())} lost; statuses the SDK retried: ${JSON.stringify(retried.seen)}`,
+      );
     } finally {
       await balancer.close();
     }
