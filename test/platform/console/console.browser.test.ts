@@ -11,7 +11,7 @@ import { newId } from '../../../src/ids.js';
 import { foldUsageDeltas } from '../../../src/platform/services/usage/usage.service.js';
 import { buildTenant, buildUser, buildApiKey, buildWorkspace } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
-import { launchChromium, shot, signIn as signInAt, skipped, skipReason } from './support.js';
+import { launchChromium, ReceivedAnswers, shot, signIn as signInAt, skipped, skipReason } from './support.js';
 
 if (skipped) console.warn(`Console browser test skipped: ${skipReason}`);
 const PROJECT = 'console-demo';
@@ -224,10 +224,8 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
     // Another organization's key: not the project in its list, and its links answer "not found".
     const outsider = await browser.newContext();
     const outside = await outsider.newPage();
-    const answers: string[] = [];
-    outside.on('response', async (response) => {
-      if (response.url().endsWith('/graphql')) answers.push(await response.text());
-    });
+    const answers = new ReceivedAnswers();
+    answers.watch(outside);
     await signIn(outside, other.adminKey);
     await outside.getByRole('heading', { name: 'Tracing projects' }).waitFor();
     await outside.getByText(/No tracing projects/).waitFor();
@@ -235,8 +233,9 @@ describe.skipIf(skipped)(`the web console in headless Chromium${skipped ? ` (ski
     await outside.getByText(`Project ${projectId} not found.`).first().waitFor();
     await outside.goto(`${platform.url}/#/traces/${root}`);
     await outside.getByText(`No trace ${root} in this workspace.`).waitFor();
-    expect(answers.join('\n')).not.toContain(PROJECT);
-    expect(answers.join('\n')).not.toContain('ChatModel');
+    const received = await answers.text();
+    expect(received).not.toContain(PROJECT);
+    expect(received).not.toContain('ChatModel');
     await outsider.close();
   });
 });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant, buildWorkspace } from '../../support/factories.js';
 import type { TestPlatform } from '../../support/helpers.js';
 import { makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform } from '../../support/deployments.js';
-import { launchChromium, shot, signIn, skipped, skipReason } from './support.js';
+import { launchChromium, ReceivedAnswers, shot, signIn, skipped, skipReason } from './support.js';
 
 if (skipped) console.warn(`Console deployments browser test skipped: ${skipReason}`);
 
@@ -46,7 +46,7 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
   let deploymentId: string;
   const repo = makeGitRepo(CHAT_GRAPH);
   // Every GraphQL answer the tenant's pages received: a secret value must be in none.
-  const answers: string[] = [];
+  const answers = new ReceivedAnswers();
 
   beforeAll(async () => {
     platform = await startControlPlanePlatform();
@@ -62,10 +62,7 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
   async function tenantPage(width = 1400): Promise<Page> {
     const context = await browser.newContext({ viewport: { width, height: 900 } });
     const page = await context.newPage();
-    page.on('response', async (response) => {
-      if (response.url().endsWith('/graphql')) answers.push(await response.text().catch(() => ''));
-    });
-    page.on('websocket', (socket) => socket.on('framereceived', (frame) => answers.push(String(frame.payload))));
+    answers.watch(page);
     await signIn(page, platform.url, tenant.adminKey);
     return page;
   }
@@ -147,7 +144,7 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     await expect.poll(() => row.innerText()).toContain('DEPLOYED');
     expect(await row.innerText()).toContain(repo.url);
     await shot(page, 'deployments');
-    expect(answers.join('\n')).not.toContain(SECRET_VALUE);
+    expect(await answers.text()).not.toContain(SECRET_VALUE);
     await page.context().close();
   }, 240_000);
 
@@ -214,16 +211,10 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
 
   it('shows another workspace or organization none of the deployment, its revisions, threads or replies, and a read-only key no form that writes', async () => {
     expect(deploymentId).toBeDefined();
-    const seenByOthers: string[] = [];
-    const watch = (page: Page) => {
-      page.on('response', async (response) => {
-        // Not what the deployment's own workspace shows, which a key of its organization opens first
-        // (its tracing project, named after the deployment, holds the deployed runs' traces).
-        if (response.request().headers()['x-tenant-id'] === tenant.workspace.id) return;
-        if (response.url().endsWith('/graphql')) seenByOthers.push(await response.text().catch(() => ''));
-      });
-      page.on('websocket', (socket) => socket.on('framereceived', (frame) => seenByOthers.push(String(frame.payload))));
-    };
+    // Not what the deployment's own workspace shows, which a key of its organization opens first
+    // (its tracing project, named after the deployment, holds the deployed runs' traces).
+    const seenByOthers = new ReceivedAnswers((response) => response.request().headers()['x-tenant-id'] !== tenant.workspace.id);
+    const watch = (page: Page) => seenByOthers.watch(page);
 
     // Another organization's key: an empty list, and the deployment's links answer "not found".
     const outsider = await browser.newContext();
@@ -237,6 +228,7 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     await outside.goto(`${platform.url}/#/deployments/${deploymentId}/threads`);
     await outside.getByText(/not found/).first().waitFor();
     expect(await outside.getByLabel('Assistant').locator('option').count()).toBe(0);
+    await seenByOthers.text(); // every answer read before its page closes
     await outsider.close();
 
     // A second workspace of the same organization, chosen in the switcher: not there either.
@@ -250,6 +242,7 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     await page.getByText('No deployments in this workspace yet.').waitFor();
     await page.goto(`${platform.url}/#/deployments/${deploymentId}`);
     await page.getByText(/not found/).first().waitFor();
+    await seenByOthers.text();
     await context.close();
 
     // A workspace viewer's key: the deployment, its revisions and threads, and none of the forms that
@@ -272,7 +265,7 @@ describe.skipIf(skipped)('the console’s deployments pages in headless Chromium
     expect(sent.filter((body) => /mutation/.test(body))).toEqual([]);
     await readOnly.close();
 
-    const text = seenByOthers.join('\n');
+    const text = await seenByOthers.text();
     expect(text).not.toContain(NAME);
     expect(text).not.toContain(REPLY);
     expect(text).not.toContain('CHAT_SECRET');

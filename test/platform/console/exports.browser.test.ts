@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
 import { graphql, startTestPlatform, type TestPlatform } from '../../support/helpers.js';
 import { ingestFixtureTraces, type S3Server, startS3, takeTurnWithExportWorkers } from '../../support/exports.js';
-import { launchChromium, shot, signIn, skipped, skipReason } from './support.js';
+import { launchChromium, ReceivedAnswers, shot, signIn, skipped, skipReason } from './support.js';
 
 if (skipped) console.warn(`Console exports browser test skipped: ${skipReason}`);
 
@@ -67,10 +67,8 @@ describe.skipIf(skipped)('the console’s exports page in headless Chromium', ()
   it('lists destinations without credentials and shows an export’s rows and files growing live until it completes', async () => {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     const page = await context.newPage();
-    const answers: string[] = [];
-    page.on('response', async (response) => {
-      if (response.url().endsWith('/graphql')) answers.push(await response.text().catch(() => ''));
-    });
+    const answers = new ReceivedAnswers();
+    answers.watch(page);
     await signIn(page, platform.url, tenant.adminKey);
     await page.getByRole('link', { name: 'Exports' }).click();
     const destinations = page.getByRole('table', { name: /Export destinations/ });
@@ -110,7 +108,7 @@ describe.skipIf(skipped)('the console’s exports page in headless Chromium', ()
       expect.stringMatching(/^2026-03-02\tCompleted\t80\t\d+\t0\t?$/),
     ]);
     await shot(page, 'exports');
-    expect(answers.join('\n')).not.toContain('S3RVER');
+    expect(await answers.text()).not.toContain('S3RVER');
     await context.close();
   }, 90_000);
 
@@ -132,16 +130,15 @@ describe.skipIf(skipped)('the console’s exports page in headless Chromium', ()
     const other = await buildTenant(platform.system, { planTier: 'enterprise' });
     const context = await browser.newContext();
     const page = await context.newPage();
-    const answers: string[] = [];
-    page.on('response', async (response) => {
-      if (response.url().endsWith('/graphql')) answers.push(await response.text().catch(() => ''));
-    });
+    const answers = new ReceivedAnswers();
+    answers.watch(page);
     await signIn(page, platform.url, other.adminKey);
     await page.getByRole('link', { name: 'Exports' }).click();
     await page.getByText('No destinations yet').waitFor();
     await page.getByText('No exports yet.').waitFor();
-    expect(answers.join('\n')).not.toContain('lake');
-    expect(answers.join('\n')).not.toContain(PROJECT);
+    const received = await answers.text();
+    expect(received).not.toContain('lake');
+    expect(received).not.toContain(PROJECT);
 
     // The workspace's viewer: its exports, and no form to start one.
     const reader = await context.newPage();

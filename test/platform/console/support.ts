@@ -3,7 +3,7 @@
 // and screenshots kept when CONSOLE_SCREENSHOTS names a folder.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page, type Response } from 'playwright-core';
 import { expect } from 'vitest';
 
 const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -38,4 +38,27 @@ export async function signIn(page: Page, baseUrl: string, key: string): Promise<
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+}
+
+/**
+ * Everything the watched pages received from the platform: each GraphQL answer's body and each
+ * WebSocket frame. A body is asked for as its answer arrives and awaited by `text()`, so an assertion
+ * that a value is in none of them sees every answer so far, and a body still unread when its page
+ * closes counts as empty instead of rejecting outside any test.
+ */
+export class ReceivedAnswers {
+  private readonly pending: Promise<string>[] = [];
+  constructor(private readonly keep: (response: Response) => boolean = () => true) {}
+
+  watch(page: Page): Page {
+    page.on('response', (response) => {
+      if (response.url().endsWith('/graphql') && this.keep(response)) this.pending.push(response.text().catch(() => ''));
+    });
+    page.on('websocket', (socket) => socket.on('framereceived', (frame) => this.pending.push(Promise.resolve(String(frame.payload)))));
+    return page;
+  }
+
+  async text(): Promise<string> {
+    return (await Promise.all(this.pending)).join('\n');
+  }
 }
