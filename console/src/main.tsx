@@ -6,7 +6,7 @@ import { useSubmit } from './hooks.js';
 import { ErrorNote, Loading } from './components.js';
 import { ProjectsPage } from './pages/projects.js';
 import { RunsPage } from './pages/runs.js';
-import { TracePage } from './pages/trace.js';
+import { RunLinkPage, TracePage } from './pages/trace.js';
 import { href, navigate, useRoute } from './router.js';
 import { clearSession, loadSession, type Session, saveSession, type Viewer } from './session.js';
 import './styles.css';
@@ -86,7 +86,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (session: Session, viewer: Viewer)
   );
 }
 
-function Shell({ session, viewer, onWorkspace, onSignOut }: { session: Session; viewer: Viewer; onWorkspace: (id: string) => void; onSignOut: () => void }) {
+function Shell({ session, viewer, onWorkspace, onSignOut }: { session: Session; viewer: Viewer; onWorkspace: (id: string, options?: { keepRoute?: boolean }) => void; onSignOut: () => void }) {
   const route = useRoute();
   const [section = 'projects'] = route.path;
   // Usage is organization-wide: a key without organization:read gets no link and no request.
@@ -95,9 +95,17 @@ function Shell({ session, viewer, onWorkspace, onSignOut }: { session: Session; 
   const canExport = viewer.organization?.planTier === 'plus' || viewer.organization?.planTier === 'enterprise';
   // Forms that create or change things show only to keys that may write in the workspace.
   const canWrite = viewer.workspacePermissions.includes('workspaces:write');
+  // A link that names its workspace (LangSmith's web links do) opens in it, if this key may read it.
+  const linkWorkspace = route.params.get('workspace');
+  const switching = Boolean(linkWorkspace && linkWorkspace !== session.workspaceId && viewer.workspaces.some((workspace) => workspace.id === linkWorkspace));
+  useEffect(() => {
+    if (switching) onWorkspace(linkWorkspace!, { keepRoute: true });
+  }, [switching, linkWorkspace]);
   let page;
-  if (!session.workspaceId) page = <p role="alert">This key can read no workspace.</p>;
+  if (switching) page = <Loading when />;
+  else if (!session.workspaceId) page = <p role="alert">This key can read no workspace.</p>;
   else if (section === 'projects' && route.path[1]) page = <RunsPage session={session} projectId={route.path[1]} params={route.params} />;
+  else if (section === 'runs' && route.path[1]) page = <RunLinkPage key={route.path[1]} session={session} runId={route.path[1]} />;
   else if (section === 'traces' && route.path[1]) page = <TracePage session={session} traceId={route.path[1]} runId={route.params.get('run')} />;
   else if (section === 'usage' && canSeeUsage) page = <UsagePage session={session} viewer={viewer} params={route.params} />;
   else if (section === 'deployments' && route.path[1] && route.path[2] === 'threads')
@@ -201,14 +209,15 @@ function App() {
       session={session}
       viewer={viewer}
       onSignOut={signOut}
-      onWorkspace={(workspaceId) => {
+      onWorkspace={(workspaceId, { keepRoute = false } = {}) => {
         const next = { ...session, workspaceId };
         saveSession(next);
         setSession(next);
         // What the key may do differs by workspace: ask who it is there.
         setViewer(null);
-        // Projects, runs and traces belong to one workspace: start again from its project list.
-        navigate(href([]));
+        // Projects, runs and traces belong to one workspace: start again from its project list
+        // (but for a link that named the workspace it opens).
+        if (!keepRoute) navigate(href([]));
       }}
     />
   );

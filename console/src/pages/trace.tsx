@@ -1,6 +1,6 @@
 // One trace: its runs as a tree beside a waterfall of their timing, and the selected run's inputs,
 // outputs, events, error, feedback and metadata (chat messages shown as a conversation).
-import { useMemo, useRef } from 'preact/hooks';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
 import { ErrorNote, Loading, PageHeader, StatusBadge } from '../components.js';
 import { formatCost, formatDuration, formatNumber, formatTime } from '../format.js';
 import { useGql } from '../hooks.js';
@@ -43,6 +43,8 @@ const RUN = `query ConsoleRun($id: ID!) { traceRun(id: $id) {
   id name runType status startTime endTime latency totalTokens totalCost parentRunId projectId
   inputs outputs events error extra tags promptTokens completionTokens firstTokenTime
   feedback { id key score value comment createdAt } } }`;
+
+const RUN_TRACE = `query ConsoleRunTrace($id: ID!) { traceRun(id: $id) { id traceId } }`;
 
 type Row = TraceRun & { depth: number; offset: number; width: number };
 
@@ -229,6 +231,21 @@ export function TracePage({ session, traceId, runId }: { session: Session; trace
           {selected && <RunPanel session={session} runId={selected} />}
         </div>
       )}
+    </>
+  );
+}
+
+/** A link to one run (LangSmith's run URLs name no trace): opens the run's trace with the run selected. */
+export function RunLinkPage({ session, runId }: { session: Session; runId: string }) {
+  const { data, error, loading } = useGql<{ traceRun: { id: string; traceId: string } }>(session, RUN_TRACE, { id: runId });
+  useEffect(() => {
+    if (data?.traceRun) navigate(href(['traces', data.traceRun.traceId], { run: runId }), true);
+  }, [data, runId]);
+  return (
+    <>
+      <PageHeader title="Trace" />
+      <ErrorNote error={error} />
+      <Loading when={loading} />
     </>
   );
 }

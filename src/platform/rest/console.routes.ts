@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import express, { Router } from 'express';
+import express, { type Response, Router } from 'express';
 
 const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'console', 'dist');
 
@@ -38,5 +38,14 @@ export function consoleRouter(dist = DIST): Router {
       .type('html')
       .send(page);
   });
+  // LangSmith's web links, as the langsmith SDK prints them on this platform's origin (evaluate()'s
+  // "View results at", getRunUrl, getProjectUrl, getDatasetUrl; the SDK derives that origin from an
+  // endpoint ending in /api/v1, or takes `webUrl`): each opens the console page showing the same thing.
+  // The `o` segment is LangSmith's tenant, the workspace here: the console switches to it.
+  const consoleAt = (res: Response, workspaceId: string, ...path: string[]) =>
+    res.redirect(302, `/#/${path.map(encodeURIComponent).join('/')}?workspace=${encodeURIComponent(workspaceId)}`);
+  router.get('/o/:workspaceId/projects/p/:projectId/r/:runId', (req, res) => consoleAt(res, req.params.workspaceId, 'runs', req.params.runId));
+  router.get('/o/:workspaceId/projects/p/:projectId', (req, res) => consoleAt(res, req.params.workspaceId, 'projects', req.params.projectId));
+  router.get('/o/:workspaceId/datasets/:datasetId{/compare}', (req, res) => consoleAt(res, req.params.workspaceId, 'datasets', req.params.datasetId));
   return router;
 }
