@@ -6,7 +6,7 @@
 // process's worker threads, whose buses follow it over a MessagePort (relayTo, startRelayed): each a
 // PostgreSQL backend less. NOTIFY payloads are limited to 8000 bytes, so larger payloads are written to
 // event_payloads and the notification carries the row id (by reference, not inline).
-import { EventEmitter, on } from 'node:events';
+import { EventEmitter } from 'node:events';
 import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -335,7 +335,16 @@ export class EventBus {
     }
     this.local.once('close', abort);
     options.signal?.addEventListener('abort', abort, { once: true });
-    const iterator = on(this.local, subscribed, { signal: stop.signal });
+    // A queue of our own rather than `events.on`, which allocates a 2048-slot buffer per iterator: a
+    // subscription per followed run made it a measurable share of the API thread's CPU per run
+    // (bench:runs-paired).
+    const queue: EventMap[N][] = [];
+    let wake: (() => void) | undefined;
+    const listener = (payload: EventMap[N]) => {
+      queue.push(payload);
+      wake?.();
+    };
+    this.local.on(subscribed, listener);
     // Unsubscribing is the abort, not the generator's `finally`: a generator never iterated (a reader
     // that found its run already over) never runs its body, and its listeners (the bus's 'close', the
     // caller's signal) would keep the `on` iterator and its queue alive for as long as the bus lives.
@@ -348,16 +357,21 @@ export class EventBus {
         const resync = options.resync !== undefined ? this.resyncs.get(subscribed) : undefined;
         if (resync && --resync.count === 0) this.resyncs.delete(subscribed);
         this.local.off('close', abort);
+        this.local.off(subscribed, listener);
         options.signal?.removeEventListener('abort', abort);
+        wake?.();
       },
       { once: true },
     );
     if (options.signal?.aborted) stop.abort();
+    // What arrived before the abort is still delivered; then the iterable ends.
     const generator = (async function* () {
       try {
-        for await (const [payload] of iterator) yield payload as EventMap[N];
-      } catch (error) {
-        if ((error as Error).name !== 'AbortError') throw error;
+        for (;;) {
+          if (queue.length) yield queue.shift()!;
+          else if (stop.signal.aborted) return;
+          else await new Promise<void>((resolve) => (wake = resolve));
+        }
       } finally {
         stop.abort();
       }
