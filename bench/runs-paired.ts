@@ -8,18 +8,23 @@
 //   BENCH_AFTER_ENV='{"NAME":"value"}'  settings of this checkout's serve only (e.g. LANGGRAPH_AES_KEY:
 //                                 the cost of encryption at rest, with this checkout as BENCH_BEFORE_ROOT)
 //   BENCH_PAIRS (6), BENCH_PAIR_SECONDS (4)
+//   BENCH_CONCURRENCY (32)         clients per window: 1 measures a quiet deployment, whose runtime claims
+//                                 one run per fetch (at 32 a fetch claims several and shares its cost)
+//   BENCH_ANALYZE=1               ANALYZE both agent servers' databases after the warm-up, as autovacuum does
+//                                 within a minute or so of runs: until then a fresh database's planner takes
+//                                 its tables for empty, which is not the steady state of a deployment
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { CPU_PARTS, perRun, sampleProcesses } from './process-cpu.js';
-import { freePort, startProcess, stopProcess } from './processes.js';
+import { connectEmbedded, freePort, startProcess, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 6);
 const PAIR_SECONDS = Number(process.env.BENCH_PAIR_SECONDS ?? 4);
-const CONCURRENCY = 32;
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const AFTER_ENV = JSON.parse(process.env.BENCH_AFTER_ENV ?? '{}') as Record<string, string>;
 if (!BEFORE_ROOT) throw new Error('BENCH_BEFORE_ROOT names the checkout to compare with');
 
@@ -60,6 +65,12 @@ const load = loadavg();
 const serves = { before: await startServe(BEFORE_ROOT), after: await startServe(join(here, '..'), AFTER_ENV) };
 try {
   for (const served of Object.values(serves)) for (let i = 0; i < 50; i++) await served.client.runs.wait(null, 'two_node', { input: { steps: [] } });
+  if (process.env.BENCH_ANALYZE) {
+    for (const served of Object.values(serves)) {
+      const db = await connectEmbedded(join(served.dataDir, 'data'));
+      await db.query('ANALYZE').finally(() => db.end());
+    }
+  }
   const windows = { before: [] as Awaited<ReturnType<typeof window>>[], after: [] as Awaited<ReturnType<typeof window>>[] };
   for (let i = 0; i < PAIRS; i++) {
     for (const which of i % 2 ? (['after', 'before'] as const) : (['before', 'after'] as const)) windows[which].push(await window(serves[which]));
@@ -70,7 +81,7 @@ try {
   console.log('|---|---|---|');
   const row = (label: string, pick: (w: Awaited<ReturnType<typeof window>>) => number, digits = 0) =>
     console.log(`| ${label} | ${median(windows.before.map(pick)).toFixed(digits)} | ${median(windows.after.map(pick)).toFixed(digits)} |`);
-  row('runs/s (32 clients, runs.wait)', (w) => w.runsPerSecond, 1);
+  row(`runs/s (${CONCURRENCY} clients, runs.wait)`, (w) => w.runsPerSecond, 1);
   for (const part of CPU_PARTS) row(`CPU µs per run: ${part}`, (w) => w.cpuMicroseconds[part]);
   row('CPU µs per run: all', (w) => CPU_PARTS.reduce((sum, part) => sum + w.cpuMicroseconds[part], 0));
   row('waiting for a core µs per run: api thread', (w) => w.waitMicroseconds['api thread']);

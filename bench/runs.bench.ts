@@ -114,11 +114,16 @@ async function countStatements(db: pg.Client, runs: number, work: () => Promise<
   const elapsed = performance.now() - started;
   const busy = await statementsByKind(db);
   if (process.env.BENCH_SHOW_STATEMENTS) {
-    const { rows } = await db.query<{ query: string; calls: number; ms: number }>(
-      `SELECT s.query, s.calls::int, s.total_exec_time::float8 AS ms FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 40`,
+    const { rows } = await db.query<{ query: string; calls: number; rows: number; ms: number }>(
+      `SELECT s.query, s.calls::int, s.rows::int, s.total_exec_time::float8 AS ms FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 40`,
     );
-    console.error('  calls/run  ms/run  [kind] statement');
-    for (const row of rows) console.error(`  ${(row.calls / runs).toFixed(2).padStart(6)}  ${(row.ms / runs).toFixed(3).padStart(7)}  [${kindOf(row.query)}] ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+    // Mean execution time and rows per call beside the per-run figures: a statement whose mean grows
+    // with the tables (a plan that scans what it should look up) shows here.
+    console.error('  calls/run  ms/run  ms/call  rows/call  [kind] statement');
+    for (const row of rows) {
+      const perCall = `${(row.ms / row.calls).toFixed(3).padStart(7)}  ${(row.rows / row.calls).toFixed(1).padStart(9)}`;
+      console.error(`  ${(row.calls / runs).toFixed(2).padStart(6)}  ${(row.ms / runs).toFixed(3).padStart(7)}  ${perCall}  [${kindOf(row.query)}] ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+    }
   }
   await db.query('SELECT pg_stat_statements_reset()');
   await new Promise((resolve) => setTimeout(resolve, elapsed));
