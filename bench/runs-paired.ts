@@ -2,7 +2,9 @@
 // and loaded in turn: BENCH_PAIRS pairs of BENCH_PAIR_SECONDS throughput windows (32 clients calling
 // runs.wait), alternating which goes first, so the machine's other load hits both alike (one window
 // each, minutes apart, as bench:runs measures its columns, moves with that load). Prints each part's
-// median CPU µs per run, the runs/s and the time its threads waited for a core. Asserts nothing.
+// median CPU µs per run, the runs/s and the time its threads waited for a core, beside the floor: the
+// same graph invoked in this process (CPU µs per invoke, measured between the pairs while the serves
+// idle), without a checkpointer and with a MemorySaver and a thread per run. Asserts nothing.
 //
 //   BENCH_BEFORE_ROOT=<checkout>  required: the other checkout (e.g. main; this one, to compare settings)
 //   BENCH_AFTER_ENV='{"NAME":"value"}'  settings of this checkout's serve only (e.g. LANGGRAPH_AES_KEY:
@@ -16,7 +18,9 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MemorySaver } from '@langchain/langgraph';
 import { Client } from '@langchain/langgraph-sdk';
+import { graph } from './graphs/two-node.js';
 import { CPU_PARTS, perRun, sampleProcesses } from './process-cpu.js';
 import { connectEmbedded, freePort, startProcess, stopProcess } from './processes.js';
 
@@ -61,6 +65,19 @@ async function window(served: Awaited<ReturnType<typeof startServe>>) {
   return { ...perRun(before, sampleProcesses(served.child.pid!, served.postgresDir), completed), runsPerSecond: completed / elapsed };
 }
 
+/** CPU µs per in-process invoke of the served graph (this process's every thread, as the serve's CPU counts its own). */
+const durableGraph = graph.builder.compile({ checkpointer: new MemorySaver() });
+async function floorWindow(durable: boolean) {
+  const invokes = 500;
+  let thread = 0;
+  const invoke = () => (durable ? durableGraph.invoke({ steps: [] }, { configurable: { thread_id: `floor-${thread++}` } }) : graph.invoke({ steps: [] }));
+  for (let i = 0; i < 50; i++) await invoke();
+  const before = process.cpuUsage();
+  for (let i = 0; i < invokes; i++) await invoke();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / invokes;
+}
+
 const load = loadavg();
 const serves = { before: await startServe(BEFORE_ROOT), after: await startServe(join(here, '..'), AFTER_ENV) };
 try {
@@ -72,8 +89,11 @@ try {
     }
   }
   const windows = { before: [] as Awaited<ReturnType<typeof window>>[], after: [] as Awaited<ReturnType<typeof window>>[] };
+  const floors = { plain: [] as number[], durable: [] as number[] };
   for (let i = 0; i < PAIRS; i++) {
     for (const which of i % 2 ? (['after', 'before'] as const) : (['before', 'after'] as const)) windows[which].push(await window(serves[which]));
+    floors.plain.push(await floorWindow(false));
+    floors.durable.push(await floorWindow(true));
   }
   const loadAfter = loadavg();
   console.log(`load average (1/5/15 min): before ${load.map((v) => v.toFixed(2)).join(' / ')}, after ${loadAfter.map((v) => v.toFixed(2)).join(' / ')}`);
@@ -83,7 +103,11 @@ try {
     console.log(`| ${label} | ${median(windows.before.map(pick)).toFixed(digits)} | ${median(windows.after.map(pick)).toFixed(digits)} |`);
   row(`runs/s (${CONCURRENCY} clients, runs.wait)`, (w) => w.runsPerSecond, 1);
   for (const part of CPU_PARTS) row(`CPU µs per run: ${part}`, (w) => w.cpuMicroseconds[part]);
-  row('CPU µs per run: all', (w) => CPU_PARTS.reduce((sum, part) => sum + w.cpuMicroseconds[part], 0));
+  const all = (w: Awaited<ReturnType<typeof window>>) => CPU_PARTS.reduce((sum, part) => sum + w.cpuMicroseconds[part], 0);
+  row('CPU µs per run: all', all);
+  const floor = { plain: median(floors.plain), durable: median(floors.durable) };
+  console.log(`| the floor: in-process graph.invoke, CPU µs per run, no checkpointer / MemorySaver | ${floor.plain.toFixed(0)} / ${floor.durable.toFixed(0)} | |`);
+  row('all × the floor with a MemorySaver', (w) => all(w) / floor.durable, 2);
   row('waiting for a core µs per run: api thread', (w) => w.waitMicroseconds['api thread']);
   row('waiting for a core µs per run: runtime thread', (w) => w.waitMicroseconds['runtime thread']);
 } finally {
