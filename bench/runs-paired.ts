@@ -18,9 +18,8 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MemorySaver } from '@langchain/langgraph';
 import { Client } from '@langchain/langgraph-sdk';
-import { graph } from './graphs/two-node.js';
+import { floorCpuMicroseconds } from './graph-floor.js';
 import { CPU_PARTS, perRun, sampleProcesses } from './process-cpu.js';
 import { connectEmbedded, freePort, startProcess, stopProcess } from './processes.js';
 
@@ -65,19 +64,6 @@ async function window(served: Awaited<ReturnType<typeof startServe>>) {
   return { ...perRun(before, sampleProcesses(served.child.pid!, served.postgresDir), completed), runsPerSecond: completed / elapsed };
 }
 
-/** CPU µs per in-process invoke of the served graph (this process's every thread, as the serve's CPU counts its own). */
-const durableGraph = graph.builder.compile({ checkpointer: new MemorySaver() });
-async function floorWindow(durable: boolean) {
-  const invokes = 500;
-  let thread = 0;
-  const invoke = () => (durable ? durableGraph.invoke({ steps: [] }, { configurable: { thread_id: `floor-${thread++}` } }) : graph.invoke({ steps: [] }));
-  for (let i = 0; i < 50; i++) await invoke();
-  const before = process.cpuUsage();
-  for (let i = 0; i < invokes; i++) await invoke();
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / invokes;
-}
-
 const load = loadavg();
 const serves = { before: await startServe(BEFORE_ROOT), after: await startServe(join(here, '..'), AFTER_ENV) };
 try {
@@ -92,8 +78,8 @@ try {
   const floors = { plain: [] as number[], durable: [] as number[] };
   for (let i = 0; i < PAIRS; i++) {
     for (const which of i % 2 ? (['after', 'before'] as const) : (['before', 'after'] as const)) windows[which].push(await window(serves[which]));
-    floors.plain.push(await floorWindow(false));
-    floors.durable.push(await floorWindow(true));
+    floors.plain.push(await floorCpuMicroseconds(false));
+    floors.durable.push(await floorCpuMicroseconds(true));
   }
   const loadAfter = loadavg();
   console.log(`load average (1/5/15 min): before ${load.map((v) => v.toFixed(2)).join(' / ')}, after ${loadAfter.map((v) => v.toFixed(2)).join(' / ')}`);

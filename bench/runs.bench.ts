@@ -44,6 +44,7 @@ import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import pg from 'pg';
 import { printSummaries, summarizeProfiles } from './cpu-profile-summary.js';
+import { floorCpuMicroseconds } from './graph-floor.js';
 import { graph } from './graphs/two-node.js';
 import { CHILD_PARTS, CPU_PARTS, type PerRun, perRun, postgresCpuByPid, reapedChildrenCpuSeconds, sampleProcesses, WAIT_PARTS } from './process-cpu.js';
 import { connectEmbedded, freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
@@ -548,6 +549,7 @@ async function main() {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   }
   const floor = await inProcessRate();
+  const floorCpu = { plain: await floorCpuMicroseconds(false, 2000), durable: await floorCpuMicroseconds(true, 2000) };
   const loadAfter = loadavg();
 
   const cell = (value: number | undefined, unit: string, digits: number) => (value === undefined || Number.isNaN(value) ? '—' : `${value.toFixed(digits)}${unit ? ` ${unit}` : ''}`);
@@ -579,7 +581,9 @@ async function main() {
   if (deployedColumn) console.log(row(`  of which the deployment's database`, 'µs', (f) => f.perRun?.deploymentDatabaseMicroseconds, 0));
   if (deployedColumn) for (const part of CHILD_PARTS) console.log(row(`CPU per run under load: ${part}`, 'µs', (f) => f.perRun?.childCpuMicroseconds[part], 0));
   const sum = (values: Record<string, number>) => Object.values(values).reduce((total, value) => total + value, 0);
-  console.log(row('CPU per run under load: all', 'µs', (f) => (f.perRun ? sum(f.perRun.cpuMicroseconds) + sum(f.perRun.childCpuMicroseconds) : undefined), 0));
+  const allCpu = (f: Figures) => (f.perRun ? sum(f.perRun.cpuMicroseconds) + sum(f.perRun.childCpuMicroseconds) : undefined);
+  console.log(row('CPU per run under load: all', 'µs', allCpu, 0));
+  console.log(row(`CPU per run under load: all × the floor (${floorCpu.durable.toFixed(0)} µs: the graph in-process with a MemorySaver)`, '×', (f) => (allCpu(f) ?? NaN) / floorCpu.durable, 2));
   for (const part of WAIT_PARTS) {
     if (part !== WAIT_PARTS[2] || deployedColumn) console.log(row(`waiting for a core per run under load: ${part}`, 'µs', (f) => f.perRun?.waitMicroseconds[part], 0));
   }
@@ -601,7 +605,7 @@ async function main() {
       `| through the gateway vs serve, paired (both running: ${SAMPLES} interleaved runs.wait each, ${PAIRS} alternating ${PAIR_SECONDS}s windows each) | runs.wait p50 ${paired.serveP50.toFixed(1)} vs ${paired.gatewayP50.toFixed(1)} ms (${delta >= 0 ? '+' : ''}${delta.toFixed(2)} ms), runs/s ${paired.serveRunsPerSecond.toFixed(1)} vs ${paired.gatewayRunsPerSecond.toFixed(1)} (median window), ×${percentile(ratios, 50).toFixed(2)} (median of pairs; ${ratios[0]!.toFixed(2)}–${ratios.at(-1)!.toFixed(2)}) |${columns.slice(1).map(() => ' |').join('')}`,
     );
   }
-  console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s |${columns.slice(1).map(() => ' |').join('')}`);
+  console.log(`| in-process graph.invoke (the floor) | ${floor.msPerRun.toFixed(2)} ms/run = ${floor.runsPerSecond.toFixed(0)} runs/s; CPU ${floorCpu.plain.toFixed(0)} µs/run, ${floorCpu.durable.toFixed(0)} µs/run with a MemorySaver |${columns.slice(1).map(() => ' |').join('')}`);
   console.log('');
 
   if (JSON_FILE) {
