@@ -32,10 +32,14 @@ export async function decodeAndIngest(deps: Pick<Deps, 'db' | 'config'>, who: In
   const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
   const decoded = await bodyParsing.run(() => decodeIngestRequest(request, deps.config.ingestBodyLimitBytes, guards));
   if ('traces' in decoded) return ingestOtlpSpans(deps, who, decoded.traces, { project: request.project, jsonMaxDepth: guards.jsonMaxDepth });
+  // Only the feedback is kept across the write: the parsed batch (parts, raw runs, their parsed
+  // fields) is garbage once the service has normalised it, rather than surviving collections while
+  // the runs wait for their INSERT.
+  const feedback = decoded.batch.feedback;
   const result = await ingestRunBatch(deps, who, decoded.batch);
   // Feedback batched with runs is stored after them: it may be on a run of this very batch.
-  if (!decoded.batch.feedback?.length) return result;
-  const rejected = await ingestFeedback(deps, who, decoded.batch.feedback);
+  if (!feedback?.length) return result;
+  const rejected = await ingestFeedback(deps, who, feedback);
   return rejected ? { ...result, rejected } : result;
 }
 

@@ -106,7 +106,8 @@ export async function decodeIngestRequest(request: IngestRequest, limit: number,
   return { batch: { post: (body.post as RunBatch['post']) ?? [], patch: (body.patch as RunBatch['patch']) ?? [] } };
 }
 
-export type MultipartPart = { name: string; contentType: string; headers: Record<string, string>; data: Buffer };
+/** A part of a multipart/form-data body; `filename` is the Content-Disposition's filename parameter, when it has one. */
+export type MultipartPart = { name: string; contentType: string; filename?: string; data: Buffer };
 
 const CRLF = Buffer.from('\r\n');
 
@@ -120,8 +121,21 @@ export function multipartBoundary(contentType: string | undefined): string {
 
 const HEADER_END = Buffer.from('\r\n\r\n');
 const NAME_PARAM = /;\s*name\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))/i;
+const FILENAME_PARAM = /;\s*filename\s*=\s*"([^"]*)"/i;
+// The part headers ingestion reads, lowercase (header names are matched case-insensitively).
+const CONTENT_DISPOSITION = 'content-disposition';
+const CONTENT_TYPE = 'content-type';
+const CONTENT_LENGTH = 'content-length';
+// How the SDKs write a part's disposition: `form-data; name="<name>"`, nothing after it.
+const SIMPLE_DISPOSITION = 'form-data; name="';
 
-/** Splits a multipart/form-data body into its parts (binary-safe). Throws VALIDATION_FAILED when malformed. */
+/**
+ * Splits a multipart/form-data body into its parts (binary-safe). Throws VALIDATION_FAILED when malformed.
+ *
+ * The hot path of ingestion (an SDK batch is ~500 parts): no object of headers, no string per header
+ * name, and a disposition in the SDKs' own form gives its name without a regular expression (other
+ * forms go through NAME_PARAM). A part's declared length is checked with one compare.
+ */
 export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] {
   const malformed = (msg: string) => invalid(['body'], `malformed multipart body: ${msg}`, 'multipart');
   const delimiter = Buffer.from(`--${boundary}`);
@@ -129,8 +143,6 @@ export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] 
   const parts: MultipartPart[] = [];
   let pos = body.indexOf(delimiter);
   if (pos < 0) throw malformed('boundary not found');
-  // The hot path of ingestion (an SDK batch is ~500 parts): header lines are scanned by hand rather than
-  // split and matched with regular expressions, and a part's declared length is checked with one compare.
   for (;;) {
     pos += delimiter.length;
     if (body[pos] === 0x2d && body[pos + 1] === 0x2d) break; // "--": the close delimiter
@@ -139,23 +151,30 @@ export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] 
     pos += 2;
     const headerEnd = body.indexOf(HEADER_END, pos);
     if (headerEnd < 0) throw malformed('unterminated part headers');
-    const headers: Record<string, string> = {};
+    // The block is decoded once and read with string scans; only the values of the three headers read
+    // are taken out of it (a repeated header: the last one wins).
     const block = body.toString('utf8', pos, headerEnd);
+    let disposition: string | undefined;
+    let contentType = 'text/plain';
+    let length: string | undefined;
     for (let start = 0; start < block.length; ) {
       let end = block.indexOf('\r\n', start);
       if (end < 0) end = block.length;
       const colon = block.indexOf(':', start);
-      if (colon > start && colon < end) headers[block.slice(start, colon).trim().toLowerCase()] = block.slice(colon + 1, end).trim();
+      if (colon > start && colon < end) {
+        const header = headerOf(block, start, colon);
+        if (header === CONTENT_DISPOSITION) disposition = block.slice(colon + 1, end).trim();
+        else if (header === CONTENT_TYPE) contentType = block.slice(colon + 1, end).trim();
+        else if (header === CONTENT_LENGTH) length = block.slice(colon + 1, end).trim();
+      }
       start = end + 2;
     }
-    const disposition = headers['content-disposition'] ?? '';
-    const nameMatch = NAME_PARAM.exec(disposition);
-    const name = nameMatch ? (nameMatch[1] !== undefined ? (nameMatch[1].includes('\\') ? nameMatch[1].replace(/\\(.)/g, '$1') : nameMatch[1]) : nameMatch[2]!) : undefined;
-    if (!isFormData(disposition) || name === undefined) throw malformed('a part has no form-data name');
-    const contentType = headers['content-type'] ?? 'text/plain';
+    const named = disposition === undefined ? undefined : partName(disposition);
+    if (!named) throw malformed('a part has no form-data name');
+    const name = named.name;
     const dataStart = headerEnd + 4;
     let dataEnd = -1;
-    const declared = declaredLength(headers, contentType);
+    const declared = length !== undefined ? digits(length) : lengthParameter(contentType);
     if (declared !== undefined) {
       const end = dataStart + declared;
       // Trust the declared length only when the boundary is exactly there; otherwise scan.
@@ -163,10 +182,43 @@ export function parseMultipart(body: Buffer, boundary: string): MultipartPart[] 
     }
     if (dataEnd < 0) dataEnd = body.indexOf(closing, dataStart);
     if (dataEnd < 0) throw malformed(`part ${name} is not terminated by the boundary`);
-    parts.push({ name, contentType, headers, data: body.subarray(dataStart, dataEnd) });
+    const part: MultipartPart = { name, contentType, data: body.subarray(dataStart, dataEnd) };
+    if (named.filename !== undefined) part.filename = named.filename;
+    parts.push(part);
     pos = dataEnd + CRLF.length;
   }
   return parts;
+}
+
+/** Which of the headers read the name in block[start, end) is (surrounding whitespace aside, ASCII case ignored), if any. */
+function headerOf(block: string, start: number, end: number): string | undefined {
+  while (start < end && isSpace(block.charCodeAt(start))) start++;
+  while (end > start && isSpace(block.charCodeAt(end - 1))) end--;
+  const header = end - start === CONTENT_DISPOSITION.length ? CONTENT_DISPOSITION : end - start === CONTENT_TYPE.length ? CONTENT_TYPE : end - start === CONTENT_LENGTH.length ? CONTENT_LENGTH : undefined;
+  if (header === undefined) return undefined;
+  for (let i = 0; i < header.length; i++) {
+    const code = block.charCodeAt(start + i);
+    if ((code >= 65 && code <= 90 ? code + 32 : code) !== header.charCodeAt(i)) return undefined;
+  }
+  return header;
+}
+
+/** The form-data name (and filename) of a Content-Disposition value; undefined when it has none. */
+function partName(disposition: string): { name: string; filename?: string } | undefined {
+  // The SDKs' form: `form-data; name="…"` with no quote or backslash inside, which NAME_PARAM reads as
+  // the text between the quotes, and which has no filename.
+  if (
+    disposition.startsWith(SIMPLE_DISPOSITION) &&
+    disposition.indexOf('"', SIMPLE_DISPOSITION.length) === disposition.length - 1 &&
+    !disposition.includes('\\', SIMPLE_DISPOSITION.length)
+  ) {
+    return { name: disposition.slice(SIMPLE_DISPOSITION.length, -1) };
+  }
+  const match = NAME_PARAM.exec(disposition);
+  if (!match || !isFormData(disposition)) return undefined;
+  const name = match[1] !== undefined ? (match[1].includes('\\') ? match[1].replace(/\\(.)/g, '$1') : match[1]) : match[2]!;
+  const filename = FILENAME_PARAM.exec(disposition)?.[1];
+  return filename === undefined ? { name } : { name, filename };
 }
 
 /** `form-data` as the disposition type (case-insensitive, followed by a non-word character or the end). */
@@ -178,16 +230,34 @@ function isFormData(disposition: string): boolean {
   return !((next >= 48 && next <= 57) || (next >= 65 && next <= 90) || (next >= 97 && next <= 122) || next === 95);
 }
 
-function declaredLength(headers: Record<string, string>, contentType: string): number | undefined {
-  let text = headers['content-length'];
-  if (text === undefined) {
-    // `; length=N` in the content type (what the langsmith SDK sends).
-    const at = contentType.toLowerCase().indexOf('length');
-    if (at < 0) return undefined;
-    text = /;\s*length\s*=\s*(\d+)/i.exec(contentType)?.[1];
+// JavaScript's \s, for reading a parameter as a regular expression would.
+const isSpace = (code: number) =>
+  (code >= 0x09 && code <= 0x0d) || code === 0x20 || code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) ||
+  code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff;
+
+/** The `; length=N` parameter of a content type (what the langsmith SDK sends), as /;\s*length\s*=\s*(\d+)/i reads it. */
+function lengthParameter(contentType: string): number | undefined {
+  for (let semicolon = contentType.indexOf(';'); semicolon >= 0; semicolon = contentType.indexOf(';', semicolon + 1)) {
+    let i = semicolon + 1;
+    while (i < contentType.length && isSpace(contentType.charCodeAt(i))) i++;
+    if (contentType.length - i < 6) return undefined;
+    let word = true;
+    for (let k = 0; k < 6 && word; k++) word = (contentType.charCodeAt(i + k) | 0x20) === 'length'.charCodeAt(k);
+    if (!word) continue;
+    i += 6;
+    while (i < contentType.length && isSpace(contentType.charCodeAt(i))) i++;
+    if (contentType.charCodeAt(i) !== 0x3d) continue;
+    i++;
+    while (i < contentType.length && isSpace(contentType.charCodeAt(i))) i++;
+    let end = i;
+    while (end < contentType.length && contentType.charCodeAt(end) >= 48 && contentType.charCodeAt(end) <= 57) end++;
+    if (end > i) return digits(contentType.slice(i, end));
   }
-  if (text === undefined) return undefined;
-  text = text.trim();
+  return undefined;
+}
+
+/** A declared length: up to 12 decimal digits, nothing else. */
+function digits(text: string): number | undefined {
   if (text.length === 0 || text.length > 12) return undefined;
   let value = 0;
   for (let i = 0; i < text.length; i++) {
@@ -204,6 +274,8 @@ const LAZY_FIELDS = new Set(['inputs', 'outputs', 'events', 'serialized', 'extra
 
 const partLoc = (part: MultipartPart) => ['body', part.name];
 
+type EarlyField = { method: 'post' | 'patch'; id: string; field: string; value: unknown; part: string };
+
 /**
  * Turns multipart parts into a RunBatch: `post.<id>` / `patch.<id>` hold the run, `post.<id>.<field>`
  * (inputs, outputs, events, extra, error, serialized) its large fields, `attachment.<id>.<name>` files.
@@ -211,13 +283,20 @@ const partLoc = (part: MultipartPart) => ['body', part.name];
  */
 export function multipartToBatch(parts: MultipartPart[], maxDepth = DEFAULT_JSON_MAX_DEPTH): RunBatch {
   const runs = { post: new Map<string, Record<string, unknown>>(), patch: new Map<string, Record<string, unknown>>() };
-  const fields: { method: 'post' | 'patch'; id: string; field: string; value: unknown; part: string }[] = [];
+  // Field parts that came before their run's part (the SDKs send the run first): set when it comes.
+  let early: Map<string, EarlyField[]> | undefined;
   const attachments: RunAttachment[] = [];
   const feedback: Record<string, unknown>[] = [];
   for (const part of parts) {
-    const [kind, rawId, ...rest] = part.name.split('.');
+    // <kind>.<id>[.<rest>], read without splitting (rest may hold dots: an attachment's name).
+    const name = part.name;
+    const dot = name.indexOf('.');
+    const second = dot < 0 ? -1 : name.indexOf('.', dot + 1);
+    const kind = dot === 4 && name.startsWith('post') ? 'post' : dot === 5 && name.startsWith('patch') ? 'patch' : dot < 0 ? name : name.slice(0, dot);
+    const rawId = dot < 0 ? undefined : name.slice(dot + 1, second < 0 ? name.length : second);
+    const rest = second < 0 ? undefined : name.slice(second + 1);
     if (kind === 'feedback') {
-      if (!isUuid(rawId) || rest.length) throw invalid(partLoc(part), 'expected feedback.<feedback id>');
+      if (!isUuid(rawId) || rest !== undefined) throw invalid(partLoc(part), 'expected feedback.<feedback id>');
       assertJsonDepth(part.data, maxDepth, partLoc(part));
       let value: unknown;
       try {
@@ -230,17 +309,17 @@ export function multipartToBatch(parts: MultipartPart[], maxDepth = DEFAULT_JSON
       continue;
     }
     if (kind === 'attachment') {
-      if (!isUuid(rawId) || !rest.length) throw invalid(partLoc(part), 'expected attachment.<run id>.<name>');
-      attachments.push({ runId: rawId, name: rest.join('.'), contentType: part.contentType.split(';')[0]!.trim(), data: Buffer.from(part.data) });
+      if (!isUuid(rawId) || rest === undefined) throw invalid(partLoc(part), 'expected attachment.<run id>.<name>');
+      attachments.push({ runId: rawId, name: rest, contentType: part.contentType.split(';')[0]!.trim(), data: Buffer.from(part.data) });
       continue;
     }
-    if ((kind !== 'post' && kind !== 'patch') || !isUuid(rawId) || rest.length > 1) {
+    if ((kind !== 'post' && kind !== 'patch') || !isUuid(rawId) || rest?.includes('.')) {
       throw invalid(partLoc(part), 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
     }
     const id = rawId.toLowerCase();
     assertJsonDepth(part.data, maxDepth, partLoc(part));
     let value: unknown;
-    if (rest.length === 1 && LAZY_FIELDS.has(rest[0]!)) {
+    if (rest !== undefined && LAZY_FIELDS.has(rest)) {
       // Stored as sent; parsed later only if a derived field needs it.
       value = RawJson.ofBytes(part.data);
     } else {
@@ -250,21 +329,38 @@ export function multipartToBatch(parts: MultipartPart[], maxDepth = DEFAULT_JSON
         throw invalid(partLoc(part), 'is not valid JSON', 'json_invalid');
       }
     }
-    if (rest.length === 0) {
+    if (rest === undefined) {
       if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(partLoc(part), 'expected a JSON object', 'dict_type');
       if (runs[kind].has(id)) throw invalid(partLoc(part), 'appears twice in this request');
       // The object is this part's own (just parsed): setting id in place saves a copy of every run.
-      (value as Record<string, unknown>).id = id;
-      runs[kind].set(id, value as Record<string, unknown>);
+      const run = value as Record<string, unknown>;
+      run.id = id;
+      runs[kind].set(id, run);
+      // A field part wins over the run's own field, whichever came first.
+      const waiting = early?.get(`${kind}.${id}`);
+      if (waiting) {
+        for (const field of waiting) run[field.field] = field.value;
+        early!.delete(`${kind}.${id}`);
+      }
     } else {
-      if (!RUN_FIELDS.has(rest[0]!)) throw invalid(partLoc(part), `unknown run field ${rest[0]}: expected one of ${[...RUN_FIELDS].join(', ')}`);
-      fields.push({ method: kind, id, field: rest[0]!, value, part: part.name });
+      if (!RUN_FIELDS.has(rest)) throw invalid(partLoc(part), `unknown run field ${rest}: expected one of ${[...RUN_FIELDS].join(', ')}`);
+      const run = runs[kind].get(id);
+      if (run) {
+        run[rest] = value;
+      } else {
+        early ??= new Map();
+        const key = `${kind}.${id}`;
+        const waiting = early.get(key);
+        const field: EarlyField = { method: kind, id, field: rest, value, part: name };
+        if (waiting) waiting.push(field);
+        else early.set(key, [field]);
+      }
     }
   }
-  for (const { method, id, field, value, part } of fields) {
-    const run = runs[method].get(id);
-    if (!run) throw invalid(['body', part], `has no ${method}.${id} part`);
-    run[field] = value;
+  // The first field part (in the body's order) whose run never came.
+  if (early?.size) {
+    const { method, id, part } = early.values().next().value![0]!;
+    throw invalid(['body', part], `has no ${method}.${id} part`);
   }
   return { post: [...runs.post.values()], patch: [...runs.patch.values()], attachments, ...(feedback.length ? { feedback } : {}) };
 }

@@ -77,8 +77,10 @@ const INGEST_DEADLOCK_ATTEMPTS = 3;
 
 /** Stores a batch of run creates, updates and attachments (see the contract at the top of this file). */
 export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, batch: RunBatch): Promise<IngestResult> {
+  // Nothing of `batch` is read after the first await: its parsed runs are garbage once normalised.
   const posts = (batch.post ?? []).map((raw, index) => normalizeRunCreate(raw, ['post', index]));
-  if (batch.parentsMayFollow) for (const run of posts) run.adopts = true;
+  const parentsMayFollow = batch.parentsMayFollow ?? false;
+  if (parentsMayFollow) for (const run of posts) run.adopts = true;
   const patches = (batch.patch ?? []).map((raw, index) => normalizePatch(raw, ['patch', index]));
   const attachments = batch.attachments ?? [];
   for (const attachment of attachments) {
@@ -105,7 +107,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
   // group commit), one statement that stores them with their usage deltas in its own implicit
   // transaction. Project and parent lookups are cached or rare: they take a connection only when they query.
   if (!patches.length && !attachments.length && unique.length <= RUNS_PER_INSERT) {
-    await deriveHierarchy(deps.db.pool, who.workspaceId, unique, batch.parentsMayFollow, onlySessionId);
+    await deriveHierarchy(deps.db.pool, who.workspaceId, unique, parentsMayFollow, onlySessionId);
     await resolveProjects(deps.db.pool, who.workspaceId, unique);
     const inserted = await runWriter(deps).write(who, unique).catch((error: unknown) => {
       throw asClientError(error);
@@ -117,7 +119,7 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
   // Otherwise one connection for the whole request, and one transaction.
   const client = await deps.db.pool.connect();
   try {
-    await deriveHierarchy(client, who.workspaceId, unique, batch.parentsMayFollow, onlySessionId);
+    await deriveHierarchy(client, who.workspaceId, unique, parentsMayFollow, onlySessionId);
     await resolveProjects(client, who.workspaceId, unique);
     const merged = mergePatches(patches);
     const { inserted, patched, deferred, waiting } = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>

@@ -113,7 +113,7 @@ export function datasetsRouter(deps: Deps): Router {
     const texts = (name: string) => parts.filter((part) => part.name === name).map((part) => part.data.toString('utf8'));
     const file = parts.find((part) => part.name === 'file');
     if (!file) throw invalid(['body', 'file'], 'required');
-    const fileName = /;\s*filename\s*=\s*"([^"]*)"/i.exec(file.headers['content-disposition'] ?? '')?.[1] ?? 'upload.csv';
+    const fileName = file.filename ?? 'upload.csv';
     const inputKeys = texts('input_keys');
     const outputKeys = texts('output_keys');
     if (!inputKeys.length) throw invalid(['body', 'input_keys'], 'name at least one column');
