@@ -3,18 +3,40 @@
 import { isUtf8 } from 'node:buffer';
 import { AppError } from '../../errors.js';
 
-// One dotted-order segment: a UTC timestamp with microseconds, then the run id.
-const SEGMENT = /^(\d{8}T\d{6}\d{1,6})Z([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+// One dotted-order segment: a UTC timestamp with microseconds, then the run id (`T` and `Z` in either
+// case): /^(\d{8}T\d{6}\d{1,6})Z([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i, read
+// by hand (every run of every batch has one; a regular expression's match per segment was its garbage).
+const UUID_LENGTH = 36;
+
+const isDigit = (code: number) => code >= 48 && code <= 57;
+const isHex = (code: number) => isDigit(code) || (code >= 97 && code <= 102) || (code >= 65 && code <= 70);
+
+/** Whether text[start, end) is one dotted-order segment. */
+function isSegment(text: string, start: number, end: number): boolean {
+  const idAt = end - UUID_LENGTH;
+  // 8 + T + 6 + 1..6 digits + Z before the id.
+  const stamp = idAt - 1 - start;
+  if (stamp < 16 || stamp > 21) return false;
+  for (let i = start; i < idAt - 1; i++) if (i !== start + 8 && !isDigit(text.charCodeAt(i))) return false;
+  if ((text.charCodeAt(start + 8) | 0x20) !== 0x74 || (text.charCodeAt(idAt - 1) | 0x20) !== 0x7a) return false; // t, z
+  for (let i = 0; i < UUID_LENGTH; i++) {
+    const code = text.charCodeAt(idAt + i);
+    if (i === 8 || i === 13 || i === 18 || i === 23 ? code !== 0x2d : !isHex(code)) return false;
+  }
+  return true;
+}
 
 /** The run ids of a dotted order, root first; undefined when it is malformed. */
 export function dottedOrderIds(dottedOrder: string): string[] | undefined {
   const ids: string[] = [];
-  for (const segment of dottedOrder.split('.')) {
-    const match = SEGMENT.exec(segment);
-    if (!match) return undefined;
-    ids.push(match[2]!.toLowerCase());
+  for (let start = 0; ; ) {
+    let end = dottedOrder.indexOf('.', start);
+    if (end < 0) end = dottedOrder.length;
+    if (!isSegment(dottedOrder, start, end)) return undefined;
+    ids.push(dottedOrder.slice(end - UUID_LENGTH, end).toLowerCase());
+    if (end === dottedOrder.length) return ids;
+    start = end + 1;
   }
-  return ids;
 }
 
 /** The dotted-order segment of a run: `YYYYMMDDTHHMMSSffffffZ<id>`. */
@@ -34,24 +56,39 @@ function isoMicros(iso: string): number {
   return Number(fraction.slice(0, 6).padEnd(6, '0'));
 }
 
+// The years PostgreSQL's timestamptz and Date agree on: 0001-01-01 up to 10000-01-01 (exclusive), in epoch ms.
+const FIRST_MS = -62_135_596_800_000;
+const END_MS = 253_402_300_800_000;
+const DATE_PREFIX = /^\d{4}-\d\d-\d\d/;
+
+/** Whether an ISO text names its zone after the date: a Z anywhere past it, or a ±hh[:]mm offset at its end (/[zZ]|[+-]\d\d:?\d\d$/ on all but the first 10 characters). */
+function hasZone(text: string): boolean {
+  for (let i = 10; i < text.length; i++) if ((text.charCodeAt(i) | 0x20) === 0x7a) return true;
+  const n = text.length;
+  if (!isDigit(text.charCodeAt(n - 1)) || !isDigit(text.charCodeAt(n - 2))) return false;
+  // ±hhmm, or ±hh:mm
+  const colon = text.charCodeAt(n - 3) === 0x3a ? 1 : 0;
+  const sign = n - 5 - colon;
+  return sign >= 10 && isDigit(text.charCodeAt(n - 3 - colon)) && isDigit(text.charCodeAt(n - 4 - colon)) && (text.charCodeAt(sign) === 0x2b || text.charCodeAt(sign) === 0x2d);
+}
+
 /**
  * Normalises a client timestamp (ISO string, with or without offset, or epoch milliseconds) to an ISO
- * string PostgreSQL reads as UTC, keeping microseconds. Throws VALIDATION_FAILED with `loc`.
+ * string PostgreSQL reads as UTC, keeping microseconds. Throws VALIDATION_FAILED with `loc` (and
+ * `field` after it, when given).
  */
-export function normalizeTimestamp(value: unknown, loc: (string | number)[]): string {
+export function normalizeTimestamp(value: unknown, loc: (string | number)[], field?: string): string {
   if (typeof value === 'number' && Number.isFinite(value)) {
-    const date = new Date(value);
-    if (!Number.isNaN(date.getTime()) && date.getUTCFullYear() > 0 && date.getUTCFullYear() < 10000) return date.toISOString();
+    // Date keeps whole milliseconds (toward zero): the year is that of the truncated value.
+    const millis = Math.trunc(value);
+    if (millis >= FIRST_MS && millis < END_MS) return new Date(value).toISOString();
   } else if (typeof value === 'string' && value.length <= 64) {
     // Python clients send naive UTC ("2024-05-01T10:00:00.123456"): read it as UTC, not server time.
-    const text = /[zZ]|[+-]\d\d:?\d\d$/.test(value.slice(10)) ? value : `${value}Z`;
+    const text = hasZone(value) ? value : `${value}Z`;
     const millis = Date.parse(text);
-    if (/^\d{4}-\d\d-\d\d/.test(value) && !Number.isNaN(millis)) {
-      const year = new Date(millis).getUTCFullYear();
-      if (year > 0 && year < 10000) return text;
-    }
+    if (DATE_PREFIX.test(value) && millis >= FIRST_MS && millis < END_MS) return text;
   }
-  throw invalid(loc, 'expected an ISO 8601 timestamp or epoch milliseconds', 'datetime_parsing');
+  throw invalid(field === undefined ? loc : [...loc, field], 'expected an ISO 8601 timestamp or epoch milliseconds', 'datetime_parsing');
 }
 
 export function invalid(loc: (string | number)[], msg: string, type = 'value_error'): AppError {
@@ -201,14 +238,17 @@ export class RawJson {
   }
 }
 
-/** The value of a field that may be raw JSON; `hint`, when given, must occur in its bytes for it to be parsed at all. */
-export function jsonValue(value: unknown, loc: (string | number)[], hint?: string): unknown {
+/**
+ * The value of a field that may be raw JSON; `hint`, when given, must occur in its bytes for it to be
+ * parsed at all. Invalid JSON is VALIDATION_FAILED at `loc` (and `field` after it, when given).
+ */
+export function jsonValue(value: unknown, loc: (string | number)[], field?: string, hint?: string): unknown {
   if (!(value instanceof RawJson)) return value;
   if (hint !== undefined && !value.includes(hint)) return undefined;
   try {
     return value.value;
   } catch {
-    throw invalid(loc, 'is not valid JSON', 'json_invalid');
+    throw invalid(field === undefined ? loc : [...loc, field], 'is not valid JSON', 'json_invalid');
   }
 }
 
