@@ -290,30 +290,81 @@ function arrayLiteral(values: string[]): string {
   return `${out}}`;
 }
 
+/** An array column's value as one element of the text[] its column is sent as: `"{…}"`, its inner quotes escaped. */
+function nestedArrayElement(values: string[], bare: boolean): string {
+  // UUIDs need no quotes inside; text without quotes or backslashes needs its quotes escaped once.
+  if (bare) return `"{${values.join(',')}}"`;
+  if (!values.some(needsEscape)) return values.length ? `"{\\"${values.join('\\",\\"')}\\"}"` : '"{}"';
+  return arrayElement(arrayLiteral(values));
+}
+
+const needsEscape = (value: string) => value.includes('"') || value.includes('\\');
+
+/** How one column's value is written as an element of its parameter's array literal. */
+type Cell = (run: NormalizedRun) => string;
+const orNull = (value: string | null) => value ?? 'NULL';
+const number = (value: number | null) => (value === null ? 'NULL' : String(value));
+
+// The per-row columns in PER_ROW's order: UUIDs and numbers go bare (they hold no character an array
+// literal quotes), text quoted (arrayElement). JSON columns are not here (jsonbArray).
+const CELLS: Record<string, Cell> = {
+  id: (run) => run.id,
+  session_id: (run) => orNull(run.sessionId),
+  trace_id: (run) => orNull(run.traceId),
+  parent_run_id: (run) => orNull(run.parentRunId),
+  parent_run_ids: (run) => nestedArrayElement(run.parentRunIds, true),
+  reference_example_id: (run) => orNull(run.referenceExampleId),
+  name: (run) => arrayElement(run.name),
+  run_type: (run) => arrayElement(run.runType),
+  start_time: (run) => arrayElement(run.startTime),
+  end_time: (run) => arrayElement(run.endTime),
+  status: (run) => deriveStatus(run.error, run.endTime),
+  is_root: (run) => (run.parentRunId === null ? 't' : 'f'),
+  dotted_order: (run) => arrayElement(run.dottedOrder),
+  trace_tier: (run) => arrayElement(run.traceTier),
+  thread_id: (run) => arrayElement(run.threadId),
+  error: (run) => arrayElement(run.error),
+  tags: (run) => nestedArrayElement(run.tags, false),
+  total_tokens: (run) => number(run.usage.totalTokens),
+  prompt_tokens: (run) => number(run.usage.promptTokens),
+  completion_tokens: (run) => number(run.usage.completionTokens),
+  total_cost: (run) => number(run.usage.totalCost),
+  prompt_cost: (run) => number(run.usage.promptCost),
+  completion_cost: (run) => number(run.usage.completionCost),
+  first_token_time: (run) => arrayElement(run.firstTokenTime),
+};
+const JSON_CELLS: Record<string, (run: NormalizedRun) => JsonbValue | null> = {
+  inputs: (run) => run.inputs,
+  outputs: (run) => run.outputs,
+  extra: (run) => run.extra,
+  events: (run) => run.events,
+  serialized: (run) => run.serialized,
+};
+
 /**
  * Parameters of insertRunsUnnestSql for these runs: three per-request values, then one per column.
- * Every column goes as one string (an array literal, or a JSON array for jsonb) built here in one pass:
- * handing node-postgres JS arrays makes it escape every element with two regular expressions, and
- * these are 29 columns × every run of every request.
+ * Every column goes as one string (an array literal, or a JSON array for jsonb) built here column by
+ * column: handing node-postgres JS arrays makes it escape every element with two regular expressions,
+ * and these are 29 columns × every run of every request. Each literal is one join, a flat string the
+ * driver encodes as it is (a string grown by += is a rope it would flatten first).
  */
 export function runColumnArrays(runs: NormalizedRun[], who: Ingester): unknown[] {
-  const rows = runs.map((run) => runRowValues(run, who));
   const params: unknown[] = [who.workspaceId, who.apiKeyId ?? null, who.userId ?? null];
-  for (let index = 0; index < RUN_COLUMNS.length; index++) {
-    const [name, type] = RUN_COLUMNS[index]!;
-    if (PER_REQUEST.has(name)) continue;
+  const items: string[] = new Array<string>(runs.length);
+  for (const [name, type] of PER_ROW) {
     if (type === 'jsonb') {
-      params.push(jsonbArray(rows, index));
+      params.push(jsonbArray(runs, JSON_CELLS[name]!));
       continue;
     }
-    let out = '{';
-    for (let r = 0; r < rows.length; r++) {
-      const value = rows[r]![index];
-      if (r) out += ',';
-      if (ARRAY_COLUMNS.has(name)) out += arrayElement(arrayLiteral(value as string[]));
-      else out += arrayElement(value);
+    if (!runs.length) {
+      params.push('{}');
+      continue;
     }
-    params.push(`${out}}`);
+    const cell = CELLS[name]!;
+    for (let r = 0; r < runs.length; r++) items[r] = cell(runs[r]!);
+    items[0] = `{${items[0]}`;
+    items[runs.length - 1] += '}';
+    params.push(items.join(','));
   }
   return params;
 }
@@ -327,11 +378,11 @@ const COMMA = Buffer.from(',');
 const CLOSE = Buffer.from(']');
 const NULL = Buffer.from('null');
 
-/** One jsonb parameter: the JSON array of column `index` of the rows, in jsonb's binary format. */
-function jsonbArray(rows: unknown[][], index: number): Buffer {
+/** One jsonb parameter: the JSON array of a column of the runs, in jsonb's binary format. */
+function jsonbArray(runs: NormalizedRun[], cell: (run: NormalizedRun) => JsonbValue | null): Buffer {
   const pieces: Buffer[] = [JSONB_VERSION_1, OPEN];
-  for (let r = 0; r < rows.length; r++) {
-    const value = rows[r]![index] as JsonbValue | null;
+  for (let r = 0; r < runs.length; r++) {
+    const value = cell(runs[r]!);
     if (r) pieces.push(COMMA);
     pieces.push(value === null ? NULL : typeof value === 'string' ? Buffer.from(value) : value);
   }
