@@ -12,7 +12,7 @@ import type { Deps } from '../../context.js';
 import type { ProcessDeps } from '../../wiring.js';
 import { type AppError as AppErrorType, AppError } from '../../errors.js';
 import { createGate } from '../../limits/concurrency.js';
-import type { IngestRequest, Ingester, IngestResult } from './ingest-types.js';
+import type { IngestRequest, Ingester, IngestResult, RunBatch } from './ingest-types.js';
 import { decodeIngestRequest } from './ingest-wire.js';
 import { ingestRunBatch } from './ingest.service.js';
 import { ingestOtlpSpans } from './otlp-ingest.service.js';
@@ -32,15 +32,20 @@ export async function decodeAndIngest(deps: Pick<Deps, 'db' | 'config'>, who: In
   const guards = { zstdWindowBytes: deps.config.zstdWindowLimitBytes, jsonMaxDepth: deps.config.jsonMaxDepth };
   const decoded = await bodyParsing.run(() => decodeIngestRequest(request, deps.config.ingestBodyLimitBytes, guards));
   if ('traces' in decoded) return ingestOtlpSpans(deps, who, decoded.traces, { project: request.project, jsonMaxDepth: guards.jsonMaxDepth });
-  // Only the feedback is kept across the write: the parsed batch (parts, raw runs, their parsed
-  // fields) is garbage once the service has normalised it, rather than surviving collections while
-  // the runs wait for their INSERT.
-  const feedback = decoded.batch.feedback;
-  const result = await ingestRunBatch(deps, who, decoded.batch);
+  // Not awaited here: this function's frame (the decoded batch in it) ends now, rather than holding
+  // the parsed batch while its runs wait for their INSERT (ingestRunBatch keeps only the normalised runs).
+  return storeDecoded(deps, who, decoded.batch);
+}
+
+function storeDecoded(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, batch: RunBatch): Promise<IngestResult> {
+  const feedback = batch.feedback;
+  const stored = ingestRunBatch(deps, who, batch);
   // Feedback batched with runs is stored after them: it may be on a run of this very batch.
-  if (!feedback?.length) return result;
-  const rejected = await ingestFeedback(deps, who, feedback);
-  return rejected ? { ...result, rejected } : result;
+  if (!feedback?.length) return stored;
+  return stored.then(async (result) => {
+    const rejected = await ingestFeedback(deps, who, feedback);
+    return rejected ? { ...result, rejected } : result;
+  });
 }
 
 export type IngestThreadData = { config: Config; databaseUrl: string };

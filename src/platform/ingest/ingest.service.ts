@@ -48,7 +48,7 @@ import { AppError } from '../../errors.js';
 import type { Deps } from '../../context.js';
 import { dottedOrderSegment, jsonValue } from './derive.js';
 import { DEFAULT_PROJECT_NAME, resolveProjectIds } from '../services/traces/projects.service.js';
-import type { Ingester, IngestResult, NormalizedPatch, NormalizedRun, RunBatch } from './ingest-types.js';
+import type { Ingester, IngestResult, NormalizedPatch, NormalizedRun, RunAttachment, RunBatch } from './ingest-types.js';
 import { normalizePatch, normalizeRunCreate } from './ingest.schemas.js';
 import { createRunWriter, type RunWriter } from './run-writer.js';
 import {
@@ -76,8 +76,22 @@ const INGEST_DEADLOCK_ATTEMPTS = 3;
 // ───────────────────────────── entry point ─────────────────────────────
 
 /** Stores a batch of run creates, updates and attachments (see the contract at the top of this file). */
-export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, batch: RunBatch): Promise<IngestResult> {
-  // Nothing of `batch` is read after the first await: its parsed runs are garbage once normalised.
+export function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, batch: RunBatch): Promise<IngestResult> {
+  // Validated here, outside the async function that stores it: an async function's arguments live as
+  // long as it does, and the batch (parsed runs, their parsed extra) would survive collections while
+  // its runs wait for their INSERT. Only the normalised runs are kept.
+  let valid: ValidBatch;
+  try {
+    valid = validateBatch(deps, batch);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return storeBatch(deps, who, valid);
+}
+
+type ValidBatch = { posts: NormalizedRun[]; patches: NormalizedPatch[]; attachments: RunAttachment[]; parentsMayFollow: boolean };
+
+function validateBatch(deps: Pick<Deps, 'config'>, batch: RunBatch): ValidBatch {
   const posts = (batch.post ?? []).map((raw, index) => normalizeRunCreate(raw, ['post', index]));
   const parentsMayFollow = batch.parentsMayFollow ?? false;
   if (parentsMayFollow) for (const run of posts) run.adopts = true;
@@ -88,6 +102,10 @@ export async function ingestRunBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ing
       throw new AppError('PAYLOAD_TOO_LARGE', `Attachment ${attachment.name} of run ${attachment.runId} exceeds ${deps.config.attachmentLimitBytes} bytes.`);
     }
   }
+  return { posts, patches, attachments, parentsMayFollow };
+}
+
+async function storeBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, { posts, patches, attachments, parentsMayFollow }: ValidBatch): Promise<IngestResult> {
   if (!posts.length && !patches.length && !attachments.length) return { accepted: 0, duplicates: [], patched: 0, deferredPatches: 0 };
   const onlySessionId = await confineToProject(deps.db.pool, who, posts);
 
