@@ -74,7 +74,7 @@ const at = (loc: Loc, field: string) => [...loc, field];
 export function normalizeRunCreate(raw: unknown, loc: (string | number)[]): NormalizedRun {
   const run = asRecord(raw);
   if (!run) throw invalid(loc, 'expected a run object', 'dict_type');
-  const id = run.id === undefined || run.id === null ? newId() : optionalUuid(run.id, loc, 'id')!;
+  let id = run.id === undefined || run.id === null ? newId() : optionalUuid(run.id, loc, 'id')!;
   const name = optionalString(run.name, loc, 'name', 2000);
   if (!name) throw invalid(at(loc, 'name'), 'Field required', 'missing');
   if (typeof run.run_type !== 'string' || !RUN_TYPE_SET.has(run.run_type)) {
@@ -91,6 +91,9 @@ export function normalizeRunCreate(raw: unknown, loc: (string | number)[]): Norm
     const ids = dottedOrderIds(run.dotted_order);
     if (!ids) throw invalid(at(loc, 'dotted_order'), 'expected segments like 20240101T000000000000Z<run id> joined by "."');
     if (ids[ids.length - 1] !== id) throw invalid(at(loc, 'dotted_order'), 'must end with the run id');
+    // The same id, as the dotted order's text (kept anyway): a multipart run's id is a slice of its
+    // part's header block, which the run would otherwise hold on to while it waits for its INSERT.
+    id = ids[ids.length - 1]!;
     if (traceId && traceId !== ids[0]) throw invalid(at(loc, 'trace_id'), 'must be the first run id of dotted_order');
     dottedOrder = run.dotted_order;
     traceId = ids[0]!;

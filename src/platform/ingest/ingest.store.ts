@@ -546,10 +546,16 @@ export async function hasPendingPatches(client: pg.PoolClient, tenantId: string,
   const probe = await client.query({
     name: 'traces.pending_probe',
     text: 'SELECT 1 FROM trace_run_pending_patches WHERE tenant_id = $1 AND run_id = ANY($2::uuid[]) LIMIT 1',
-    values: [tenantId, runIds],
+    values: [tenantId, uuidArray(runIds)],
   });
   return !!probe.rowCount;
 }
+
+/**
+ * UUIDs as one array literal, bare: the probe after every INSERT takes all its ids, and node-postgres
+ * would quote and escape each with two regular expressions.
+ */
+const uuidArray = (ids: string[]) => `{${ids.join(',')}}`;
 
 type PendingRow = { id: string; run_id: string; session_id: string | null; payload: Record<string, unknown>; usage_delta: Record<string, number> | null };
 
