@@ -274,6 +274,9 @@ const LAZY_FIELDS = new Set(['inputs', 'outputs', 'events', 'serialized', 'extra
 
 const partLoc = (part: MultipartPart) => ['body', part.name];
 
+const unknownPart = (part: MultipartPart) =>
+  invalid(partLoc(part), 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
+
 type EarlyField = { method: 'post' | 'patch'; id: string; field: string; value: unknown; part: string };
 
 /**
@@ -313,10 +316,10 @@ export function multipartToBatch(parts: MultipartPart[], maxDepth = DEFAULT_JSON
       attachments.push({ runId: rawId, name: rest, contentType: part.contentType.split(';')[0]!.trim(), data: Buffer.from(part.data) });
       continue;
     }
-    if ((kind !== 'post' && kind !== 'patch') || !isUuid(rawId) || rest?.includes('.')) {
-      throw invalid(partLoc(part), 'unknown part: expected post.<id>, patch.<id>, post.<id>.<field>, patch.<id>.<field> or attachment.<id>.<name>');
-    }
+    if ((kind !== 'post' && kind !== 'patch') || rawId === undefined || rest?.includes('.')) throw unknownPart(part);
     const id = rawId.toLowerCase();
+    // The id of a field part whose run came before it was checked with that run's part.
+    if (!(rest !== undefined && runs[kind].has(id)) && !isUuid(rawId)) throw unknownPart(part);
     assertJsonDepth(part.data, maxDepth, partLoc(part));
     let value: unknown;
     if (rest !== undefined && LAZY_FIELDS.has(rest)) {
