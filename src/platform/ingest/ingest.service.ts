@@ -195,10 +195,14 @@ async function confineToProject(db: pg.Pool, who: Ingester, runs: NormalizedRun[
 
 /** Sets each run's project id (unknown session names create projects). */
 async function resolveProjects(db: pg.Pool | pg.PoolClient, workspaceId: string, runs: NormalizedRun[]): Promise<void> {
-  const projects = await resolveProjectIds(db, workspaceId, {
-    ids: [...new Set(runs.flatMap((run) => (run.sessionId ? [run.sessionId] : [])))],
-    names: [...new Set(runs.flatMap((run) => (run.sessionId ? [] : [run.sessionName ?? DEFAULT_PROJECT_NAME])))],
-  });
+  // Sets filled in one pass (every run of every batch comes here; a batch names one project or two).
+  const ids = new Set<string>();
+  const names = new Set<string>();
+  for (const run of runs) {
+    if (run.sessionId) ids.add(run.sessionId);
+    else names.add(run.sessionName ?? DEFAULT_PROJECT_NAME);
+  }
+  const projects = await resolveProjectIds(db, workspaceId, { ids: [...ids], names: [...names] });
   for (const run of runs) run.sessionId ??= projects.byName.get(run.sessionName ?? DEFAULT_PROJECT_NAME)!;
 }
 

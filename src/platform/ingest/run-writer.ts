@@ -54,7 +54,11 @@ async function writeGroup(pool: pg.Pool, writeRuns: WriteRuns, group: Request[])
   const client = await pool.connect();
   try {
     const stored = await writeRuns(client, group[0]!.who, runs);
-    return own.map((mine) => new Set(mine.filter((run) => stored.has(run.id)).map((run) => run.id)));
+    return own.map((mine) => {
+      const ids = new Set<string>();
+      for (const run of mine) if (stored.has(run.id)) ids.add(run.id);
+      return ids;
+    });
   } finally {
     client.release();
   }

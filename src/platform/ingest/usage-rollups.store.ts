@@ -25,7 +25,9 @@ export const USAGE_COLUMNS = [
 
 /** Whether a change carries any amount (a run without usage, or a patch that left it as it was, owes nothing). */
 export function hasUsage(usage: Usage): boolean {
-  return USAGE_KEYS.some((key) => usage[key] !== null && usage[key] !== 0);
+  // A loop rather than .some with a closure over `usage`: asked of every run stored.
+  for (const key of USAGE_KEYS) if (usage[key] !== null && usage[key] !== 0) return true;
+  return false;
 }
 
 /** `column = column + d.column`, keeping NULL (no usage of that kind) where nothing of it was added. */
