@@ -149,42 +149,44 @@ const RUN_COLUMNS = [
   ['user_id', 'uuid'],
 ] as const;
 
-/** The column values of one run, in RUN_COLUMNS order (also used by the ingest benchmark's raw ceiling). */
+/** Each per-row column's value of a run (RUN_COLUMNS' other three come from the ingester: PER_REQUEST). */
+const ROW_VALUE: Record<string, (run: NormalizedRun) => unknown> = {
+  id: (run) => run.id,
+  session_id: (run) => run.sessionId,
+  trace_id: (run) => run.traceId,
+  parent_run_id: (run) => run.parentRunId,
+  parent_run_ids: (run) => run.parentRunIds,
+  reference_example_id: (run) => run.referenceExampleId,
+  name: (run) => run.name,
+  run_type: (run) => run.runType,
+  start_time: (run) => run.startTime,
+  end_time: (run) => run.endTime,
+  status: (run) => deriveStatus(run.error, run.endTime),
+  is_root: (run) => run.parentRunId === null,
+  dotted_order: (run) => run.dottedOrder,
+  trace_tier: (run) => run.traceTier,
+  thread_id: (run) => run.threadId,
+  inputs: (run) => run.inputs,
+  outputs: (run) => run.outputs,
+  error: (run) => run.error,
+  extra: (run) => run.extra,
+  events: (run) => run.events,
+  serialized: (run) => run.serialized,
+  tags: (run) => run.tags,
+  total_tokens: (run) => run.usage.totalTokens,
+  prompt_tokens: (run) => run.usage.promptTokens,
+  completion_tokens: (run) => run.usage.completionTokens,
+  total_cost: (run) => run.usage.totalCost,
+  prompt_cost: (run) => run.usage.promptCost,
+  completion_cost: (run) => run.usage.completionCost,
+  first_token_time: (run) => run.firstTokenTime,
+};
+
+/** The column values of one run, in RUN_COLUMNS order (the ingest benchmark's VALUES-list form). */
 export function runRowValues(run: NormalizedRun, who: Ingester): unknown[] {
-  return [
-    who.workspaceId,
-    run.id,
-    run.sessionId,
-    run.traceId,
-    run.parentRunId,
-    run.parentRunIds,
-    run.referenceExampleId,
-    run.name,
-    run.runType,
-    run.startTime,
-    run.endTime,
-    deriveStatus(run.error, run.endTime),
-    run.parentRunId === null,
-    run.dottedOrder,
-    run.traceTier,
-    run.threadId,
-    run.inputs,
-    run.outputs,
-    run.error,
-    run.extra,
-    run.events,
-    run.serialized,
-    run.tags,
-    run.usage.totalTokens,
-    run.usage.promptTokens,
-    run.usage.completionTokens,
-    run.usage.totalCost,
-    run.usage.promptCost,
-    run.usage.completionCost,
-    run.firstTokenTime,
-    who.apiKeyId ?? null,
-    who.userId ?? null,
-  ];
+  return RUN_COLUMNS.map(([name]) =>
+    name === 'tenant_id' ? who.workspaceId : name === 'api_key_id' ? (who.apiKeyId ?? null) : name === 'user_id' ? (who.userId ?? null) : ROW_VALUE[name]!(run),
+  );
 }
 
 // A stored run's own usage is what it was posted with (its descendants' is added by the roll-ups):
@@ -302,44 +304,25 @@ const needsEscape = (value: string) => value.includes('"') || value.includes('\\
 
 /** How one column's value is written as an element of its parameter's array literal. */
 type Cell = (run: NormalizedRun) => string;
-const orNull = (value: string | null) => value ?? 'NULL';
-const number = (value: number | null) => (value === null ? 'NULL' : String(value));
+const bare = (value: unknown) => (value === null ? 'NULL' : String(value));
 
-// The per-row columns in PER_ROW's order: UUIDs and numbers go bare (they hold no character an array
-// literal quotes), text quoted (arrayElement). JSON columns are not here (jsonbArray).
-const CELLS: Record<string, Cell> = {
-  id: (run) => run.id,
-  session_id: (run) => orNull(run.sessionId),
-  trace_id: (run) => orNull(run.traceId),
-  parent_run_id: (run) => orNull(run.parentRunId),
-  parent_run_ids: (run) => nestedArrayElement(run.parentRunIds, true),
-  reference_example_id: (run) => orNull(run.referenceExampleId),
-  name: (run) => arrayElement(run.name),
-  run_type: (run) => arrayElement(run.runType),
-  start_time: (run) => arrayElement(run.startTime),
-  end_time: (run) => arrayElement(run.endTime),
-  status: (run) => deriveStatus(run.error, run.endTime),
-  is_root: (run) => (run.parentRunId === null ? 't' : 'f'),
-  dotted_order: (run) => arrayElement(run.dottedOrder),
-  trace_tier: (run) => arrayElement(run.traceTier),
-  thread_id: (run) => arrayElement(run.threadId),
-  error: (run) => arrayElement(run.error),
-  tags: (run) => nestedArrayElement(run.tags, false),
-  total_tokens: (run) => number(run.usage.totalTokens),
-  prompt_tokens: (run) => number(run.usage.promptTokens),
-  completion_tokens: (run) => number(run.usage.completionTokens),
-  total_cost: (run) => number(run.usage.totalCost),
-  prompt_cost: (run) => number(run.usage.promptCost),
-  completion_cost: (run) => number(run.usage.completionCost),
-  first_token_time: (run) => arrayElement(run.firstTokenTime),
+// By column type: UUIDs, numbers and booleans go bare (they hold no character an array literal
+// quotes), text and timestamps quoted (arrayElement). JSON columns are not sent so (jsonbArray).
+const ELEMENT_OF_TYPE: Record<string, (value: unknown) => string> = {
+  uuid: bare,
+  integer: bare,
+  float8: bare,
+  boolean: (value) => (value ? 't' : 'f'),
+  'uuid[]': (value) => nestedArrayElement(value as string[], true),
+  'text[]': (value) => nestedArrayElement(value as string[], false),
 };
-const JSON_CELLS: Record<string, (run: NormalizedRun) => JsonbValue | null> = {
-  inputs: (run) => run.inputs,
-  outputs: (run) => run.outputs,
-  extra: (run) => run.extra,
-  events: (run) => run.events,
-  serialized: (run) => run.serialized,
-};
+const CELLS: Record<string, Cell> = Object.fromEntries(
+  PER_ROW.filter(([, type]) => type !== 'jsonb').map(([name, type]) => {
+    const value = ROW_VALUE[name]!;
+    const element = ELEMENT_OF_TYPE[type] ?? arrayElement;
+    return [name, (run: NormalizedRun) => element(value(run))];
+  }),
+);
 
 /**
  * Parameters of insertRunsUnnestSql for these runs: three per-request values, then one per column.
@@ -353,7 +336,7 @@ export function runColumnArrays(runs: NormalizedRun[], who: Ingester): unknown[]
   const items: string[] = new Array<string>(runs.length);
   for (const [name, type] of PER_ROW) {
     if (type === 'jsonb') {
-      params.push(jsonbArray(runs, JSON_CELLS[name]!));
+      params.push(jsonbArray(runs, ROW_VALUE[name] as (run: NormalizedRun) => JsonbValue | null));
       continue;
     }
     if (!runs.length) {
