@@ -347,7 +347,7 @@ export class EventBus {
     this.local.on(subscribed, listener);
     // Unsubscribing is the abort, not the generator's `finally`: a generator never iterated (a reader
     // that found its run already over) never runs its body, and its listeners (the bus's 'close', the
-    // caller's signal) would keep the `on` iterator and its queue alive for as long as the bus lives.
+    // caller's signal) would keep its listener and queue alive for as long as the bus lives.
     stop.signal.addEventListener(
       'abort',
       () => {

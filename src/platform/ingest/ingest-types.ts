@@ -31,6 +31,8 @@ export type NormalizedRun = {
   serialized: JsonbValue | null;
   tags: string[];
   usage: Usage;
+  /** The usage of its descendants stored by the same INSERT, added to its totals there (foldUsageIntoAncestors). */
+  descendantUsage?: Usage;
   firstTokenTime: string | null;
   threadId: string | null;
   /** From a batch whose parents may follow: may have provisional descendants stored to adopt. */

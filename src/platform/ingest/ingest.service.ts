@@ -65,7 +65,7 @@ import {
   RUNS_PER_INSERT,
   takePendingPatchesOfStoredRuns,
 } from './ingest.store.js';
-import { addWaitingUsage, hasUsage, rollUpUsage, type UsageContribution } from './usage-rollups.store.js';
+import { addWaitingUsage, foldUsageIntoAncestors, hasUsage, rollUpUsage, settleFolds } from './usage-rollups.store.js';
 
 export type { Ingester, IngestResult, RunBatch, RunCreate } from './ingest-types.js';
 
@@ -143,9 +143,10 @@ async function storeBatch(deps: Pick<Deps, 'db' | 'config'>, who: Ingester, { po
     const { inserted, patched, deferred, waiting } = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, () =>
       inTransaction(client, async () => {
         await recordAwaitedParents(client, who.workspaceId, unique);
+        const folds = foldUsageIntoAncestors(unique);
         const inserted = await insertRuns(client, who, unique);
         const { patched, contributions } = await applyPatches(client, who.workspaceId, merged, onlySessionId);
-        const waiting = await rollUpUsage(client, who.workspaceId, [...postedUsage(unique, inserted), ...contributions], onlySessionId);
+        const waiting = await rollUpUsage(client, who.workspaceId, [...settleFolds(unique, inserted, folds), ...contributions], onlySessionId);
         const deferred = merged.filter((patch) => !patched.has(patch.id));
         if (deferred.length) await deferPatches(client, who.workspaceId, deferred, onlySessionId);
         if (attachments.length) await insertAttachments(client, who.workspaceId, attachments);
@@ -237,22 +238,15 @@ async function insertRunsThenSweep(client: pg.PoolClient, who: Ingester, runs: N
   const { inserted, waiting } = await retryingDeadlocks(INGEST_DEADLOCK_ATTEMPTS, async () => {
     if (!runs.some((run) => run.parentRunIds.length && hasUsage(run.usage))) return { inserted: await insertRuns(client, who, runs), waiting: [] };
     return inTransaction(client, async () => {
+      // Usage owed to ancestors in this INSERT goes into their totals as they are written.
+      const folds = foldUsageIntoAncestors(runs);
       const inserted = await insertRuns(client, who, runs);
-      return { inserted, waiting: await rollUpUsage(client, who.workspaceId, postedUsage(runs, inserted), onlySessionId) };
+      return { inserted, waiting: await rollUpUsage(client, who.workspaceId, settleFolds(runs, inserted, folds), onlySessionId) };
     });
   });
   if (inserted.size || waiting.length) await applyPendingPatches(client, who.workspaceId, [...inserted, ...waiting]);
   await adoptAfterInsert(client, who.workspaceId, runs, inserted, onlySessionId);
   return inserted;
-}
-
-/** The usage of the runs just stored, owed to their ancestors (a duplicate, not stored, owes nothing again). */
-function postedUsage(runs: NormalizedRun[], inserted: Set<string>): UsageContribution[] {
-  const owed: UsageContribution[] = [];
-  for (const run of runs) {
-    if (run.parentRunIds.length && inserted.has(run.id) && hasUsage(run.usage)) owed.push({ from: run.id, ancestors: run.parentRunIds, usage: run.usage });
-  }
-  return owed;
 }
 
 /**

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { deriveStatus, type JsonbValue, toJsonb, toText } from './derive.js';
 import { afterRunsStoredCtes } from './ingest-hooks.js';
 import type { Ingester, NormalizedPatch, NormalizedRun, RunAttachment } from './ingest-types.js';
-import { hasUsage, USAGE_COLUMNS, type UsageContribution } from './usage-rollups.store.js';
+import { hasUsage, USAGE_COLUMNS, type UsageContribution, withDescendants } from './usage-rollups.store.js';
 
 /**
  * The statement of findParentRuns ($1 tenant, $2 run ids, and $3 the project when `inProject`): each
@@ -144,6 +144,8 @@ const RUN_COLUMNS = [
   ['total_cost', 'float8'],
   ['prompt_cost', 'float8'],
   ['completion_cost', 'float8'],
+  // A run's own usage; the columns above hold its total, its descendants' in the same INSERT added.
+  ...USAGE_COLUMNS.map(([column, type]) => [`own_${column}`, type] as const),
   ['first_token_time', 'timestamptz'],
   ['api_key_id', 'uuid'],
   ['user_id', 'uuid'],
@@ -173,14 +175,12 @@ const ROW_VALUE: Record<string, (run: NormalizedRun) => unknown> = {
   events: (run) => run.events,
   serialized: (run) => run.serialized,
   tags: (run) => run.tags,
-  total_tokens: (run) => run.usage.totalTokens,
-  prompt_tokens: (run) => run.usage.promptTokens,
-  completion_tokens: (run) => run.usage.completionTokens,
-  total_cost: (run) => run.usage.totalCost,
-  prompt_cost: (run) => run.usage.promptCost,
-  completion_cost: (run) => run.usage.completionCost,
   first_token_time: (run) => run.firstTokenTime,
 };
+for (const [column, , key] of USAGE_COLUMNS) {
+  ROW_VALUE[column] = (run) => withDescendants(run.usage[key], run.descendantUsage?.[key] ?? null);
+  ROW_VALUE[`own_${column}`] = (run) => run.usage[key];
+}
 
 /** The column values of one run, in RUN_COLUMNS order (the ingest benchmark's VALUES-list form). */
 export function runRowValues(run: NormalizedRun, who: Ingester): unknown[] {
@@ -189,10 +189,6 @@ export function runRowValues(run: NormalizedRun, who: Ingester): unknown[] {
   );
 }
 
-// A stored run's own usage is what it was posted with (its descendants' is added by the roll-ups):
-// copied from the usage columns in the INSERT rather than sent twice.
-const OWN_COLUMNS = USAGE_COLUMNS.map(([column]) => `own_${column}`).join(',');
-const OWN_VALUES = (table: string) => USAGE_COLUMNS.map(([column]) => `${table}.${column}`).join(',');
 
 const valuesClause = (rows: number, columns: readonly (readonly [string, string])[]) => {
   const width = columns.length;
@@ -208,7 +204,7 @@ export function insertRunsSql(rows: number, returning = 'RETURNING id'): string 
   const columns = RUN_COLUMNS.map(([name]) => name).join(',');
   return `WITH v(${columns}) AS (VALUES ${valuesClause(rows, RUN_COLUMNS)}),
     claimed AS (INSERT INTO trace_run_ids (tenant_id, id, start_time) SELECT tenant_id, id, start_time FROM v ON CONFLICT DO NOTHING RETURNING id)
-    INSERT INTO trace_runs (${columns},${OWN_COLUMNS}) SELECT v.*, ${OWN_VALUES('v')} FROM v WHERE v.id IN (SELECT id FROM claimed) ${returning}`;
+    INSERT INTO trace_runs (${columns}) SELECT v.* FROM v WHERE v.id IN (SELECT id FROM claimed) ${returning}`;
 }
 
 // The ingest INSERT: one parameter per column, zipped into rows by ROWS FROM. PostgreSQL plans it once
@@ -234,8 +230,8 @@ function unnestInsertSql(): string {
     if (type === 'jsonb') return `jsonb_array_elements(${param}::jsonb)`;
     return `unnest(${param}::${ARRAY_COLUMNS.has(name) ? 'text' : type}[])`;
   });
-  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')},${OWN_COLUMNS})
-    SELECT ${select.join(',')},${OWN_VALUES('u')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')})`;
+  return `INSERT INTO trace_runs (${RUN_COLUMNS.map(([name]) => name).join(',')})
+    SELECT ${select.join(',')} FROM ROWS FROM (${sources.join(',')}) AS u(${PER_ROW.map(([name]) => name).join(',')})`;
 }
 
 /** The INSERT of runs from per-column arrays (ingest's form, the benchmark's raw ceiling), claiming ids as `claim` says. */

@@ -167,6 +167,52 @@ describe('token and cost roll-ups', () => {
     expect((await direct.readRun(other.id)).total_tokens ?? null).toBeNull();
   });
 
+  it('adds usage into ancestors written by the same request, re-sent runs beside them counted once', async () => {
+    const project = `rollups-batch-${randomUUID().slice(0, 8)}`;
+    // A request that re-sends a stored run answers 409 naming it, and stores the rest.
+    const post = async (runs: [Node, Node | null, string, Record<string, unknown>?][], resent?: Node) => {
+      const response = await fetch(`${platform.url}/runs/batch`, {
+        method: 'POST',
+        headers: { 'x-api-key': tenant.adminKey, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          post: runs.map(([run, parent, runType, outputs]) => ({
+            id: run.id, name: runType, run_type: runType, inputs: {}, start_time: run.startTime, end_time: at(900), session_name: project,
+            trace_id: run.traceId, dotted_order: run.dottedOrder, ...(parent ? { parent_run_id: parent.id } : {}), ...(outputs ? { outputs } : {}),
+          })),
+        }),
+      });
+      const text = await response.text();
+      if (resent) expect([response.status, text]).toEqual([409, expect.stringContaining(resent.id)]);
+      else expect(response.status, text).toBeLessThan(300);
+    };
+    const tokens = async (id: string) => (await direct().readRun(id)).total_tokens ?? null;
+
+    // A whole trace in one request: the LLM runs' usage is in their ancestors' totals as they are written.
+    const root = node(null, 0);
+    const step = node(root, 10);
+    const model = node(step, 20);
+    const other = node(root, 30);
+    await post([[root, null, 'chain'], [step, root, 'chain'], [model, step, 'llm', usage(10, 5)], [other, root, 'llm', usage(1, 2)]]);
+    expect([await tokens(root.id), await tokens(step.id), await tokens(model.id), await tokens(other.id)]).toEqual([18, 15, 15, 3]);
+    // Its own usage stays its own: a patch of the model's usage passes on the difference only.
+    await direct().updateRun(model.id, { end_time: at(950), outputs: usage(10, 7), trace_id: root.id, dotted_order: model.dottedOrder });
+    expect([await tokens(root.id), await tokens(step.id), await tokens(model.id)]).toEqual([20, 17, 17]);
+
+    // An LLM run stored before its parent, re-sent with the parent: the parent counts it once.
+    const parent = node(null, 100);
+    const early = node(parent, 110);
+    await post([[early, parent, 'llm', usage(4, 4)]]);
+    await post([[parent, null, 'chain'], [early, parent, 'llm', usage(4, 4)]], early);
+    expect([await tokens(parent.id), await tokens(early.id)]).toEqual([8, 8]);
+
+    // A stored root re-sent with a new LLM run under it: the stored root gets the run's usage.
+    const stored = node(null, 200);
+    const late = node(stored, 210);
+    await post([[stored, null, 'chain']]);
+    await post([[stored, null, 'chain'], [late, stored, 'llm', usage(2, 1)]], stored);
+    expect([await tokens(stored.id), await tokens(late.id)]).toEqual([3, 3]);
+  });
+
   it('rolls OTLP spans up in any order, through parents stored after their children', async () => {
     const project = `rollups-otlp-${randomUUID().slice(0, 8)}`;
     const hex = (bytes: number) => randomUUID().replaceAll('-', '').slice(0, bytes * 2);
