@@ -2,7 +2,8 @@
 // (own_*, an LLM run's) plus that of every stored descendant, as LangSmith shows a trace's root and
 // each parent. Kept at write time, so reads stay a row's columns: whatever changes a run's own usage
 // (its INSERT, a patch, its adoption under further ancestors) passes the change on to the ancestors it
-// names in parent_run_ids, in the same transaction. An ancestor not stored yet gets it when it comes:
+// names in parent_run_ids, in the same transaction: into the totals of ancestors the same INSERT
+// writes (foldUsageIntoAncestors), by an UPDATE of those stored before. An ancestor not stored yet gets it when it comes:
 // the amount waits in trace_run_pending_patches (usage_delta), taken by the same sweep as early
 // patches, so whichever of the two requests commits last applies it.
 import type pg from 'pg';
