@@ -132,6 +132,20 @@ export async function waitForRevision(api: Api, deploymentId: string, revisionId
   }
 }
 
+/** Waits for a revision that must deploy; if it does not, the test fails with the revision's build and deploy logs, which say why. */
+export async function waitForDeployed(api: Api, deploymentId: string, revisionId: string, timeoutMs?: number): Promise<any> {
+  const revision = await waitForRevision(api, deploymentId, revisionId, timeoutMs);
+  if (revision.status !== 'DEPLOYED') {
+    const logs: string[] = [];
+    for (const type of ['build', 'deploy']) {
+      const { body } = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}`);
+      logs.push(`${type} log: ${JSON.stringify(body).slice(-4000)}`);
+    }
+    expect.fail(`revision ${revisionId} ended ${revision.status}, not DEPLOYED\n${logs.join('\n')}`);
+  }
+  return revision;
+}
+
 export const deploymentBody = (repoUrl: string, overrides: { name?: string; repo_ref?: string; graph_config_path?: string; secrets?: { name: string; value: string }[] } = {}) => ({
   name: overrides.name ?? 'echo',
   source: 'github',

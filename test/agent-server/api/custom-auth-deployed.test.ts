@@ -19,7 +19,7 @@ import {
   makeGitRepo,
   startControlPlanePlatform,
   stopControlPlanePlatform,
-  waitForRevision,
+  waitForDeployed, waitForRevision,
 } from '../../support/deployments.js';
 import { GATEWAY_IDENTITY_HEADER, GATEWAY_SIGNATURE_HEADER } from '../../../src/contracts/gateway-protocol.js';
 import { openProtocolSocket, refusedUpgrade } from '../../support/protocol-socket.js';
@@ -40,7 +40,7 @@ let plainUrl: string;
 async function deploy(repoUrl: string, name: string): Promise<string> {
   const created = await api('POST', '/v2/deployments', { body: deploymentBody(repoUrl, { name }) });
   expect(created.status).toBe(201);
-  expect((await waitForRevision(api, created.body.id, created.body.latest_revision_id, 240_000)).status).toBe('DEPLOYED');
+  await waitForDeployed(api, created.body.id, created.body.latest_revision_id, 240_000);
   return created.body.id;
 }
 

@@ -8,7 +8,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import { Client as LangSmith } from 'langsmith';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, waitForRevision } from '../../support/deployments.js';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, waitForDeployed } from '../../support/deployments.js';
 import { listKeys, type S3Server, startS3 } from '../../support/exports.js';
 import { startBalancer } from '../../support/balancer.js';
 import { adminLoginUrl, databaseUrl, graphql } from '../../support/helpers.js';
@@ -96,7 +96,7 @@ describe('two api and two worker processes on one PostgreSQL', () => {
     expect(created.status).toBe(201);
     const deploymentId: string = created.body.id;
     // Followed through the other api process.
-    expect((await waitForRevision(controlPlane(1), deploymentId, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    await waitForDeployed(controlPlane(1), deploymentId, created.body.latest_revision_id);
 
     const [a, b] = apis.map((api) => new Client({ apiUrl: `${api.url}/deployments/${deploymentId}`, defaultHeaders: { 'x-api-key': key } }));
     const thread = await a!.threads.create();
@@ -120,7 +120,7 @@ describe('two api and two worker processes on one PostgreSQL', () => {
 
   it('replacing the workers one at a time while clients run: the deployment is handed over, no request fails, no run is lost', async () => {
     const created = await controlPlane(1)('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(echoGraph('v2')).url, { name: 'rolled' }) });
-    expect((await waitForRevision(controlPlane(0), created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    await waitForDeployed(controlPlane(0), created.body.id, created.body.latest_revision_id);
     // The SDK as users have it: it retries what a gateway answers while a deployment moves (503).
     const retried = retriedStatuses();
     const client = new Client({ apiUrl: `${apis[0]!.url}/deployments/${created.body.id}`, defaultHeaders: { 'x-api-key': key }, callerOptions: { onFailedResponseHook: retried.hook } });
@@ -247,7 +247,7 @@ export const graph = new StateGraph(State)
 `,
     };
     const created = await controlPlane(0)('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(streaming).url, { name: 'streaming' }) });
-    expect((await waitForRevision(controlPlane(1), created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    await waitForDeployed(controlPlane(1), created.body.id, created.body.latest_revision_id);
 
     const balancer = await startBalancer(apis.map((api) => api.url));
     try {

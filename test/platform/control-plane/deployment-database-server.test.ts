@@ -14,7 +14,7 @@ import { type EmbeddedDatabase, startEmbeddedPostgres } from '../../../src/datab
 import { deploymentDatabaseName } from '../../../src/platform/services/deployments/deployment-database.js';
 import { buildTenant } from '../../support/factories.js';
 import type { TestPlatform } from '../../support/helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from '../../support/deployments.js';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForDeployed } from '../../support/deployments.js';
 
 const serverDir = mkdtempSync(join(tmpdir(), 'agent-platform-deployments-server-'));
 chmodSync(serverDir, 0o755);
@@ -52,7 +52,7 @@ describe("deployments' databases on a server of their own", () => {
     const created = await api('POST', '/v2/deployments', { body: deploymentBody(makeGitRepo(echoGraph('v1')).url, { name: 'elsewhere' }) });
     expect(created.status).toBe(201);
     const deploymentId: string = created.body.id;
-    expect((await waitForRevision(api, deploymentId, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    await waitForDeployed(api, deploymentId, created.body.latest_revision_id);
 
     const agent = new Client({ apiUrl: `${platform.url}/deployments/${deploymentId}`, defaultHeaders: { 'x-api-key': key } });
     const thread = await agent.threads.create();

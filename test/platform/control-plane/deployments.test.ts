@@ -10,7 +10,7 @@ import { findRevision } from '../../../src/platform/services/deployments/revisio
 import { revisionGraphConfigPath } from '../../../src/platform/launcher/source-checkout.js';
 import { buildTenant } from '../../support/factories.js';
 import { databaseUrl, type TestPlatform } from '../../support/helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, echoGraph, type GitRepo, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from '../../support/deployments.js';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, type GitRepo, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForDeployed, waitForRevision } from '../../support/deployments.js';
 
 let platform: TestPlatform;
 let tenant: Awaited<ReturnType<typeof buildTenant>>;
@@ -138,7 +138,7 @@ describe('the typical sequence', () => {
     expect((await ask(url, 'still here')).reply).toBe('v1: still here');
 
     const latest = await patchRevision(deployment.id, { repo_ref: 'v2' });
-    expect((await waitForRevision(api, deployment.id, latest)).status).toBe('DEPLOYED');
+    await waitForDeployed(api, deployment.id, latest);
     expect((await ask(url, 'hello')).reply).toBe('v2: hello');
     // The gateway's refusal of a keyless page carries the active revision's CORS: its page reads the 401, another's does not.
     const refusedAt = async (origin: string) => (await fetch(`${url}/info`, { headers: { origin } })).headers.get('access-control-allow-origin');
@@ -255,13 +255,13 @@ describe('bad input and tenancy', () => {
     const created = await api('POST', '/v2/deployments', { body: withIntegration('integrated') });
     expect(created.status).toBe(201);
     expect(created.body.source_config.integration_id).toBe(integration.body.id);
-    expect((await waitForRevision(api, created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    await waitForDeployed(api, created.body.id, created.body.latest_revision_id);
     expect((await api('DELETE', `/v2/deployments/${created.body.id}`)).status).toBe(204);
   }, 180_000);
 
   it("keeps one deployment's threads, runs and state invisible at another deployment's url of the same workspace", async () => {
     const [first, second] = await Promise.all(['one', 'two'].map((name) => api('POST', '/v2/deployments', { body: deploymentBody(repo.url, { name }) })));
-    for (const created of [first!, second!]) expect((await waitForRevision(api, created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    for (const created of [first!, second!]) await waitForDeployed(api, created.body.id, created.body.latest_revision_id);
     const [a, b] = [sdk(first!.body.url), sdk(second!.body.url)];
     const thread = await a.threads.create();
     const run = await a.runs.create(thread.thread_id, 'agent', { input: { input: 'private' } });

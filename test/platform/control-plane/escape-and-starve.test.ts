@@ -25,7 +25,7 @@ import { REFUSED_NETWORKS } from '../../../src/platform/launcher/sandbox-network
 import { watchPushedRefs } from '../../../src/platform/jobs/revisions-watch.job.js';
 import { buildTenant } from '../../support/factories.js';
 import type { TestPlatform } from '../../support/helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from '../../support/deployments.js';
+import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForDeployed } from '../../support/deployments.js';
 
 const LIMITS = { pids: 160, connections: 40, tempFiles: 8 * 1024 * 1024, filesMb: 20, databaseMb: 60 };
 
@@ -198,7 +198,7 @@ beforeAll(async () => {
   body.source_config.resource_spec = { disk_mb: LIMITS.filesMb, database_mb: LIMITS.databaseMb } as never;
   const created = await api('POST', '/v2/deployments', { body });
   attacker = created.body;
-  expect((await waitForRevision(api, attacker.id, attacker.latest_revision_id)).status).toBe('DEPLOYED');
+  await waitForDeployed(api, attacker.id, attacker.latest_revision_id);
   client = new Client({ apiUrl: `${platform.url}/deployments/${attacker.id}`, defaultHeaders: { 'x-api-key': tenant.adminKey } });
   // Root-owned targets outside every sandbox, made by the test.
   outside = mkdtempSync('/tmp/agent-platform-outside-');

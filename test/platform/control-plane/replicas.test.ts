@@ -7,7 +7,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
 import type { TestPlatform } from '../../support/helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from '../../support/deployments.js';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForDeployed } from '../../support/deployments.js';
 
 // A graph whose slow run says (in the store) which agent server runs it, and routes of the project's
 // own that say which agent server answered, or make it die. Processes in a sandbox all see their own
@@ -66,7 +66,7 @@ describe('a deployment with two replicas', () => {
     const created = await api('POST', '/v2/deployments', { body: { ...body, source_config: { ...body.source_config, resource_spec: { replicas: 2 } } } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const deploymentId: string = created.body.id;
-    expect((await waitForRevision(api, deploymentId, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    await waitForDeployed(api, deploymentId, created.body.latest_revision_id);
     expect(await liveRuntimes(deploymentId)).toHaveLength(2);
 
     const base = `${platform.url}/deployments/${deploymentId}`;

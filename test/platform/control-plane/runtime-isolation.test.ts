@@ -20,7 +20,7 @@ import { buildTenant } from '../../support/factories.js';
 import { createClient } from 'graphql-ws';
 import { WebSocket } from 'ws';
 import { graphql, type TestPlatform } from '../../support/helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, PLATFORM_CALLS_SOURCE, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from '../../support/deployments.js';
+import { type Api, controlPlaneApi, deploymentBody, makeGitRepo, PLATFORM_CALLS_SOURCE, startControlPlanePlatform, stopControlPlanePlatform, waitForDeployed } from '../../support/deployments.js';
 
 // What deployed code tries with its own login, in its own database; each answer is 'ok <rows>' or the SQLSTATE.
 const PROBES: Record<string, string> = {
@@ -158,7 +158,7 @@ beforeAll(async () => {
   expect(created.status).toBe(201);
   deployment = created.body;
   deploymentUrl = `${platform.url}/deployments/${deployment.id}`;
-  expect((await waitForRevision(api, deployment.id, deployment.latest_revision_id)).status).toBe('DEPLOYED');
+  await waitForDeployed(api, deployment.id, deployment.latest_revision_id);
 }, 240_000);
 let cleanupOther: (() => Promise<void>) | undefined;
 afterAll(async () => {

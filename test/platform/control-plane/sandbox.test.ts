@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeSandbox } from '../../../src/platform/launcher/sandbox.js';
 import { buildTenant } from '../../support/factories.js';
 import type { TestPlatform } from '../../support/helpers.js';
-import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from '../../support/deployments.js';
+import { type Api, controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForDeployed, waitForRevision } from '../../support/deployments.js';
 
 /** What the attacker tries; each answer is 'ok <what it got>' or the error's code. */
 const ATTACK = `
@@ -121,7 +121,7 @@ beforeAll(async () => {
   body.source_config.resource_spec = { memory_mb: 1024, cpu: 0.5 } as never;
   const created = await api('POST', '/v2/deployments', { body });
   victim = created.body;
-  expect((await waitForRevision(api, victim.id, victim.latest_revision_id)).status).toBe('DEPLOYED');
+  await waitForDeployed(api, victim.id, victim.latest_revision_id);
 
   const { dataDir } = platform.deps.config;
   // The data directory's secret files: the database superuser's password (embedded PostgreSQL) and an installation key file.

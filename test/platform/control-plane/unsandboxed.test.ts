@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTenant } from '../../support/factories.js';
 import { startTestPlatform, type TestPlatform } from '../../support/helpers.js';
-import { controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, stopControlPlanePlatform, waitForRevision } from '../../support/deployments.js';
+import { controlPlaneApi, deploymentBody, echoGraph, makeGitRepo, stopControlPlanePlatform, waitForDeployed, waitForRevision } from '../../support/deployments.js';
 
 // One platform at a time: both would work the build queue of the file's one database.
 let running: TestPlatform | undefined;
@@ -36,7 +36,7 @@ describe('no sandbox on this machine', () => {
     const { platform, api } = await start(true);
     expect((await (await fetch(`${platform.url}/info`)).json()).deployments).toEqual({ sandbox: null, unsandboxed_allowed: true });
     const created = await api('POST', '/v2/deployments', { body: deploymentBody(repoUrl) });
-    expect((await waitForRevision(api, created.body.id, created.body.latest_revision_id)).status).toBe('DEPLOYED');
+    await waitForDeployed(api, created.body.id, created.body.latest_revision_id);
     const logs = await api('GET', `/v2/deployments/${created.body.id}/revisions/${created.body.latest_revision_id}/logs?type=build`);
     expect(logs.body.resources[0].message).toMatch(/NOT sandboxed/);
     await api('DELETE', `/v2/deployments/${created.body.id}`);
