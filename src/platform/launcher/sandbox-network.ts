@@ -120,7 +120,7 @@ function runToEnd(file: string, args: string[], input?: string): Promise<void> {
 
 /**
  * Gives a sandbox started with `--unshare-net --info-fd --block-fd` its network: reads which process
- * it is, starts its slirp4netns and sets its routes (at once), then lets its command start. The
+ * it is, starts its slirp4netns, sets its routes once that is ready, then lets its command start. The
  * slirp4netns process ends with the sandbox (and with this process: it reads the end of a pipe only
  * this process holds). Rejects, the sandbox killed, when any step fails.
  */
@@ -152,7 +152,9 @@ export async function connectSandboxNetwork(sandbox: ChildProcess, fds: { info: 
     slirp.once('error', reject);
     slirp.once('exit', (code) => reject(new Error(`slirp4netns exited (${code}): ${slirpErrors.trim()}`)));
   });
-  const routes = runToEnd(tools.nsenter, [`--target=${pid}`, '--net', '--', tools.ip, '-batch', '-'], `${routeCommands(config.allowed).join('\n')}\n`);
+  // Its routes once slirp4netns has configured tap0: set while it does, `ip` failed now and then
+  // ("RTNETLINK answers: File exists" on the second route: 4 of 180 sandboxes started 6 at a time).
+  const routes = ready.then(() => runToEnd(tools.nsenter, [`--target=${pid}`, '--net', '--', tools.ip, '-batch', '-'], `${routeCommands(config.allowed).join('\n')}\n`));
   let timer: NodeJS.Timeout | undefined;
   const tooLong = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not ready within ${SETUP_TIMEOUT_MS / 1000} s: ${slirpErrors.trim()}`)), SETUP_TIMEOUT_MS)));
   try {
