@@ -11,7 +11,7 @@ const isolated = probeNetwork(NETWORK as never).isolated;
 /** A bubblewrap sandbox in a network of its own that prints its routes once connected. */
 async function routesOfNewSandbox(): Promise<string> {
   const child = spawn(
-    'bwrap',
+    '/usr/bin/bwrap',
     ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-net', '--unshare-pid', '--die-with-parent', '--info-fd', '3', '--block-fd', '4', '--', '/usr/sbin/ip', 'route', 'show'],
     { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] },
   );
