@@ -20,13 +20,16 @@
 // the service's statements), each stage's CPU on that thread, the PostgreSQL backend's CPU, statements
 // and bytes per request: counts that hold on a loaded machine, where the throughput figures do not.
 //
-// The load comes from a worker thread that builds and gzips every request body before the clock
-// starts, so the measurement is the server's work, not the client's serialisation.
+// The load comes from a child process that builds and gzips every request body before the clock
+// starts, so the measurement is the server's work, not the client's serialisation, and this
+// process's CPU (by thread: main, ingest threads, libuv's pool, V8's helpers) is the server's alone.
+import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { makeRequests, RUNS_PER_REQUEST, RUNS_PER_TRACE } from './ingest-payload.js';
 import { otlpBody } from './otlp-payload.js';
@@ -36,26 +39,49 @@ import { createBenchTenant, startBenchPlatform } from './tenant.js';
 type LoadOptions = { url: string; key: string; requests: number; concurrency: number; session: string; format?: 'multipart' | 'otlp' };
 type LoadResult = { busyMs: number; cpuMs: number; runsSent: number; statuses: Record<number, number>; latenciesMs: number[]; wallMs: number; bodyBytes: number; rawBytes: number };
 
+/**
+ * Names the calling OS thread (Linux keeps 15 characters), so the per-thread CPU of the HTTP phase
+ * tells the bench's own threads from the server's (ingest threads are `ap-ingest`, V8's helpers `node`).
+ */
+function nameThread(name: string) {
+  try {
+    writeFileSync('/proc/thread-self/comm', name.slice(0, 15));
+  } catch {
+    // not Linux: per-thread figures lump it with V8's helpers
+  }
+}
+
 /** CPU time of the calling thread alone, in ms (not the process: the server, client and PostgreSQL are told apart). */
 function threadCpuMs(): number {
   const usage = process.threadCpuUsage();
   return (usage.user + usage.system) / 1000;
 }
 
-// ───────────────────────────── load generator (worker thread) ─────────────────────────────
+// ───────────────────────────── load generator (child process) ─────────────────────────────
 
-async function generateLoad(options: LoadOptions): Promise<LoadResult> {
+// The load generator is a process of its own, so every CPU figure of this process is the server's:
+// as a worker thread of this process its setup (building and gzipping the bodies, ~40 µs per run)
+// and its isolate's garbage collection (V8's helper threads are shared by the process) were counted
+// as the server's ingest threads. It builds its bodies, says it is ready, and posts them when told to
+// go, so the clock starts with the first post.
+
+/** The bodies of one load, built and gzipped: the setup the measurement leaves out. */
+function prepareRequests(options: LoadOptions) {
   const built = makeRequests(options.session, options.requests, options.format === 'otlp' ? 2_000_000 : 0);
   // The OTLP phase posts the same trees as spans (bench/otlp-payload.ts), the project in Langsmith-Project.
-  const requests = options.format === 'otlp' ? built.map((request) => ({ ...request, ...otlpBody(request.runs) })) : built;
+  return options.format === 'otlp' ? built.map((request) => ({ ...request, ...otlpBody(request.runs) })) : built;
+}
+
+async function generateLoad(options: LoadOptions, requests: ReturnType<typeof prepareRequests>): Promise<LoadResult> {
   const target = options.format === 'otlp'
     ? { path: '/otel/v1/traces', headers: () => ({ 'x-api-key': options.key, 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip', 'langsmith-project': options.session }) }
-    : { path: '/runs/multipart', headers: (request: (typeof built)[number]) => ({ 'x-api-key': options.key, 'content-type': `multipart/form-data; boundary=${request.boundary}`, 'content-encoding': 'gzip' }) };
+    : { path: '/runs/multipart', headers: (request: (typeof requests)[number]) => ({ 'x-api-key': options.key, 'content-type': `multipart/form-data; boundary=${request.boundary}`, 'content-encoding': 'gzip' }) };
   const statuses: Record<number, number> = {};
   const latenciesMs: number[] = [];
   let next = 0;
   const elu = performance.eventLoopUtilization();
-  const cpu = threadCpuMs();
+  // The whole process (its GC helpers too): it does nothing else.
+  const cpu = process.cpuUsage();
   const started = performance.now();
   const lane = async () => {
     while (next < requests.length) {
@@ -72,9 +98,10 @@ async function generateLoad(options: LoadOptions): Promise<LoadResult> {
     }
   };
   await Promise.all(Array.from({ length: options.concurrency }, lane));
+  const used = process.cpuUsage(cpu);
   return {
     busyMs: performance.eventLoopUtilization(elu).active,
-    cpuMs: threadCpuMs() - cpu,
+    cpuMs: (used.user + used.system) / 1000,
     runsSent: requests.length * RUNS_PER_REQUEST,
     statuses,
     latenciesMs,
@@ -84,14 +111,59 @@ async function generateLoad(options: LoadOptions): Promise<LoadResult> {
   };
 }
 
-// The worker threads of this bench: the load generator, or the stage breakdown (on a thread of its
-// own, so its CPU clock counts only ingestion's work, not the server's in the main thread).
+const LOAD_PROCESS = 'BENCH_INGEST_LOAD_PROCESS';
+/** Load generator processes, left out of PostgreSQL's count (which walks this process's descendants). */
+const loadProcesses = new Set<number>();
+
+if (process.env[LOAD_PROCESS]) {
+  process.once('message', (options: LoadOptions) => {
+    const requests = prepareRequests(options);
+    process.once('message', () => {
+      generateLoad(options, requests).then(
+        (result) => process.send!(result, () => process.disconnect()),
+        (error: unknown) => {
+          throw error;
+        },
+      );
+    });
+    process.send!('ready');
+  });
+}
+
+/** Starts a load generator and waits until its bodies are built; `run` posts them and resolves with the figures. */
+function prepareLoad(options: LoadOptions): Promise<{ run: () => Promise<LoadResult> }> {
+  return new Promise((resolve, reject) => {
+    // Forked with this process's exec arguments: tsx's loader comes with them.
+    const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, [LOAD_PROCESS]: '1' } });
+    loadProcesses.add(child.pid!);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      loadProcesses.delete(child.pid!);
+      if (code) reject(new Error(`the load generator exited with code ${code}`));
+    });
+    child.once('message', () => {
+      resolve({
+        run: () =>
+          new Promise<LoadResult>((done, failed) => {
+            child.once('message', (result: LoadResult) => done(result));
+            child.once('exit', (code) => code && failed(new Error(`the load generator exited with code ${code}`)));
+            child.send('go');
+          }),
+      });
+    });
+    child.send(options);
+  });
+}
+
+const runLoad = async (options: LoadOptions) => (await prepareLoad(options)).run();
+
+// The worker thread of this bench: the stage breakdown (on a thread of its own, so its CPU clock
+// counts only ingestion's work, not the server's in the main thread).
 type ProfileOptions = { mode: 'profile'; config: import('../src/config.js').Config; databaseUrl: string; who: Ingester; session: string; requests: number };
 type Ingester = { workspaceId: string; apiKeyId: null; userId: string };
 
 if (!isMainThread) {
-  const data = workerData as LoadOptions | ProfileOptions;
-  ('mode' in data ? profileInThread(data) : generateLoad(data)).then(
+  profileInThread(workerData as ProfileOptions).then(
     (result) => parentPort!.postMessage(result),
     (error: unknown) => {
       throw error;
@@ -143,8 +215,9 @@ async function main() {
       const before = await countRuns(platform.deps.db.pool, workspace.id);
       const walBefore = await walLsn(platform.deps.db.pool);
       const httpWaits = await sampleWaits(platform.deps.db.url);
+      const generator = await prepareLoad({ url: platform.url!, key, requests: REQUESTS, concurrency: CONCURRENCY, session });
       const cpuBefore = cpuSnapshot();
-      const load = await runLoad({ url: platform.url!, key, requests: REQUESTS, concurrency: CONCURRENCY, session });
+      const load = await generator.run();
       const cpu = cpuSince(cpuBefore);
       const waits = await httpWaits.stop();
       const walBytes = await walBytesSince(platform.deps.db.pool, walBefore);
@@ -248,8 +321,10 @@ async function main() {
     console.log(`  ack latency       p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms`);
     console.log(`  responses         ${JSON.stringify(load.statuses)}`);
     const perRun = (ms: number | null, runs: number) => (ms === null ? 'n/a' : `${((ms / runs) * 1000).toFixed(0)} µs`);
-    const serverOtherMs = cpu.processMs - cpu.mainCpuMs - load.cpuMs;
-    console.log(`  CPU per run       server main thread ${perRun(cpu.mainCpuMs, load.runsSent)}, server ingest threads + GC ${perRun(serverOtherMs, load.runsSent)}, PostgreSQL ${perRun(cpu.postgresMs, load.runsSent)}; bench client (load generator thread) ${perRun(load.cpuMs, load.runsSent)} (thread CPU clocks and /proc)`);
+    // This process is the server alone: the load generator is a process of its own.
+    const serverOtherMs = cpu.processMs - cpu.mainCpuMs;
+    console.log(`  CPU per run       server main thread ${perRun(cpu.mainCpuMs, load.runsSent)}, server ingest threads + GC ${perRun(serverOtherMs, load.runsSent)}, PostgreSQL ${perRun(cpu.postgresMs, load.runsSent)}; bench client (load generator process) ${perRun(load.cpuMs, load.runsSent)} (thread CPU clocks and /proc)`);
+    console.log(`  CPU per thread    ${formatRoles(cpu.byThreadName, load.runsSent)} (/proc/self/task, 10 ms ticks)`);
     console.log(`  machine           ${(cpu.machineMs / cpu.wallMs).toFixed(2)} of ${availableParallelism()} cores busy, ${(cpu.othersMs / cpu.wallMs).toFixed(2)} by other processes`);
     console.log(`  PostgreSQL        ${formatWaits(httpWaitProfile)}`);
     console.log(`  PostgreSQL CPU    ${formatRoles(cpu.postgresByRole, load.runsSent)}`);
@@ -328,6 +403,7 @@ function backendCpuMs(pid: number): number {
  * that backend's CPU read from /proc.
  */
 async function profileInThread(options: ProfileOptions): Promise<Breakdown> {
+  nameThread('bench-profile');
   const { pino } = await import('pino');
   const { configInThread, createDeps } = await import('../src/wiring.js');
   const { deps, stop } = await createDeps(configInThread(options.config), pino({ level: 'warn' }), { databaseUrl: options.databaseUrl, listen: false });
@@ -536,9 +612,7 @@ function printBreakdown(b: Breakdown) {
   console.log(`  bytes per request: ${Math.round(o.bytes.encoded / b.requests).toLocaleString('en-US')} gzip → ${Math.round(o.bytes.decoded / b.requests).toLocaleString('en-US')} protobuf`);
 }
 
-const runLoad = (options: LoadOptions) => inWorker<LoadResult>(options);
-
-function inWorker<T>(options: LoadOptions | ProfileOptions): Promise<T> {
+function inWorker<T>(options: ProfileOptions): Promise<T> {
   return new Promise((resolve, reject) => {
     // A worker does not inherit tsx's loader: register it, then load this file in the worker.
     const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
@@ -554,7 +628,31 @@ function inWorker<T>(options: LoadOptions | ProfileOptions): Promise<T> {
 // CPU accounting for the HTTP phase, so a figure taken on a shared machine can be read: how busy the
 // server's main thread was, what this process (server and load generator) and its PostgreSQL used, and
 // how much of the machine other processes took. PostgreSQL and machine figures come from /proc (Linux).
-type CpuSnapshot = { at: number; elu: EventLoopUtilization; mainCpu: number; process: NodeJS.CpuUsage; postgres: ReturnType<typeof postgresCpuMs>; machine: number | null };
+type CpuSnapshot = { at: number; elu: EventLoopUtilization; mainCpu: number; process: NodeJS.CpuUsage; postgres: ReturnType<typeof postgresCpuMs>; machine: number | null; threads: Map<number, { name: string; ms: number }> };
+
+/**
+ * utime + stime of each of this process's threads, in ms, by thread id with its name: the main
+ * thread as `main`, ingest threads `ap-ingest`, the breakdown's `bench-profile`, libuv's pool
+ * (async gunzip, DNS, fs) `libuv-worker`, V8's helpers (GC, compilers) `node`.
+ */
+function threadCpu(): Map<number, { name: string; ms: number }> {
+  const threads = new Map<number, { name: string; ms: number }>();
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      try {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        const name = Number(tid) === process.pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+        threads.set(Number(tid), { name, ms: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS });
+      } catch {
+        // exited meanwhile
+      }
+    }
+  } catch {
+    // not Linux
+  }
+  return threads;
+}
 
 const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
 
@@ -590,7 +688,7 @@ function postgresCpuMs(): { total: number; byRole: Map<string, number> } | null 
     for (let grew = true; grew; ) {
       grew = false;
       for (const [pid, stat] of stats) {
-        if (!ours.has(pid) && ours.has(stat.ppid)) {
+        if (!ours.has(pid) && ours.has(stat.ppid) && !loadProcesses.has(pid)) {
           ours.add(pid);
           total += stat.ms;
           byRole.set(stat.role, (byRole.get(stat.role) ?? 0) + stat.ms);
@@ -616,7 +714,7 @@ function machineCpuMs(): number | null {
 }
 
 function cpuSnapshot(): CpuSnapshot {
-  return { at: performance.now(), elu: performance.eventLoopUtilization(), mainCpu: threadCpuMs(), process: process.cpuUsage(), postgres: postgresCpuMs(), machine: machineCpuMs() };
+  return { at: performance.now(), elu: performance.eventLoopUtilization(), mainCpu: threadCpuMs(), process: process.cpuUsage(), postgres: postgresCpuMs(), machine: machineCpuMs(), threads: threadCpu() };
 }
 
 function cpuSince(start: CpuSnapshot) {
@@ -627,7 +725,13 @@ function cpuSince(start: CpuSnapshot) {
   const postgresByRole = new Map<string, number>();
   for (const [role, ms] of end.postgres?.byRole ?? []) postgresByRole.set(role, ms - (start.postgres?.byRole.get(role) ?? 0));
   const machineMs = start.machine === null || end.machine === null ? 0 : end.machine - start.machine;
+  // Threads born in the window count from zero; those that ended in it are the process's remainder.
+  const byThreadName = new Map<string, number>();
+  for (const [tid, { name, ms }] of end.threads) byThreadName.set(name, (byThreadName.get(name) ?? 0) + ms - (start.threads.get(tid)?.ms ?? 0));
+  const liveMs = [...byThreadName.values()].reduce((sum, ms) => sum + ms, 0);
+  if (end.threads.size) byThreadName.set('threads ended meanwhile', processMs - liveMs);
   return {
+    byThreadName,
     wallMs: end.at - start.at,
     mainBusyMs: performance.eventLoopUtilization(end.elu, start.elu).active,
     mainCpuMs: end.mainCpu - start.mainCpu,
@@ -657,7 +761,7 @@ async function countRuns(pool: import('pg').Pool, workspaceId: string): Promise<
   return rows[0]!.n;
 }
 
-if (isMainThread) {
+if (isMainThread && !process.env[LOAD_PROCESS]) {
   main().catch((error: unknown) => {
     console.error(error);
     process.exitCode = 1;
