@@ -42,7 +42,7 @@ export async function decompress(body: Buffer, encoding: string, limits: Decompr
     switch (encoding) {
       case 'gzip':
       case 'x-gzip':
-        return await inflate(body, outputLimit, zlib.gunzipSync, zlib.gunzip);
+        return await inflate(body, outputLimit, zlib.gunzipSync, zlib.gunzip, gzipOutputChunk(body));
       case 'deflate':
         return await inflate(body, outputLimit, zlib.inflateSync, zlib.inflate);
       case 'br':
@@ -67,20 +67,34 @@ export async function decompress(body: Buffer, encoding: string, limits: Decompr
   }
 }
 
-type SyncDecoder = (body: Buffer, options: { maxOutputLength: number }) => Buffer;
+type SyncDecoder = (body: Buffer, options: { maxOutputLength: number; chunkSize?: number }) => Buffer;
 type DecodeOptions = { maxOutputLength: number; chunkSize: number; params?: Record<number, number> };
 type AsyncDecoder = (body: Buffer, options: DecodeOptions, done: (error: Error | null, result: Buffer) => void) => void;
 
-async function inflate(body: Buffer, limit: number, decodeSync: SyncDecoder, decodeAsync: AsyncDecoder): Promise<Buffer> {
+async function inflate(body: Buffer, limit: number, decodeSync: SyncDecoder, decodeAsync: AsyncDecoder, chunkSize?: number): Promise<Buffer> {
   if (body.length <= SYNC_INPUT_MAX) {
     try {
-      return decodeSync(body, { maxOutputLength: Math.min(limit, SYNC_OUTPUT_MAX) });
+      const decoded = decodeSync(body, { maxOutputLength: Math.min(limit, SYNC_OUTPUT_MAX), chunkSize });
+      // A chunk sized by a trailer that overstated the body is not kept whole behind a small result.
+      return chunkSize && decoded.length < chunkSize / 2 ? Buffer.copyBytesFrom(decoded) : decoded;
     } catch (error) {
       // Larger than the event loop's share: decode again on the thread pool, up to the real limit.
       if ((error as { code?: string }).code !== 'ERR_BUFFER_TOO_LARGE' || limit <= SYNC_OUTPUT_MAX) throw error;
     }
   }
   return decodeOffLoop(body, limit, decodeAsync);
+}
+
+// zlib's default output chunk is 16 KiB: a 250 KiB multipart body was 16 chunks joined by one more
+// copy. A gzip member ends with its decoded size (ISIZE, modulo 2^32), so the output gets one chunk of
+// that size (one byte more, so a full chunk does not make zlib allocate another for nothing); a
+// trailer that understates it only means more chunks, one that overstates it is capped by the sync limit.
+const MIN_OUTPUT_CHUNK = 16 * 1024;
+
+function gzipOutputChunk(body: Buffer): number | undefined {
+  if (body.length < 18) return undefined;
+  const declared = body.readUInt32LE(body.length - 4);
+  return Math.min(Math.max(declared + 1, MIN_OUTPUT_CHUNK), SYNC_OUTPUT_MAX);
 }
 
 // Large decodes run a few at a time: each may hold up to the output limit (and its caller the parsed
