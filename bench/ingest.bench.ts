@@ -11,8 +11,8 @@
 // --write-connections <n> (INSERTs in flight per ingest thread, group commit; 64 = a statement per
 // request, as before group commit; default: the configuration's default),
 // --ingest-threads <n> (threads parsing and storing ingested runs; 0: the request thread; default: the
-// configuration's default), --rounds <n> (default 3), --profile-requests <n> (default 40: requests of the breakdown, one at a
-// time and then all at once), --json
+// configuration's default), --rounds <n> (default 3), --warmup-requests <n> (default 200: posts before the first round),
+// --profile-requests <n> (default 40: requests of the breakdown, one at a time and then all at once), --json
 // <file> (also write the figures as { name: { value, unit, floor? } }, read by `npm run bench`).
 //
 // Then the breakdown: fresh requests through ingestion's stages one at a time, in a worker thread of
@@ -185,6 +185,7 @@ async function main() {
       'ingest-threads': { type: 'string' },
       'write-connections': { type: 'string' },
       'profile-requests': { type: 'string', default: '40' },
+      'warmup-requests': { type: 'string', default: '200' },
       rounds: { type: 'string', default: '3' },
       json: { type: 'string' },
     },
@@ -204,8 +205,11 @@ async function main() {
     const { workspace, user, key } = await createBenchTenant(platform.deps);
     const session = 'bench-ingest';
 
-    // Warm-up: a few requests through the whole path (JIT, connections, the project row).
-    await runLoad({ url: platform.url!, key, requests: 20, concurrency: 4, session });
+    // Warm-up through the whole path (JIT, connections, the project row), as many posts as a round of
+    // --requests 200: the rounds measure a process that has been ingesting, as a platform is. After 20
+    // posts V8's helper threads were still compiling: 20-26 µs per run of CPU in the next 300 posts
+    // against 6-13 after 400 (all server threads: 68-74 µs per run against 50-59).
+    await runLoad({ url: platform.url!, key, requests: Number(args['warmup-requests']), concurrency: CONCURRENCY, session });
 
     const who = { workspaceId: workspace.id, apiKeyId: null, userId: user.id };
     const projects = await resolveProjectIds(platform.deps.db.pool, workspace.id, { ids: [], names: [`${session}-raw`] });
