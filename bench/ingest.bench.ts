@@ -630,8 +630,8 @@ function inWorker<T>(options: ProfileOptions): Promise<T> {
 }
 
 // CPU accounting for the HTTP phase, so a figure taken on a shared machine can be read: how busy the
-// server's main thread was, what this process (server and load generator) and its PostgreSQL used, and
-// how much of the machine other processes took. PostgreSQL and machine figures come from /proc (Linux).
+// server's main thread was, what this process (the server alone: the load generator is a child process
+// left out) and its PostgreSQL used, by thread, and how much of the machine other processes took. PostgreSQL and machine figures come from /proc (Linux).
 type CpuSnapshot = { at: number; elu: EventLoopUtilization; mainCpu: number; process: NodeJS.CpuUsage; postgres: ReturnType<typeof postgresCpuMs>; machine: number | null; threads: Map<number, { name: string; ms: number }> };
 
 /**
