@@ -216,10 +216,11 @@ async function main() {
 
     /** One HTTP phase: REQUESTS multipart posts from CONCURRENCY clients, with the server's CPU, waits and WAL. */
     const measureHttp = async () => {
+      // The bodies are built first: the waits sampled and the WAL counted are the load's alone.
+      const generator = await prepareLoad({ url: platform.url!, key, requests: REQUESTS, concurrency: CONCURRENCY, session });
       const before = await countRuns(platform.deps.db.pool, workspace.id);
       const walBefore = await walLsn(platform.deps.db.pool);
       const httpWaits = await sampleWaits(platform.deps.db.url);
-      const generator = await prepareLoad({ url: platform.url!, key, requests: REQUESTS, concurrency: CONCURRENCY, session });
       const cpuBefore = cpuSnapshot();
       const load = await generator.run();
       const cpu = cpuSince(cpuBefore);
