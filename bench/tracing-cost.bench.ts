@@ -1,6 +1,6 @@
 // `npm run bench:tracing`: what tracing an agent run costs, in counts that hold on a loaded machine.
 // The bench's two-node graph is run in this process, as the runtime runs it (the agent-run tracer of
-// `root`, its onEnd awaited, concurrent runs), three ways:
+// `root`, its onEnd awaited, the executor's configurable and metadata, concurrent runs), three ways:
 //   off    no tracer;
 //   built  the tracer, its trace handed to a batcher that only counts (JS work on the run's thread);
 //   stored the tracer and the real TraceBatcher writing to a fresh platform's PostgreSQL.
@@ -90,7 +90,10 @@ async function measureRoot(root: string): Promise<Record<Way, Figures>> {
       const runId = newId();
       const tracer = way === 'off' ? undefined : createAgentRunTracer(deps, who, 'bench-tracing', batcher);
       const tracing = tracer?.({ runId, threadId: runId, assistantId: runId, graphId: 'two_node', deploymentId: runId });
-      await graph.invoke(input, { runId, ...(tracing ? { callbacks: tracing.callbacks } : {}) });
+      // The config the runtime's executor gives a run: its ids as configurable and as metadata (with
+      // tracing on, LangChain copies that metadata with the callbacks at every step).
+      const ids = { thread_id: runId, run_id: runId, assistant_id: runId, graph_id: 'two_node' };
+      await graph.invoke(input, { runId, configurable: ids, metadata: { ...ids, run_attempt: 1 }, ...(tracing ? { callbacks: tracing.callbacks } : {}) });
       await tracing?.onEnd?.({ status: 'success' });
     };
     const runMany = async (way: Way, batcher: unknown, runs: number) => {
