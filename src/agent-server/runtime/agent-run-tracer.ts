@@ -12,6 +12,7 @@ import { getRuntimeEnvironment } from '@langchain/core/utils/env';
 import type { RunStatus } from '../services/runs/runs.schemas.js';
 import type { Deps } from '../../context.js';
 import type { Ingester, RunCreate, TraceSink } from '../../contracts/trace-wire.js';
+import { installLinearCallbackManagerCopy } from './callback-manager-copy.js';
 
 /**
  * The tracing seam: a runtime may be given a tracer per run (trace ingestion supplies one
@@ -29,6 +30,8 @@ export type RunTracer = (run: { runId: string; threadId: string; assistantId: st
  * LangSmith.
  */
 export function createAgentRunTracer(deps: Pick<Deps, 'logger'>, who: Ingester, projectName: string, batcher: Pick<TraceSink, 'add'>): RunTracer {
+  // A traced run's callback manager is copied several times per node: in linear time from here on.
+  installLinearCallbackManagerCopy();
   return () => {
     const collector = new TraceCollector((posts) => batcher.add(who, { post: posts }), projectName);
     return {

@@ -9,6 +9,7 @@ import type { Deps } from '../../context.js';
 import { deleteRuntime, insertRuntime } from '../services/served-deployment/served-deployment.store.js';
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from './agent-run-tracer.js';
+import { installLinearCallbackManagerCopyForGraphs } from './callback-manager-copy.js';
 import { loadCustomApp } from './custom-app.js';
 import { applyGraphConfigEnv, readGraphConfig } from '../../contracts/graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
@@ -81,6 +82,8 @@ export async function runDeployment(
     if (sink) steps.push(() => sink.close());
     const ctx: RuntimeContext = { ...deps, deployment: { deploymentId: spec.deploymentId, graphs, persistence, queue, traces: sink } };
     const tracer = spec.tracing && sink ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, sink) : undefined;
+    // Traced runs copy their callback manager at every step: in linear time on the graphs' LangChain too.
+    if (tracer) await installLinearCallbackManagerCopyForGraphs(config.graphs.map((graph) => graph.file));
     let recorded: Parameters<typeof insertRuntime>[1] | undefined;
     // A database outage freed its liveness lock, and a sweep may have removed its row meanwhile.
     const livenessRetaken = async () => {
