@@ -4,10 +4,10 @@
 //   ingest    trace ingestion (langsmith SDK): {"error": "...", "details": "..."}
 //   plain     agent server (langgraph SDK): a plain-text message, read as "HTTP 404: <message>"
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import type {} from 'pino-http';
 import type { Logger } from 'pino';
 import { AppError, appErrorFromDatabase, type ErrorCode, isAppError } from '../errors.js';
 import { unstorableTextFromDatabase } from '../limits/json.js';
+import { requestLogger } from './request-log.js';
 
 export type ErrorDialect = 'fastapi' | 'ingest' | 'plain';
 
@@ -51,8 +51,8 @@ export function httpStatus(error: unknown, logger: Logger): { status: number; me
 export function errorHandler(dialect: ErrorDialect, logger: Logger): ErrorRequestHandler {
   return (error, req, res, next) => {
     if (res.headersSent) return next(error);
-    // `req.log` (pino-http) carries the request id, so the log line can be found from a report.
-    const { status, message, details } = httpStatus(error, req.log ?? logger);
+    // The request's logger carries its id, so the log line can be found from a report.
+    const { status, message, details } = httpStatus(error, requestLogger(req, logger));
     send(res, dialect, status, message, details);
   };
 }

@@ -4,7 +4,6 @@ import type { AddressInfo } from 'node:net';
 import express, { type Router } from 'express';
 import { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { pinoHttp } from 'pino-http';
 import { WebSocketServer } from 'ws';
 import type { GraphQLContext } from './graphql/builder.js';
 import { createGraphQLServer, GRAPHQL_PATH, graphqlContext, toGraphQLError } from './graphql/yoga.js';
@@ -13,7 +12,7 @@ import { errorHandler, graphqlBodyErrorHandler } from '../http/errors.js';
 import { consoleRouter } from './rest/console.routes.js';
 import { graphqlContentType } from '../http/graphql-content-type.js';
 import { jsonBody } from '../http/json-body.js';
-import { requestIdOf } from '../http/request-id.js';
+import { requestLog } from '../http/request-log.js';
 import { restRouter } from './rest/router.js';
 import { deploymentsGateway, deploymentsGatewayFirst, forwardDeploymentUpgrade, isDeploymentUpgrade } from './rest/deployments-gateway.js';
 import type { Deps } from '../context.js';
@@ -62,29 +61,12 @@ export function buildApp(deps: Deps, options: AppOptions = {}): App {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
-  const logsSuccesses = deps.logger.isLevelEnabled('debug');
   // The gateway first: a request it forwards is the deployment's agent server's to log and route
   // (its X-Request-Id comes back from there); passing the platform's request logger, console and
   // routers first was ~10% of the gateway's CPU per run. What it does not forward goes on below.
   // (A deployment's url in its common shape does not even reach Express: deploymentsGatewayFirst.)
   if (!options.routers) app.use('/deployments/:deploymentId', deploymentsGateway(deps));
-  app.use(
-    pinoHttp({
-      logger: deps.logger,
-      genReqId: (req, res) => {
-        const id = requestIdOf(req);
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      // 'silent' rather than a disabled 'debug': pino-http then skips building the line of every
-      // successful request (measured: ~5% of the api thread's CPU under load at the default level).
-      customLogLevel: (_req, res, error) =>
-        error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : logsSuccesses ? 'debug' : 'silent',
-      serializers: {
-        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
-      },
-    }),
-  );
+  app.use(requestLog(deps.logger));
   // Parsed here so the configured body limit applies to GraphQL too; yoga reads a pre-parsed body.
   // `all`, not `use`: yoga must see the full path, which `use` would strip.
   app.all(GRAPHQL_PATH, graphqlContentType, ...jsonBody(deps.config), (req, res) => yoga(req, res));

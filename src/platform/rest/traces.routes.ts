@@ -22,6 +22,7 @@ import { traceWorkspace } from '../services/traces/workspace.js';
 import { authenticate, authenticateIngest } from './auth.js';
 import { afterRefusedBody, errorHandler, httpStatus } from '../../http/errors.js';
 import { publicOrigin } from '../../http/public-origin.js';
+import { requestLogger } from '../../http/request-log.js';
 import { parseQuery } from '../../http/validate.js';
 import { ingestEncoded } from '../ingest/ingest-threads.js';
 import { asObject, type IngestRequest, multipartBoundary, parseJsonBody, readBody, readRawBody } from '../ingest/ingest-wire.js';
@@ -219,7 +220,7 @@ export function tracesRouter(deps: Deps): Router {
   const otlpErrors: ErrorRequestHandler = (error, req, res, next) => {
     if (req.route?.path !== OTLP_TRACES_PATH || res.headersSent) return next(error);
     const encoding = otlpEncoding(req.get('content-type')) ?? 'json';
-    const { status, message } = httpStatus(error, req.log ?? deps.logger);
+    const { status, message } = httpStatus(error, requestLogger(req, deps.logger));
     const answer = () => sendOtlp(res, encoding, status, encodeStatus(encoding, status, message));
     if (status === 413) afterRefusedBody(res, answer);
     else answer();
