@@ -3,6 +3,7 @@
 // subscription). A run's stream is its run_events plus the bus's signals (run-stream.ts), so a reader
 // follows it from whichever process it is in.
 import { AppError } from '../../../errors.js';
+import { SUBSCRIPTION_ENDED } from '../../../events.js';
 import { isUuid } from '../../../ids.js';
 import type { AgentServerContext } from '../served-deployment/deployment-scope.js';
 import type { AuthorizedContext } from '../custom-auth/custom-auth.js';
@@ -31,13 +32,13 @@ export async function withRunSignals<T>(
   work: (signals: AsyncGenerator<RunStreamSignal>) => Promise<T>,
 ): Promise<T> {
   const stop = new AbortController();
-  const onAbort = () => stop.abort();
+  const onAbort = () => stop.abort(SUBSCRIPTION_ENDED);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
     return await work(ctx.events.subscribe('runs.stream', { key: runId, signal: stop.signal, resync: { runId, resync: true } }));
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    stop.abort();
+    stop.abort(SUBSCRIPTION_ENDED);
   }
 }
 
