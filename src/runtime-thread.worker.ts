@@ -50,8 +50,11 @@ try {
   stopProcess = stopRuntime;
 
   port.on('message', (command: RuntimeThreadCommand) => {
-    if (command === 'wake') running.wake();
-    else if (command === 'stop') void stop();
+    if (command === 'wake') {
+      // Cleared before the fetch the wake-up starts: a run created after this sends another.
+      Atomics.store(data.wakeSent, 0, 0);
+      running.wake();
+    } else if (command === 'stop') void stop();
     else if (command.type === 'app-answer') {
       answers.get(command.id)?.(command.status);
       answers.delete(command.id);
