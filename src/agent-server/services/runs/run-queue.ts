@@ -150,10 +150,26 @@ export class RunQueue {
       },
     });
     if (!captured || captured.values.length !== 1 || typeof captured.values[0] !== 'string') return undefined;
-    const text = captured.text.trim();
-    if (!/^INSERT\b/i.test(text) || /\$(?!1\b)\d/.test(text) || !text.includes('$1::text::json')) return undefined;
-    return { text, payload: captured.values[0] };
+    const text = this.usableJobInsert(captured.text);
+    return text === undefined ? undefined : { text, payload: captured.values[0] };
   }
+
+  /**
+   * pg-boss's insert text, checked once: the same text object is given for each run, so a statement
+   * built around it can be built once too (insertRun), and the ~5 KB text is neither scanned nor
+   * hashed again per run. Undefined when it is not of the shape that fits in a WITH clause.
+   */
+  private usableJobInsert(captured: string): string | undefined {
+    if (this.jobInserts.has(captured)) return this.jobInserts.get(captured);
+    const text = captured.trim();
+    const usable = /^INSERT\b/i.test(text) && !/\$(?!1\b)\d/.test(text) && text.includes('$1::text::json') ? text : undefined;
+    // One text per queue and kind of insert: a handful, unless pg-boss starts to vary it per job.
+    if (this.jobInserts.size >= 16) this.jobInserts.clear();
+    this.jobInserts.set(captured, usable);
+    return usable;
+  }
+
+  private readonly jobInserts = new Map<string, string | undefined>();
 
   /** Enqueues a run inside the caller's transaction (`client`), so the job exists exactly when the row does. */
   async send(client: pg.PoolClient, job: { runId: string; threadId: string; stateful: boolean; jobId: string; startAfterSeconds?: number }): Promise<string | null> {

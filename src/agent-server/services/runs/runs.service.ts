@@ -18,7 +18,7 @@ import { RUN_KWARGS, RUN_KWARGS_SEALED } from './runs.schemas.js';
 
 const THREAD_METADATA = { model: 'thread', field: 'metadata' } as const;
 import { followToEnd, waitForRun, withRunSignals } from './run-follow.service.js';
-import { assertThread, getRun, RUN_NOT_FOUND, toRun, visibleRunIds } from './run-reads.service.js';
+import { assertThread, getRun, RUN_NOT_FOUND, visibleRunIds } from './run-reads.service.js';
 import { isTerminalStatus } from './run-stream.js';
 import {
   RunBatchCreate,
@@ -191,11 +191,26 @@ async function createParsedRun(
       }
       woken = wake !== undefined;
       announced = pending !== undefined;
-      return await toRun(ctx, inserted.row);
+      return createdRun(inserted);
     }
     await ctx.deployment.queue.send(client as pg.PoolClient, job);
-    return await toRun(ctx, inserted.row);
+    return createdRun(inserted);
   };
+  // The row as written: what was sent (before sealing), and the times the database gave it.
+  const createdRun = (inserted: { createdAt: Date; updatedAt: Date }): Run => ({
+    runId,
+    threadId,
+    assistantId,
+    status: 'pending',
+    metadata,
+    kwargs,
+    multitaskStrategy: strategy,
+    output: null,
+    attempt: 0,
+    cancelReason: null,
+    createdAt: inserted.createdAt,
+    updatedAt: inserted.updatedAt,
+  });
 
   const { run, inflight } =
     inOneStatement
