@@ -160,16 +160,15 @@ export class RunQueue {
    * hashed again per run. Undefined when it is not of the shape that fits in a WITH clause.
    */
   private usableJobInsert(captured: string): string | undefined {
-    if (this.jobInserts.has(captured)) return this.jobInserts.get(captured);
+    // Compared, not looked up in a map: comparing the texts costs less than hashing the new one.
+    if (captured === this.lastJobInsert?.captured) return this.lastJobInsert.usable;
     const text = captured.trim();
     const usable = /^INSERT\b/i.test(text) && !/\$(?!1\b)\d/.test(text) && text.includes('$1::text::json') ? text : undefined;
-    // One text per queue and kind of insert: a handful, unless pg-boss starts to vary it per job.
-    if (this.jobInserts.size >= 16) this.jobInserts.clear();
-    this.jobInserts.set(captured, usable);
+    this.lastJobInsert = { captured, usable };
     return usable;
   }
 
-  private readonly jobInserts = new Map<string, string | undefined>();
+  private lastJobInsert: { captured: string; usable: string | undefined } | undefined;
 
   /** Enqueues a run inside the caller's transaction (`client`), so the job exists exactly when the row does. */
   async send(client: pg.PoolClient, job: { runId: string; threadId: string; stateful: boolean; jobId: string; startAfterSeconds?: number }): Promise<string | null> {
