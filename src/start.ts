@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { Router } from 'express';
+import type { RequestHandler } from 'express';
 import { type AgentServer, type AgentServerSpec, startAgentServer } from './agent-server/agent-server.js';
 import { agentServerReference as agentServerReferenceRouter } from './agent-server/rest/openapi.operations.js';
 import type { Config } from './config.js';
@@ -93,7 +93,7 @@ export function startPlatform(config: Config, logger: Logger): Promise<RunningPl
 }
 
 /** The agent server's API reference, which the platform serves at every deployment's url (buildApp's `agentServerReference`). */
-export const agentServerReference = (): Router => agentServerReferenceRouter();
+export const agentServerReference = (): RequestHandler => agentServerReferenceRouter();
 
 /**
  * Starts the agent server of a local deployment in this process, on its own database (made by the

@@ -1,7 +1,7 @@
 // buildApp(): Express + graphql-yoga + graphql-ws on one http.Server, with graceful stop.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import express, { type Router } from 'express';
+import express, { type RequestHandler } from 'express';
 import { GraphQLError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
@@ -34,7 +34,7 @@ export type AppOptions = {
    * The surfaces this server answers besides /graphql: the web console and the platform's REST router by default; the
    * `serve` command mounts one agent server at the root instead.
    */
-  routers?: Router[];
+  routers?: RequestHandler[];
   /**
    * Who a GraphQL request without an API key acts as (the local `serve` command answers without
    * credentials, like `langgraph dev`); by default such requests get 401.
@@ -50,7 +50,7 @@ export type AppOptions = {
    * /openapi.json) by the platform itself: an entry point gives it, the platform importing nothing of
    * the agent server.
    */
-  agentServerReference?: Router;
+  agentServerReference?: RequestHandler;
 };
 
 // How long stop() lets open requests (streams, long polls) finish before closing their connections.

@@ -1,7 +1,7 @@
 // Every operation of the agent server (`serve`, and each deployment at /deployments/<id>), with the
 // zod schemas its services parse. A new routes file exports its operations and joins OPERATIONS below
 // in one line; the OpenAPI test fails for a mounted route missing here.
-import type { Router } from 'express';
+import type { RequestHandler } from 'express';
 import { apiReferenceRouter } from '../../http/openapi/reference.routes.js';
 import { JsonRpcRequest } from '../services/a2a/a2a.schemas.js';
 import { CronCount, CronCreate, CronPatch, CronSearch } from '../services/crons/crons.schemas.js';
@@ -198,4 +198,4 @@ export const agentServerSurface = (options: { apiKey: boolean }): Surface => ({
  * deployment's url, before and while its agent server runs: the same document, which names no
  * deployment's data, with the platform's API key as its credential.
  */
-export const agentServerReference = (): Router => apiReferenceRouter(agentServerSurface({ apiKey: true }));
+export const agentServerReference = (): RequestHandler => apiReferenceRouter(agentServerSurface({ apiKey: true }));

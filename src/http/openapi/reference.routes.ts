@@ -4,7 +4,8 @@
 // for every deployment and tells nothing about any tenant.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { type Request, Router } from 'express';
+import { type Request, type RequestHandler, Router } from 'express';
+import { enteredFor } from '../entered-for.js';
 import { openApiDocument, type Operation, type Surface } from './document.js';
 
 const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -49,7 +50,7 @@ export const referenceOperations: Operation[] = [
 ];
 
 /** /openapi.json, /docs and its assets for `surface`, at wherever the router is mounted. */
-export function apiReferenceRouter(surface: Surface): Router {
+export function apiReferenceRouter(surface: Surface): RequestHandler {
   const router = Router();
   // Built once, when first asked for (not on every agent server's start, ~60 ms): only `servers`
   // differs between mounts (/, /deployments/<id>).
@@ -74,5 +75,5 @@ export function apiReferenceRouter(surface: Surface): Router {
     if (!type) return next();
     res.type(type).set('Cache-Control', 'public, max-age=86400').sendFile(join(SWAGGER_UI_DIR, req.params.file));
   });
-  return router;
+  return enteredFor(/^\/(openapi\.json|docs)(\/|$)/i, router);
 }

@@ -1,5 +1,5 @@
 // Control-plane REST paths under /v2/deployments (FastAPI dialect); also answered under /api-host.
-import { Router } from 'express';
+import { type RequestHandler, Router } from 'express';
 import type { Deps } from '../../context.js';
 import * as deployments from '../services/deployments/deployments.service.js';
 import * as revisions from '../services/deployments/revisions.service.js';
@@ -65,7 +65,7 @@ export function deploymentMetricsRouter(deps: Deps): Router {
  * exists, even before its first revision runs, and 404 (plain text, as the agent server's errors) at
  * the url of one that does not.
  */
-export function deploymentPages(deps: Deps, agentServerReference: Router | undefined): Router {
+export function deploymentPages(deps: Deps, agentServerReference: RequestHandler | undefined): Router {
   const router = Router({ mergeParams: true });
   router.use(async (req, _res, next) => {
     next((await deployments.deploymentExists(deps, String(req.params.deploymentId))) ? undefined : AppError.notFound('Deployment not found'));

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import type { Deps } from '../../context.js';
 import { AppError } from '../../errors.js';
 import { errorHandler } from '../../http/errors.js';
+import { enteredFor } from '../../http/entered-for.js';
 import { jsonBody } from '../../http/json-body.js';
 import { parseQuery } from '../../http/validate.js';
 import * as feedback from '../services/traces/feedback.service.js';
@@ -93,7 +94,7 @@ export function feedbackRouter(deps: Deps): Router {
  * the credential, no API key is read, and any origin may call it, as LangSmith's. Part of
  * feedbackRouter; `serve` mounts it alone beside its agent server, whose runs' feedback urls it answers.
  */
-export function feedbackTokenUrlRouter(deps: Deps): Router {
+export function feedbackTokenUrlRouter(deps: Deps): RequestHandler {
   const router = Router();
   // A token's url is called from pages and scripts that may not label their JSON.
   const lenientJson = jsonBody(deps.config, { lenient: true });
@@ -130,5 +131,5 @@ export function feedbackTokenUrlRouter(deps: Deps): Router {
 
   const errors = errorHandler('fastapi', deps.logger);
   router.use(((error, req, res, next) => (req.route ? errors(error, req, res, next) : next(error))) as ErrorRequestHandler);
-  return router;
+  return enteredFor(/^\/feedback\/tokens\//i, router);
 }

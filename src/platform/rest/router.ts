@@ -1,5 +1,5 @@
 // The REST front door: each surface is a sub-router with its own body parsing and error dialect.
-import { Router } from 'express';
+import { type RequestHandler, Router } from 'express';
 import type { Deps } from '../../context.js';
 import { bulkExportsRouter } from './exports.routes.js';
 import { authIntegrationsListenersRouter } from './auth-integrations-listeners.routes.js';
@@ -20,7 +20,7 @@ import { usageRouter } from './usage.routes.js';
  * platform serves at every deployment's url (an entry point gives it: the platform imports nothing of
  * the agent server); the rest of a deployment's url is its own agent server's (the gateway, in app.ts).
  */
-export function restRouter(deps: Deps, agentServerReference?: Router): Router {
+export function restRouter(deps: Deps, agentServerReference?: RequestHandler): Router {
   const router = Router();
 
   router.get('/ok', healthCheck(deps));
