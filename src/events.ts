@@ -77,15 +77,11 @@ type Relay = { port: MessagePort; follows: Set<string>; locks: Map<string, { rel
 
 // Every envelope starts with its name, whether JSON.stringify or json_build_object wrote it.
 const ENVELOPE_NAME = /^\{\s*"n"\s*:\s*"([^"\\]*)"/;
-/**
- * The reason to abort a subscription's signal with when its reader is done with it. abort() without
- * one builds an AbortError DOMException, stack trace and all, which nobody reads: one or two per run
- * followed were ~2% of the api thread's CPU per runs/wait at `serve`.
- */
-export const SUBSCRIPTION_ENDED = 'subscription ended';
 
 export class EventBus {
   private readonly local = new EventEmitter({ captureRejections: false });
+  /** How to end each live subscription (when the bus stops). */
+  private readonly subscriptions = new Set<() => void>();
   /** Live subscriptions per event name: notifications nobody here subscribes to are not even parsed. */
   private readonly subscribers = new Map<string, number>();
   /** What the subscriptions given `resync` receive when the bus listens again, by topic, and how many there are. */
@@ -268,7 +264,7 @@ export class EventBus {
   async stop(): Promise<void> {
     this.closed = true;
     clearTimeout(this.reconnectTimer);
-    this.local.emit('close');
+    for (const end of [...this.subscriptions]) end();
     this.local.removeAllListeners();
     this.relayed?.port.close();
     await this.listener?.end().catch(() => undefined);
@@ -328,8 +324,6 @@ export class EventBus {
    * aborts or the bus stops; breaking out of a for-await unsubscribes.
    */
   subscribe<N extends EventName>(name: N, options: { key?: string; signal?: AbortSignal; resync?: EventMap[N] } = {}): AsyncGenerator<EventMap[N]> {
-    const stop = new AbortController();
-    const abort = () => stop.abort(SUBSCRIPTION_ENDED);
     const count = (this.subscribers.get(name) ?? 0) + 1;
     this.subscribers.set(name, count);
     if (count === 1) this.relayed?.port.postMessage({ follow: name, on: true } satisfies RelayRequest);
@@ -339,8 +333,6 @@ export class EventBus {
       resync.count++;
       this.resyncs.set(subscribed, resync);
     }
-    this.local.once('close', abort);
-    options.signal?.addEventListener('abort', abort, { once: true });
     // A queue of our own rather than `events.on`, which allocates a 2048-slot buffer per iterator: a
     // subscription per followed run made it a measurable share of the API thread's CPU per run
     // (bench:runs-paired).
@@ -351,41 +343,44 @@ export class EventBus {
       wake?.();
     };
     this.local.on(subscribed, listener);
-    // Unsubscribing is the abort, not the generator's `finally`: a generator never iterated (a reader
-    // that found its run already over) never runs its body, and its listeners (the bus's 'close', the
-    // caller's signal) would keep its listener and queue alive for as long as the bus lives.
-    stop.signal.addEventListener(
-      'abort',
-      () => {
-        const left = this.subscribers.get(name)! - 1;
-        this.subscribers.set(name, left);
-        if (left === 0 && !this.closed) this.relayed?.port.postMessage({ follow: name, on: false } satisfies RelayRequest);
-        const resync = options.resync !== undefined ? this.resyncs.get(subscribed) : undefined;
-        if (resync && --resync.count === 0) this.resyncs.delete(subscribed);
-        this.local.off('close', abort);
-        this.local.off(subscribed, listener);
-        options.signal?.removeEventListener('abort', abort);
-        wake?.();
-      },
-      { once: true },
-    );
-    if (options.signal?.aborted) stop.abort(SUBSCRIPTION_ENDED);
-    // What arrived before the abort is still delivered; then the iterable ends.
+    // Unsubscribing is `end`, called by the caller's signal, the bus stopping and `return()`, not only
+    // by the generator's `finally`: a generator never iterated (a reader that found its run already
+    // over) never runs its body, and its listeners would keep its listener and queue alive for as
+    // long as the bus lives. A function and a flag rather than an AbortController of its own, whose
+    // abort dispatches an event: two per runs/wait were ~2% of the api thread's CPU per run.
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      const left = this.subscribers.get(name)! - 1;
+      this.subscribers.set(name, left);
+      if (left === 0 && !this.closed) this.relayed?.port.postMessage({ follow: name, on: false } satisfies RelayRequest);
+      const resync = options.resync !== undefined ? this.resyncs.get(subscribed) : undefined;
+      if (resync && --resync.count === 0) this.resyncs.delete(subscribed);
+      this.subscriptions.delete(end);
+      this.local.off(subscribed, listener);
+      options.signal?.removeEventListener('abort', end);
+      wake?.();
+    };
+    this.subscriptions.add(end);
+    options.signal?.addEventListener('abort', end, { once: true });
+    if (options.signal?.aborted) end();
+    // What arrived before the end is still delivered; then the iterable ends.
     const generator = (async function* () {
       try {
         for (;;) {
           if (queue.length) yield queue.shift()!;
-          else if (stop.signal.aborted) return;
+          else if (ended) return;
           else await new Promise<void>((resolve) => (wake = resolve));
         }
       } finally {
-        stop.abort(SUBSCRIPTION_ENDED);
+        end();
       }
     })();
     // `return()` on a generator that has not started skips its body (and `finally`): unsubscribe here.
     const finish = generator.return.bind(generator);
     generator.return = (value) => {
-      stop.abort(SUBSCRIPTION_ENDED);
+      end();
       return finish(value);
     };
     return generator;

@@ -3,7 +3,6 @@
 // subscription). A run's stream is its run_events plus the bus's signals (run-stream.ts), so a reader
 // follows it from whichever process it is in.
 import { AppError } from '../../../errors.js';
-import { SUBSCRIPTION_ENDED } from '../../../events.js';
 import { isUuid } from '../../../ids.js';
 import type { AgentServerContext } from '../served-deployment/deployment-scope.js';
 import type { AuthorizedContext } from '../custom-auth/custom-auth.js';
@@ -31,14 +30,12 @@ export async function withRunSignals<T>(
   signal: AbortSignal | undefined,
   work: (signals: AsyncGenerator<RunStreamSignal>) => Promise<T>,
 ): Promise<T> {
-  const stop = new AbortController();
-  const onAbort = () => stop.abort(SUBSCRIPTION_ENDED);
-  signal?.addEventListener('abort', onAbort, { once: true });
+  const signals = ctx.events.subscribe('runs.stream', { key: runId, signal, resync: { runId, resync: true } });
   try {
-    return await work(ctx.events.subscribe('runs.stream', { key: runId, signal: stop.signal, resync: { runId, resync: true } }));
+    return await work(signals);
   } finally {
-    signal?.removeEventListener('abort', onAbort);
-    stop.abort(SUBSCRIPTION_ENDED);
+    // Unsubscribes at once (the subscription's return() does, before its generator has finished).
+    void signals.return(undefined);
   }
 }
 
