@@ -73,7 +73,7 @@ type RelayRequest = { follow: string; on: boolean } | { lock: string; id: number
 type RelayReport = { text: string } | { listening: boolean } | { retaken: string } | { done: number; error?: string };
 
 /** A thread that hears through this bus's connection: the names it follows and the locks held for it. */
-type Relay = { port: MessagePort; follows: Set<string>; locks: Map<string, { release(): Promise<void> }> };
+type Relay = { port: MessagePort; follows: Set<string>; locks: Map<string, { release(): Promise<void> }>; unheard?: (name: string, text: string) => boolean };
 
 // Every envelope starts with its name, whether JSON.stringify or json_build_object wrote it.
 const ENVELOPE_NAME = /^\{\s*"n"\s*:\s*"([^"\\]*)"/;
@@ -142,10 +142,11 @@ export class EventBus {
    * Hears for a worker thread of this process whose bus was started with `startRelayed` on the other
    * end of `port`: the notifications of the names it follows are passed on as they arrive, so are the
    * connection's loss and return, and the locks it asks for are held on this connection. A thread of
-   * its own would hold a connection that hears the same notifications again.
+   * its own would hold a connection that hears the same notifications again. `unheard`: notifications
+   * the thread follows but has no use for, which are not passed on.
    */
-  relayTo(port: MessagePort): void {
-    const relay: Relay = { port, follows: new Set(), locks: new Map() };
+  relayTo(port: MessagePort, options: { unheard?: (name: string, text: string) => boolean } = {}): void {
+    const relay: Relay = { port, follows: new Set(), locks: new Map(), unheard: options.unheard };
     this.relays.add(relay);
     port.on('message', async (request: RelayRequest) => {
       if ('follow' in request) return void (request.on ? relay.follows.add(request.follow) : relay.follows.delete(request.follow));
@@ -393,7 +394,9 @@ export class EventBus {
     // API process each cancellation): skip the parse, and the read of a payload sent by reference,
     // for names nobody here follows.
     const name = ENVELOPE_NAME.exec(text)?.[1];
-    if (relay && name !== undefined) for (const { port, follows } of this.relays) if (follows.has(name)) port.postMessage({ text } satisfies RelayReport);
+    if (relay && name !== undefined) {
+      for (const { port, follows, unheard } of this.relays) if (follows.has(name) && !unheard?.(name, text)) port.postMessage({ text } satisfies RelayReport);
+    }
     if (name !== undefined && !this.subscribers.get(name)) return;
     try {
       const envelope = JSON.parse(text) as Envelope;

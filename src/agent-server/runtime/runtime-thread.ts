@@ -52,7 +52,11 @@ export function startRuntimeThread(
   appLoopback?: AppLoopback,
 ): Promise<RuntimeThread> {
   const bus = new MessageChannel();
-  events.relayTo(bus.port1);
+  // The wake-ups of runs this process created: the thread was woken in-process (wake()), and its
+  // runtime skips them (their origin is its queue's), so they are not passed on: a message each way
+  // per run less (the NOTIFY is for other processes' runtimes).
+  const ownWakeUp = data.spec.queueOrigin && `"origin":${JSON.stringify(data.spec.queueOrigin)}`;
+  events.relayTo(bus.port1, { unheard: ownWakeUp ? (name, text) => name === 'runs.queued' && text.includes(ownWakeUp) : undefined });
   const wakeSent = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
   // The process environment (graph configs' `env` included) is shared with the thread.
   const worker = new Worker(new URL('../../thread-entry.mjs', import.meta.url), {
