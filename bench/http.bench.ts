@@ -50,7 +50,7 @@ const CONNECTIONS = Number(args.connections);
 const WARMUP_S = Math.min(2, DURATION_S);
 
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-platform-bench-'));
-// Production-like: default pool size and log level (pino-http logs 2xx at debug, so no line per request).
+// Production-like: default pool size and log level (request logs put 2xx at debug, so no line per request).
 const config = loadConfig(
   {},
   {
