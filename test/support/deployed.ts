@@ -23,7 +23,7 @@ import { getWorkspace } from '../../src/platform/services/tenancy/tenancy.servic
 import { startBoss } from '../../src/agent-server/jobs/boss.js';
 import { buildApiKey, buildTenant, buildUser } from './factories.js';
 import { testConfig, type TestPlatform } from './helpers.js';
-import { controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForRevision } from './deployments.js';
+import { controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForDeployed } from './deployments.js';
 
 const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 
@@ -113,11 +113,10 @@ async function deploy(configPath: string, env: Record<string, string>): Promise<
   if (created.status !== 201) throw new Error(`the fixture deployment was refused: ${created.status} ${JSON.stringify(created.body)}`);
   const deploymentId: string = created.body.id;
   const revisionId: string = created.body.latest_revision_id;
-  const revision = await waitForRevision(api, deploymentId, revisionId);
-  if (revision.status !== 'DEPLOYED') {
+  await waitForDeployed(api, deploymentId, revisionId).catch(async (error: unknown) => {
     await api('DELETE', `/v2/deployments/${deploymentId}`);
-    throw new Error(`the fixture deployment ended ${revision.status} (TEST_SHOW_REVISION_LOGS=1 shows its logs)`);
-  }
+    throw error;
+  });
   const gateway = new URL(started.url);
   const base = `/deployments/${deploymentId}`;
   // `serve` answers GraphQL at its root; here that is the platform's /graphql, whose types of the

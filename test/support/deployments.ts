@@ -119,14 +119,11 @@ export async function waitForRevision(api: Api, deploymentId: string, revisionId
     expect(status).toBe(200);
     if (FINISHED.includes(body.status)) {
       // A failure says why in the test's output: the revision's last log lines.
-      if (body.status.endsWith('_FAILED') && process.env.TEST_SHOW_REVISION_LOGS) {
-        for (const type of ['build', 'deploy']) console.error(type, JSON.stringify((await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}`)).body).slice(-3000));
-      }
+      if (body.status.endsWith('_FAILED') && process.env.TEST_SHOW_REVISION_LOGS) console.error(await revisionLogs(api, deploymentId, revisionId));
       return body;
     }
     if (Date.now() > deadline) {
-      const logs = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=build`);
-      throw new Error(`revision ${revisionId} still ${body.status} after ${timeoutMs} ms: ${JSON.stringify(logs.body)}`);
+      throw new Error(`revision ${revisionId} still ${body.status} after ${timeoutMs} ms\n${await revisionLogs(api, deploymentId, revisionId)}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -135,15 +132,19 @@ export async function waitForRevision(api: Api, deploymentId: string, revisionId
 /** Waits for a revision that must deploy; if it does not, the test fails with the revision's build and deploy logs, which say why. */
 export async function waitForDeployed(api: Api, deploymentId: string, revisionId: string, timeoutMs?: number): Promise<any> {
   const revision = await waitForRevision(api, deploymentId, revisionId, timeoutMs);
-  if (revision.status !== 'DEPLOYED') {
-    const logs: string[] = [];
-    for (const type of ['build', 'deploy']) {
-      const { body } = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}`);
-      logs.push(`${type} log: ${JSON.stringify(body).slice(-4000)}`);
-    }
-    expect.fail(`revision ${revisionId} ended ${revision.status}, not DEPLOYED\n${logs.join('\n')}`);
-  }
+  if (revision.status !== 'DEPLOYED') expect.fail(`revision ${revisionId} ended ${revision.status}, not DEPLOYED\n${await revisionLogs(api, deploymentId, revisionId)}`);
   return revision;
+}
+
+/** A revision's build and deploy logs, their last lines: what a failed test shows of why. */
+async function revisionLogs(api: Api, deploymentId: string, revisionId: string): Promise<string> {
+  const logs: string[] = [];
+  for (const type of ['build', 'deploy']) {
+    const { body } = await api('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}/logs?type=${type}&limit=1000`);
+    const lines: string[] = (body?.resources ?? []).map((line: { message: string }) => line.message);
+    logs.push(`${type} log:\n${lines.join('\n').slice(-4000)}`);
+  }
+  return logs.join('\n');
 }
 
 export const deploymentBody = (repoUrl: string, overrides: { name?: string; repo_ref?: string; graph_config_path?: string; secrets?: { name: string; value: string }[] } = {}) => ({
