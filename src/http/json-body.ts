@@ -80,20 +80,20 @@ function readPlainJsonBody(req: Request, verify: (body: Buffer) => void, strict:
   // The request's async context (AsyncLocalStorage) continues after the body, not the socket's.
   const done = AsyncResource.bind((error?: unknown) => next(error));
   const chunks: Buffer[] = [];
-  const settle = (error?: unknown) => {
+  const detach = () => {
     req.off('data', onData);
     req.off('end', onEnd);
     req.off('aborted', onAborted);
-    req.off('error', settle);
-    done(error === undefined ? undefined : Object.assign(error as Error, { status: 400, statusCode: 400, expose: true }));
+    req.off('error', onError);
+  };
+  const onError = (error: unknown) => {
+    detach();
+    done(Object.assign(error as Error, { status: 400, statusCode: 400, expose: true }));
   };
   const onData = (chunk: Buffer) => chunks.push(chunk);
-  const onAborted = () => settle(Object.assign(new Error('request aborted'), { code: 'ECONNABORTED', type: 'request.aborted' }));
+  const onAborted = () => onError(Object.assign(new Error('request aborted'), { code: 'ECONNABORTED', type: 'request.aborted' }));
   const onEnd = () => {
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('aborted', onAborted);
-    req.off('error', settle);
+    detach();
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
     try {
       verify(body);
@@ -114,7 +114,7 @@ function readPlainJsonBody(req: Request, verify: (body: Buffer) => void, strict:
   req.on('data', onData);
   req.on('end', onEnd);
   req.on('aborted', onAborted);
-  req.on('error', settle);
+  req.on('error', onError);
 }
 
 /** JSON.parse as express.json applies it: an empty body is `{}`; `strict`, only an object or an array. */
