@@ -1,7 +1,7 @@
 // Child servers for the benches: the platform's `serve` and the reference server, each in its own
 // process group so that stopping one stops everything it started.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -123,4 +123,68 @@ export async function connectEmbedded(dataDir: string): Promise<pg.Client> {
   if (!rows[0]) return platform;
   await platform.end();
   return connect(rows[0].name);
+}
+
+/**
+ * The bench's two-node graph deployed through the control plane: `start` (its own process and embedded
+ * PostgreSQL) in a temp folder, a git repository of bench/graphs created with POST /v2/deployments and
+ * waited for until DEPLOYED. `deploymentUrl` is the deployment's agent server behind the gateway (key,
+ * role, signed identity), in its sandbox on its own database; `key` the first start's API key.
+ */
+export async function startDeployedGraph(options: { env?: Record<string, string> } = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
+  chmodSync(dataDir, 0o711);
+  const repo = mkdtempSync(join(tmpdir(), 'bench-gateway-repo-'));
+  chmodSync(repo, 0o755);
+  const removeFolders = () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(repo, { recursive: true, force: true });
+  };
+  copyFileSync(join(benchDir, 'graphs/two-node.ts'), join(repo, 'two-node.ts'));
+  copyFileSync(join(benchDir, 'graphs/langgraph.json'), join(repo, 'langgraph.json'));
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.test', ...args], { cwd: repo });
+  git('init', '--quiet', '--initial-branch=main');
+  git('add', '-A');
+  git('commit', '--quiet', '-m', 'bench');
+  const port = await freePort();
+  const platform = await startProcess(process.execPath, [join(root, 'bin/agent-platform.mjs'), 'start', '--port', String(port), '--data-dir', join(dataDir, 'data')], {
+    cwd: root,
+    env: { LOG_LEVEL: 'warn', DATABASE_URL: '', AGENT_SERVER_TRACING: 'false', ...options.env },
+    ready: /API key: \S+/,
+  }).catch((error: unknown) => {
+    removeFolders();
+    throw error;
+  });
+  const stop = async () => {
+    await stopProcess(platform.child);
+    removeFolders();
+  };
+  try {
+    const key = /API key: (\S+)/.exec(platform.output())![1]!;
+    const url = `http://127.0.0.1:${port}`;
+    const workspaces = (await (await fetch(`${url}/api/v1/workspaces`, { headers: { 'x-api-key': key } })).json()) as { id: string }[];
+    const call = async (method: string, path: string, body?: unknown) => {
+      const headers = { 'x-api-key': key, 'x-tenant-id': workspaces[0]!.id, 'content-type': 'application/json' };
+      const response = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`);
+      return (await response.json()) as any;
+    };
+    const created = await call('POST', '/v2/deployments', {
+      name: 'bench-gateway',
+      source: 'github',
+      source_config: { repo_url: `file://${repo}` },
+      source_revision_config: { repo_ref: 'main', graph_config_path: 'langgraph.json' },
+    });
+    for (const deadline = Date.now() + 180_000; ; ) {
+      const revision = await call('GET', `/v2/deployments/${created.id}/revisions/${created.latest_revision_id}`);
+      if (revision.status === 'DEPLOYED') break;
+      if (Date.now() > deadline) throw new Error(`the bench deployment is still ${revision.status} after 3 minutes`);
+      if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.status)) throw new Error(`the bench deployment ended ${revision.status}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return { ...platform, key, url, deploymentUrl: `${url}/deployments/${created.id}`, dataDir: join(dataDir, 'data'), postgresDir: join(dataDir, 'data', 'postgres'), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }

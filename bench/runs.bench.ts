@@ -37,7 +37,6 @@
 //
 // The platform is measured twice: with tracing off (like-for-like with the reference, which traces
 // nothing) and with tracing on, as `serve` runs by default (every run stored as a trace tree).
-import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,7 +46,7 @@ import { printSummaries, summarizeProfiles } from './cpu-profile-summary.js';
 import { floorCpuMicroseconds } from './graph-floor.js';
 import { graph } from './graphs/two-node.js';
 import { CHILD_PARTS, CPU_PARTS, type PerRun, perRun, postgresCpuByPid, reapedChildrenCpuSeconds, sampleProcesses, WAIT_PARTS } from './process-cpu.js';
-import { connectEmbedded, freePort, referenceDir, startProcess, startReference, stopProcess } from './processes.js';
+import { connectEmbedded, freePort, referenceDir, startDeployedGraph, startProcess, startReference, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const root = join(here, '..');
@@ -416,83 +415,38 @@ async function measurePlatform(name: string, checkout: string, tracing: boolean,
 }
 
 /**
- * The same graph deployed through the control plane (`start`, its own process and embedded PostgreSQL,
- * as `serve` is measured): a git repository of bench/graphs, created with POST /v2/deployments, called
- * at /deployments/<id> with the first start's API key. Every request passes the gateway (key, role,
- * signed identity) to the deployment's own agent server in its sandbox, on its own database.
+ * The same graph deployed through the control plane (startDeployedGraph: `start`, its own process and
+ * embedded PostgreSQL, as `serve` is measured), called at /deployments/<id> through the gateway.
  */
 async function measureGateway(then?: (url: string, apiKey: string) => Promise<void>): Promise<Figures> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
-  chmodSync(dataDir, 0o711);
-  const repo = mkdtempSync(join(tmpdir(), 'bench-gateway-repo-'));
-  chmodSync(repo, 0o755);
-  copyFileSync(join(here, 'graphs/two-node.ts'), join(repo, 'two-node.ts'));
-  copyFileSync(join(here, 'graphs/langgraph.json'), join(repo, 'langgraph.json'));
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.test', ...args], { cwd: repo });
-  git('init', '--quiet', '--initial-branch=main');
-  git('add', '-A');
-  git('commit', '--quiet', '-m', 'bench');
-  const port = await freePort();
   // Under BENCH_CPU_PROF_DIR the platform's process (the gateway's side) is profiled; the deployment's does not inherit it.
   const profileDir = process.env.BENCH_CPU_PROF_DIR ? join(process.env.BENCH_CPU_PROF_DIR, 'gateway') : undefined;
-  const platform = await startProcess(process.execPath, [join(root, 'bin/agent-platform.mjs'), 'start', '--port', String(port), '--data-dir', join(dataDir, 'data')], {
-    cwd: root,
-    env: {
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: '',
-      AGENT_SERVER_TRACING: 'false',
-      ...(profileDir ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`.trim() } : {}),
-    },
-    ready: /API key: \S+/,
-  });
+  const deployed = await startDeployedGraph({ env: profileDir ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`.trim() } : {} });
   try {
-    const key = /API key: (\S+)/.exec(platform.output())![1]!;
-    const url = `http://127.0.0.1:${port}`;
-    const workspaces = (await (await fetch(`${url}/api/v1/workspaces`, { headers: { 'x-api-key': key } })).json()) as { id: string }[];
-    const call = async (method: string, path: string, body?: unknown) => {
-      const headers = { 'x-api-key': key, 'x-tenant-id': workspaces[0]!.id, 'content-type': 'application/json' };
-      const response = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`);
-      return (await response.json()) as any;
-    };
-    const created = await call('POST', '/v2/deployments', {
-      name: 'bench-gateway',
-      source: 'github',
-      source_config: { repo_url: `file://${repo}` },
-      source_revision_config: { repo_ref: 'main', graph_config_path: 'langgraph.json' },
-    });
-    for (const deadline = Date.now() + 180_000; ; ) {
-      const revision = await call('GET', `/v2/deployments/${created.id}/revisions/${created.latest_revision_id}`);
-      if (revision.status === 'DEPLOYED') break;
-      if (Date.now() > deadline) throw new Error(`the bench deployment is still ${revision.status} after 3 minutes`);
-      if (/FAILED|SKIPPED|INTERRUPTED/.test(revision.status)) throw new Error(`the bench deployment ended ${revision.status}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
     // The platform's process (the gateway), the deployment's agent server (its child) and PostgreSQL (both databases) are read from /proc.
+    const watched = { pid: deployed.child.pid!, postgresDir: deployed.postgresDir, profileDir };
     if (process.env.BENCH_IDLE_ONLY) {
       // The platform with one deployment, idle: its process (and the deployment's agent server, its child) and PostgreSQL.
-      const client = new Client({ apiUrl: `${url}/deployments/${created.id}`, apiKey: key, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
+      const client = new Client({ apiUrl: deployed.deploymentUrl, apiKey: deployed.key, callerOptions: { maxRetries: 0, maxConcurrency: CONCURRENCY * 2 } });
       await throughput(client, 2);
-      const db = await connectEmbedded(join(dataDir, 'data'));
+      const db = await connectEmbedded(deployed.dataDir);
       try {
-        await reportIdle('platform with one deployment (gateway)', db, platform.child.pid!, join(dataDir, 'data', 'postgres'));
+        await reportIdle('platform with one deployment (gateway)', db, watched.pid, watched.postgresDir);
       } finally {
         await db.end();
       }
       return { waitP50: NaN, waitP99: NaN, firstEventP50: NaN, runsPerSecond: NaN };
     }
-    const figures = await measure('gateway', `${url}/deployments/${created.id}`, undefined, { pid: platform.child.pid!, postgresDir: join(dataDir, 'data', 'postgres'), profileDir }, key);
-    await then?.(`${url}/deployments/${created.id}`, key);
+    const figures = await measure('gateway', deployed.deploymentUrl, undefined, watched, deployed.key);
+    await then?.(deployed.deploymentUrl, deployed.key);
     return figures;
   } finally {
-    await stopProcess(platform.child);
+    await deployed.stop();
     const window = profileDir && profileWindows.get(profileDir);
     if (window) {
       console.log(`\nCPU profile of the platform's process behind the gateway, throughput row only (${window.runs} runs; profiles in ${profileDir}):`);
       printSummaries(summarizeProfiles(profileDir!, window), window.runs);
     }
-    rmSync(dataDir, { recursive: true, force: true });
-    rmSync(repo, { recursive: true, force: true });
   }
 }
 
