@@ -2,7 +2,7 @@
 // processes that use it: an outage as an operator's external database has one. Reached over TCP and
 // through a Unix socket in a folder of its own, as the platform's embedded server is (a sandboxed
 // deployment's agent server connects through that socket; its network reaches no host port).
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,8 @@ export type StoppablePostgres = {
   /** Makes `database` and returns its URL (url()). */
   createDatabase(database: string): Promise<string>;
   stop(): Promise<void>;
+  /** An immediate shutdown (SIGQUIT to the postmaster): no WAL is flushed on the way out, as in a crash. Start it again with start(). */
+  crash(): Promise<void>;
   start(): Promise<void>;
   /** Stops it for good and removes its files. */
   close(): Promise<void>;
@@ -70,6 +72,18 @@ export async function startStoppablePostgres(): Promise<StoppablePostgres> {
       return url(database);
     },
     stop: () => server.stop(),
+    async crash() {
+      const postmaster = Number(readFileSync(join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      process.kill(postmaster, 'SIGQUIT');
+      for (;;) {
+        try {
+          process.kill(postmaster, 0);
+        } catch {
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     start: () => server.start(),
     async close() {
       await server.stop().catch(() => undefined);

@@ -29,23 +29,43 @@ function runCheckpointMetadata(config: RunnableConfig): Record<string, unknown> 
 
 type PutArguments = Parameters<PostgresSaver['put']>;
 
-/** The two statements, for the checkpoint tables in `schema`. */
+/**
+ * The configurable key of a run that asked for durability "sync" (executor.ts): its checkpoints' commits
+ * wait for the disk, as every other statement's do.
+ */
+export const SYNC_COMMIT_KEY = '__ap_sync_commit';
+
+// Other runs' checkpoint writes commit without waiting for the WAL to reach the disk (synchronous_commit
+// off for that statement alone, set inside it: no extra round trip). That wait was most of a durable
+// run's PostgreSQL system time and much of its latency. It is safe because the WAL is one ordered
+// stream: a run's outcome and its thread's values are committed synchronously after its checkpoints, and
+// that flush takes every earlier record with it, so by the time anyone hears that a run ended, its
+// checkpoints are on disk. A crash of PostgreSQL itself (not of this process) can lose only the
+// checkpoints of the last moments (wal_writer_delay) of a run still running, which is then run again from
+// the one before, as LangGraph's "async" durability already allows.
+const RELAXED = `relaxed AS (SELECT set_config('synchronous_commit', 'off', true))`;
+
+/** The two statements, for the checkpoint tables in `schema`, committing synchronously or relaxed. */
 function writeStatements(schema: string) {
   const tables = `"${schema}"`;
-  return {
-    put: `WITH blobs AS (
+  const put = (relaxed: boolean) => `WITH blobs AS (
             INSERT INTO ${tables}.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
             SELECT $1, $2, b.channel, b.version, b.type, b.blob FROM unnest($7::text[], $8::text[], $9::text[], $10::bytea[]) AS b(channel, version, type, blob)
-            ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING)
+            ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING)${relaxed ? `, ${RELAXED}` : ''}
           INSERT INTO ${tables}.checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
-          VALUES ($1, $2, $3, $4, $5, $6)
-          ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata`,
-    // As PostgresSaver: writes of special channels (errors, interrupts…) replace, others are kept as first written.
-    putWrites: (replace: boolean) => `INSERT INTO ${tables}.checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
-          SELECT $1, $2, $3, $4, w.idx, w.channel, w.type, w.blob FROM unnest($5::int[], $6::text[], $7::text[], $8::bytea[]) AS w(idx, channel, type, blob)
-          ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) ${replace ? 'DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob' : 'DO NOTHING'}`,
+          ${relaxed ? 'SELECT $1::text, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb FROM relaxed' : 'VALUES ($1, $2, $3, $4, $5, $6)'}
+          ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata`;
+  // As PostgresSaver: writes of special channels (errors, interrupts…) replace, others are kept as first written.
+  const putWrites = (replace: boolean, relaxed: boolean) => `${relaxed ? `WITH ${RELAXED} ` : ''}INSERT INTO ${tables}.checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob)
+          SELECT $1, $2, $3, $4, w.idx, w.channel, w.type, w.blob FROM unnest($5::int[], $6::text[], $7::text[], $8::bytea[]) AS w(idx, channel, type, blob)${relaxed ? ' CROSS JOIN relaxed' : ''}
+          ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) ${replace ? 'DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob' : 'DO NOTHING'}`;
+  return {
+    put: { sync: put(false), relaxed: put(true) },
+    putWrites: { sync: [putWrites(false, false), putWrites(true, false)], relaxed: [putWrites(false, true), putWrites(true, true)] },
   };
 }
+
+const commitMode = (config: RunnableConfig) => (config.configurable?.[SYNC_COMMIT_KEY] === true ? 'sync' : 'relaxed');
 
 export class RunMetadataSaver extends PostgresSaver {
   private readonly statements: ReturnType<typeof writeStatements>;
@@ -89,7 +109,7 @@ export class RunMetadataSaver extends PostgresSaver {
       this._dumpBlobs(threadId!, checkpointNs, checkpoint.channel_values, newVersions),
       this._dumpMetadata({ ...runCheckpointMetadata(config), ...metadata } as PutArguments[2]),
     ]);
-    await this.writePool.query(this.statements.put, [
+    await this.writePool.query(this.statements.put[commitMode(config)], [
       threadId,
       checkpointNs,
       checkpoint.id,
@@ -110,7 +130,7 @@ export class RunMetadataSaver extends PostgresSaver {
     if (!rows.length) return;
     // Special channels have negative indexes (WRITES_IDX_MAP); only writes all of them special replace.
     const replace = rows.every((row) => row[4] < 0);
-    await this.writePool.query(this.statements.putWrites(replace), [
+    await this.writePool.query(this.statements.putWrites[commitMode(config)][replace ? 1 : 0]!, [
       threadId,
       checkpointNs,
       checkpointId,

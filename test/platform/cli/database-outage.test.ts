@@ -123,6 +123,41 @@ describe('a database outage', () => {
     }
   }, 240_000);
 
+  it("serve: a run's result, its thread's values and its checkpoints survive PostgreSQL crashing the moment the run answered", async () => {
+    // Checkpoints commit without waiting for the disk (run-checkpointer.ts): the run's outcome, committed
+    // after them and waited for, must take them to the disk before any client hears the run ended.
+    const databaseUrl = await postgres.createDatabase('crash');
+    const { configPath, dir } = fixtureConfig();
+    const serve = await spawnPlatform(['serve', '--config', configPath, '--port', '0'], { DATABASE_URL: databaseUrl, AGENT_PLATFORM_SECRET_KEY: secretKey, AGENT_PLATFORM_DATA_DIR: dataDir }, 120_000, /Agent server .* running at (http:\/\/\S+)/);
+    try {
+      const client = new Client({ apiUrl: serve.url, callerOptions: { maxRetries: 0 } });
+      const runs: { thread: string; run: string; label: string }[] = [];
+      // A run that asked its checkpoints to wait for the disk, then one that did not, answered immediately before the crash.
+      for (const durability of ['sync', 'async'] as const) {
+        const thread = await client.threads.create();
+        const label = `crash-${durability}`;
+        const run = await client.runs.create(thread.thread_id, 'slow', { input: { label, delay_ms: 10 }, durability });
+        await client.runs.join(thread.thread_id, run.run_id);
+        runs.push({ thread: thread.thread_id, run: run.run_id, label });
+      }
+      await postgres.crash();
+      await postgres.start();
+      await expect.poll(() => statusOf(`${serve.url}/ok`), { timeout: RECOVERY_BOUND_MS, interval: 100 }).toBe(200);
+
+      for (const { thread, run, label } of runs) {
+        expect((await client.runs.get(thread, run)).status).toBe('success');
+        const log = [`${label}:first`, `${label}:second`, `${label}:third`];
+        expect((await client.threads.getState(thread)).values).toMatchObject({ log });
+        expect((await client.threads.get(thread)).values).toMatchObject({ log });
+        // Every step's checkpoint: the input, then one after each of the three nodes.
+        expect((await client.threads.getHistory(thread)).map((state) => state.metadata?.step)).toEqual([3, 2, 1, 0, -1]);
+      }
+    } finally {
+      expect(await serve.stop()).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
+
   describe('start (the platform) and a revision it deployed', () => {
     let platform: PlatformProcess;
     let key = '';
