@@ -1,6 +1,6 @@
 // npm run bench:runs-paired — CPU per run of two checkouts' `serve` (tracing off), both running at once
 // and loaded in turn: BENCH_PAIRS pairs of BENCH_PAIR_SECONDS throughput windows (32 clients calling
-// runs.wait), alternating which goes first, so the machine's other load hits both alike (one window
+// runs.wait, each run on a new thread of its own: a durable run, its checkpoints written), alternating which goes first, so the machine's other load hits both alike (one window
 // each, minutes apart, as bench:runs measures its columns, moves with that load). Prints each part's
 // median CPU µs per run, the runs/s and the time its threads waited for a core, beside the floor: the
 // same graph invoked in this process (CPU µs per invoke, measured between the pairs while the serves
@@ -12,9 +12,12 @@
 //   BENCH_PAIRS (6), BENCH_PAIR_SECONDS (4)
 //   BENCH_CONCURRENCY (32)         clients per window: 1 measures a quiet deployment, whose runtime claims
 //                                 one run per fetch (at 32 a fetch claims several and shares its cost)
+//   BENCH_STATELESS=1             runs.wait without a thread instead (no checkpoints), as this bench measured until issue 42's
+//                                 fourth round
 //   BENCH_ANALYZE=1               ANALYZE both agent servers' databases after the warm-up, as autovacuum does
 //                                 within a minute or so of runs: until then a fresh database's planner takes
 //                                 its tables for empty, which is not the steady state of a deployment
+import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +51,7 @@ async function startServe(checkout: string, env: Record<string, string> = {}) {
 
 async function window(served: Awaited<ReturnType<typeof startServe>>) {
   const input = { steps: [] };
+  const run = () => (process.env.BENCH_STATELESS ? served.client.runs.wait(null, 'two_node', { input }) : served.client.runs.wait(randomUUID(), 'two_node', { input, ifNotExists: 'create' }));
   const before = sampleProcesses(served.child.pid!, served.postgresDir);
   const deadline = performance.now() + PAIR_SECONDS * 1000;
   const started = performance.now();
@@ -55,7 +59,7 @@ async function window(served: Awaited<ReturnType<typeof startServe>>) {
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (performance.now() < deadline) {
-        await served.client.runs.wait(null, 'two_node', { input });
+        await run();
         completed++;
       }
     }),
@@ -67,7 +71,8 @@ async function window(served: Awaited<ReturnType<typeof startServe>>) {
 const load = loadavg();
 const serves = { before: await startServe(BEFORE_ROOT), after: await startServe(join(here, '..'), AFTER_ENV) };
 try {
-  for (const served of Object.values(serves)) for (let i = 0; i < 50; i++) await served.client.runs.wait(null, 'two_node', { input: { steps: [] } });
+  // Warm-up: a window of the measured runs each (JIT, pools, and tables with rows for ANALYZE to see).
+  for (const served of Object.values(serves)) await window(served);
   if (process.env.BENCH_ANALYZE) {
     for (const served of Object.values(serves)) {
       const db = await connectEmbedded(join(served.dataDir, 'data'));
