@@ -41,13 +41,16 @@ export const bossConnection = (url: string): ConstructorOptions => ({
  * connection where it only fetches and completes jobs, two where it works them: services call it
  * while they hold a connection of the process's pool in a transaction (a cron's schedule as its row
  * changes, a run queue's creation), and on that pool they deadlocked once every connection waited
- * for a row such a transaction had locked (crons.test.ts).
+ * for a row such a transaction had locked (crons.test.ts). Its connections keep generic plans: left to
+ * choose, PostgreSQL planned pg-boss's job completion again at every call (about 200 µs of a durable
+ * run's PostgreSQL CPU, more than executing it), and its statements find rows by queue, id and state,
+ * which one plan serves.
  */
 export async function startJobQueue(
   deps: Pick<Deps, 'db' | 'events' | 'config' | 'logger'>,
   options: { work: boolean; maintain?: boolean; install: boolean },
 ): Promise<PgBoss> {
-  const pool = createPool({ connectionString: deps.db.url, max: options.work ? 2 : 1, application_name: 'agent-platform-jobs', Client: PreparingClient });
+  const pool = createPool({ connectionString: deps.db.url, max: options.work ? 2 : 1, application_name: 'agent-platform-jobs', Client: PreparingClient, options: '-c plan_cache_mode=force_generic_plan' });
   const db: Db = {
     executeSql: (text, values) => pool.query(text, values),
     // pg-boss falls back to polling when this rejects (a bus that does not listen).
