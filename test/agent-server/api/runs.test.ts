@@ -234,6 +234,29 @@ describe('background runs', () => {
     expect((await server.client.threads.get(threadId)).values).toEqual({ trail: ['parent', 'child', 'grandchild'] });
   });
 
+  it('creates its thread with if_not_exists=create as creating the thread first would: the same metadata, graph and config', async () => {
+    const asked = { input: {}, metadata: { origin: 'demand' }, config: { configurable: { tone: 'dry' } } };
+    const onDemand = crypto.randomUUID();
+    await server.client.runs.wait(onDemand, 'nested', { ...asked, ifNotExists: 'create' });
+    const first = await server.client.threads.create({ metadata: { origin: 'demand' } });
+    await server.client.runs.wait(first.thread_id, 'nested', asked);
+    const [created, reference] = [await server.client.threads.get(onDemand), await server.client.threads.get(first.thread_id)];
+    expect(created.metadata).toEqual(reference.metadata);
+    expect(created.metadata).toMatchObject({ origin: 'demand', graph_id: 'nested' });
+    expect(created.config).toEqual(reference.config);
+    expect(created.config).toMatchObject({ configurable: { tone: 'dry' } });
+    expect(created).toMatchObject({ status: 'idle', values: reference.values });
+  });
+
+  it('runs every run of several that race to create the same new thread, one after another on it', async () => {
+    const threadId = crypto.randomUUID();
+    const runs = await Promise.all(Array.from({ length: 6 }, () => server.client.runs.create(threadId, 'nested', { input: {}, ifNotExists: 'create' })));
+    for (const run of runs) await server.client.runs.join(threadId, run.run_id);
+    const ended = await server.client.runs.list(threadId);
+    expect(ended.map((run) => run.status).sort()).toEqual(Array(6).fill('success'));
+    expect(new Set(ended.map((run) => run.run_id))).toEqual(new Set(runs.map((run) => run.run_id)));
+  });
+
   // Its receiver is on loopback, which serve allows here (AGENT_PLATFORM_WEBHOOK_ALLOW_PRIVATE); a deployed revision takes no such setting and refuses it (422).
   it.skipIf(atDeployed)('posts the finished run to its webhook', async () => {
     const received: any[] = [];

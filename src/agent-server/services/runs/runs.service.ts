@@ -152,10 +152,12 @@ async function createParsedRun(
   const jobId = newId();
   const job = { runId, threadId, stateful: !temporary, jobId, startAfterSeconds: body.after_seconds ?? undefined };
   // The job's insert rides in the run's statement (and the runtimes' wake-up with it), so a stateless
-  // run, or a run queued on an existing thread (`enqueue`, the default), is created in one round trip
-  // with no transaction; other strategies read the thread's runs in flight under its row lock first.
+  // run, or a run queued on its thread (`enqueue`, the default; the thread created in the same statement
+  // with `if_not_exists: create`), is created in one round trip with no transaction; other strategies
+  // read the thread's runs in flight under its row lock first.
   const jobInsert = await ctx.deployment.queue.jobInsert(job);
-  const inOneStatement = !!jobInsert && (temporary || (!stateless && strategy === 'enqueue' && body.if_not_exists !== 'create'));
+  const inOneStatement = !!jobInsert && (temporary || (!stateless && strategy === 'enqueue'));
+  const createsThread = !stateless && body.if_not_exists === 'create';
   // A delayed run's wake-up says when it is due: runtimes fetch it then (their poll is only a backstop).
   const queued = { deploymentId, origin: ctx.deployment.queue.origin, ...(body.after_seconds ? { afterSeconds: body.after_seconds } : {}) };
   const wake = ctx.events.notifyArguments('runs.queued', queued, deploymentId);
@@ -177,11 +179,17 @@ async function createParsedRun(
     stateful: !temporary,
     threadConfig: await sealJsonText(ctx.config, { model: 'thread', field: 'config' }, threadConfigOf(kwargs)),
   };
-  const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run> => {
-    const inserted = await store.insertRun(client, newRun, { jobInsert, notify: [wake, pending].filter((notice) => notice !== undefined) });
+  const newThreadMetadata = createsThread ? await sealJson(ctx.config, THREAD_METADATA, metadata) : undefined;
+  /** Undefined when a run that creates its thread found it could not in one statement (the transaction's turn). */
+  const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run | undefined> => {
+    const oneStatement = client === ctx.db.pool;
+    const written = oneStatement && createsThread ? { ...newRun, newThreadMetadata } : newRun;
+    const inserted = await store.insertRun(client, written, { jobInsert, notify: [wake, pending].filter((notice) => notice !== undefined) });
     if (!inserted) {
+      // The id taken meanwhile or by another deployment's thread, or no such assistant: the transaction tells which.
+      if (oneStatement && createsThread) return undefined;
       // No run row: no such assistant here, or (created in one statement) no such thread.
-      if (!temporary && client === ctx.db.pool) await assertThread(ctx, threadId);
+      if (!temporary && oneStatement) await assertThread(ctx, threadId);
       throw AppError.notFound(noAssistantFor(body.assistant_id));
     }
     if (jobInsert) {
@@ -212,9 +220,10 @@ async function createParsedRun(
     updatedAt: inserted.updatedAt,
   });
 
+  const createdInOneStatement = inOneStatement ? await insertRun(ctx.db.pool) : undefined;
   const { run, inflight } =
-    inOneStatement
-      ? { run: await insertRun(ctx.db.pool), inflight: [] as { id: string; status: RunStatus }[] }
+    createdInOneStatement
+      ? { run: createdInOneStatement, inflight: [] as { id: string; status: RunStatus }[] }
       : await withTransaction(ctx.db, async (client) => {
           let inflight: { id: string; status: RunStatus }[] = [];
           if (!temporary) {
@@ -229,7 +238,7 @@ async function createParsedRun(
             }
             if (strategy === 'reject' && inflight.length) throw AppError.conflict(REJECTED);
           }
-          return { run: await insertRun(client), inflight };
+          return { run: (await insertRun(client))!, inflight };
         });
 
   if ((strategy === 'interrupt' || strategy === 'rollback') && inflight.length) {

@@ -171,6 +171,11 @@ export type NewRun = {
   stateful: boolean;
   /** What the run leaves in its thread's config, serialised. */
   threadConfig: string;
+  /**
+   * The metadata (as stored) of the thread the run creates when its thread does not exist yet
+   * (`if_not_exists: create`), in the run's statement; unset, a stateful run needs its thread to exist.
+   */
+  newThreadMetadata?: Json;
 };
 
 /**
@@ -190,11 +195,13 @@ export async function insertRun(
 ): Promise<{ createdAt: Date; updatedAt: Date; jobRows?: number } | undefined> {
   const values: unknown[] = [run.runId, run.deploymentId, run.threadId, run.assistantId, run.metadata, run.kwargs, run.strategy, run.jobId, run.stateful, run.threadConfig];
   const { jobInsert, notify = [] } = options;
+  const createsThread = run.newThreadMetadata !== undefined;
   if (jobInsert) {
     values.push(jobInsert.payload);
     if (notify.length) values.push(notify.map(([channel]) => channel), notify.map(([, payload]) => payload));
   }
-  const text = insertRunStatement(jobInsert?.text, jobInsert !== undefined && notify.length > 0);
+  if (createsThread) values.push(run.newThreadMetadata);
+  const text = insertRunStatement(jobInsert?.text, jobInsert !== undefined && notify.length > 0, createsThread);
   const { rows } = await client.query<{ created_at: Date; updated_at: Date; job_rows?: number }>(text, values);
   if (!rows[0]) return undefined;
   return { createdAt: rows[0].created_at, updatedAt: rows[0].updated_at, jobRows: rows[0].job_rows };
@@ -203,12 +210,17 @@ export async function insertRun(
 // insertRun's statements, built once per job insert text (one per queue) and shape: the same text
 // object for every run, so naming it as a prepared statement (prepared-statements.ts) does not hash
 // its ~5 KB again, nor is it put together again, per run.
-const insertRunStatements = new Map<string, { notifying?: string; silent?: string }>();
+const insertRunStatements = new Map<string, Map<string, string>>();
 
-/** insertRun's statement: with pg-boss's job insert `jobInsert` (its payload `$11`), and with it the NOTIFYs of `$12`, `$13` when `notifies`. */
-function insertRunStatement(jobInsert: string | undefined, notifies: boolean): string {
+/**
+ * insertRun's statement: with pg-boss's job insert `jobInsert` (its payload `$11`), and with it the
+ * NOTIFYs of `$12`, `$13` when `notifies`; creating the thread when it does not exist yet with the
+ * metadata of the last parameter when `createsThread`.
+ */
+function insertRunStatement(jobInsert: string | undefined, notifies: boolean, createsThread: boolean): string {
   let built = insertRunStatements.get(jobInsert ?? '');
-  const cached = notifies ? built?.notifying : built?.silent;
+  const shape = `${notifies}/${createsThread}`;
+  const cached = built?.get(shape);
   if (cached !== undefined) return cached;
   // The thread keeps the config its runs were given (over its assistant's), as the reference does:
   // state reads and writes build a factory graph with it.
@@ -217,9 +229,23 @@ function insertRunStatement(jobInsert: string | undefined, notifies: boolean): s
                     metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text),
                     config = (SELECT a.config FROM a) || config || $10::jsonb || jsonb_build_object('configurable',
                       coalesce((SELECT a.config->'configurable' FROM a), '{}') || coalesce(config->'configurable', '{}') || ($10::jsonb->'configurable'))
-                  WHERE $9 AND id = $3 AND deployment_id = $2 AND EXISTS (SELECT 1 FROM a) RETURNING id),
+                  WHERE $9 AND id = $3 AND deployment_id = $2 AND EXISTS (SELECT 1 FROM a) RETURNING id)`;
+  let threadWritten = 'EXISTS (SELECT 1 FROM t)';
+  if (createsThread) {
+    // The thread as \`t\` would leave a new empty one (config '{}'). An id taken meanwhile, or by another
+    // deployment's thread, writes nothing here: no run row, and the caller takes the slower path.
+    const metadata = `$${jobInsert === undefined ? 11 : notifies ? 14 : 12}::jsonb`;
+    text += `,
+            nt AS (INSERT INTO agent_threads (id, deployment_id, status, metadata, config, updated_at)
+                  SELECT $3, $2, 'busy', ${metadata} || jsonb_build_object('graph_id', a.graph_id, 'assistant_id', $4::text),
+                    a.config || $10::jsonb || jsonb_build_object('configurable', coalesce(a.config->'configurable', '{}') || ($10::jsonb->'configurable')), now()
+                  FROM a WHERE $9 AND NOT EXISTS (SELECT 1 FROM t)
+                  ON CONFLICT (id) DO NOTHING RETURNING id)`;
+    threadWritten += ' OR EXISTS (SELECT 1 FROM nt)';
+  }
+  text += `,
             r AS (INSERT INTO agent_runs (id, deployment_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, job_id, updated_at)
-                  SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a WHERE NOT $9 OR EXISTS (SELECT 1 FROM t)
+                  SELECT $1, $2, $3, a.id, 'pending', $5, $6, $7, $8, now() FROM a WHERE NOT $9 OR ${threadWritten}
                   RETURNING created_at, updated_at)`;
   let select = 'SELECT r.created_at, r.updated_at';
   if (jobInsert !== undefined) {
@@ -231,10 +257,9 @@ function insertRunStatement(jobInsert: string | undefined, notifies: boolean): s
   const statement = `${text} ${select} FROM r`;
   if (!built) {
     if (insertRunStatements.size >= 64) insertRunStatements.clear();
-    insertRunStatements.set(jobInsert ?? '', (built = {}));
+    insertRunStatements.set(jobInsert ?? '', (built = new Map()));
   }
-  if (notifies) built.notifying = statement;
-  else built.silent = statement;
+  built.set(shape, statement);
   return statement;
 }
 
