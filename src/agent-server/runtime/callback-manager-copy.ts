@@ -13,21 +13,15 @@
 // inheritable, in the same order) in one pass. It is installed only over the copy() whose source it
 // was written from (@langchain/core 1.4.0's, by a hash of its text): another version keeps its own,
 // and the test of this module fails until this one is checked against it.
-import { createHash } from 'node:crypto';
-import { readFileSync, realpathSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import { CallbackManager } from '@langchain/core/callbacks/manager';
+import { importPackageExport, sourceHash, theirLangChainCores } from './langchain-copies.js';
 
 /** SHA-256 of @langchain/core 1.4.0's CallbackManager.prototype.copy source, whitespace runs as one space. */
 export const REPLACED_COPY_SOURCE_SHA256 = 'e9ed1109ffccff9f6518c563f4a62ad28ac03c61c9f3cab517a4c80b6a452d59';
 
 type Manager = CallbackManager & { _parentRunId?: string };
 type ManagerClass = { prototype: { copy: (...args: never[]) => unknown } } & (new (parentRunId?: string, options?: Record<string, unknown>) => Manager);
-
-const sourceHash = (fn: (...args: never[]) => unknown) => createHash('sha256').update(fn.toString().replace(/\s+/g, ' ')).digest('hex');
 
 /** A data property of `target`, also for a key named `__proto__` (which assignment would not create). */
 function setOwn(target: Record<string, unknown>, key: string, value: unknown) {
@@ -85,42 +79,14 @@ export function installLinearCallbackManagerCopy(Manager: ManagerClass = Callbac
   return true;
 }
 
-/** The directory of the @langchain/core that the @langchain/langgraph which `file` imports runs on. */
-function langChainCoreOf(file: string): string {
-  const langGraph = createRequire(file).resolve('@langchain/langgraph/package.json');
-  return realpathSync(dirname(createRequire(langGraph).resolve('@langchain/core/package.json')));
-}
-
-/** The CallbackManager of the @langchain/core at `packageDir`, as its ESM entry (the instance LangGraph's ESM build holds). */
-async function callbackManagerOf(packageDir: string): Promise<ManagerClass> {
-  const { exports } = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
-  let target: unknown = exports['./callbacks/manager'];
-  while (target && typeof target === 'object') {
-    const conditions = target as Record<string, unknown>;
-    target = conditions.import ?? conditions.node ?? conditions.default;
-  }
-  if (typeof target !== 'string') throw new Error('@langchain/core exports no ./callbacks/manager');
-  return ((await import(pathToFileURL(join(packageDir, target)).href)) as { CallbackManager: ManagerClass }).CallbackManager;
-}
-
 /**
  * installLinearCallbackManagerCopy for the copies of @langchain/core the graph modules at `files` run
  * on: ours, or a project's own. A copy that cannot be found or has another copy() keeps its own.
  */
 export async function installLinearCallbackManagerCopyForGraphs(files: string[]): Promise<void> {
   installLinearCallbackManagerCopy();
-  const ours = langChainCoreOf(fileURLToPath(import.meta.url));
-  const theirs = new Set<string>();
-  for (const file of files) {
-    try {
-      theirs.add(langChainCoreOf(file));
-    } catch {
-      // No @langchain/langgraph resolves from the file (its graph imports it through another module): its copy is not known.
-    }
-  }
-  theirs.delete(ours);
-  for (const packageDir of theirs) {
-    const Manager = await callbackManagerOf(packageDir).catch(() => undefined);
-    if (Manager) installLinearCallbackManagerCopy(Manager);
+  for (const packageDir of theirLangChainCores(files)) {
+    const theirs = await importPackageExport<{ CallbackManager: ManagerClass }>(packageDir, './callbacks/manager').catch(() => undefined);
+    if (theirs) installLinearCallbackManagerCopy(theirs.CallbackManager);
   }
 }

@@ -10,7 +10,7 @@ import { deleteRuntime, insertRuntime } from '../services/served-deployment/serv
 import { RunQueue, runQueueFor } from '../services/runs/run-queue.js';
 import { createAgentRunTracer } from './agent-run-tracer.js';
 import { installLinearCallbackManagerCopyForGraphs } from './callback-manager-copy.js';
-import { installRunConfigCarrier } from './run-config-carrier.js';
+import { installRunConfigCarrierForGraphs } from './run-config-carrier.js';
 import { loadCustomApp } from './custom-app.js';
 import { applyGraphConfigEnv, readGraphConfig } from '../../contracts/graph-config.js';
 import { GraphRegistry } from './graph-registry.js';
@@ -85,8 +85,8 @@ export async function runDeployment(
     const tracer = spec.tracing && sink ? createAgentRunTracer(deps, { workspaceId: spec.tracing.workspaceId }, spec.tracing.project, sink) : undefined;
     // Traced runs copy their callback manager at every step: in linear time on the graphs' LangChain too.
     if (tracer) await installLinearCallbackManagerCopyForGraphs(config.graphs.map((graph) => graph.file));
-    // Every runnable a run calls carries its config without building a RunTree of its own.
-    installRunConfigCarrier();
+    // Every runnable a run calls carries its config without building a RunTree of its own, on the graphs' LangChain too.
+    await installRunConfigCarrierForGraphs(config.graphs.map((graph) => graph.file));
     let recorded: Parameters<typeof insertRuntime>[1] | undefined;
     // A database outage freed its liveness lock, and a sweep may have removed its row meanwhile.
     const livenessRetaken = async () => {

@@ -1,18 +1,14 @@
 // The linear CallbackManager.copy() the agent-run tracer installs builds what @langchain/core's own
 // copy() builds: the same handlers, tags and metadata, the same ones inheritable, in the same order,
 // for managers made the ways LangChain and LangGraph make them (configure, getChild, additions).
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import { CallbackManager } from '@langchain/core/callbacks/manager';
 import { ConsoleCallbackHandler } from '@langchain/core/tracers/console';
 import { describe, expect, it } from 'vitest';
 import { installLinearCallbackManagerCopy, installLinearCallbackManagerCopyForGraphs, REPLACED_COPY_SOURCE_SHA256 } from '../../../src/agent-server/runtime/callback-manager-copy.js';
+import { sourceHash } from '../../../src/agent-server/runtime/langchain-copies.js';
+import { withProjectLangChainCore } from '../../support/langchain-copy.js';
 
 // Taken before the replacement is installed (by the first test, or by an import of the tracer).
 const libraryCopy = CallbackManager.prototype.copy;
@@ -76,7 +72,7 @@ async function managers(): Promise<{ label: string; manager: CallbackManager; ad
 
 describe('linear CallbackManager.copy()', () => {
   it('replaces @langchain/core’s copy() only when it is the one it was written from', () => {
-    const hash = createHash('sha256').update(libraryCopy.toString().replace(/\s+/g, ' ')).digest('hex');
+    const hash = sourceHash(libraryCopy as never);
     // Fails after an upgrade of @langchain/core that changed copy(): compare the new copy() with
     // callback-manager-copy.ts, then update its hash.
     expect(hash).toBe(REPLACED_COPY_SOURCE_SHA256);
@@ -105,29 +101,12 @@ describe('linear CallbackManager.copy()', () => {
   });
 
   it('is installed on the copy of @langchain/core a project’s graphs run on', async () => {
-    // A project with its own node_modules: its own @langchain/core (our files, hard-linked: another
-    // module instance), found through its @langchain/langgraph; the rest resolves to ours.
-    const ours = createRequire(import.meta.url);
-    const packageDir = (name: string) => realpathSync(dirname(ours.resolve(`${name}/package.json`)));
-    const project = mkdtempSync(join(tmpdir(), 'callback-copy-project-'));
-    try {
-      const modules = join(project, 'node_modules');
-      mkdirSync(join(modules, '@langchain', 'langgraph'), { recursive: true });
-      writeFileSync(join(modules, '@langchain', 'langgraph', 'package.json'), JSON.stringify({ name: '@langchain/langgraph', version: '0.0.0-test' }));
-      execFileSync('cp', ['-al', packageDir('@langchain/core'), join(modules, '@langchain', 'core')]);
-      // Its dependencies are ours, installed beside it.
-      const ourModules = dirname(dirname(packageDir('@langchain/core')));
-      for (const dependency of Object.keys(ours(join(packageDir('@langchain/core'), 'package.json')).dependencies as Record<string, string>)) {
-        mkdirSync(dirname(join(modules, dependency)), { recursive: true });
-        symlinkSync(join(ourModules, dependency), join(modules, dependency), 'dir');
-      }
-      const graphFile = join(project, 'graph.mjs');
-      writeFileSync(graphFile, 'export {};\n');
-      const theirs = (await import(pathToFileURL(join(modules, '@langchain', 'core', 'dist', 'callbacks', 'manager.js')).href)) as { CallbackManager: typeof CallbackManager };
+    await withProjectLangChainCore(async ({ graphFile, importCore }) => {
+      const theirs = await importCore<{ CallbackManager: typeof CallbackManager }>('dist/callbacks/manager.js');
       expect(theirs.CallbackManager).not.toBe(CallbackManager);
       const theirLibraryCopy = theirs.CallbackManager.prototype.copy;
 
-      await installLinearCallbackManagerCopyForGraphs([graphFile, join(project, 'no-langgraph-here', 'graph.mjs')]);
+      await installLinearCallbackManagerCopyForGraphs([graphFile, join(dirname(graphFile), 'no-langgraph-here', 'graph.mjs')]);
       expect(theirs.CallbackManager.prototype.copy).not.toBe(theirLibraryCopy);
       const manager = new theirs.CallbackManager('parent');
       manager.addHandler(new NamedHandler('tracer'));
@@ -136,8 +115,6 @@ describe('linear CallbackManager.copy()', () => {
       const copied = manager.copy();
       expect(copied).toBeInstanceOf(theirs.CallbackManager);
       expect(shape(copied)).toEqual(shape(theirLibraryCopy.call(manager)));
-    } finally {
-      rmSync(project, { recursive: true, force: true });
-    }
+    });
   });
 });

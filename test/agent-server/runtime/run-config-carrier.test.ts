@@ -8,7 +8,9 @@ import { Annotation, END, getConfig, MemorySaver, START, StateGraph } from '@lan
 import { isRunTree, RunTree } from 'langsmith/run_trees';
 import { getCurrentRunTree, traceable } from 'langsmith/traceable';
 import { describe, expect, it } from 'vitest';
-import { installRunConfigCarrier, REPLACED_RUN_WITH_CONFIG_SHA256, runWithConfigSourceHash } from '../../../src/agent-server/runtime/run-config-carrier.js';
+import { sourceHash } from '../../../src/agent-server/runtime/langchain-copies.js';
+import { installRunConfigCarrier, installRunConfigCarrierForGraphs, REPLACED_RUN_WITH_CONFIG_SHA256 } from '../../../src/agent-server/runtime/run-config-carrier.js';
+import { withProjectLangChainCore } from '../../support/langchain-copy.js';
 
 // Taken before the replacement is installed.
 const provider = Object.getPrototypeOf(AsyncLocalStorageProviderSingleton) as { runWithConfig: (...args: never[]) => unknown };
@@ -48,7 +50,7 @@ const run = async (threadId: string) => (await graph.invoke({ seen: [] }, { conf
 
 describe('the run-config carrier', () => {
   it('replaces the runWithConfig of the @langchain/core installed (a new version fails here until it is checked)', () => {
-    expect(runWithConfigSourceHash(libraryRunWithConfig as never)).toBe(REPLACED_RUN_WITH_CONFIG_SHA256);
+    expect(sourceHash(libraryRunWithConfig as never)).toBe(REPLACED_RUN_WITH_CONFIG_SHA256);
   });
 
   it("gives a graph's nodes the same context as @langchain/core's own, and builds no RunTree per call", async () => {
@@ -70,5 +72,21 @@ describe('the run-config carrier', () => {
     expect(Object.getPrototypeOf(first)).toBe(Object.getPrototypeOf(second));
     expect(Object.getPrototypeOf(first)).toBeInstanceOf(RunTree);
     expect((Object.getPrototypeOf(first) as RunTree).child_runs).toEqual([]);
+  });
+
+  it('is installed on the copy of @langchain/core a project’s graphs run on', async () => {
+    await withProjectLangChainCore(async ({ graphFile, importCore }) => {
+      type Singleton = { runWithConfig(config: unknown, callback: () => unknown): unknown; getRunnableConfig(): unknown };
+      const theirs = (await importCore<{ AsyncLocalStorageProviderSingleton: Singleton }>('dist/singletons/index.js')).AsyncLocalStorageProviderSingleton;
+      expect(theirs).not.toBe(AsyncLocalStorageProviderSingleton);
+      const theirLibraryRunWithConfig = Object.getPrototypeOf(theirs).runWithConfig;
+      await installRunConfigCarrierForGraphs([graphFile]);
+      expect(Object.getPrototypeOf(theirs).runWithConfig).not.toBe(theirLibraryRunWithConfig);
+      const config = { configurable: { thread_id: 'theirs' } };
+      const [seen, tree] = theirs.runWithConfig(config, () => [theirs.getRunnableConfig(), getCurrentRunTree()]) as [unknown, RunTree];
+      expect(seen).toBe(config);
+      expect(isRunTree(tree)).toBe(true);
+      expect(Object.hasOwn(tree, 'child_runs')).toBe(true);
+    });
   });
 });
