@@ -27,7 +27,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { CHILD_PARTS, CPU_PARTS, perRun, sampleProcesses } from './process-cpu.js';
-import { connectEmbedded, freePort, startDeployedGraph, startServe } from './processes.js';
+import { callersFor, connectEmbedded, freePort, startDeployedGraph, startServe } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
@@ -62,20 +62,9 @@ function servedPath(name: string, client: Client, pid: number, dataDir: string, 
     dataDir,
     window: async () => {
       const before = sampleProcesses(pid, postgresDir);
-      const started = performance.now();
-      const deadline = started + WINDOW_SECONDS * 1000;
-      let completed = 0;
-      await Promise.all(
-        Array.from({ length: CONCURRENCY }, async () => {
-          while (performance.now() < deadline) {
-            await run();
-            completed++;
-          }
-        }),
-      );
-      const elapsed = (performance.now() - started) / 1000;
+      const { completed, elapsedSeconds } = await callersFor(WINDOW_SECONDS, CONCURRENCY, run);
       await sleep(SETTLE_SECONDS * 1000);
-      return { ...cpuPerRun(before, sampleProcesses(pid, postgresDir), completed), runsPerSecond: completed / elapsed };
+      return { ...cpuPerRun(before, sampleProcesses(pid, postgresDir), completed), runsPerSecond: completed / elapsedSeconds };
     },
   };
 }

@@ -188,3 +188,22 @@ export async function startDeployedGraph(options: { env?: Record<string, string>
     throw error;
   }
 }
+
+/**
+ * `concurrency` callers each calling `call` back to back until `seconds` have passed (the calls in
+ * flight then are waited for and counted): how many completed, and over how long.
+ */
+export async function callersFor(seconds: number, concurrency: number, call: () => Promise<unknown>): Promise<{ completed: number; elapsedSeconds: number }> {
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  let completed = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        await call();
+        completed++;
+      }
+    }),
+  );
+  return { completed, elapsedSeconds: (performance.now() - started) / 1000 };
+}

