@@ -5,13 +5,14 @@
 // bench reads the CPU of this process and of its PostgreSQL from /proc, as it does a server's.
 import { MemorySaver } from '@langchain/langgraph';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
-import pg from 'pg';
 import { pino } from 'pino';
 import { startEmbeddedPostgres } from '../src/database/embedded-postgres.js';
+import { createPool } from '../src/database/pool.js';
 import { floorWindow } from './graph-floor.js';
 
 const database = await startEmbeddedPostgres(process.argv[2]!, pino({ level: 'silent' }), { maxConnections: 100, reservedConnections: 10 });
-const pool = new pg.Pool({ connectionString: database.url });
+// As the platform's pools: a connection PostgreSQL ends (its stop at the bench's end) is not an uncaught error.
+const pool = createPool({ connectionString: database.url });
 const savers = { memory: new MemorySaver(), postgres: new PostgresSaver(pool) };
 await savers.postgres.setup();
 
