@@ -95,13 +95,14 @@ describe('a deployment with two replicas', () => {
     // Then the other, and the victim again: the one told to die.
     expect(await whoami()).not.toBe(victim);
     await fetch(`${base}/die`, { method: 'POST', headers: { 'x-api-key': key } }).catch(() => undefined);
-    // The stream from the dead one breaks off (or ends) without the run's end.
+    // The stream from the dead one breaks off (or ends) without the run's end. (It may have carried the
+    // values of the run's input step, sent as the run started, depending on when the join caught up.)
     try {
       for (let part = await stream.next(); !part.done; part = await stream.next()) before.push(part.value as Part);
     } catch {
       // the connection was cut
     }
-    expect(before.some((part) => part.event === 'values')).toBe(false);
+    expect(before.filter((part) => part.event === 'values').map((part) => part.data)).not.toContainEqual(expect.objectContaining({ reply: 'v1: slow' }));
 
     // The other replica serves every request meanwhile, through the same url.
     for (let i = 0; i < 4; i++) expect(await whoami()).not.toBe(victim);
