@@ -14,7 +14,7 @@ import * as store from '../services/runs/runs.store.js';
 import type { ClaimedRun, JobCompletion, RunRow } from '../services/runs/runs.store.js';
 import { deleteCheckpointsAfter, latestCheckpointId, runResumePoint } from '../services/threads/checkpoints.store.js';
 import { refreshThreadCache } from './graph-reads.js';
-import { SYNC_COMMIT_KEY } from './run-checkpointer.js';
+import { RELAXED_COMMIT_KEY } from './run-checkpointer.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { serializeError, serializeJson } from '../../serialize.js';
 import { openJson, openJsonKeys, sealJsonText } from '../services/encryption/at-rest.js';
@@ -157,8 +157,8 @@ export async function executeRun(ctx: RuntimeContext, claimed: ClaimedRun, optio
       run_id: runId,
       assistant_id: row.assistant_id,
       graph_id: graphId,
-      // Its checkpoints' commits wait for the disk (run-checkpointer.ts); other runs' need not.
-      ...(kwargs.durability === 'sync' ? { [SYNC_COMMIT_KEY]: true } : {}),
+      // Its checkpoints' commits need not wait for the disk (run-checkpointer.ts), unless it asked for durability sync.
+      ...(kwargs.durability === 'sync' ? {} : { [RELAXED_COMMIT_KEY]: true }),
     };
     const config = { configurable, tags: kwargs.config.tags ?? assistantConfig.tags, recursionLimit: kwargs.config.recursion_limit ?? assistantConfig.recursion_limit };
     const context = { ...(assistant.context ?? {}), ...(kwargs.context ?? {}) };

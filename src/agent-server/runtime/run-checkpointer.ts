@@ -30,16 +30,17 @@ function runCheckpointMetadata(config: RunnableConfig): Record<string, unknown> 
 type PutArguments = Parameters<PostgresSaver['put']>;
 
 /**
- * The configurable key of a run that asked for durability "sync" (executor.ts): its checkpoints' commits
- * wait for the disk, as every other statement's do.
+ * The configurable key of a run's graph (executor.ts) whose checkpoint writes need not wait for the disk:
+ * every run's but one that asked for durability "sync". Any other write (a state update through the API,
+ * a thread's seeding) waits, as every other statement does.
  */
-export const SYNC_COMMIT_KEY = '__ap_sync_commit';
+export const RELAXED_COMMIT_KEY = '__ap_relaxed_commit';
 
-// Other runs' checkpoint writes commit without waiting for the WAL to reach the disk (synchronous_commit
-// off for that statement alone, set inside it: no extra round trip). That wait was most of a durable
-// run's PostgreSQL system time and much of its latency. It is safe because the WAL is one ordered
-// stream: a run's outcome and its thread's values are committed synchronously after its checkpoints, and
-// that flush takes every earlier record with it, so by the time anyone hears that a run ended, its
+// A run's checkpoint writes commit without waiting for the WAL to reach the disk (synchronous_commit off
+// for that statement alone, set inside it: no extra round trip). That wait was most of a durable run's
+// PostgreSQL system time and much of its latency. It is safe because the WAL is one ordered stream: a
+// run's outcome and its thread's values are committed synchronously after its checkpoints, and that
+// flush takes every earlier record with it, so by the time anyone hears that a run ended, its
 // checkpoints are on disk. A crash of PostgreSQL itself (not of this process) can lose only the
 // checkpoints of the last moments (wal_writer_delay) of a run still running, which is then run again from
 // the one before, as LangGraph's "async" durability already allows.
@@ -65,7 +66,7 @@ function writeStatements(schema: string) {
   };
 }
 
-const commitMode = (config: RunnableConfig) => (config.configurable?.[SYNC_COMMIT_KEY] === true ? 'sync' : 'relaxed');
+const commitMode = (config: RunnableConfig) => (config.configurable?.[RELAXED_COMMIT_KEY] === true ? 'relaxed' : 'sync');
 
 export class RunMetadataSaver extends PostgresSaver {
   private readonly statements: ReturnType<typeof writeStatements>;
