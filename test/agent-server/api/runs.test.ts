@@ -324,9 +324,11 @@ describe('stateless runs', () => {
     }
   });
 
-  it('keeps the thread when on_completion is keep', async () => {
-    await server.client.runs.wait(null as unknown as string, 'nested', { input: {}, onCompletion: 'keep' as never });
-    const kept = await server.client.threads.search({ values: { trail: ['parent', 'child', 'grandchild'] }, limit: 100 });
-    expect(kept.length).toBeGreaterThan(0);
+  it('keeps the thread when on_completion is keep, with the run’s metadata', async () => {
+    const marker = crypto.randomUUID();
+    await server.client.runs.wait(null as unknown as string, 'nested', { input: {}, onCompletion: 'keep' as never, metadata: { marker } });
+    const kept = await server.client.threads.search({ metadata: { marker }, limit: 100 });
+    expect(kept).toHaveLength(1);
+    expect(kept[0]).toMatchObject({ metadata: { marker, graph_id: 'nested' }, values: { trail: ['parent', 'child', 'grandchild'] } });
   });
 });

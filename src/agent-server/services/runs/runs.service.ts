@@ -179,7 +179,9 @@ async function createParsedRun(
     stateful: !temporary,
     threadConfig: await sealJsonText(ctx.config, { model: 'thread', field: 'config' }, threadConfigOf(kwargs)),
   };
-  const newThreadMetadata = createsThread ? await sealJson(ctx.config, THREAD_METADATA, metadata) : undefined;
+  // A thread the run creates (if_not_exists, or a kept stateless run's) takes its metadata, as stored:
+  // in the run's statement or in the transaction's.
+  const newThreadMetadata = createsThread || (stateless && !temporary) ? await sealJson(ctx.config, THREAD_METADATA, metadata) : undefined;
   /** Undefined when a run that creates its thread found it could not in one statement (the transaction's turn). */
   const insertRun = async (client: pg.Pool | pg.PoolClient): Promise<Run | undefined> => {
     const oneStatement = client === ctx.db.pool;
@@ -232,7 +234,7 @@ async function createParsedRun(
             if (!threadInflight) {
               if (!stateless && body.if_not_exists !== 'create') throw AppError.notFound(threadNotFound(threadId));
               // The id may already be a thread of another deployment (or one created at this instant): a conflict, not a 500.
-              if (!(await insertEmptyThread(client, threadId, deploymentId, await sealJson(ctx.config, THREAD_METADATA, metadata)))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
+              if (!(await insertEmptyThread(client, threadId, deploymentId, newThreadMetadata))) throw AppError.conflict(`Thread ${threadId} cannot be created: the id is taken.`);
             } else {
               inflight = threadInflight;
             }

@@ -195,13 +195,12 @@ export async function insertRun(
 ): Promise<{ createdAt: Date; updatedAt: Date; jobRows?: number } | undefined> {
   const values: unknown[] = [run.runId, run.deploymentId, run.threadId, run.assistantId, run.metadata, run.kwargs, run.strategy, run.jobId, run.stateful, run.threadConfig];
   const { jobInsert, notify = [] } = options;
-  const createsThread = run.newThreadMetadata !== undefined;
   if (jobInsert) {
     values.push(jobInsert.payload);
     if (notify.length) values.push(notify.map(([channel]) => channel), notify.map(([, payload]) => payload));
   }
-  if (createsThread) values.push(run.newThreadMetadata);
-  const text = insertRunStatement(jobInsert?.text, jobInsert !== undefined && notify.length > 0, createsThread);
+  const newThreadMetadataParam = run.newThreadMetadata !== undefined ? values.push(run.newThreadMetadata) : undefined;
+  const text = insertRunStatement(jobInsert?.text, jobInsert !== undefined && notify.length > 0, newThreadMetadataParam);
   const { rows } = await client.query<{ created_at: Date; updated_at: Date; job_rows?: number }>(text, values);
   if (!rows[0]) return undefined;
   return { createdAt: rows[0].created_at, updatedAt: rows[0].updated_at, jobRows: rows[0].job_rows };
@@ -214,32 +213,31 @@ const insertRunStatements = new Map<string, Map<string, string>>();
 
 /**
  * insertRun's statement: with pg-boss's job insert `jobInsert` (its payload `$11`), and with it the
- * NOTIFYs of `$12`, `$13` when `notifies`; creating the thread when it does not exist yet with the
- * metadata of the last parameter when `createsThread`.
+ * NOTIFYs of `$12`, `$13` when `notifies`; creating the thread when it does not exist yet, with the
+ * metadata of parameter `newThreadMetadataParam` when given.
  */
-function insertRunStatement(jobInsert: string | undefined, notifies: boolean, createsThread: boolean): string {
+function insertRunStatement(jobInsert: string | undefined, notifies: boolean, newThreadMetadataParam: number | undefined): string {
   let built = insertRunStatements.get(jobInsert ?? '');
-  const shape = `${notifies}/${createsThread}`;
+  const shape = `${notifies}/${newThreadMetadataParam}`;
   const cached = built?.get(shape);
   if (cached !== undefined) return cached;
   // The thread keeps the config its runs were given (over its assistant's), as the reference does:
-  // state reads and writes build a factory graph with it.
+  // state reads and writes build a factory graph with it. What a run leaves on its thread, from the
+  // thread's config and metadata before it: an existing thread's (`t`) or a new empty one's (`nt`).
+  const configAfter = (config: string) => `(SELECT a.config FROM a) || ${config} || $10::jsonb || jsonb_build_object('configurable',
+                      coalesce((SELECT a.config->'configurable' FROM a), '{}') || coalesce(${config}->'configurable', '{}') || ($10::jsonb->'configurable'))`;
+  const metadataAfter = (metadata: string) => `${metadata} || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text)`;
   let text = `WITH a AS (SELECT id, graph_id, config FROM agent_assistants WHERE deployment_id = $2 AND id = $4),
-            t AS (UPDATE agent_threads SET status = 'busy', updated_at = now(),
-                    metadata = metadata || jsonb_build_object('graph_id', (SELECT graph_id FROM a), 'assistant_id', $4::text),
-                    config = (SELECT a.config FROM a) || config || $10::jsonb || jsonb_build_object('configurable',
-                      coalesce((SELECT a.config->'configurable' FROM a), '{}') || coalesce(config->'configurable', '{}') || ($10::jsonb->'configurable'))
+            t AS (UPDATE agent_threads SET status = 'busy', updated_at = now(), metadata = ${metadataAfter('metadata')}, config = ${configAfter('config')}
                   WHERE $9 AND id = $3 AND deployment_id = $2 AND EXISTS (SELECT 1 FROM a) RETURNING id)`;
   let threadWritten = 'EXISTS (SELECT 1 FROM t)';
-  if (createsThread) {
-    // The thread as \`t\` would leave a new empty one (config '{}'). An id taken meanwhile, or by another
-    // deployment's thread, writes nothing here: no run row, and the caller takes the slower path.
-    const metadata = `$${jobInsert === undefined ? 11 : notifies ? 14 : 12}::jsonb`;
+  if (newThreadMetadataParam !== undefined) {
+    // An id taken meanwhile, or by another deployment's thread, writes nothing here: no run row, and
+    // the caller takes the slower path.
     text += `,
             nt AS (INSERT INTO agent_threads (id, deployment_id, status, metadata, config, updated_at)
-                  SELECT $3, $2, 'busy', ${metadata} || jsonb_build_object('graph_id', a.graph_id, 'assistant_id', $4::text),
-                    a.config || $10::jsonb || jsonb_build_object('configurable', coalesce(a.config->'configurable', '{}') || ($10::jsonb->'configurable')), now()
-                  FROM a WHERE $9 AND NOT EXISTS (SELECT 1 FROM t)
+                  SELECT $3, $2, 'busy', ${metadataAfter(`$${newThreadMetadataParam}::jsonb`)}, ${configAfter(`'{}'::jsonb`)}, now()
+                  WHERE $9 AND EXISTS (SELECT 1 FROM a) AND NOT EXISTS (SELECT 1 FROM t)
                   ON CONFLICT (id) DO NOTHING RETURNING id)`;
     threadWritten += ' OR EXISTS (SELECT 1 FROM nt)';
   }
